@@ -1,0 +1,42 @@
+# Two entry points for a newcomer: `make demo` and `make test`. Both create .venv and
+# install everything idempotently (the install reruns only when its inputs change).
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: venv demo test lint format bench clean
+
+venv: $(STAMP)
+
+$(STAMP): requirements.txt constraints.txt pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	# torch first, from the CPU wheel: a bare `torch` would pull a CUDA build
+	$(PY) -m pip install --quiet torch==2.13.0
+	$(PY) -m pip install --quiet -r requirements.txt -c constraints.txt
+	$(PY) -m pip install --quiet --no-deps -e .
+	# pyspark-client 4.2 exits the interpreter unless SPARK_HOME names a folder: point it
+	# at the installed package for every process of this environment (docs/configuration.md)
+	$(PY) -c "import sysconfig, pathlib; p = pathlib.Path(sysconfig.get_paths()['purelib']); (p / 'emerge_spark_home.pth').write_text(\"import os; os.environ['SPARK_HOME'] = os.environ['SPARK_HOME'] if os.path.isdir(os.environ.get('SPARK_HOME') or '/nonexistent') else %r\n\" % str(p / 'pyspark'))"
+	$(PY) -c "import pyspark.sql.connect, great_expectations" && touch $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/emerge demo --out demo
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+
+test: lint
+	$(PY) -m pytest -q
+
+bench: $(STAMP)
+	@for b in benchmarks/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+format: $(STAMP)
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
+
+clean:
+	rm -rf demo .pytest_cache .ruff_cache

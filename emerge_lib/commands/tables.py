@@ -1,0 +1,44 @@
+"""``emerge tables``: the catalog, and what each table holds in a warehouse."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "tables",
+        help="list the catalog's tables (with row counts when a warehouse is given)",
+        description=(
+            "List every table of the catalog: producer, consumers, partitioning and write "
+            "mode; with --warehouse (or a config), also its Delta version and row count, "
+            "read through deltalake without starting an engine."
+        ),
+    )
+    p.add_argument("--config", "-c", help="YAML configuration file")
+    p.add_argument("--warehouse", help="warehouse root (overrides the configuration)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from emerge_lib.config import load_config
+    from emerge_lib.tables import TABLES, Catalog
+
+    warehouse = args.warehouse
+    if warehouse is None and args.config:
+        warehouse = load_config(args.config).warehouse
+    catalog = Catalog(warehouse) if warehouse else None
+    header = ["table", "producer", "consumers", "partition_by", "mode"]
+    if catalog:
+        header += ["version", "rows"]
+    print("\t".join(header))
+    for name, spec in TABLES.items():
+        row = [name, spec.producer, ",".join(spec.consumers), ",".join(spec.partition_by) or "-",
+               spec.write_mode]
+        if catalog:
+            version = catalog.version(name)
+            row += ["-", "-"] if version is None else [
+                str(version), str(catalog.read_arrow(name).num_rows)
+            ]
+        print("\t".join(row))
+    return 0

@@ -1,0 +1,338 @@
+"""One typed configuration for every part of emerge.
+
+Read from a YAML file, then overridden by environment variables named
+``EMERGE__SECTION__KEY`` (double underscores separate nesting levels), so the same file
+serves a laptop, CI and a cluster. Unknown keys, bad timestamps, bad URLs and impossible
+window settings are rejected with the field name and the reason.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Any
+
+import yaml
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+ENV_PREFIX = "EMERGE__"
+
+# DESIGN.md §1: end qualifiers deprecate, start qualifiers are addition evidence.
+DEFAULT_END_QUALIFIERS = [
+    "P582", "P1326", "P576", "P570", "P730", "P2032", "P2669", "P3999", "P7125",
+]
+DEFAULT_START_QUALIFIERS = ["P580", "P585", "P577", "P571", "P569", "P729", "P1319", "P2031"]
+
+
+class ConfigError(ValueError):
+    """A configuration that cannot be used; the message names the field and the reason."""
+
+
+def parse_utc(value: Any) -> datetime:
+    """Parse an ISO 8601 timestamp into an aware UTC datetime.
+
+    A naive timestamp is taken as UTC (everything in emerge is UTC); an offset is converted.
+    """
+    if isinstance(value, datetime):
+        dt = value
+    elif isinstance(value, str):
+        text = value.strip()
+        if text.endswith(("Z", "z")):
+            text = text[:-1] + "+00:00"
+        try:
+            dt = datetime.fromisoformat(text)
+        except ValueError as exc:
+            raise ValueError(f"not an ISO 8601 timestamp: {value!r}") from exc
+    else:
+        # YAML turns unquoted dates into datetime.date
+        from datetime import date
+
+        if isinstance(value, date):
+            dt = datetime(value.year, value.month, value.day)
+        else:
+            raise ValueError(f"not an ISO 8601 timestamp: {value!r}")
+    if dt.tzinfo is None:
+        return dt.replace(tzinfo=UTC)
+    return dt.astimezone(UTC)
+
+
+UtcTimestamp = Annotated[datetime, BeforeValidator(parse_utc)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, frozen=False)
+
+
+def _check_url(value: str, schemes: tuple[str, ...], field: str) -> str:
+    scheme, sep, rest = value.partition("://")
+    if not sep or scheme not in schemes or not rest:
+        raise ValueError(f"{field} must be a URL with scheme {'/'.join(schemes)}: {value!r}")
+    return value
+
+
+class S3Settings(_Strict):
+    """Where s3:// warehouses and releases live (a MinIO-compatible server works)."""
+
+    endpoint_url: str | None = None
+    access_key_id: str | None = None
+    secret_access_key: str | None = None
+    region: str = "us-east-1"
+    allow_http: bool = True
+
+    @field_validator("endpoint_url")
+    @classmethod
+    def _endpoint(cls, v: str | None) -> str | None:
+        return None if v is None else _check_url(v, ("http", "https"), "endpoint_url")
+
+    def environment(self) -> dict[str, str]:
+        """The AWS_* variables that Sail and delta-rs read."""
+        env = {"AWS_REGION": self.region, "AWS_DEFAULT_REGION": self.region}
+        if self.endpoint_url:
+            env["AWS_ENDPOINT_URL"] = self.endpoint_url
+            env["AWS_ENDPOINT"] = self.endpoint_url
+        if self.access_key_id:
+            env["AWS_ACCESS_KEY_ID"] = self.access_key_id
+        if self.secret_access_key:
+            env["AWS_SECRET_ACCESS_KEY"] = self.secret_access_key
+        if self.allow_http:
+            env["AWS_ALLOW_HTTP"] = "true"
+        return env
+
+
+class EngineSettings(_Strict):
+    """``embedded`` starts a Sail Spark Connect server in-process; ``sc://host:port`` is remote."""
+
+    url: str = "embedded"
+    startup_timeout_s: float = Field(default=60.0, gt=0)
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, v: str) -> str:
+        if v == "embedded":
+            return v
+        _check_url(v, ("sc",), "engine.url")
+        host_port = v.split("://", 1)[1].split("/", 1)[0]
+        if ":" in host_port:
+            port = host_port.rsplit(":", 1)[1]
+            if not port.isdigit() or not 0 < int(port) < 65536:
+                raise ValueError(f"engine.url has a bad port: {v!r}")
+        return v
+
+
+class WikiDumps(_Strict):
+    wiki: str
+    dates: list[str] = Field(default_factory=list)
+
+    @field_validator("dates")
+    @classmethod
+    def _dates(cls, v: list[str]) -> list[str]:
+        for d in v:
+            try:
+                datetime.strptime(str(d), "%Y%m%d")
+            except ValueError as exc:
+                raise ValueError(f"dump dates are YYYYMMDD: {d!r}") from exc
+        return [str(d) for d in v]
+
+
+class DumpSettings(_Strict):
+    """The dump mirror (Wikimedia's layout) and how to read it."""
+
+    mirror: str = "https://dumps.wikimedia.org"
+    download_dir: str = ".emerge/dumps"
+    wikidata: WikiDumps = Field(default_factory=lambda: WikiDumps(wiki="wikidatawiki"))
+    wikipedia: WikiDumps = Field(default_factory=lambda: WikiDumps(wiki="enwiki"))
+    workers: int = Field(default=0, ge=0, description="0 = one per core")
+    max_reject_ratio: float = Field(default=0.01, ge=0, le=1)
+
+    @field_validator("mirror")
+    @classmethod
+    def _mirror(cls, v: str) -> str:
+        return _check_url(v, ("http", "https", "file"), "dumps.mirror")
+
+
+class SnapshotSettings(_Strict):
+    """Snapshot timestamps t and their windows τ_k = t + k·window_days."""
+
+    timestamps: list[UtcTimestamp] = Field(default_factory=list)
+    windows: int = Field(default=5, ge=1, le=52)
+    window_days: float = Field(default=7, gt=0, le=366)
+
+    @field_validator("timestamps")
+    @classmethod
+    def _sorted_unique(cls, v: list[datetime]) -> list[datetime]:
+        if len(set(v)) != len(v):
+            raise ValueError("snapshot timestamps must be unique")
+        return sorted(v)
+
+
+class StabilitySettings(_Strict):
+    kg_hours: float = Field(default=168, ge=0)
+    passage_minutes: float = Field(default=30, ge=0)
+
+
+class PassageSettings(_Strict):
+    min_tokens: int = Field(default=25, ge=1)
+    max_tokens: int = Field(default=1000, ge=1)
+    max_markup_ratio: float = Field(default=0.5, ge=0, le=1)
+    min_entities: int = Field(default=2, ge=1)
+    article_entity_counts: bool = True
+    title_prefix: bool = True
+
+    @model_validator(mode="after")
+    def _range(self) -> PassageSettings:
+        if self.min_tokens > self.max_tokens:
+            raise ValueError(
+                f"passages.min_tokens ({self.min_tokens}) exceeds max_tokens ({self.max_tokens})"
+            )
+        return self
+
+
+def _pid_list(v: list[str]) -> list[str]:
+    for pid in v:
+        if not (isinstance(pid, str) and pid.startswith("P") and pid[1:].isdigit()):
+            raise ValueError(f"not a property id: {pid!r}")
+    return v
+
+
+PidList = Annotated[list[str], BeforeValidator(lambda v: _pid_list(list(v)))]
+
+
+class QualifierSettings(_Strict):
+    end: PidList = Field(default_factory=lambda: list(DEFAULT_END_QUALIFIERS))
+    start: PidList = Field(default_factory=lambda: list(DEFAULT_START_QUALIFIERS))
+
+
+class Config(_Strict):
+    """The whole configuration. Every number of DESIGN.md §1.1 is a field here."""
+
+    warehouse: str = ".emerge/warehouse"
+    engine: EngineSettings = Field(default_factory=EngineSettings)
+    s3: S3Settings = Field(default_factory=S3Settings)
+    dumps: DumpSettings = Field(default_factory=DumpSettings)
+    snapshots: SnapshotSettings = Field(default_factory=SnapshotSettings)
+    stability: StabilitySettings = Field(default_factory=StabilitySettings)
+    passages: PassageSettings = Field(default_factory=PassageSettings)
+    qualifiers: QualifierSettings = Field(default_factory=QualifierSettings)
+
+    @field_validator("warehouse")
+    @classmethod
+    def _warehouse(cls, v: str) -> str:
+        if "://" in v:
+            _check_url(v, ("s3", "s3a", "file"), "warehouse")
+        elif not v.strip():
+            raise ValueError("warehouse must not be empty")
+        return v
+
+    @property
+    def warehouse_is_remote(self) -> bool:
+        return "://" in self.warehouse and not self.warehouse.startswith("file://")
+
+
+def _set_path(tree: dict[str, Any], path: list[str], value: Any) -> None:
+    node = tree
+    for key in path[:-1]:
+        nxt = node.setdefault(key, {})
+        if not isinstance(nxt, dict):
+            raise ConfigError(f"{'.'.join(path)}: cannot override inside a non-mapping")
+        node = nxt
+    node[path[-1]] = value
+
+
+def env_overrides(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """``EMERGE__SNAPSHOTS__WINDOWS=3`` → ``{"snapshots": {"windows": 3}}`` (values are YAML)."""
+    environ = os.environ if environ is None else environ
+    tree: dict[str, Any] = {}
+    for name, raw in environ.items():
+        if not name.startswith(ENV_PREFIX):
+            continue
+        path = [p.lower() for p in name[len(ENV_PREFIX):].split("__") if p]
+        if not path:
+            continue
+        _set_path(tree, path, yaml.safe_load(raw) if raw != "" else "")
+    return tree
+
+
+def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in over.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _format_errors(exc: ValidationError, source: str) -> str:
+    lines = [f"invalid configuration ({source}):"]
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"]) or "<root>"
+        msg = err["msg"]
+        if err["type"] == "extra_forbidden":
+            msg = "unknown key"
+        lines.append(f"  {loc}: {msg}")
+    return "\n".join(lines)
+
+
+def load_config(
+    path: str | Path | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Config:
+    """Load YAML (optional), then environment overrides, then explicit overrides.
+
+    Relative local paths in the file (warehouse, dumps.download_dir, file:// mirror) are
+    resolved against the file's folder, so a config travels with its data.
+    """
+    data: dict[str, Any] = {}
+    source = "defaults"
+    base_dir: Path | None = None
+    if path is not None:
+        p = Path(path)
+        source = str(p)
+        try:
+            loaded = yaml.safe_load(p.read_text(encoding="utf-8"))
+        except FileNotFoundError as exc:
+            raise ConfigError(f"configuration file not found: {p}") from exc
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{p}: not valid YAML: {exc}") from exc
+        if loaded is None:
+            loaded = {}
+        if not isinstance(loaded, dict):
+            raise ConfigError(f"{p}: the top level must be a mapping")
+        data = loaded
+        base_dir = p.resolve().parent
+    data = _merge(data, env_overrides(environ))
+    if overrides:
+        data = _merge(data, overrides)
+    try:
+        cfg = Config.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_format_errors(exc, source)) from None
+    if base_dir is not None:
+        cfg = _resolve_relative(cfg, base_dir)
+    return cfg
+
+
+def _resolve_relative(cfg: Config, base: Path) -> Config:
+    if "://" not in cfg.warehouse and not Path(cfg.warehouse).is_absolute():
+        cfg.warehouse = str((base / cfg.warehouse).resolve())
+    if not Path(cfg.dumps.download_dir).is_absolute():
+        cfg.dumps.download_dir = str((base / cfg.dumps.download_dir).resolve())
+    mirror = cfg.dumps.mirror
+    if mirror.startswith("file://") and not mirror.startswith("file:///"):
+        cfg.dumps.mirror = (base / mirror[len("file://"):]).resolve().as_uri()
+    return cfg
+
+
+def now_utc() -> datetime:
+    return datetime.now(UTC)

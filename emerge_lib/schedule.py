@@ -1,0 +1,105 @@
+"""Snapshot and window arithmetic (DESIGN.md §1.1), everything in UTC.
+
+For a snapshot t with n windows of length w, window k (1..n) ends at τ_k = t + k·w and
+τ_0 = t. The KG delta of window k is cumulative, (t, τ_k]; a passage belongs to the
+window in which it first appears, (τ_{k-1}, τ_k].
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from emerge_lib.config import parse_utc
+
+
+@dataclass(frozen=True, order=True)
+class Window:
+    """Window k of snapshot t. Intervals are half-open on the left: (start, end]."""
+
+    snapshot: datetime
+    k: int
+    start: datetime  # τ_{k-1}
+    end: datetime  # τ_k
+
+    @property
+    def cumulative_start(self) -> datetime:
+        """The cumulative KG delta of window k spans (t, τ_k]."""
+        return self.snapshot
+
+    def contains(self, ts: datetime) -> bool:
+        """Is ts in the per-window range (τ_{k-1}, τ_k]?"""
+        return self.start < ts <= self.end
+
+    def cumulative_contains(self, ts: datetime) -> bool:
+        """Is ts in the cumulative range (t, τ_k]?"""
+        return self.snapshot < ts <= self.end
+
+    @property
+    def end_date(self) -> str:
+        return self.end.strftime("%Y-%m-%d")
+
+
+def as_utc(ts: datetime | str) -> datetime:
+    return parse_utc(ts)
+
+
+def window_end(snapshot: datetime | str, k: int, window_days: float = 7) -> datetime:
+    """τ_k = t + k·window_days (k = 0 gives t itself)."""
+    if k < 0:
+        raise ValueError(f"window index must be >= 0, got {k}")
+    if window_days <= 0:
+        raise ValueError(f"window_days must be > 0, got {window_days}")
+    return as_utc(snapshot) + timedelta(days=window_days * k)
+
+
+def windows(snapshot: datetime | str, count: int = 5, window_days: float = 7) -> list[Window]:
+    """The windows 1..count of a snapshot."""
+    if count < 1:
+        raise ValueError(f"window count must be >= 1, got {count}")
+    t = as_utc(snapshot)
+    ends = [window_end(t, k, window_days) for k in range(count + 1)]
+    return [Window(t, k, ends[k - 1], ends[k]) for k in range(1, count + 1)]
+
+
+def horizon(snapshot: datetime | str, count: int = 5, window_days: float = 7) -> datetime:
+    """The last instant any window of this snapshot looks at: τ_count."""
+    return window_end(snapshot, count, window_days)
+
+
+def window_of(
+    snapshot: datetime | str, ts: datetime | str, count: int = 5, window_days: float = 7
+) -> int | None:
+    """The k with ts in (τ_{k-1}, τ_k], or None when ts is at or before t or past τ_count."""
+    t, x = as_utc(snapshot), as_utc(ts)
+    if x <= t:
+        return None
+    for w in windows(t, count, window_days):
+        if w.contains(x):
+            return w.k
+    return None
+
+
+def quarter_starts(first: datetime | str, last: datetime | str) -> Iterator[datetime]:
+    """Quarter starts (Jan/Apr/Jul/Oct 1st, 00:00 UTC) in [first, last]: EMERGE's snapshots."""
+    a, b = as_utc(first), as_utc(last)
+    year, month = a.year, ((a.month - 1) // 3) * 3 + 1
+    while True:
+        q = datetime(year, month, 1, tzinfo=UTC)
+        if q > b:
+            return
+        if q >= a:
+            yield q
+        month += 3
+        if month > 12:
+            month, year = 1, year + 1
+
+
+def iso(ts: datetime) -> str:
+    """ISO 8601 with a Z suffix, second precision."""
+    return as_utc(ts).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def unix_seconds(ts: datetime) -> int:
+    return int(as_utc(ts).timestamp())

@@ -1,0 +1,640 @@
+"""The catalog: every Delta table's name, schema, partitioning, write mode, producer, consumers.
+
+One place owns table names and shapes, so a reader finds any table's producer and
+consumers in seconds, and every write goes through the guarded helpers below:
+
+- ``append``: add rows (rejects, logs).
+- ``replace_partition``: replace exactly one partition, transactionally, with replaceWhere.
+  Sail 0.7 accepts rows outside a replaceWhere predicate (and silently ignores dynamic
+  partition overwrite, replacing the whole table), so every row is checked against the
+  partition first and a violating frame is refused before anything is written.
+- ``merge``: MERGE INTO on a declared key (update matched, insert new), for incremental
+  timelines.
+
+Writes go through Spark (any engine); reads go through Spark or, where a session is not
+wanted (CLI summaries, tests), through deltalake.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import pyarrow as pa
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+log = logging.getLogger(__name__)
+
+WriteMode = Literal["append", "replace_partition", "merge"]
+TS = pa.timestamp("us", tz="UTC")
+
+
+class CatalogError(RuntimeError):
+    """A write that would break a table's contract (wrong partition, schema, key)."""
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """A table's contract. ``key`` is the MERGE key (merge mode) or the row identity."""
+
+    name: str
+    schema: pa.Schema
+    write_mode: WriteMode
+    producer: str
+    description: str
+    partition_by: tuple[str, ...] = ()
+    key: tuple[str, ...] = ()
+    consumers: tuple[str, ...] = field(default_factory=tuple)
+
+    def __post_init__(self) -> None:
+        names = set(self.schema.names)
+        missing = [c for c in (*self.partition_by, *self.key) if c not in names]
+        if missing:
+            raise CatalogError(f"table {self.name}: columns {missing} are not in its schema")
+        if self.write_mode == "merge" and not self.key:
+            raise CatalogError(f"table {self.name}: merge mode needs a key")
+        if self.write_mode == "replace_partition" and not self.partition_by:
+            raise CatalogError(f"table {self.name}: replace_partition needs partition columns")
+
+    @property
+    def ddl(self) -> str:
+        """The schema as a Spark DDL string (for createDataFrame and casts)."""
+        return ", ".join(f"`{f.name}` {spark_type(f.type)}" for f in self.schema)
+
+
+def spark_type(t: pa.DataType) -> str:
+    """Arrow type → Spark SQL type name."""
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return "STRING"
+    if pa.types.is_int64(t):
+        return "BIGINT"
+    if pa.types.is_int32(t):
+        return "INT"
+    if pa.types.is_int16(t):
+        return "SMALLINT"
+    if pa.types.is_int8(t):
+        return "TINYINT"
+    if pa.types.is_boolean(t):
+        return "BOOLEAN"
+    if pa.types.is_float64(t):
+        return "DOUBLE"
+    if pa.types.is_float32(t):
+        return "FLOAT"
+    if pa.types.is_timestamp(t):
+        return "TIMESTAMP"
+    if pa.types.is_date32(t):
+        return "DATE"
+    if pa.types.is_binary(t):
+        return "BINARY"
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return f"ARRAY<{spark_type(t.value_type)}>"
+    if pa.types.is_struct(t):
+        inner = ", ".join(f"`{f.name}`: {spark_type(f.type)}" for f in t)
+        return f"STRUCT<{inner}>"
+    raise CatalogError(f"no Spark type for Arrow type {t}")
+
+
+# --- schemas ------------------------------------------------------------------------------
+
+QUALIFIER = pa.struct(
+    [
+        ("pid", pa.string()),
+        ("kind", pa.string()),  # time | item | other
+        ("time", pa.string()),  # Wikibase time string, e.g. +2001-00-00T00:00:00Z
+        ("precision", pa.int8()),
+        ("instant", TS),  # first instant of the period the time value stands for
+        ("item", pa.string()),
+    ]
+)
+
+MENTION = pa.struct(
+    [
+        ("start", pa.int32()),
+        ("end", pa.int32()),
+        ("anchor", pa.string()),
+        ("target", pa.string()),
+    ]
+)
+
+RESOLVED_MENTION = pa.struct(
+    [
+        ("start", pa.int32()),
+        ("end", pa.int32()),
+        ("anchor", pa.string()),
+        ("target", pa.string()),
+        ("qid", pa.string()),
+    ]
+)
+
+
+def _schema(*fields: tuple[str, pa.DataType]) -> pa.Schema:
+    return pa.schema(list(fields))
+
+
+TABLES: dict[str, TableSpec] = {}
+
+
+def _register(spec: TableSpec) -> TableSpec:
+    if spec.name in TABLES:
+        raise CatalogError(f"table {spec.name} declared twice")
+    TABLES[spec.name] = spec
+    return spec
+
+
+# Ingest (timelines). One row per maximal interval in which a fact holds in a page's
+# revision history; valid_to NULL = still open at the end of the ingested dumps.
+STATEMENT_TIMELINE = _register(
+    TableSpec(
+        name="statement_timeline",
+        schema=_schema(
+            ("s", pa.string()),
+            ("p", pa.string()),
+            ("o", pa.string()),
+            ("statement_id", pa.string()),
+            ("rank", pa.string()),
+            ("qualifiers", pa.list_(QUALIFIER)),
+            ("valid_from", TS),
+            ("valid_to", TS),
+            ("rev_from", pa.int64()),
+            ("rev_to", pa.int64()),
+            ("s_bucket", pa.int32()),
+        ),
+        write_mode="merge",
+        key=("s", "statement_id", "p", "o", "rank", "rev_from"),
+        partition_by=("s_bucket",),
+        producer="stages.ingest_wikidata",
+        consumers=("stages.stability", "stages.deltas"),
+        description="Item-valued statements of every item revision, as validity intervals.",
+    )
+)
+
+ITEM_TIMELINE = _register(
+    TableSpec(
+        name="item_timeline",
+        schema=_schema(
+            ("qid", pa.string()),
+            ("valid_from", TS),
+            ("valid_to", TS),
+            ("rev_from", pa.int64()),
+            ("enwiki_title", pa.string()),
+            ("label_en", pa.string()),
+            ("description_en", pa.string()),
+            ("created_at", TS),
+            ("redirect_to", pa.string()),
+            ("qid_bucket", pa.int32()),
+        ),
+        write_mode="merge",
+        key=("qid", "rev_from"),
+        partition_by=("qid_bucket",),
+        producer="stages.ingest_wikidata",
+        consumers=("stages.snapshot", "stages.deltas", "stages.passages"),
+        description="Per item: enwiki sitelink, English label/description, redirect, over time.",
+    )
+)
+
+PROPERTY_TIMELINE = _register(
+    TableSpec(
+        name="property_timeline",
+        schema=_schema(
+            ("pid", pa.string()),
+            ("valid_from", TS),
+            ("valid_to", TS),
+            ("rev_from", pa.int64()),
+            ("label_en", pa.string()),
+            ("description_en", pa.string()),
+            ("datatype", pa.string()),
+        ),
+        write_mode="merge",
+        key=("pid", "rev_from"),
+        producer="stages.ingest_wikidata",
+        consumers=("stages.snapshot",),
+        description="Properties (namespace 120): label, description and datatype over time.",
+    )
+)
+
+PAGE_WATERMARKS = _register(
+    TableSpec(
+        name="page_watermarks",
+        schema=_schema(
+            ("wiki", pa.string()),
+            ("page_id", pa.int64()),
+            ("title", pa.string()),
+            ("last_rev_id", pa.int64()),
+            ("last_timestamp", TS),
+            ("dump_date", pa.string()),
+            ("dump_file", pa.string()),
+        ),
+        write_mode="merge",
+        key=("wiki", "page_id"),
+        partition_by=("wiki",),
+        producer="stages.ingest_wikidata",
+        consumers=("stages.ingest_wikidata", "stages.ingest_wikipedia"),
+        description="Last ingested revision per page: what an incremental dump may skip.",
+    )
+)
+
+INGESTED_FILES = _register(
+    TableSpec(
+        name="ingested_files",
+        schema=_schema(
+            ("wiki", pa.string()),
+            ("dump_date", pa.string()),
+            ("dump_file", pa.string()),
+            ("sha1", pa.string()),
+            ("pages", pa.int64()),
+            ("revisions", pa.int64()),
+            ("rejects", pa.int64()),
+            ("bytes", pa.int64()),
+            ("seconds", pa.float64()),
+            ("ingested_at", TS),
+        ),
+        write_mode="merge",
+        key=("wiki", "dump_file"),
+        partition_by=("wiki",),
+        producer="stages.ingest_wikidata",
+        consumers=("cli.tables",),
+        description="One row per ingested dump file with counts and timing.",
+    )
+)
+
+INGEST_REJECTS = _register(
+    TableSpec(
+        name="ingest_rejects",
+        schema=_schema(
+            ("wiki", pa.string()),
+            ("dump_file", pa.string()),
+            ("page_id", pa.int64()),
+            ("title", pa.string()),
+            ("rev_id", pa.int64()),
+            ("reason", pa.string()),
+            ("detail", pa.string()),
+        ),
+        write_mode="replace_partition",
+        partition_by=("wiki", "dump_file"),
+        producer="stages.ingest_wikidata",
+        consumers=("stages.validate",),
+        description="Quarantine: every page or revision that could not be read, with the reason.",
+    )
+)
+
+PAGE_TIMELINE = _register(
+    TableSpec(
+        name="page_timeline",
+        schema=_schema(
+            ("page_id", pa.int64()),
+            ("title", pa.string()),
+            ("valid_from", TS),
+            ("valid_to", TS),
+            ("rev_from", pa.int64()),
+            ("is_redirect", pa.bool_()),
+            ("redirect_target", pa.string()),
+        ),
+        write_mode="merge",
+        key=("page_id", "rev_from"),
+        producer="stages.ingest_wikipedia",
+        consumers=("stages.passages",),
+        description="Article titles and redirects over time (page moves change the title).",
+    )
+)
+
+PARAGRAPH_TIMELINE = _register(
+    TableSpec(
+        name="paragraph_timeline",
+        schema=_schema(
+            ("page_id", pa.int64()),
+            ("paragraph_hash", pa.string()),
+            ("paragraph_idx", pa.int32()),
+            ("text", pa.string()),
+            ("mentions", pa.list_(MENTION)),
+            ("tokens", pa.int32()),
+            ("markup_ratio", pa.float32()),
+            ("first_seen_rev", pa.int64()),
+            ("first_seen_at", TS),
+            ("removed_at", TS),
+        ),
+        write_mode="merge",
+        key=("page_id", "paragraph_hash", "first_seen_rev"),
+        producer="stages.ingest_wikipedia",
+        consumers=("stages.passages", "stages.snapshot"),
+        description="Paragraphs of articles in the time ranges the snapshots need.",
+    )
+)
+
+# Derived per snapshot: partitioned by snapshot (and window), replaced as a whole.
+KG_TRIPLES = _register(
+    TableSpec(
+        name="kg_triples",
+        schema=_schema(
+            ("snapshot", pa.string()),
+            ("s", pa.string()),
+            ("p", pa.string()),
+            ("o", pa.string()),
+        ),
+        write_mode="replace_partition",
+        partition_by=("snapshot",),
+        producer="stages.snapshot",
+        consumers=("stages.deltas", "stages.align", "stages.release"),
+        description="T_t: item-valued, non-deprecated statements between items of V_t.",
+    )
+)
+
+ENTITIES = _register(
+    TableSpec(
+        name="entities",
+        schema=_schema(
+            ("snapshot", pa.string()),
+            ("qid", pa.string()),
+            ("title", pa.string()),
+            ("label", pa.string()),
+            ("description", pa.string()),
+            ("text_description", pa.string()),
+            ("created_at", TS),
+        ),
+        write_mode="replace_partition",
+        partition_by=("snapshot",),
+        producer="stages.snapshot",
+        consumers=("stages.align", "stages.release"),
+        description="V_t with labels, descriptions and the article's first paragraph.",
+    )
+)
+
+RELATIONS = _register(
+    TableSpec(
+        name="relations",
+        schema=_schema(
+            ("snapshot", pa.string()),
+            ("pid", pa.string()),
+            ("label", pa.string()),
+            ("description", pa.string()),
+        ),
+        write_mode="replace_partition",
+        partition_by=("snapshot",),
+        producer="stages.snapshot",
+        consumers=("stages.align", "stages.release"),
+        description="R_t: properties with English label and description at t.",
+    )
+)
+
+DELTA_TRIPLES = _register(
+    TableSpec(
+        name="delta_triples",
+        schema=_schema(
+            ("snapshot", pa.string()),
+            ("window", pa.int32()),
+            ("s", pa.string()),
+            ("p", pa.string()),
+            ("o", pa.string()),
+            ("op", pa.string()),
+            ("signal", pa.string()),
+            ("emerging_head", pa.bool_()),
+            ("emerging_tail", pa.bool_()),
+            ("head_created_at", TS),
+            ("tail_created_at", TS),
+            ("lifespan_from", TS),
+            ("lifespan_to", TS),
+            ("qualifier_pid", pa.string()),
+            ("qualifier_at", TS),
+        ),
+        write_mode="replace_partition",
+        partition_by=("snapshot", "window"),
+        producer="stages.deltas",
+        consumers=("stages.align",),
+        description="Cumulative KG delta of each window with its operation candidate.",
+    )
+)
+
+PASSAGES = _register(
+    TableSpec(
+        name="passages",
+        schema=_schema(
+            ("snapshot", pa.string()),
+            ("window", pa.int32()),
+            ("passage_id", pa.string()),
+            ("page_id", pa.int64()),
+            ("page_title", pa.string()),
+            ("page_qid", pa.string()),
+            ("rev_id", pa.int64()),
+            ("rev_timestamp", TS),
+            ("paragraph_idx", pa.int32()),
+            ("text", pa.string()),
+            ("mentions", pa.list_(RESOLVED_MENTION)),
+        ),
+        write_mode="replace_partition",
+        partition_by=("snapshot", "window"),
+        producer="stages.passages",
+        consumers=("stages.align",),
+        description="New paragraphs of each window with mentions resolved to QIDs.",
+    )
+)
+
+INSTANCES = _register(
+    TableSpec(
+        name="instances",
+        schema=_schema(
+            ("snapshot", pa.string()),
+            ("window", pa.int32()),
+            ("passage_id", pa.string()),
+            ("op", pa.string()),
+            ("s", pa.string()),
+            ("p", pa.string()),
+            ("o", pa.string()),
+            ("signal", pa.string()),
+        ),
+        write_mode="replace_partition",
+        partition_by=("snapshot", "window"),
+        producer="stages.align",
+        consumers=("stages.curate", "stages.release"),
+        description="(snapshot, window, passage, op, s, p, o): the benchmark's instances.",
+    )
+)
+
+
+def spec(name: str) -> TableSpec:
+    try:
+        return TABLES[name]
+    except KeyError:
+        raise CatalogError(f"no table named {name!r}; known: {sorted(TABLES)}") from None
+
+
+def _sql_literal(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, datetime | date):
+        return f"'{value.isoformat()}'"
+    text = str(value).replace("'", "''")
+    return f"'{text}'"
+
+
+def partition_predicate(partition: Mapping[str, Any]) -> str:
+    """``{"snapshot": "2024-01-01", "window": 2}`` → ``snapshot = '2024-01-01' AND window = 2``."""
+    return " AND ".join(f"`{k}` = {_sql_literal(v)}" for k, v in partition.items())
+
+
+class Catalog:
+    """Tables under one warehouse root (a local path or an s3:// URL)."""
+
+    def __init__(
+        self,
+        warehouse: str | Path,
+        spark: SparkSession | None = None,
+        storage_options: Mapping[str, str] | None = None,
+    ) -> None:
+        self.warehouse = str(warehouse).rstrip("/")
+        self.spark = spark
+        self.storage_options = dict(storage_options or {})
+
+    # -- locations ---------------------------------------------------------------------------
+    def path(self, name: str) -> str:
+        spec(name)
+        if "://" in self.warehouse:
+            return f"{self.warehouse}/{name}"
+        return str(Path(self.warehouse).resolve() / name)
+
+    def exists(self, name: str) -> bool:
+        from deltalake import DeltaTable
+
+        return DeltaTable.is_deltatable(self.path(name), storage_options=self.storage_options)
+
+    def _spark(self) -> SparkSession:
+        if self.spark is None:
+            raise CatalogError("this catalog has no Spark session; writes need one")
+        return self.spark
+
+    # -- reads -------------------------------------------------------------------------------
+    def read(self, name: str) -> DataFrame:
+        """The table as a Spark DataFrame (an empty frame of the right schema if missing)."""
+        spark = self._spark()
+        if not self.exists(name):
+            return spark.createDataFrame([], spec(name).ddl)
+        return spark.read.format("delta").load(self.path(name))
+
+    def read_arrow(self, name: str, filters: list[tuple[str, str, Any]] | None = None) -> pa.Table:
+        """Read through deltalake (no Spark session); missing tables read as empty."""
+        from deltalake import DeltaTable
+
+        if not self.exists(name):
+            return spec(name).schema.empty_table()
+        dt = DeltaTable(self.path(name), storage_options=self.storage_options)
+        return dt.to_pyarrow_table(filters=filters)
+
+    def version(self, name: str) -> int | None:
+        from deltalake import DeltaTable
+
+        if not self.exists(name):
+            return None
+        return DeltaTable(self.path(name), storage_options=self.storage_options).version()
+
+    # -- writes ------------------------------------------------------------------------------
+    def conform(self, name: str, df: DataFrame) -> DataFrame:
+        """Select the table's columns in order, cast to its types; refuse missing/extra columns."""
+        from pyspark.sql import functions as F
+
+        s = spec(name)
+        have, want = set(df.columns), set(s.schema.names)
+        if have != want:
+            raise CatalogError(
+                f"table {name}: frame columns differ from the schema: "
+                f"missing {sorted(want - have)}, unexpected {sorted(have - want)}"
+            )
+        return df.select(
+            *[F.col(f"`{f.name}`").cast(spark_type(f.type)).alias(f.name) for f in s.schema]
+        )
+
+    def frame(self, name: str, data: pa.Table | Iterable[Mapping[str, Any]]) -> DataFrame:
+        """A Spark frame of this table's schema from Arrow or rows (for small writes)."""
+        s = spec(name)
+        if isinstance(data, pa.Table):
+            table = data.select(s.schema.names).cast(s.schema)
+        else:
+            table = pa.Table.from_pylist(list(data), schema=s.schema)
+        return self._spark().createDataFrame(table, schema=s.ddl)
+
+    def _create_if_missing(self, name: str, df: DataFrame) -> bool:
+        """Create the table from df (returns True) when it does not exist yet."""
+        if self.exists(name):
+            return False
+        s = spec(name)
+        writer = df.write.format("delta").mode("append")
+        if s.partition_by:
+            writer = writer.partitionBy(*s.partition_by)
+        writer.save(self.path(name))
+        return True
+
+    def append(self, name: str, df: DataFrame) -> None:
+        s = spec(name)
+        df = self.conform(name, df)
+        if self._create_if_missing(name, df):
+            return
+        writer = df.write.format("delta").mode("append")
+        if s.partition_by:
+            writer = writer.partitionBy(*s.partition_by)
+        writer.save(self.path(name))
+
+    def replace_partition(self, name: str, df: DataFrame, partition: Mapping[str, Any]) -> int:
+        """Replace exactly the rows of one partition with df; other partitions are untouched.
+
+        Every partition column must be fixed, and every row of df must belong to the
+        partition: Sail writes rows outside a replaceWhere predicate without complaint,
+        so a frame that violates it is refused here before anything is written.
+        Returns the number of rows written.
+        """
+        s = spec(name)
+        if set(partition) != set(s.partition_by):
+            raise CatalogError(
+                f"table {name}: replace_partition needs exactly the partition columns "
+                f"{list(s.partition_by)}, got {sorted(partition)}"
+            )
+        df = self.conform(name, df)
+        predicate = partition_predicate(partition)
+        outside = df.filter(f"NOT ({predicate}) OR ({' OR '.join(f'`{c}` IS NULL' for c in partition)})")
+        bad = outside.limit(5).collect()
+        if bad:
+            raise CatalogError(
+                f"table {name}: {len(bad)}+ rows fall outside the partition {predicate}, "
+                f"e.g. {bad[0].asDict()}; nothing was written"
+            )
+        rows = df.count()
+        if self._create_if_missing(name, df):
+            return rows
+        (
+            df.write.format("delta")
+            .mode("overwrite")
+            .option("replaceWhere", predicate)
+            .partitionBy(*s.partition_by)
+            .save(self.path(name))
+        )
+        log.info("%s: replaced partition %s with %d rows", name, predicate, rows)
+        return rows
+
+    def merge(self, name: str, df: DataFrame) -> None:
+        """MERGE INTO on the table's key: update matched rows, insert the others.
+
+        Duplicate keys in df are refused (MERGE would be ambiguous).
+        """
+        s = spec(name)
+        if not s.key:
+            raise CatalogError(f"table {name} has no merge key")
+        df = self.conform(name, df)
+        dup = df.groupBy(*s.key).count().filter("count > 1").limit(1).collect()
+        if dup:
+            raise CatalogError(f"table {name}: duplicate merge key in the new rows: {dup[0]}")
+        if self._create_if_missing(name, df):
+            return
+        spark = self._spark()
+        view = f"emerge_merge_src_{name}"
+        df.createOrReplaceTempView(view)
+        on = " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in s.key)
+        sql = (
+            f"MERGE INTO delta.`{self.path(name)}` AS t USING {view} AS s ON {on} "
+            "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *"
+        )
+        spark.sql(sql)
+        spark.catalog.dropTempView(view)

@@ -1,0 +1,155 @@
+"""The catalog on the real embedded engine (Sail) with real Delta tables."""
+
+from __future__ import annotations
+
+import socket
+from datetime import UTC, datetime
+
+import pyarrow as pa
+import pytest
+
+from emerge_lib.tables import TABLES, Catalog, CatalogError, TableSpec, spark_type, spec
+
+
+def rows(snapshot: str, *triples: tuple[str, str, str]) -> list[dict]:
+    return [{"snapshot": snapshot, "s": s, "p": p, "o": o} for s, p, o in triples]
+
+
+def as_set(table: pa.Table) -> set[tuple]:
+    return {(r["snapshot"], r["s"], r["p"], r["o"]) for r in table.to_pylist()}
+
+
+def test_every_table_is_well_formed() -> None:
+    assert {"statement_timeline", "item_timeline", "kg_triples", "instances"} <= set(TABLES)
+    for name, s in TABLES.items():
+        assert s.name == name
+        assert s.producer.startswith("stages."), name
+        assert s.description
+        assert spark_type(s.schema.field(0).type)
+        # the DDL mentions every column once
+        assert all(s.ddl.count(f"`{c}` ") >= 1 for c in s.schema.names)
+    assert spec("kg_triples").partition_by == ("snapshot",)
+    assert spec("statement_timeline").write_mode == "merge"
+
+
+def test_bad_specs_are_refused() -> None:
+    schema = pa.schema([("a", pa.string())])
+    with pytest.raises(CatalogError, match="not in its schema"):
+        TableSpec("x", schema, "append", "stages.x", "d", partition_by=("b",))
+    with pytest.raises(CatalogError, match="needs a key"):
+        TableSpec("x", schema, "merge", "stages.x", "d")
+    with pytest.raises(CatalogError, match="no table named"):
+        spec("nope")
+
+
+def test_partition_replace_touches_only_its_partition(catalog: Catalog) -> None:
+    jan, apr = "2024-01-01", "2024-04-01"
+    catalog.replace_partition(
+        "kg_triples", catalog.frame("kg_triples", rows(jan, ("Q1", "P1", "Q2"))), {"snapshot": jan}
+    )
+    catalog.replace_partition(
+        "kg_triples",
+        catalog.frame("kg_triples", rows(apr, ("Q1", "P1", "Q3"), ("Q4", "P2", "Q5"))),
+        {"snapshot": apr},
+    )
+    catalog.replace_partition(
+        "kg_triples", catalog.frame("kg_triples", rows(jan, ("Q9", "P9", "Q8"))), {"snapshot": jan}
+    )
+    expected = {(jan, "Q9", "P9", "Q8"), (apr, "Q1", "P1", "Q3"), (apr, "Q4", "P2", "Q5")}
+    assert as_set(catalog.read_arrow("kg_triples")) == expected
+    spark_rows = catalog.read("kg_triples").collect()
+    assert {(r.snapshot, r.s, r.p, r.o) for r in spark_rows} == expected
+    # rerunning the same task leaves the same table (idempotent)
+    catalog.replace_partition(
+        "kg_triples", catalog.frame("kg_triples", rows(jan, ("Q9", "P9", "Q8"))), {"snapshot": jan}
+    )
+    assert catalog.read_arrow("kg_triples").num_rows == 3
+
+
+def test_rows_outside_the_partition_are_refused_and_nothing_is_written(catalog: Catalog) -> None:
+    jan, apr = "2024-01-01", "2024-04-01"
+    catalog.replace_partition(
+        "kg_triples", catalog.frame("kg_triples", rows(jan, ("Q1", "P1", "Q2"))), {"snapshot": jan}
+    )
+    catalog.replace_partition(
+        "kg_triples", catalog.frame("kg_triples", rows(apr, ("Q7", "P1", "Q2"))), {"snapshot": apr}
+    )
+    before = catalog.version("kg_triples")
+    stray = catalog.frame("kg_triples", rows(jan, ("Q1", "P1", "Q3")) + rows(apr, ("Q6", "P6", "Q6")))
+    with pytest.raises(CatalogError, match="outside the partition"):
+        catalog.replace_partition("kg_triples", stray, {"snapshot": jan})
+    assert catalog.version("kg_triples") == before
+    assert as_set(catalog.read_arrow("kg_triples")) == {
+        (jan, "Q1", "P1", "Q2"),
+        (apr, "Q7", "P1", "Q2"),
+    }
+    with pytest.raises(CatalogError, match="exactly the partition columns"):
+        catalog.replace_partition("delta_triples", catalog.frame("delta_triples", []), {"snapshot": jan})
+
+
+def test_sail_trap_dynamic_overwrite_replaces_whole_table(catalog: Catalog, spark) -> None:
+    """Characterizes the Sail 0.7 trap the catalog avoids (DESIGN.md §4).
+
+    If this starts failing, Sail fixed dynamic partition overwrite; the catalog's guard
+    stays correct either way.
+    """
+    path = catalog.path("kg_triples")
+    df = catalog.frame("kg_triples", rows("a", ("Q1", "P1", "Q2")) + rows("b", ("Q3", "P1", "Q4")))
+    df.write.format("delta").partitionBy("snapshot").save(path)
+    only_a = catalog.frame("kg_triples", rows("a", ("Q5", "P1", "Q6")))
+    (
+        only_a.write.format("delta")
+        .mode("overwrite")
+        .option("partitionOverwriteMode", "dynamic")
+        .partitionBy("snapshot")
+        .save(path)
+    )
+    assert as_set(catalog.read_arrow("kg_triples")) == {("a", "Q5", "P1", "Q6")}
+
+
+def test_merge_updates_and_inserts_on_the_key(catalog: Catalog) -> None:
+    ts = datetime(2024, 1, 1, tzinfo=UTC)
+    first = [{"wiki": "wikidatawiki", "page_id": 1, "title": "Q1", "last_rev_id": 10, "last_timestamp": ts}]
+    catalog.merge("page_watermarks", catalog.frame("page_watermarks", first))
+    second = [
+        {"wiki": "wikidatawiki", "page_id": 1, "title": "Q1", "last_rev_id": 12, "last_timestamp": ts},
+        {"wiki": "wikidatawiki", "page_id": 2, "title": "Q2", "last_rev_id": 3, "last_timestamp": ts},
+    ]
+    catalog.merge("page_watermarks", catalog.frame("page_watermarks", second))
+    catalog.merge("page_watermarks", catalog.frame("page_watermarks", second))  # idempotent
+    got = sorted(
+        (r["page_id"], r["last_rev_id"], r["last_timestamp"])
+        for r in catalog.read_arrow("page_watermarks").to_pylist()
+    )
+    assert got == [(1, 12, ts), (2, 3, ts)]
+    dup = second + [second[0]]
+    with pytest.raises(CatalogError, match="duplicate merge key"):
+        catalog.merge("page_watermarks", catalog.frame("page_watermarks", dup))
+
+
+def test_nested_qualifiers_round_trip(catalog: Catalog) -> None:
+    q = {"pid": "P580", "kind": "time", "time": "+2001-00-00T00:00:00Z", "precision": 9,
+         "instant": datetime(2001, 1, 1, tzinfo=UTC), "item": None}
+    row = {"s": "Q1", "p": "P39", "o": "Q2", "statement_id": "Q1$a", "rank": "preferred",
+           "qualifiers": [q], "valid_from": datetime(2020, 5, 1, 12, 30, tzinfo=UTC),
+           "valid_to": None, "rev_from": 7, "rev_to": None, "s_bucket": 3}
+    catalog.merge("statement_timeline", catalog.frame("statement_timeline", [row]))
+    (back,) = catalog.read_arrow("statement_timeline").to_pylist()
+    assert back == row
+
+
+def test_conform_refuses_wrong_columns(catalog: Catalog, spark) -> None:
+    df = spark.createDataFrame([("x", "Q1")], "snapshot string, s string")
+    with pytest.raises(CatalogError, match="missing"):
+        catalog.conform("kg_triples", df)
+
+
+def test_embedded_engine_leaves_nothing_running() -> None:
+    from emerge_lib.engine import embedded_server
+
+    with embedded_server() as url:
+        port = int(url.rsplit(":", 1)[1])
+        with socket.create_connection(("127.0.0.1", port), timeout=2):
+            pass
+    with pytest.raises(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+        pass
