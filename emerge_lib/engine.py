@@ -73,7 +73,9 @@ def _connect(url: str, timeout_s: float) -> SparkSession:
     last: Exception | None = None
     while time.monotonic() < deadline:
         try:
-            spark = SparkSession.builder.remote(url).getOrCreate()
+            # create(), not getOrCreate(): the latter hands back any active session, even
+            # one on another server, and stopping it would stop that one
+            spark = SparkSession.builder.remote(url).create()
             spark.sql("SELECT 1").collect()
             return spark
         except Exception as exc:  # the server may still be binding

@@ -10,6 +10,8 @@ consumers in seconds, and every write goes through the guarded helpers below:
   partition first and a violating frame is refused before anything is written.
 - ``merge``: MERGE INTO on a declared key (update matched, insert new), for incremental
   timelines.
+- ``overwrite``: replace the whole table in one transaction, for tables derived wholesale
+  from others (a rerun gives the same table).
 
 Writes go through Spark (any engine); reads go through Spark or, where a session is not
 wanted (CLI summaries, tests), through deltalake.
@@ -31,7 +33,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-WriteMode = Literal["append", "replace_partition", "merge"]
+WriteMode = Literal["append", "replace_partition", "merge", "overwrite"]
 TS = pa.timestamp("us", tz="UTC")
 
 
@@ -158,6 +160,7 @@ STATEMENT_TIMELINE = _register(
             ("o", pa.string()),
             ("statement_id", pa.string()),
             ("rank", pa.string()),
+            ("version_hash", pa.string()),  # hash of (statement_id, p, o, rank, qualifiers)
             ("qualifiers", pa.list_(QUALIFIER)),
             ("valid_from", TS),
             ("valid_to", TS),
@@ -166,7 +169,7 @@ STATEMENT_TIMELINE = _register(
             ("s_bucket", pa.int32()),
         ),
         write_mode="merge",
-        key=("s", "statement_id", "p", "o", "rank", "rev_from"),
+        key=("s", "version_hash", "rev_from"),
         partition_by=("s_bucket",),
         producer="stages.ingest_wikidata",
         consumers=("stages.stability", "stages.deltas"),
@@ -227,6 +230,7 @@ PAGE_WATERMARKS = _register(
             ("title", pa.string()),
             ("last_rev_id", pa.int64()),
             ("last_timestamp", TS),
+            ("first_timestamp", TS),
             ("dump_date", pa.string()),
             ("dump_file", pa.string()),
         ),
@@ -323,6 +327,26 @@ PARAGRAPH_TIMELINE = _register(
         producer="stages.ingest_wikipedia",
         consumers=("stages.passages", "stages.snapshot"),
         description="Paragraphs of articles in the time ranges the snapshots need.",
+    )
+)
+
+STABLE_STATEMENTS = _register(
+    TableSpec(
+        name="stable_statements",
+        schema=_schema(
+            ("s", pa.string()),
+            ("p", pa.string()),
+            ("o", pa.string()),
+            ("valid_from", TS),
+            ("valid_to", TS),
+        ),
+        write_mode="overwrite",
+        producer="stages.stability",
+        consumers=("stages.snapshot", "stages.deltas"),
+        description=(
+            "Presence intervals of each (s, p, o) key after the KG stability rule: "
+            "absences, then presences, shorter than stability.kg_hours are removed."
+        ),
     )
 )
 
@@ -574,6 +598,17 @@ class Catalog:
         if self._create_if_missing(name, df):
             return
         writer = df.write.format("delta").mode("append")
+        if s.partition_by:
+            writer = writer.partitionBy(*s.partition_by)
+        writer.save(self.path(name))
+
+    def overwrite(self, name: str, df: DataFrame) -> None:
+        """Replace the whole table in one Delta transaction (derived tables only)."""
+        s = spec(name)
+        if s.write_mode != "overwrite":
+            raise CatalogError(f"table {name} is {s.write_mode}, not overwrite")
+        df = self.conform(name, df)
+        writer = df.write.format("delta").mode("overwrite").option("overwriteSchema", "true")
         if s.partition_by:
             writer = writer.partitionBy(*s.partition_by)
         writer.save(self.path(name))

@@ -131,6 +131,7 @@ def test_nested_qualifiers_round_trip(catalog: Catalog) -> None:
     q = {"pid": "P580", "kind": "time", "time": "+2001-00-00T00:00:00Z", "precision": 9,
          "instant": datetime(2001, 1, 1, tzinfo=UTC), "item": None}
     row = {"s": "Q1", "p": "P39", "o": "Q2", "statement_id": "Q1$a", "rank": "preferred",
+           "version_hash": "h1",
            "qualifiers": [q], "valid_from": datetime(2020, 5, 1, 12, 30, tzinfo=UTC),
            "valid_to": None, "rev_from": 7, "rev_to": None, "s_bucket": 3}
     catalog.merge("statement_timeline", catalog.frame("statement_timeline", [row]))

@@ -1,0 +1,333 @@
+"""Wikidata history files → statement, item and property timelines (Delta).
+
+Produces: statement_timeline, item_timeline, property_timeline, page_watermarks,
+ingested_files, ingest_rejects. Consumed by: stages.stability, stages.snapshot,
+stages.deltas.
+
+The Python-heavy extraction (`stages.wikidata_extract`) runs one process per file (Sail
+runs Python UDFs on one core under one GIL, so a local process pool is the fast path);
+this module commits the staged Parquet idempotently:
+
+1. rows of entities replayed from scratch are deleted, then
+2. closures end the intervals an earlier ingest left open (matched on the open row that
+   started at or before the watermark, so a rerun never closes a newer row),
+3. new interval rows are MERGEd on the table key,
+4. rejects replace their file's partition, watermarks and file records are MERGEd last.
+
+Rerunning any step, or the whole ingest, leaves the same tables.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from multiprocessing import get_context
+from pathlib import Path
+
+from emerge_lib.stages.wikidata_extract import FileSummary, Watermark, extract_file
+from emerge_lib.tables import Catalog
+
+log = logging.getLogger(__name__)
+
+_RANGE = re.compile(r"-p(\d+)p(\d+)\.")
+_DATE = re.compile(r"-(\d{8})-")
+
+
+class IngestError(RuntimeError):
+    """A file failed, or the share of rejected revisions exceeded its limit."""
+
+
+@dataclass(frozen=True)
+class DumpFileRef:
+    """A local dump file and the dump date it belongs to."""
+
+    path: Path
+    dump_date: str = ""
+
+    @classmethod
+    def of(cls, path: str | Path, dump_date: str | None = None) -> DumpFileRef:
+        p = Path(path)
+        if dump_date is None:
+            m = _DATE.search(p.name)
+            dump_date = m.group(1) if m else ""
+        return cls(p, dump_date)
+
+    @property
+    def page_range(self) -> tuple[int, int] | None:
+        m = _RANGE.search(self.path.name)
+        return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+@dataclass
+class IngestReport:
+    files: list[FileSummary] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def revisions(self) -> int:
+        return sum(f.revisions for f in self.files)
+
+    @property
+    def rejects(self) -> int:
+        return sum(f.rejects for f in self.files)
+
+    @property
+    def pages(self) -> int:
+        return sum(f.pages for f in self.files)
+
+    @property
+    def bytes(self) -> int:
+        return sum(f.bytes for f in self.files)
+
+    @property
+    def failed(self) -> list[FileSummary]:
+        return [f for f in self.files if f.error]
+
+
+def load_watermarks(catalog: Catalog, wiki: str) -> dict[int, Watermark]:
+    table = catalog.read_arrow("page_watermarks", filters=[("wiki", "=", wiki)])
+    out: dict[int, Watermark] = {}
+    cols = table.select(["page_id", "last_rev_id", "last_timestamp", "first_timestamp"])
+    for page_id, rev, last_ts, first_ts in zip(*(c.to_pylist() for c in cols.columns), strict=True):
+        out[page_id] = Watermark(
+            rev, int(last_ts.timestamp()), int(first_ts.timestamp()) if first_ts else None
+        )
+    return out
+
+
+def _watermarks_for(ref: DumpFileRef, all_marks: dict[int, Watermark]) -> dict[int, Watermark]:
+    """Only the watermarks of the file's page-id range travel to its worker."""
+    rng = ref.page_range
+    if rng is None:
+        return all_marks
+    lo, hi = rng
+    return {pid: wm for pid, wm in all_marks.items() if lo <= pid <= hi}
+
+
+def _extract_in_spark(batches):  # runs inside Spark's Python workers
+    import pickle
+
+    import pyarrow as pa
+
+    for batch in batches:
+        for job in batch.column("job").to_pylist():
+            summary = extract_file(*pickle.loads(job))
+            yield pa.RecordBatch.from_pylist(
+                [{"summary": pickle.dumps(summary)}],
+                schema=pa.schema([("summary", pa.binary())]),
+            )
+
+
+def extract_files_with_spark(spark, jobs: list[tuple]) -> list[FileSummary]:
+    """One file per Spark task via mapInArrow: the cluster path (staging must be shared)."""
+    import pickle
+
+    frame = spark.createDataFrame(
+        [(pickle.dumps(job),) for job in jobs], "job binary"
+    ).repartition(max(1, len(jobs)))
+    rows = frame.mapInArrow(_extract_in_spark, "summary binary").collect()
+    return [pickle.loads(r.summary) for r in rows]
+
+
+def extract_files(
+    refs: Sequence[DumpFileRef],
+    staging: Path,
+    wiki: str,
+    watermarks: dict[int, Watermark],
+    workers: int,
+    on_file: Callable[[FileSummary], None] | None = None,
+    spark=None,
+) -> list[FileSummary]:
+    """Run the extraction worker on each file: in Spark (``spark`` given), else locally,
+    in a process pool when workers > 1."""
+    jobs = [
+        (str(r.path), str(staging), wiki, r.path.name, r.dump_date, _watermarks_for(r, watermarks))
+        for r in refs
+    ]
+    results: list[FileSummary] = []
+    if spark is not None:
+        results = extract_files_with_spark(spark, jobs)
+        for summary in results:
+            if on_file:
+                on_file(summary)
+        return results
+    if workers <= 1 or len(jobs) == 1:
+        # one file: let the decompressor use the spare cores instead
+        threads = None if workers > 1 else 1
+        for job in jobs:
+            summary = extract_file(*job, threads=threads)
+            results.append(summary)
+            if on_file:
+                on_file(summary)
+        return results
+    # spawn, not fork: the parent runs an embedded engine's threads, which fork would copy
+    # half-alive
+    with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:
+        futures = [pool.submit(extract_file, *job) for job in jobs]
+        for fut in as_completed(futures):
+            summary = fut.result()
+            results.append(summary)
+            if on_file:
+                on_file(summary)
+    return results
+
+
+def _log_file(summary: FileSummary) -> None:
+    mb = summary.bytes / 1e6
+    rate = mb / summary.seconds if summary.seconds else 0.0
+    log.info(
+        "%s: %d pages, %d revisions (%d decoded), %d rejects, %.1f MB in %.1fs (%.1f MB/s "
+        "compressed, %.0f revisions/s)%s",
+        summary.dump_file, summary.pages, summary.revisions, summary.decoded, summary.rejects,
+        mb, summary.seconds, rate, summary.revisions / summary.seconds if summary.seconds else 0,
+        f" FAILED: {summary.error}" if summary.error else "",
+    )
+
+
+def _staged(summaries: Sequence[FileSummary], output: str) -> list[str]:
+    return [s.outputs[output] for s in summaries if output in s.outputs]
+
+
+def commit(catalog: Catalog, summaries: Sequence[FileSummary], wiki: str) -> None:
+    """Commit staged outputs in the idempotent order of the module docstring."""
+    spark = catalog._spark()
+
+    def staged(output: str):
+        paths = _staged(summaries, output)
+        return spark.read.parquet(*paths) if paths else None
+
+    replayed = staged("replayed_entities")
+    if replayed is not None:
+        replayed.createOrReplaceTempView("emerge_replayed")
+        for table, col in (("statement_timeline", "s"), ("item_timeline", "qid"),
+                           ("property_timeline", "pid")):
+            if catalog.exists(table):
+                # Sail has no IN-subquery in DELETE; a matched MERGE deletes the same rows
+                spark.sql(
+                    f"MERGE INTO delta.`{catalog.path(table)}` AS t "
+                    f"USING (SELECT DISTINCT id FROM emerge_replayed) AS c ON t.`{col}` = c.id "
+                    "WHEN MATCHED THEN DELETE"
+                )
+
+    closures = {
+        "statement_closures": ("statement_timeline",
+                               "t.s = c.s AND t.version_hash = c.version_hash",
+                               "valid_to = c.valid_to, rev_to = c.rev_to"),
+        "item_closures": ("item_timeline", "t.qid = c.id", "valid_to = c.valid_to"),
+        "property_closures": ("property_timeline", "t.pid = c.id", "valid_to = c.valid_to"),
+    }
+    for output, (table, match, update) in closures.items():
+        df = staged(output)
+        if df is None or not catalog.exists(table):
+            continue
+        df.createOrReplaceTempView("emerge_closures")
+        spark.sql(
+            f"MERGE INTO delta.`{catalog.path(table)}` AS t USING emerge_closures AS c "
+            f"ON {match} AND t.valid_to IS NULL AND t.rev_from <= c.watermark_rev "
+            f"WHEN MATCHED THEN UPDATE SET {update}"
+        )
+
+    for table in ("statement_timeline", "item_timeline", "property_timeline"):
+        df = staged(table)
+        if df is not None:
+            catalog.merge(table, df)
+
+    for summary in summaries:
+        if "ingest_rejects" in summary.outputs:
+            rejects = spark.read.parquet(summary.outputs["ingest_rejects"])
+        else:
+            rejects = catalog.frame("ingest_rejects", [])
+        if rejects.limit(1).count() or catalog.exists("ingest_rejects"):
+            catalog.replace_partition(
+                "ingest_rejects", rejects, {"wiki": wiki, "dump_file": summary.dump_file}
+            )
+
+    marks = staged("page_watermarks")
+    if marks is not None:
+        catalog.merge("page_watermarks", marks)
+    now = datetime.now(UTC)
+    catalog.merge(
+        "ingested_files",
+        catalog.frame(
+            "ingested_files",
+            [
+                {
+                    "wiki": wiki, "dump_date": s.dump_date, "dump_file": s.dump_file, "sha1": None,
+                    "pages": s.pages, "revisions": s.revisions, "rejects": s.rejects,
+                    "bytes": s.bytes, "seconds": s.seconds, "ingested_at": now,
+                }
+                for s in summaries
+            ],
+        ),
+    )
+
+
+def ingest_wikidata(
+    catalog: Catalog,
+    files: Sequence[str | Path | DumpFileRef],
+    wiki: str = "wikidatawiki",
+    workers: int = 1,
+    max_reject_ratio: float = 0.01,
+    staging_dir: str | Path | None = None,
+    on_file: Callable[[FileSummary], None] | None = None,
+    executor: str = "local",
+) -> IngestReport:
+    """Ingest Wikidata history files (older dumps first), idempotently and incrementally.
+
+    ``executor``: ``local`` runs a process pool of ``workers`` here; ``spark`` runs one
+    Spark task per file with mapInArrow (for a cluster; ``staging_dir`` must then be
+    storage every executor can reach).
+    """
+    if executor not in ("local", "spark"):
+        raise ValueError(f"executor must be local or spark, not {executor!r}")
+    started = time.monotonic()
+    refs = sorted(
+        (f if isinstance(f, DumpFileRef) else DumpFileRef.of(f) for f in files),
+        key=lambda r: (r.dump_date, r.path.name),
+    )
+    report = IngestReport()
+    # Dumps of different dates hold the same pages: ingest date by date, so each newer
+    # dump sees the watermarks the older one left.
+    for dump_date in sorted({r.dump_date for r in refs}):
+        batch = [r for r in refs if r.dump_date == dump_date]
+        staging = Path(tempfile.mkdtemp(prefix="emerge-staging-", dir=staging_dir))
+        try:
+            marks = load_watermarks(catalog, wiki)
+
+            def done(summary: FileSummary) -> None:
+                _log_file(summary)
+                if on_file:
+                    on_file(summary)
+
+            summaries = extract_files(
+                batch, staging, wiki, marks, workers, done,
+                spark=catalog._spark() if executor == "spark" else None,
+            )
+            commit(catalog, summaries, wiki)
+            report.files.extend(summaries)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    report.seconds = time.monotonic() - started
+    log.info(
+        "wikidata ingest: %d files, %d pages, %d revisions, %d rejects, %.1f MB in %.1fs "
+        "(%.1f MB/s compressed)", len(report.files), report.pages, report.revisions,
+        report.rejects, report.bytes / 1e6, report.seconds,
+        report.bytes / 1e6 / report.seconds if report.seconds else 0.0,
+    )
+    if report.failed:
+        names = ", ".join(f"{f.dump_file} ({f.error})" for f in report.failed)
+        raise IngestError(f"{len(report.failed)} of {len(report.files)} files failed: {names}")
+    if report.revisions and report.rejects / report.revisions > max_reject_ratio:
+        raise IngestError(
+            f"{report.rejects} of {report.revisions} revisions rejected "
+            f"({report.rejects / report.revisions:.2%} > max_reject_ratio "
+            f"{max_reject_ratio:.2%}); see the ingest_rejects table"
+        )
+    return report

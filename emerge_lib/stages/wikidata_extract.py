@@ -1,0 +1,461 @@
+"""One Wikidata history file → interval rows (the Python-heavy half of ingest).
+
+A pure worker: it streams one dump file, turns each page's revisions (ordered by
+timestamp, then revision id: dumps are not always in time order) into maximal validity
+intervals, and writes Parquet files into a staging folder, one per output. The parent
+(`stages.ingest_wikidata`) commits them to Delta. It runs in a local process pool, or as a
+mapped Airflow task, or inside Spark's mapInArrow on a cluster: it touches no engine.
+
+Incremental: with a page's watermark (the last ingested revision), only revisions past it
+are decoded; the watermark revision is decoded once to know which intervals are open, and
+those that end are emitted as closures (matched on the open row, valid_to IS NULL). A new
+revision dated before the watermark (a late import) makes the page replay its whole
+history, replacing the page's rows.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from emerge_lib.dumps import wikidata
+from emerge_lib.dumps.compressed import DumpReadError
+from emerge_lib.dumps.xmlstream import Dump, MalformedXMLError, Page, PageReject, Revision
+from emerge_lib.tables import spec
+
+log = logging.getLogger(__name__)
+
+ITEM_NS, PROPERTY_NS = 0, 120
+ENTITY_MODELS = {"wikibase-item", "wikibase-property"}
+BUCKETS = 64  # s_bucket / qid_bucket: spreads timelines over files for pruning
+
+
+@dataclass(frozen=True)
+class Watermark:
+    """What an earlier ingest saw of a page."""
+
+    last_rev_id: int
+    last_timestamp: int  # unix seconds
+    first_timestamp: int | None = None
+
+
+@dataclass(frozen=True)
+class StatementVersion:
+    """One state of one statement; a change of any field starts a new interval."""
+
+    statement_id: str
+    p: str
+    o: str
+    rank: str
+    qualifiers: tuple[tuple[Any, ...], ...]
+
+    @property
+    def version_hash(self) -> str:
+        raw = repr((self.statement_id, self.p, self.o, self.rank, self.qualifiers))
+        return hashlib.blake2b(raw.encode(), digest_size=10).hexdigest()
+
+
+@dataclass(frozen=True)
+class EntityFacts:
+    """The facts of one revision that the timelines keep."""
+
+    statements: frozenset[StatementVersion]
+    enwiki_title: str | None
+    label_en: str | None
+    description_en: str | None
+    redirect_to: str | None
+    datatype: str | None = None
+
+
+@dataclass
+class FileSummary:
+    dump_file: str
+    dump_date: str = ""
+    pages: int = 0
+    revisions: int = 0
+    decoded: int = 0
+    skipped_pages: int = 0
+    rejects: int = 0
+    replayed_pages: int = 0
+    bytes: int = 0
+    seconds: float = 0.0
+    outputs: dict[str, str] = field(default_factory=dict)
+    error: str | None = None
+
+
+def bucket(entity_id: str) -> int:
+    digits = "".join(ch for ch in entity_id if ch.isdigit())
+    return int(digits or 0) % BUCKETS
+
+
+def _ts(seconds: int | None) -> datetime | None:
+    return None if seconds is None else datetime.fromtimestamp(seconds, UTC)
+
+
+def statement_versions(statements: tuple[wikidata.Statement, ...]) -> frozenset[StatementVersion]:
+    """Keep item-valued statements: the only ones T uses."""
+    out = []
+    for st in statements:
+        if st.value_qid is None:
+            continue
+        quals = tuple((q.pid, q.kind, q.time, q.precision, q.qid) for q in st.qualifiers)
+        out.append(StatementVersion(st.statement_id or "", st.pid, st.value_qid, st.rank, quals))
+    return frozenset(out)
+
+
+def facts_of(entity: wikidata.EntityState,
+             versions: frozenset[StatementVersion] | None = None) -> EntityFacts:
+    """The item-level fields plus the item-valued statement versions."""
+    return EntityFacts(
+        statements=statement_versions(entity.statements) if versions is None else versions,
+        enwiki_title=entity.enwiki_title,
+        label_en=entity.label_en,
+        description_en=entity.description_en,
+        redirect_to=entity.redirect_to,
+        datatype=getattr(entity, "datatype", None),
+    )
+
+
+class _Outputs:
+    """Row buffers per output, flushed to Parquet in the staging folder."""
+
+    NAMES = (
+        "statement_timeline", "statement_closures", "item_timeline", "item_closures",
+        "property_timeline", "property_closures", "page_watermarks", "ingest_rejects",
+        "replayed_entities",
+    )
+
+    def __init__(self, staging: Path, stem: str, flush_rows: int = 200_000) -> None:
+        self.staging = staging
+        self.stem = stem
+        self.flush_rows = flush_rows
+        self.rows: dict[str, list[dict[str, Any]]] = {n: [] for n in self.NAMES}
+        self.writers: dict[str, pq.ParquetWriter] = {}
+        self.counts: dict[str, int] = dict.fromkeys(self.NAMES, 0)
+
+    @staticmethod
+    def schema(name: str) -> pa.Schema:
+        if name == "statement_closures":
+            return pa.schema([("s", pa.string()), ("version_hash", pa.string()),
+                              ("valid_to", pa.timestamp("us", tz="UTC")), ("rev_to", pa.int64()),
+                              ("watermark_rev", pa.int64())])
+        if name in ("item_closures", "property_closures"):
+            return pa.schema([("id", pa.string()), ("valid_to", pa.timestamp("us", tz="UTC")),
+                              ("watermark_rev", pa.int64())])
+        if name == "replayed_entities":
+            return pa.schema([("id", pa.string())])
+        return spec(name).schema
+
+    def add(self, name: str, row: dict[str, Any]) -> None:
+        buf = self.rows[name]
+        buf.append(row)
+        if len(buf) >= self.flush_rows:
+            self.flush(name)
+
+    def flush(self, name: str) -> None:
+        buf = self.rows[name]
+        if not buf:
+            return
+        schema = self.schema(name)
+        table = pa.Table.from_pylist(buf, schema=schema)
+        writer = self.writers.get(name)
+        if writer is None:
+            folder = self.staging / name
+            folder.mkdir(parents=True, exist_ok=True)
+            writer = pq.ParquetWriter(folder / f"{self.stem}.parquet", schema)
+            self.writers[name] = writer
+        writer.write_table(table)
+        self.counts[name] += len(buf)
+        buf.clear()
+
+    def close(self) -> dict[str, str]:
+        out = {}
+        for name in self.NAMES:
+            self.flush(name)
+            if name in self.writers:
+                self.writers[name].close()
+                out[name] = str(self.staging / name / f"{self.stem}.parquet")
+        return out
+
+
+class _PageState:
+    """Open intervals of one entity while its revisions are replayed in time order."""
+
+    def __init__(self, eid: str, is_property: bool, created: int | None) -> None:
+        self.eid = eid
+        self.is_property = is_property
+        self.created = created
+        self.open: dict[StatementVersion, tuple[int, int]] = {}  # version → (rev, ts)
+        self.item: tuple[EntityFacts, int, int] | None = None  # facts, rev, ts
+        self.watermark_rev: int | None = None  # set when continuing an earlier ingest
+
+
+def _item_key(f: EntityFacts) -> tuple[Any, ...]:
+    return (f.enwiki_title, f.label_en, f.description_en, f.redirect_to, f.datatype)
+
+
+class WikidataFileExtractor:
+    """Streams one file; see the module docstring."""
+
+    def __init__(
+        self,
+        path: str | Path,
+        staging: str | Path,
+        wiki: str = "wikidatawiki",
+        dump_file: str | None = None,
+        dump_date: str | None = None,
+        watermarks: dict[int, Watermark] | None = None,
+        threads: int | None = 1,
+    ) -> None:
+        self.path = Path(path)
+        self.wiki = wiki
+        self.dump_file = dump_file or self.path.name
+        self.dump_date = dump_date or ""
+        self.watermarks = watermarks or {}
+        self.threads = threads
+        stem = self.dump_file.replace("/", "_")
+        self.out = _Outputs(Path(staging), stem)
+        # consecutive revisions mostly share their claims: the parser reuses the decoded
+        # statements (same object), and so do we
+        self.parser = wikidata.EntityParser()
+        self._last_statements: tuple[wikidata.Statement, ...] | None = None
+        self._last_versions: frozenset[StatementVersion] = frozenset()
+        self.summary = FileSummary(self.dump_file, self.dump_date)
+
+    # -- rejects -------------------------------------------------------------------------
+    def reject(self, page_id: int | None, title: str | None, rev_id: int | None,
+               reason: str, detail: str = "") -> None:
+        self.summary.rejects += 1
+        self.out.add("ingest_rejects", {
+            "wiki": self.wiki, "dump_file": self.dump_file, "page_id": page_id, "title": title,
+            "rev_id": rev_id, "reason": reason, "detail": detail[:500],
+        })
+
+    def _on_page_reject(self, r: PageReject) -> None:
+        self.reject(r.page_id, r.title, None, "malformed_xml", f"{r.reason} at byte {r.offset}")
+
+    # -- decoding ------------------------------------------------------------------------
+    def decode(self, page: Page, rev: Revision) -> EntityFacts | None:
+        """Facts of one revision, or None (and a reject row) when it cannot be read."""
+        if rev.text_deleted or rev.text is None:
+            self.reject(page.page_id, page.title, rev.rev_id, "text_deleted",
+                        "revision text is deleted or suppressed")
+            return None
+        if rev.model is not None and rev.model not in ENTITY_MODELS:
+            self.reject(page.page_id, page.title, rev.rev_id, "unknown_content_model",
+                        str(rev.model))
+            return None
+        try:
+            entity = self.parser.parse(rev.text)
+        except wikidata.EntityParseError as exc:
+            self.reject(page.page_id, page.title, rev.rev_id, exc.reason, str(exc))
+            return None
+        self.summary.decoded += 1
+        if entity.statements is not self._last_statements:
+            self._last_statements = entity.statements
+            self._last_versions = statement_versions(entity.statements)
+        return facts_of(entity, self._last_versions)
+
+    # -- emitting ------------------------------------------------------------------------
+    def _open_statement(self, st: _PageState, v: StatementVersion, rev: int, ts: int) -> None:
+        st.open[v] = (rev, ts)
+
+    def _close_statement(self, st: _PageState, v: StatementVersion, rev_to: int | None,
+                         ts_to: int | None, emit_full: bool) -> None:
+        rev_from, ts_from = st.open.pop(v)
+        if emit_full:
+            self.out.add("statement_timeline", {
+                "s": st.eid, "p": v.p, "o": v.o, "statement_id": v.statement_id,
+                "rank": v.rank, "version_hash": v.version_hash,
+                "qualifiers": [_qualifier_row(q) for q in v.qualifiers],
+                "valid_from": _ts(ts_from), "valid_to": _ts(ts_to),
+                "rev_from": rev_from, "rev_to": rev_to, "s_bucket": bucket(st.eid),
+            })
+        else:  # it was written open by an earlier ingest: close it in place
+            self.out.add("statement_closures", {
+                "s": st.eid, "version_hash": v.version_hash, "valid_to": _ts(ts_to),
+                "rev_to": rev_to, "watermark_rev": st.watermark_rev,
+            })
+
+    def _emit_item(self, st: _PageState, facts: EntityFacts, rev_from: int, ts_from: int,
+                   ts_to: int | None) -> None:
+        if st.is_property:
+            self.out.add("property_timeline", {
+                "pid": st.eid, "valid_from": _ts(ts_from), "valid_to": _ts(ts_to),
+                "rev_from": rev_from, "label_en": facts.label_en,
+                "description_en": facts.description_en, "datatype": facts.datatype,
+            })
+        else:
+            self.out.add("item_timeline", {
+                "qid": st.eid, "valid_from": _ts(ts_from), "valid_to": _ts(ts_to),
+                "rev_from": rev_from, "enwiki_title": facts.enwiki_title,
+                "label_en": facts.label_en, "description_en": facts.description_en,
+                "created_at": _ts(st.created), "redirect_to": facts.redirect_to,
+                "qid_bucket": bucket(st.eid),
+            })
+
+    def replay(self, st: _PageState, revisions: Iterable[tuple[int, int, EntityFacts]],
+               already_written: bool) -> None:
+        """Apply revisions (rev_id, ts, facts) in time order; emit every interval that ends.
+
+        ``already_written``: the open intervals in ``st`` were written (open) by an earlier
+        ingest, so their ends are closures, not full rows.
+        """
+        item_written = already_written
+        stmt_written = set(st.open) if already_written else set()
+        for rev_id, ts, facts in revisions:
+            for v in [v for v in st.open if v not in facts.statements]:
+                self._close_statement(st, v, rev_id, ts, emit_full=v not in stmt_written)
+                stmt_written.discard(v)
+            for v in facts.statements:
+                if v not in st.open:
+                    self._open_statement(st, v, rev_id, ts)
+            if st.item is None or _item_key(st.item[0]) != _item_key(facts):
+                if st.item is not None:
+                    prev, prev_rev, prev_ts = st.item
+                    if item_written:
+                        kind = "property_closures" if st.is_property else "item_closures"
+                        self.out.add(kind, {"id": st.eid, "valid_to": _ts(ts),
+                                            "watermark_rev": st.watermark_rev})
+                    else:
+                        self._emit_item(st, prev, prev_rev, prev_ts, ts)
+                st.item = (facts, rev_id, ts)
+                item_written = False
+        # still-open intervals: written with valid_to NULL (unless written before)
+        for v, (rev_from, ts_from) in list(st.open.items()):
+            if v not in stmt_written:
+                self.out.add("statement_timeline", {
+                    "s": st.eid, "p": v.p, "o": v.o, "statement_id": v.statement_id,
+                    "rank": v.rank, "version_hash": v.version_hash,
+                    "qualifiers": [_qualifier_row(q) for q in v.qualifiers],
+                    "valid_from": _ts(ts_from), "valid_to": None,
+                    "rev_from": rev_from, "rev_to": None, "s_bucket": bucket(st.eid),
+                })
+        if st.item is not None and not item_written:
+            facts, rev_from, ts_from = st.item
+            self._emit_item(st, facts, rev_from, ts_from, None)
+
+    # -- pages ---------------------------------------------------------------------------
+    def entity_id(self, page: Page) -> str | None:
+        if page.ns == ITEM_NS and page.title[:1] == "Q" and page.title[1:].isdigit():
+            return page.title
+        if page.ns == PROPERTY_NS:
+            name = page.title.split(":", 1)[-1]
+            if name[:1] == "P" and name[1:].isdigit():
+                return name
+        return None
+
+    def process_page(self, page: Page, replay_all: bool = False) -> bool:
+        """Returns False when the page must be replayed from its first revision."""
+        eid = self.entity_id(page)
+        if eid is None:
+            self.summary.skipped_pages += 1
+            for _ in page:
+                pass
+            return True
+        self.summary.pages += 1
+        wm = None if replay_all else self.watermarks.get(page.page_id)
+        new: list[tuple[int, int, EntityFacts]] = []
+        at_watermark: EntityFacts | None = None
+        watermark_rev: Revision | None = None  # decoded only if the page has new revisions
+        first_ts: int | None = None
+        last: tuple[int, int] | None = None  # (ts, rev) of the newest revision seen
+        for rev in page:
+            self.summary.revisions += 1
+            first_ts = rev.timestamp if first_ts is None else min(first_ts, rev.timestamp)
+            if last is None or (rev.timestamp, rev.rev_id) > last:
+                last = (rev.timestamp, rev.rev_id)
+            if wm is not None and rev.rev_id < wm.last_rev_id:
+                continue
+            if wm is not None and rev.rev_id == wm.last_rev_id:
+                watermark_rev = rev
+                continue
+            facts = self.decode(page, rev)
+            if facts is not None:
+                new.append((rev.rev_id, rev.timestamp, facts))
+        if page.reject is not None:
+            return True  # already a reject row; keep what earlier ingests wrote
+        if last is None:
+            self.reject(page.page_id, page.title, None, "no_revisions", "page has no revisions")
+            return True
+        if wm is not None:
+            if not new:
+                return True  # nothing past the watermark
+            if watermark_rev is not None:
+                at_watermark = self.decode(page, watermark_rev)
+            if at_watermark is None or any(ts < wm.last_timestamp for _, ts, _ in new):
+                return False  # late revision or lost watermark revision: replay the page
+        new.sort(key=lambda r: (r[1], r[0]))
+        created = wm.first_timestamp if wm is not None and wm.first_timestamp else first_ts
+        state = _PageState(eid, page.ns == PROPERTY_NS, created)
+        if wm is not None and at_watermark is not None:
+            for v in at_watermark.statements:
+                state.open[v] = (wm.last_rev_id, wm.last_timestamp)
+            state.item = (at_watermark, wm.last_rev_id, wm.last_timestamp)
+            state.watermark_rev = wm.last_rev_id
+            self.replay(state, new, already_written=True)
+        else:
+            if replay_all:
+                self.out.add("replayed_entities", {"id": eid})
+            self.replay(state, new, already_written=False)
+        self.out.add("page_watermarks", {
+            "wiki": self.wiki, "page_id": page.page_id, "title": page.title,
+            "last_rev_id": last[1], "last_timestamp": _ts(last[0]),
+            "first_timestamp": _ts(created), "dump_date": self.dump_date,
+            "dump_file": self.dump_file,
+        })
+        return True
+
+    def _pages(self, only: set[int] | None = None) -> Iterator[Page]:
+        with Dump.from_file(self.path, on_reject=self._on_page_reject,
+                            threads=self.threads) as dump:
+            for page in dump:
+                if only is not None and page.page_id not in only:
+                    continue
+                yield page
+
+    def run(self) -> FileSummary:
+        started = time.monotonic()
+        replay: set[int] = set()
+        try:
+            for page in self._pages():
+                if not self.process_page(page):
+                    replay.add(page.page_id)
+            if replay:
+                self.summary.replayed_pages = len(replay)
+                for page in self._pages(replay):
+                    self.process_page(page, replay_all=True)
+        except MalformedXMLError as exc:
+            # a truncated or broken file: what was read is kept, the file is marked failed
+            self.reject(None, None, None, "file_error", str(exc))
+            self.summary.error = f"{type(exc).__name__}: {exc}"
+        except (DumpReadError, OSError, EOFError) as exc:  # corrupt compression, unreadable
+            self.reject(None, None, None, "file_error", str(exc))
+            self.summary.error = f"{type(exc).__name__}: {exc}"
+        self.summary.outputs = self.out.close()
+        self.summary.bytes = self.path.stat().st_size
+        self.summary.seconds = time.monotonic() - started
+        return self.summary
+
+
+def _qualifier_row(q: tuple[Any, ...]) -> dict[str, Any]:
+    pid, kind, time_value, precision, item = q
+    instant = wikidata.time_to_instant(time_value, precision) if time_value else None
+    return {"pid": pid, "kind": kind, "time": time_value, "precision": precision,
+            "instant": instant, "item": item}
+
+
+def extract_file(path: str, staging: str, wiki: str, dump_file: str, dump_date: str,
+                 watermarks: dict[int, Watermark], threads: int | None = 1) -> FileSummary:
+    """Process-pool entry point (picklable arguments, picklable result)."""
+    return WikidataFileExtractor(path, staging, wiki, dump_file, dump_date, watermarks,
+                                 threads).run()

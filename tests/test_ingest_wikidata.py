@@ -1,0 +1,212 @@
+"""Wikidata ingest on hand-written dumps: exact timelines, incremental, idempotent, rejects."""
+
+from __future__ import annotations
+
+import bz2
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from dumpbuilder import PageSpec, Rev, claim, item, legacy_item, redirect, write_bz2
+
+from emerge_lib.stages.ingest_wikidata import IngestError, ingest_wikidata
+from emerge_lib.tables import Catalog
+
+
+def ts(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(UTC)
+
+
+def q1_history() -> list[Rev]:
+    """Q1 over time. Revision 13 is stored before 12 in the dump, dated after it."""
+    return [
+        Rev(10, "2024-01-01T00:00:00Z",
+            legacy_item("Q1", [("P31", "Q5", "q1$a", 1)], enwiki="One")),
+        Rev(11, "2024-01-02T00:00:00Z",
+            item("Q1", [claim("P31", "Q5", "q1$a"), claim("P27", "Q30", "q1$b")], enwiki="One")),
+        Rev(13, "2024-01-04T00:00:00Z",
+            item("Q1", [claim("P31", "Q5", "q1$a", rank="deprecated"),
+                        claim("P27", "Q30", "q1$b",
+                              quals={"P582": ("+2024-01-00T00:00:00Z", 10)})], enwiki="One")),
+        Rev(12, "2024-01-03T00:00:00Z",
+            item("Q1", [claim("P31", "Q5", "q1$a"), claim("P27", "Q30", "q1$b")], enwiki="Uno")),
+    ]
+
+
+def pages_v1() -> list[PageSpec]:
+    return [
+        PageSpec(1, "Q1", q1_history()),
+        PageSpec(2, "Q2", [
+            Rev(20, "2024-01-01T00:00:00Z", item("Q2", [claim("P31", "Q5", "q2$a")], "Two")),
+            Rev(21, "2024-01-05T00:00:00Z", None),  # suppressed text: a reject, state continues
+            Rev(22, "2024-01-06T00:00:00Z", "{not json"),
+        ]),
+        PageSpec(3, "Q3", [
+            Rev(30, "2024-01-01T00:00:00Z", item("Q3", [claim("P31", "Q1", "q3$a")], "Three")),
+            Rev(31, "2024-01-07T00:00:00Z", redirect("Q3", "Q1")),
+        ]),
+        PageSpec(5, "Property:P27", [
+            Rev(50, "2023-01-01T00:00:00Z",
+                '{"type":"property","id":"P27","datatype":"wikibase-item",'
+                '"labels":{"en":{"language":"en","value":"country of citizenship"}},'
+                '"descriptions":[],"aliases":[],"claims":[]}', model="wikibase-property"),
+        ], ns=120),
+        PageSpec(6, "Wikidata:Sandbox", [Rev(60, "2024-01-01T00:00:00Z", "hello", model="wikitext")], ns=4),
+    ]
+
+
+def statements(catalog: Catalog) -> set[tuple]:
+    return {
+        (r["s"], r["p"], r["o"], r["rank"], r["rev_from"], r["rev_to"], r["valid_from"],
+         r["valid_to"], tuple(q["pid"] for q in r["qualifiers"]))
+        for r in catalog.read_arrow("statement_timeline").to_pylist()
+    }
+
+
+def items(catalog: Catalog) -> set[tuple]:
+    return {
+        (r["qid"], r["rev_from"], r["valid_from"], r["valid_to"], r["enwiki_title"],
+         r["redirect_to"], r["created_at"])
+        for r in catalog.read_arrow("item_timeline").to_pylist()
+    }
+
+
+def test_exact_timelines_for_multi_revision_pages(tmp_path: Path, catalog: Catalog) -> None:
+    f = write_bz2(tmp_path / "wikidatawiki-20240201-pages-meta-history1.xml-p1p10.bz2", pages_v1())
+    report = ingest_wikidata(catalog, [f], max_reject_ratio=1.0)
+    assert report.pages == 4 and report.revisions == 10
+    d = ts
+    assert statements(catalog) == {
+        # legacy rev 10 and current rev 11 hold the same statement: one interval
+        ("Q1", "P31", "Q5", "normal", 10, 13, d("2024-01-01T00:00:00Z"), d("2024-01-04T00:00:00Z"), ()),
+        ("Q1", "P31", "Q5", "deprecated", 13, None, d("2024-01-04T00:00:00Z"), None, ()),
+        ("Q1", "P27", "Q30", "normal", 11, 13, d("2024-01-02T00:00:00Z"), d("2024-01-04T00:00:00Z"), ()),
+        ("Q1", "P27", "Q30", "normal", 13, None, d("2024-01-04T00:00:00Z"), None, ("P582",)),
+        ("Q2", "P31", "Q5", "normal", 20, None, d("2024-01-01T00:00:00Z"), None, ()),
+        ("Q3", "P31", "Q1", "normal", 30, 31, d("2024-01-01T00:00:00Z"), d("2024-01-07T00:00:00Z"), ()),
+    }
+    created1 = d("2024-01-01T00:00:00Z")
+    assert items(catalog) == {
+        ("Q1", 10, d("2024-01-01T00:00:00Z"), d("2024-01-03T00:00:00Z"), "One", None, created1),
+        ("Q1", 12, d("2024-01-03T00:00:00Z"), d("2024-01-04T00:00:00Z"), "Uno", None, created1),
+        ("Q1", 13, d("2024-01-04T00:00:00Z"), None, "One", None, created1),
+        ("Q2", 20, d("2024-01-01T00:00:00Z"), None, "Two", None, created1),
+        ("Q3", 30, d("2024-01-01T00:00:00Z"), d("2024-01-07T00:00:00Z"), "Three", None, created1),
+        ("Q3", 31, d("2024-01-07T00:00:00Z"), None, None, "Q1", created1),
+    }
+    (prop,) = catalog.read_arrow("property_timeline").to_pylist()
+    assert (prop["pid"], prop["label_en"], prop["datatype"]) == ("P27", "country of citizenship", "wikibase-item")
+    qualifier = next(r for r in catalog.read_arrow("statement_timeline").to_pylist() if r["qualifiers"])
+    assert qualifier["qualifiers"][0]["instant"] == d("2024-01-01T00:00:00Z")  # month precision
+    rejects = {(r["rev_id"], r["reason"]) for r in catalog.read_arrow("ingest_rejects").to_pylist()}
+    assert rejects == {(21, "text_deleted"), (22, "invalid_json")}
+    marks = {r["page_id"]: r["last_rev_id"] for r in catalog.read_arrow("page_watermarks").to_pylist()}
+    assert marks == {1: 13, 2: 22, 3: 31, 5: 50}
+
+
+def snapshot_of(catalog: Catalog) -> tuple[set, set, set, int]:
+    return (statements(catalog), items(catalog),
+            {(r["pid"], r["rev_from"], r["valid_to"]) for r in catalog.read_arrow("property_timeline").to_pylist()},
+            catalog.read_arrow("statement_timeline").num_rows)
+
+
+def test_incremental_dump_equals_a_fresh_ingest_and_reruns_change_nothing(
+    tmp_path: Path, spark
+) -> None:
+    old = pages_v1()
+    new = pages_v1()
+    new[0].revisions.append(Rev(14, "2024-02-10T00:00:00Z",
+                                item("Q1", [claim("P27", "Q30", "q1$b")], enwiki="One")))
+    new[0].revisions.append(Rev(15, "2024-02-11T00:00:00Z",
+                                item("Q1", [claim("P27", "Q30", "q1$b"), claim("P31", "Q5", "q1$a")],
+                                     enwiki="One")))
+    new[2].revisions.append(Rev(32, "2024-02-01T00:00:00Z",
+                                item("Q3", [claim("P31", "Q1", "q3$a")], "Three")))
+    new.append(PageSpec(7, "Q7", [Rev(70, "2024-02-02T00:00:00Z", item("Q7", [claim("P31", "Q5", "q7$a")], "Seven"))]))
+    f1 = write_bz2(tmp_path / "d1" / "wikidatawiki-20240201-pages-meta-history1.xml-p1p10.bz2", old)
+    f2 = write_bz2(tmp_path / "d2" / "wikidatawiki-20240301-pages-meta-history1.xml-p1p10.bz2", new)
+
+    incremental = Catalog(tmp_path / "inc", spark)
+    ingest_wikidata(incremental, [f1], max_reject_ratio=1.0)
+    report = ingest_wikidata(incremental, [f2], max_reject_ratio=1.0)
+    # only revisions past the watermarks were decoded (plus each changed page's watermark revision)
+    assert report.files[0].decoded == (2 + 1) + (1 + 1) + 1  # Q1, Q3 (new + watermark), Q7
+    fresh = Catalog(tmp_path / "fresh", spark)
+    ingest_wikidata(fresh, [f2], max_reject_ratio=1.0)
+    assert snapshot_of(incremental) == snapshot_of(fresh)
+
+    before = snapshot_of(incremental)
+    again = ingest_wikidata(incremental, [f1, f2], max_reject_ratio=1.0)
+    assert again.files[0].decoded == 0 and again.files[1].decoded == 0
+    assert snapshot_of(incremental) == before
+
+
+def test_late_revision_replays_the_page(tmp_path: Path, spark) -> None:
+    old = pages_v1()
+    new = pages_v1()
+    # a revision imported later but dated before the watermark of Q1 (2024-01-04)
+    new[0].revisions.append(Rev(16, "2024-01-02T12:00:00Z",
+                                item("Q1", [claim("P31", "Q5", "q1$a")], enwiki="One")))
+    f1 = write_bz2(tmp_path / "d1" / "wikidatawiki-20240201-pages-meta-history1.xml-p1p10.bz2", old)
+    f2 = write_bz2(tmp_path / "d2" / "wikidatawiki-20240301-pages-meta-history1.xml-p1p10.bz2", new)
+    incremental = Catalog(tmp_path / "inc", spark)
+    ingest_wikidata(incremental, [f1], max_reject_ratio=1.0)
+    report = ingest_wikidata(incremental, [f2], max_reject_ratio=1.0)
+    assert report.files[0].replayed_pages == 1
+    fresh = Catalog(tmp_path / "fresh", spark)
+    ingest_wikidata(fresh, [f2], max_reject_ratio=1.0)
+    assert snapshot_of(incremental) == snapshot_of(fresh)
+    # P27 is absent from 12:00 on 2024-01-02 until rev 12
+    p27 = sorted((r[4], r[5]) for r in statements(fresh) if r[1] == "P27")
+    assert p27 == [(11, 16), (12, 13), (13, None)]
+
+
+def test_truncated_file_fails_its_task_only_and_keeps_complete_pages(tmp_path: Path, catalog: Catalog) -> None:
+    good = write_bz2(tmp_path / "wikidatawiki-20240201-pages-meta-history1.xml-p1p10.bz2", pages_v1()[:1])
+    data = bz2.compress(Path(good).read_bytes() and __import__("dumpbuilder").render(
+        [PageSpec(40, "Q40", [Rev(400, "2024-01-01T00:00:00Z", item("Q40", [], "Forty"))]),
+         PageSpec(41, "Q41", [Rev(410, "2024-01-01T00:00:00Z", item("Q41", [], "FortyOne"))])]).encode())
+    bad = tmp_path / "wikidatawiki-20240201-pages-meta-history2.xml-p11p50.bz2"
+    bad.write_bytes(data[: len(data) - 40])  # cut the end of the bz2 stream
+    with pytest.raises(IngestError, match="1 of 2 files failed"):
+        ingest_wikidata(catalog, [good, bad], workers=2, max_reject_ratio=1.0)
+    qids = {r["qid"] for r in catalog.read_arrow("item_timeline").to_pylist()}
+    assert "Q1" in qids
+    reasons = {(r["dump_file"], r["reason"]) for r in catalog.read_arrow("ingest_rejects").to_pylist()}
+    assert (bad.name, "file_error") in reasons
+
+
+def test_reject_ratio_limit_fails_loudly_after_committing(tmp_path: Path, catalog: Catalog) -> None:
+    f = write_bz2(tmp_path / "wikidatawiki-20240201-pages-meta-history1.xml-p1p10.bz2", pages_v1())
+    with pytest.raises(IngestError, match="2 of 10 revisions rejected"):
+        ingest_wikidata(catalog, [f], max_reject_ratio=0.05)
+    assert catalog.read_arrow("ingest_rejects").num_rows == 2
+
+
+def test_inspect_statements_prints_t_tau(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from emerge_lib.cli import main
+
+    pages = [
+        PageSpec(1, "Q1", [
+            Rev(10, "2024-01-01T00:00:00Z", item("Q1", [claim("P31", "Q2", "a"), claim("P27", "Q3", "b")], "One")),
+            Rev(11, "2024-01-20T00:00:00Z", item("Q1", [claim("P31", "Q2", "a")], "One")),
+        ]),
+        PageSpec(2, "Q2", [Rev(20, "2024-01-01T00:00:00Z", item("Q2", [claim("P279", "Q1", "c")], "Two"))]),
+        PageSpec(3, "Q3", [Rev(30, "2024-01-01T00:00:00Z", item("Q3", [], None))]),  # no article
+    ]
+    f = write_bz2(tmp_path / "wikidatawiki-20240201-pages-meta-history1.xml-p1p3.bz2", pages)
+    assert main(["inspect", "statements", "--wikidata", str(f), "--at", "2024-01-10"]) == 0
+    assert capsys.readouterr().out == "Q1\tP31\tQ2\nQ2\tP279\tQ1\n"
+    assert main(["inspect", "statements", "--wikidata", str(f), "--at", "2024-01-10", "--all-items"]) == 0
+    assert capsys.readouterr().out == "Q1\tP27\tQ3\nQ1\tP31\tQ2\nQ2\tP279\tQ1\n"
+    assert main(["inspect", "statements", "--wikidata", str(f), "--at", "2024-01-25", "--all-items"]) == 0
+    assert capsys.readouterr().out == "Q1\tP31\tQ2\nQ2\tP279\tQ1\n"
+
+
+def test_spark_map_in_arrow_executor_gives_the_same_tables(tmp_path: Path, spark) -> None:
+    f = write_bz2(tmp_path / "wikidatawiki-20240201-pages-meta-history1.xml-p1p10.bz2", pages_v1())
+    local = Catalog(tmp_path / "local", spark)
+    ingest_wikidata(local, [f], max_reject_ratio=1.0)
+    in_spark = Catalog(tmp_path / "spark", spark)
+    ingest_wikidata(in_spark, [f], max_reject_ratio=1.0, executor="spark")
+    assert snapshot_of(in_spark) == snapshot_of(local)

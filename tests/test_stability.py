@@ -1,0 +1,80 @@
+"""The KG stability rule on hand-made statement intervals (DESIGN.md §1.2 item 2)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from emerge_lib.stages.snapshot import triples_at
+from emerge_lib.stages.stability import build_stable_statements
+from emerge_lib.tables import Catalog
+
+T0 = datetime(2024, 1, 1, tzinfo=UTC)
+
+
+def day(n: float) -> datetime:
+    return T0 + timedelta(days=n)
+
+
+def row(s: str, p: str, o: str, start: float, end: float | None, rank: str = "normal",
+        sid: str = "x") -> dict:
+    return {"s": s, "p": p, "o": o, "statement_id": f"{s}${sid}", "rank": rank,
+            "version_hash": f"{s}{p}{o}{sid}{rank}{start}", "qualifiers": [],
+            "valid_from": day(start), "valid_to": None if end is None else day(end),
+            "rev_from": int(start * 100), "rev_to": None, "s_bucket": 0}
+
+
+def test_fill_short_absences_then_drop_short_presences(catalog: Catalog) -> None:
+    rows = [
+        row("Q1", "P1", "Q2", 0, 10),  # 10 days: kept
+        row("Q1", "P2", "Q2", 0, 2),  # 2 days, then gone: an edit war, dropped
+        row("Q1", "P3", "Q2", 0, 5), row("Q1", "P3", "Q2", 7, None),  # 2-day gap filled
+        row("Q1", "P4", "Q2", 0, 3), row("Q1", "P4", "Q2", 4, 6),  # 6 days after filling: dropped
+        row("Q1", "P5", "Q2", 30, None),  # open at the end of the dump: long
+        row("Q1", "P6", "Q2", 0, 20, rank="deprecated"),  # never present
+        row("Q1", "P7", "Q2", 0, 10, sid="a"), row("Q1", "P7", "Q2", 5, 15, sid="b"),  # one key
+        row("Q1", "P8", "Q2", 0, 8), row("Q1", "P8", "Q2", 15, 30),  # exactly 7-day gap: kept apart
+        row("Q1", "P9", "Q2", 0, 9, rank="normal"), row("Q1", "P9", "Q2", 9, 12, rank="preferred"),
+        row("Q1", "P10", "Q2", 3, 3),  # zero length: nothing
+    ]
+    catalog.merge("statement_timeline", catalog.frame("statement_timeline", rows))
+    build_stable_statements(catalog, kg_hours=168)
+    got = sorted(
+        (r["p"], r["valid_from"], r["valid_to"])
+        for r in catalog.read_arrow("stable_statements").to_pylist()
+    )
+    assert got == sorted([
+        ("P1", day(0), day(10)),
+        ("P3", day(0), None),
+        ("P5", day(30), None),
+        ("P7", day(0), day(15)),
+        ("P8", day(0), day(8)),
+        ("P8", day(15), day(30)),
+        ("P9", day(0), day(12)),
+    ])
+    # rerun: same table
+    build_stable_statements(catalog, kg_hours=168)
+    assert catalog.read_arrow("stable_statements").num_rows == len(got)
+    # a shorter span keeps the 2-day presence and splits P3
+    build_stable_statements(catalog, kg_hours=24)
+    p = sorted((r["p"], r["valid_from"]) for r in catalog.read_arrow("stable_statements").to_pylist())
+    assert ("P2", day(0)) in p and ("P3", day(7)) in p
+
+
+def test_triples_at_needs_both_ends_in_v(catalog: Catalog) -> None:
+    catalog.merge("statement_timeline", catalog.frame("statement_timeline", [
+        row("Q1", "P1", "Q2", 0, None), row("Q1", "P1", "Q3", 0, None), row("Q1", "P1", "Q4", 0, None),
+    ]))
+    items = [
+        {"qid": "Q1", "valid_from": day(0), "valid_to": None, "rev_from": 1, "enwiki_title": "One"},
+        {"qid": "Q2", "valid_from": day(0), "valid_to": day(20), "rev_from": 2, "enwiki_title": "Two"},
+        {"qid": "Q2", "valid_from": day(20), "valid_to": None, "rev_from": 3, "enwiki_title": None},
+        {"qid": "Q3", "valid_from": day(0), "valid_to": None, "rev_from": 4, "enwiki_title": None},
+        {"qid": "Q4", "valid_from": day(0), "valid_to": day(20), "rev_from": 5, "enwiki_title": "Four"},
+        {"qid": "Q4", "valid_from": day(20), "valid_to": None, "rev_from": 6, "redirect_to": "Q2"},
+    ]
+    catalog.merge("item_timeline", catalog.frame("item_timeline", items))
+    build_stable_statements(catalog)
+    at10 = {tuple(r) for r in triples_at(catalog, day(10)).collect()}
+    assert at10 == {("Q1", "P1", "Q2"), ("Q1", "P1", "Q4")}
+    assert {tuple(r) for r in triples_at(catalog, day(25)).collect()} == set()
+    assert len(triples_at(catalog, day(25), all_items=True).collect()) == 3
