@@ -18,6 +18,8 @@ from emerge_lib import __version__
 # Modules that add sub-commands, in the order --help lists them.
 COMMAND_MODULES = [
     "emerge_lib.commands.demo",
+    "emerge_lib.commands.sample",
+    "emerge_lib.commands.ingest",
     "emerge_lib.commands.inspect",
     "emerge_lib.commands.tables",
     "emerge_lib.commands.config",

@@ -228,8 +228,10 @@ PAGE_WATERMARKS = _register(
             ("wiki", pa.string()),
             ("page_id", pa.int64()),
             ("title", pa.string()),
-            ("last_rev_id", pa.int64()),
+            ("last_rev_id", pa.int64()),  # newest in time: where the state continues
             ("last_timestamp", TS),
+            ("max_rev_id", pa.int64()),  # ids grow: a newer dump's new revisions exceed it
+            ("revisions", pa.int64()),  # a different count up to max_rev_id forces a replay
             ("first_timestamp", TS),
             ("dump_date", pa.string()),
             ("dump_file", pa.string()),
@@ -292,18 +294,23 @@ PAGE_TIMELINE = _register(
         name="page_timeline",
         schema=_schema(
             ("page_id", pa.int64()),
-            ("title", pa.string()),
+            ("title", pa.string()),  # normalized article title (namespace 0)
             ("valid_from", TS),
-            ("valid_to", TS),
+            ("valid_to", TS),  # NULL: still so at the end of the ingested dumps
             ("rev_from", pa.int64()),
+            ("rev_to", pa.int64()),  # the revision that ended the run (NULL: open)
             ("is_redirect", pa.bool_()),
-            ("redirect_target", pa.string()),
+            ("redirect_target", pa.string()),  # normalized; NULL for a non-article target
         ),
         write_mode="merge",
         key=("page_id", "rev_from"),
         producer="stages.ingest_wikipedia",
-        consumers=("stages.passages",),
-        description="Article titles and redirects over time (page moves change the title).",
+        consumers=("stages.titles", "stages.passages"),
+        description=(
+            "Per article page: maximal runs of (title, is_redirect, redirect_target) over "
+            "every revision; page moves change the title. Runs while the page was outside "
+            "namespace 0 are not stored."
+        ),
     )
 )
 
@@ -313,20 +320,46 @@ PARAGRAPH_TIMELINE = _register(
         schema=_schema(
             ("page_id", pa.int64()),
             ("paragraph_hash", pa.string()),
-            ("paragraph_idx", pa.int32()),
+            ("paragraph_idx", pa.int32()),  # as in first_seen_rev
             ("text", pa.string()),
-            ("mentions", pa.list_(MENTION)),
+            ("mentions", pa.list_(MENTION)),  # as in first_seen_rev
             ("tokens", pa.int32()),
             ("markup_ratio", pa.float32()),
             ("first_seen_rev", pa.int64()),
             ("first_seen_at", TS),
-            ("removed_at", TS),
+            ("removed_rev", pa.int64()),  # first later ingested revision without it
+            ("removed_at", TS),  # NULL: still present at the end of the covered range
         ),
         write_mode="merge",
         key=("page_id", "paragraph_hash", "first_seen_rev"),
         producer="stages.ingest_wikipedia",
         consumers=("stages.passages", "stages.snapshot"),
-        description="Paragraphs of articles in the time ranges the snapshots need.",
+        description=(
+            "Presence runs of each paragraph (by text hash) of each article, only over the "
+            "revisions the configured snapshots need (see paragraph_coverage)."
+        ),
+    )
+)
+
+PARAGRAPH_COVERAGE = _register(
+    TableSpec(
+        name="paragraph_coverage",
+        schema=_schema(
+            ("wiki", pa.string()),
+            ("dump_file", pa.string()),
+            ("dump_date", pa.string()),
+            ("range_from", TS),
+            ("range_to", TS),
+            ("ingested_at", TS),
+        ),
+        write_mode="replace_partition",
+        partition_by=("wiki", "dump_file"),
+        producer="stages.ingest_wikipedia",
+        consumers=("stages.ingest_wikipedia", "stages.passages"),
+        description=(
+            "The time ranges whose paragraphs each Wikipedia dump file was ingested for: "
+            "a snapshot whose range is not covered must be refused."
+        ),
     )
 )
 

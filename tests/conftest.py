@@ -32,3 +32,13 @@ def catalog(tmp_path: Path, spark):
     from emerge_lib.tables import Catalog
 
     return Catalog(tmp_path / "warehouse", spark)
+
+
+@pytest.fixture(scope="session")
+def sample_world(tmp_path_factory) -> Path:
+    """A small generated world (both wikis, two dump dates, planted truth), made once."""
+    from emerge_lib.sample import SampleSpec, generate_world
+
+    out = tmp_path_factory.mktemp("world")
+    generate_world(out, SampleSpec(seed=1, items=300, articles=120, revisions=3))
+    return out

@@ -94,10 +94,15 @@ class IngestReport:
 def load_watermarks(catalog: Catalog, wiki: str) -> dict[int, Watermark]:
     table = catalog.read_arrow("page_watermarks", filters=[("wiki", "=", wiki)])
     out: dict[int, Watermark] = {}
-    cols = table.select(["page_id", "last_rev_id", "last_timestamp", "first_timestamp"])
-    for page_id, rev, last_ts, first_ts in zip(*(c.to_pylist() for c in cols.columns), strict=True):
+    cols = table.select(
+        ["page_id", "last_rev_id", "last_timestamp", "first_timestamp", "max_rev_id", "revisions"]
+    )
+    for page_id, rev, last_ts, first_ts, max_rev, count in zip(
+        *(c.to_pylist() for c in cols.columns), strict=True
+    ):
         out[page_id] = Watermark(
-            rev, int(last_ts.timestamp()), int(first_ts.timestamp()) if first_ts else None
+            rev, int(last_ts.timestamp()), int(first_ts.timestamp()) if first_ts else None,
+            max_rev, count,
         )
     return out
 

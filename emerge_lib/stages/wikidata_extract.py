@@ -43,9 +43,15 @@ BUCKETS = 64  # s_bucket / qid_bucket: spreads timelines over files for pruning
 class Watermark:
     """What an earlier ingest saw of a page."""
 
-    last_rev_id: int
+    last_rev_id: int  # the newest revision in time: where the state continues
     last_timestamp: int  # unix seconds
     first_timestamp: int | None = None
+    max_rev_id: int | None = None  # revision ids are assigned increasingly: new ones exceed it
+    revisions: int | None = None  # how many revisions the page had then
+
+    @property
+    def seen_up_to(self) -> int:
+        return self.max_rev_id if self.max_rev_id is not None else self.last_rev_id
 
 
 @dataclass(frozen=True)
@@ -369,15 +375,19 @@ class WikidataFileExtractor:
         watermark_rev: Revision | None = None  # decoded only if the page has new revisions
         first_ts: int | None = None
         last: tuple[int, int] | None = None  # (ts, rev) of the newest revision seen
+        max_rev = 0
+        count = old_count = 0
         for rev in page:
+            count += 1
             self.summary.revisions += 1
             first_ts = rev.timestamp if first_ts is None else min(first_ts, rev.timestamp)
             if last is None or (rev.timestamp, rev.rev_id) > last:
                 last = (rev.timestamp, rev.rev_id)
-            if wm is not None and rev.rev_id < wm.last_rev_id:
-                continue
-            if wm is not None and rev.rev_id == wm.last_rev_id:
-                watermark_rev = rev
+            max_rev = max(max_rev, rev.rev_id)
+            if wm is not None and rev.rev_id <= wm.seen_up_to:
+                old_count += 1
+                if rev.rev_id == wm.last_rev_id:
+                    watermark_rev = rev
                 continue
             facts = self.decode(page, rev)
             if facts is not None:
@@ -388,6 +398,12 @@ class WikidataFileExtractor:
             self.reject(page.page_id, page.title, None, "no_revisions", "page has no revisions")
             return True
         if wm is not None:
+            if max_rev < wm.seen_up_to:
+                return True  # an older dump than the one already ingested: nothing new
+            if wm.revisions is not None and old_count != wm.revisions:
+                # a revision with a small id appeared (an import) or one vanished (deleted):
+                # the history before the watermark changed, so replay the page
+                return False
             if not new:
                 return True  # nothing past the watermark
             if watermark_rev is not None:
@@ -410,7 +426,7 @@ class WikidataFileExtractor:
         self.out.add("page_watermarks", {
             "wiki": self.wiki, "page_id": page.page_id, "title": page.title,
             "last_rev_id": last[1], "last_timestamp": _ts(last[0]),
-            "first_timestamp": _ts(created), "dump_date": self.dump_date,
+            "max_rev_id": max_rev, "revisions": count, "first_timestamp": _ts(created), "dump_date": self.dump_date,
             "dump_file": self.dump_file,
         })
         return True

@@ -1,0 +1,273 @@
+"""DESIGN.md §1.1-1.2 applied to the planted world: the truth by construction.
+
+This is a direct, unoptimised reading of the semantics over the plan's objects (not over
+XML): state at τ = the revision with the greatest (timestamp, revision id) at or before τ
+whose text is readable (revision-deleted texts are skipped); V, T with the 168 h
+stability normalization; window deltas with D signals; passages (new paragraphs) with
+mentions resolved through redirects and sitelinks at τ_k. Interpretations of points the
+design leaves open are written down in docs/dumps.md ("Truth semantics").
+"""
+
+from __future__ import annotations
+
+import bisect
+import calendar
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from emerge_lib.sample.model import (
+    DAY,
+    HOUR,
+    MINUTE,
+    Article,
+    Block,
+    ItemState,
+    Plan,
+    Redirect,
+)
+
+Triple = tuple[str, str, str]
+
+END_QUALIFIERS = ("P582", "P1326", "P576", "P570", "P730", "P2032", "P2669", "P3999", "P7125")
+
+
+@dataclass(frozen=True)
+class TruthSettings:
+    windows: int = 5
+    window_seconds: int = 7 * DAY
+    kg_span: int = 168 * HOUR
+    passage_span: int = 30 * MINUTE
+    min_tokens: int = 25
+    max_tokens: int = 1000
+    max_markup_ratio: float = 0.5
+    min_entities: int = 2
+    end_qualifiers: tuple[str, ...] = END_QUALIFIERS
+
+
+def normalize_title(target: str) -> str:
+    """``[[foo_bar#x]]`` -> ``Foo bar``: underscores, fragment, first letter."""
+    title = target.split("#", 1)[0].replace("_", " ")
+    title = " ".join(title.split())
+    return title[:1].upper() + title[1:]
+
+
+def time_instant(value: str, precision: int) -> int:
+    """A Wikibase time as Unix seconds; coarser than a day -> first instant of the period."""
+    body = value.lstrip("+")
+    year_s, month_s, rest = body.split("-", 2)
+    year, month, day = int(year_s), int(month_s), int(rest[:2])
+    if precision <= 9 or month == 0:
+        month, day = 1, 1
+    elif precision == 10 or day == 0:
+        day = 1
+    return calendar.timegm((year, month, day, 0, 0, 0))
+
+
+@dataclass
+class _Timeline:
+    """Revisions of one page sorted by (timestamp, revision id), readable ones only."""
+
+    keys: list[tuple[int, int]] = field(default_factory=list)
+    contents: list[object] = field(default_factory=list)
+
+    def at(self, tau: int) -> object | None:
+        i = bisect.bisect_right(self.keys, (tau, float("inf"))) - 1  # type: ignore[arg-type]
+        return self.contents[i] if i >= 0 else None
+
+
+def _timeline(revs: list) -> _Timeline:
+    tl = _Timeline()
+    for r in sorted(revs, key=lambda r: (r.ts, r.rev_id)):
+        if r.content is None:
+            continue
+        tl.keys.append((r.ts, r.rev_id))
+        tl.contents.append(r.content)
+    return tl
+
+
+def _normalize(intervals: list[list[int | None]], span: int) -> list[list[int | None]]:
+    """Fill gaps shorter than span, then drop presences shorter than span (open = long)."""
+    merged: list[list[int | None]] = []
+    for start, end in intervals:
+        if merged and merged[-1][1] is not None and start - merged[-1][1] < span:  # type: ignore[operator]
+            merged[-1][1] = end
+        else:
+            merged.append([start, end])
+    return [iv for iv in merged if iv[1] is None or iv[1] - iv[0] >= span]  # type: ignore[operator]
+
+
+class PlanTruth:
+    """Indexes over a plan that answer the §1.1 questions at any τ."""
+
+    def __init__(self, plan: Plan, settings: TruthSettings | None = None) -> None:
+        self.plan = plan
+        self.s = settings or TruthSettings()
+        self.entities = {k: _timeline(e.revs) for k, e in plan.entities.items() if not e.is_property}
+        self.pages = {k: _timeline(p.revs) for k, p in plan.pages.items()}
+        self.presence = self._presence()
+
+    # ---- KG
+    def state(self, key: str, tau: int) -> ItemState | None:
+        st = self.entities[key].at(tau)
+        return st if isinstance(st, ItemState) else None
+
+    def in_v(self, tau: int) -> set[str]:
+        out = set()
+        for key in self.entities:
+            st = self.state(key, tau)
+            if st is not None and st.redirect is None and st.sitelink("enwiki"):
+                out.add(key)
+        return out
+
+    def _presence(self) -> dict[Triple, list[list[int | None]]]:
+        raw: dict[Triple, list[list[int | None]]] = defaultdict(list)
+        for key, tl in self.entities.items():
+            current: set[Triple] = set()
+            for (ts, _), content in zip(tl.keys, tl.contents, strict=True):
+                assert isinstance(content, ItemState)
+                now = set()
+                if content.redirect is None:
+                    now = {(key, s.pid, s.target) for s in content.statements
+                           if s.kind == "item" and s.rank != "deprecated"}
+                for triple in now - current:
+                    raw[triple].append([ts, None])
+                for triple in current - now:
+                    raw[triple][-1][1] = ts
+                current = now
+        return {k: _normalize(v, self.s.kg_span) for k, v in raw.items()}
+
+    def present(self, triple: Triple, tau: int) -> bool:
+        return any(a <= tau and (b is None or tau < b) for a, b in self.presence.get(triple, ()))  # type: ignore[operator]
+
+    def triples(self, tau: int, v: set[str] | None = None) -> set[Triple]:
+        v = self.in_v(tau) if v is None else v
+        return {t for t in self.presence if t[0] in v and t[2] in v and self.present(t, tau)}
+
+    def d_signal(self, triple: Triple, t: int, tau: int, t_tau: set[Triple]) -> str | None:
+        """The D signal of a triple of T_t in window ending tau (None: not deprecated)."""
+        s, p, o = triple
+        state = self.state(s, tau)
+        same = [x for x in (state.statements if state else ()) if x.pid == p and x.target == o]
+        for x in same:
+            for q in sorted(x.qualifiers, key=lambda q: self.s.end_qualifiers.index(q.pid)
+                            if q.pid in self.s.end_qualifiers else 99):
+                if q.pid in self.s.end_qualifiers and t < time_instant(q.time, q.precision) <= tau:
+                    return f"qualifier:{q.pid}"
+        if triple in t_tau:
+            return None
+        if same and all(x.rank == "deprecated" for x in same):
+            return "rank"
+        return "removed"
+
+    # ---- passages
+    def _titles_at(self, tau: int) -> dict[str, object]:
+        out: dict[str, object] = {}
+        for key, page in self.plan.pages.items():
+            content = self.pages[key].at(tau)
+            if content is not None:
+                out[page.title_at(tau)] = content
+        return out
+
+    def _sitelinks_at(self, tau: int) -> dict[str, str]:
+        out = {}
+        for key in self.entities:
+            st = self.state(key, tau)
+            if st is not None and st.redirect is None and st.sitelink("enwiki"):
+                out[st.sitelink("enwiki")] = key  # type: ignore[index]
+        return out
+
+    def resolve(self, target: str, titles: dict[str, object], sitelinks: dict[str, str]) -> str | None:
+        title = normalize_title(target)
+        seen = set()
+        while title in titles and isinstance(titles[title], Redirect):
+            if title in seen:
+                return None
+            seen.add(title)
+            title = normalize_title(titles[title].target)  # type: ignore[union-attr]
+        return sitelinks.get(title)
+
+    def passages(self, t: int, k: int) -> list[dict]:
+        """New paragraphs of window k with their mentioned entity keys."""
+        s = self.s
+        lo, hi = t + (k - 1) * s.window_seconds, t + k * s.window_seconds
+        titles, sitelinks = self._titles_at(hi), self._sitelinks_at(hi)
+        out = []
+        for key, page in self.plan.pages.items():
+            tl = self.pages[key]
+            at_hi, at_t = tl.at(hi), tl.at(t)
+            if not isinstance(at_hi, Article):
+                continue
+            before = {b.identity for b in at_t.blocks if b.kind == "prose"} if isinstance(at_t, Article) else set()
+            first_seen: dict[str, int] = {}
+            for (ts, _), content in zip(tl.keys, tl.contents, strict=True):
+                if isinstance(content, Article):
+                    for b in content.blocks:
+                        if b.kind == "prose":
+                            first_seen.setdefault(b.identity, ts)
+            for b in at_hi.blocks:
+                if b.kind != "prose" or b.identity in before:
+                    continue
+                first = first_seen[b.identity]
+                if not lo < first <= hi:
+                    continue
+                later = tl.at(first + s.passage_span)
+                if not isinstance(later, Article) or b.identity not in {x.identity for x in later.blocks}:
+                    continue
+                if not (s.min_tokens <= b.tokens <= s.max_tokens) or b.markup_ratio > s.max_markup_ratio:
+                    continue
+                mentioned = {q for q in (self.resolve(x, titles, sitelinks) for x in b.links) if q}
+                own = sitelinks.get(page.title_at(hi))
+                if own:
+                    mentioned.add(own)
+                if len(mentioned) < s.min_entities:
+                    continue
+                out.append({"page": key, "block": b, "first_seen": first,
+                            "title": page.title_at(hi), "mentioned": mentioned})
+        return out
+
+    # ---- alignment
+    def instances(self, t: int) -> list[dict]:
+        """All instances (rows with entity keys) of snapshot t."""
+        s = self.s
+        v_t = self.in_v(t)
+        t_t = self.triples(t, v_t)
+        rows = []
+        for k in range(1, s.windows + 1):
+            tau = t + k * s.window_seconds
+            v_k = self.in_v(tau)
+            t_k = self.triples(tau, v_k)
+            ops: dict[Triple, tuple[str, str | None]] = {}
+            for tr in t_t:
+                if not (tr[0] in v_k and tr[2] in v_k):
+                    continue  # left V: neither D nor X
+                sig = self.d_signal(tr, t, tau, t_k)
+                ops[tr] = ("D", sig) if sig else ("X", None)
+            added = {tr: ("E" if tr[0] in v_t and tr[2] in v_t else "EE", None) for tr in t_k - t_t}
+            ops.update(added)
+            for passage in self.passages(t, k):
+                m = passage["mentioned"]
+                for tr, (op, sig) in ops.items():
+                    s_in, o_in = tr[0] in m, tr[2] in m
+                    if s_in and o_in:
+                        rows.append(self._row(t, k, passage, op, tr, sig, self.qualifiers(tr, tau)))
+                    elif op == "EE" and s_in != o_in:
+                        inside, outside = (tr[0], tr[2]) if s_in else (tr[2], tr[0])
+                        if inside not in v_t and outside in v_t:
+                            rows.append(self._row(t, k, passage, "EE-KG", tr, None, self.qualifiers(tr, tau)))
+        return rows
+
+    def qualifiers(self, tr: Triple, tau: int) -> list[tuple[str, str, int]]:
+        """Time qualifiers of the key's statements in s's state at tau (``qualifier_info``)."""
+        state = self.state(tr[0], tau)
+        found = {(q.pid, q.time, q.precision) for x in (state.statements if state else ())
+                 if x.pid == tr[1] and x.target == tr[2] for q in x.qualifiers}
+        return sorted(found)
+
+    @staticmethod
+    def _row(t: int, k: int, passage: dict, op: str, tr: Triple, signal: str | None,
+             qualifiers: list[tuple[str, str, int]]) -> dict:
+        block: Block = passage["block"]
+        return {"snapshot": t, "window": k, "op": op, "s": tr[0], "p": tr[1], "o": tr[2],
+                "signal": signal, "page": passage["page"], "page_title": passage["title"],
+                "paragraph": block.identity, "first_seen": passage["first_seen"],
+                "mentioned": sorted(passage["mentioned"]), "qualifiers": qualifiers}

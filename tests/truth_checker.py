@@ -1,0 +1,375 @@
+"""An independent check of a sample world's truth.jsonl and traps.jsonl against its dumps.
+
+Independent means: it reads only the generated mirror (mwxml + json + bz2 + stdlib) and
+re-implements DESIGN.md §1.1-1.2 naively here, sharing no code with emerge_lib (neither
+the generator nor the pipeline). What it verifies, honestly scoped:
+
+KG side (full): for every truth row, from the Wikidata history alone -- the state at τ
+(greatest timestamp, ties by revision id, revision-deleted texts skipped), both JSON
+serializations, entity redirects, V (enwiki sitelink), T with the 168 h stability
+normalization -- that the op is right (X / E / EE / EE-KG / D) and so is the D signal;
+and, per listed passage, that every KG candidate between its mentioned entities (and
+every EE-KG candidate of them) is listed, so nothing is missing from a listed passage.
+Traps without a paragraph are checked the same way: the op must not hold in the window.
+
+Passage side (simple): the listed paragraph is found (by naively cleaned text) in the
+article at τ_k, is absent at t, first appears inside (τ_{k-1}, τ_k], is still there 30
+minutes later, has 25+ tokens, and its links resolve (title normalization, redirects at
+τ_k, sitelinks at τ_k, the article's own item) to exactly the listed mentioned QIDs.
+Traps with a paragraph must fail one of those rules. NOT verified: that no other
+(unlisted) paragraph of the dumps is a passage -- that needs a full cleaner, which is
+the pipeline's job (the generator's filler rules are tested separately).
+"""
+
+from __future__ import annotations
+
+import bz2
+import calendar
+import json
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+import mwxml
+
+SPAN_KG = 168 * 3600
+SPAN_PASSAGE = 30 * 60
+WEEK = 7 * 86400
+END_QUALIFIERS = ["P582", "P1326", "P576", "P570", "P730", "P2032", "P2669", "P3999", "P7125"]
+
+
+def seconds(ts: str) -> int:
+    return calendar.timegm(tuple(int(x) for x in re.findall(r"\d+", ts)[:6]) + (0, 0, 0))
+
+
+@dataclass
+class Entity:
+    """What the checker needs from one revision of an entity."""
+
+    redirect: bool
+    enwiki: str | None
+    statements: list[tuple[str, str, str, list[tuple[str, str, int]]]]  # (p, o, rank, end quals)
+
+
+def _parse_time(value: dict) -> tuple[str, int]:
+    return value["time"], int(value["precision"])
+
+
+def parse_entity(text: str) -> Entity:
+    """Read current or legacy Wikibase JSON (only what the semantics needs)."""
+    data = json.loads(text)
+    if "redirect" in data:
+        return Entity(True, None, [])
+    out = []
+    if "links" in data or "label" in data:  # legacy
+        links = data.get("links") or {}
+        en = links.get("enwiki")
+        enwiki = en.get("name") if isinstance(en, dict) else en
+        ranks = {0: "deprecated", 1: "normal", 2: "preferred"}
+        for claim in data.get("claims") or []:
+            m = claim["m"]
+            if m[0] != "value" or m[2] != "wikibase-entityid":
+                continue
+            quals = [(f"P{q[1]}",) + _parse_time(q[3]) for q in claim.get("q", [])
+                     if q[0] == "value" and q[2] == "time"]
+            out.append((f"P{m[1]}", f"Q{m[3]['numeric-id']}", ranks[claim.get("rank", 1)], quals))
+        return Entity(False, enwiki, out)
+    sitelinks = data.get("sitelinks") or {}
+    enwiki = sitelinks["enwiki"]["title"] if "enwiki" in sitelinks else None
+    claims = data.get("claims") or {}
+    for pid, statements in claims.items():
+        for s in statements:
+            snak = s["mainsnak"]
+            if snak.get("snaktype") != "value" or snak["datavalue"]["type"] != "wikibase-entityid":
+                continue
+            value = snak["datavalue"]["value"]
+            qid = value.get("id") or f"Q{value['numeric-id']}"
+            quals = []
+            for qp, snaks in (s.get("qualifiers") or {}).items():
+                for q in snaks:
+                    if q.get("snaktype") == "value" and q["datavalue"]["type"] == "time":
+                        quals.append((qp,) + _parse_time(q["datavalue"]["value"]))
+            out.append((pid, qid, s.get("rank", "normal"), quals))
+    return Entity(False, enwiki, out)
+
+
+def instant(value: str, precision: int) -> int:
+    year, month, day = (int(x) for x in re.match(r"[+-]?(\d+)-(\d\d)-(\d\d)", value).groups())
+    if precision < 10 or month == 0:
+        month = day = 1
+    elif precision < 11 or day == 0:
+        day = 1
+    return calendar.timegm((year, month, day, 0, 0, 0, 0, 0, 0))
+
+
+def history_files(mirror: Path, wiki: str, date: str) -> list[Path]:
+    return sorted((mirror / wiki / date).glob(f"{wiki}-{date}-pages-meta-history*.bz2"))
+
+
+class Checker:
+    """Loads one dump date of both wikis (small worlds only: everything in memory)."""
+
+    def __init__(self, mirror: Path, date: str) -> None:
+        self.entities: dict[str, list[tuple[int, int, Entity]]] = {}
+        for path in history_files(mirror, "wikidatawiki", date):
+            for page in mwxml.Dump.from_file(bz2.open(path)):
+                if page.namespace != 0:
+                    continue
+                revs = [(seconds(str(r.timestamp)), r.id, parse_entity(r.text))
+                        for r in page if r.text is not None]
+                self.entities[page.title] = sorted(revs, key=lambda x: (x[0], x[1]))
+        self.pages: dict[int, tuple[str, list[tuple[int, int, str]]]] = {}
+        for path in history_files(mirror, "enwiki", date):
+            for page in mwxml.Dump.from_file(bz2.open(path)):
+                revs = [(seconds(str(r.timestamp)), r.id, r.text) for r in page if r.text is not None]
+                self.pages[page.id] = (page.title, sorted(revs, key=lambda x: (x[0], x[1])))
+        self._timelines = self._presence()
+        self._cache: dict[tuple[str, int], object] = {}
+
+    # ---- KG
+    @staticmethod
+    def _at(revs: list, tau: int):
+        best = None
+        for rev in revs:
+            if rev[0] <= tau:
+                best = rev
+            else:
+                break
+        return best
+
+    def state(self, qid: str, tau: int) -> Entity | None:
+        rev = self._at(self.entities.get(qid, []), tau)
+        return None if rev is None or rev[2].redirect else rev[2]
+
+    def v(self, tau: int) -> set[str]:
+        key = ("v", tau)
+        if key not in self._cache:
+            self._cache[key] = {q for q in self.entities if (s := self.state(q, tau)) and s.enwiki}
+        return self._cache[key]  # type: ignore[return-value]
+
+    def _presence(self) -> dict[tuple[str, str, str], list[tuple[int, int | None]]]:
+        changes: dict[tuple, list[tuple[int, bool]]] = defaultdict(list)
+        for qid, revs in self.entities.items():
+            seen: set[tuple] = set()
+            for ts, _, ent in revs:
+                now = set() if ent.redirect else {(qid, p, o) for p, o, rank, _ in ent.statements
+                                                  if rank != "deprecated"}
+                for k in now ^ seen:
+                    changes[k].append((ts, k in now))
+                seen = now
+        out = {}
+        for k, events in changes.items():
+            spans: list[list] = []
+            for ts, on in events:
+                if on:
+                    spans.append([ts, None])
+                else:
+                    spans[-1][1] = ts
+            filled: list[list] = []
+            for span in spans:  # fill short gaps first ...
+                if filled and span[0] - filled[-1][1] < SPAN_KG:
+                    filled[-1][1] = span[1]
+                else:
+                    filled.append(span)
+            out[k] = [(a, b) for a, b in filled if b is None or b - a >= SPAN_KG]  # ... then drop
+        return out
+
+    def in_t(self, triple: tuple[str, str, str], tau: int) -> bool:
+        s, _, o = triple
+        v = self.v(tau)
+        if s not in v or o not in v:
+            return False
+        return any(a <= tau and (b is None or tau < b) for a, b in self._timelines.get(triple, []))
+
+    def classify(self, triple: tuple[str, str, str], t: int, k: int) -> tuple[str | None, str | None]:
+        """(op, signal) of a triple in window k of snapshot t: X, D, E, EE or None."""
+        tau = t + k * WEEK
+        before, after = self.in_t(triple, t), self.in_t(triple, tau)
+        s, p, o = triple
+        if before:
+            if s not in self.v(tau) or o not in self.v(tau):
+                return None, None
+            state = self.state(s, tau)
+            same = [x for x in (state.statements if state else []) if x[0] == p and x[1] == o]
+            for q in END_QUALIFIERS:
+                for x in same:
+                    if any(qp == q and t < instant(val, prec) <= tau for qp, val, prec in x[3]):
+                        return "D", f"qualifier:{q}"
+            if after:
+                return "X", None
+            if same and all(x[2] == "deprecated" for x in same):
+                return "D", "rank"
+            return "D", "removed"
+        if after:
+            vt = self.v(t)
+            return ("E" if s in vt and o in vt else "EE"), None
+        return None, None
+
+    def candidates(self, t: int, k: int, mentioned: set[str]) -> set[tuple]:
+        """Every (op, s, p, o, signal) the mentioned set implies in window k."""
+        tau = t + k * WEEK
+        vt = self.v(t)
+        triples = {tr for tr in self._timelines if tr[0] in mentioned or tr[2] in mentioned}
+        out = set()
+        for tr in triples:
+            if not (self.in_t(tr, t) or self.in_t(tr, tau)):
+                continue
+            op, sig = self.classify(tr, t, k)
+            if op is None:
+                continue
+            s_in, o_in = tr[0] in mentioned, tr[2] in mentioned
+            if s_in and o_in:
+                out.add((op, *tr, sig))
+            elif op == "EE":
+                inside, outside = (tr[0], tr[2]) if s_in else (tr[2], tr[0])
+                if inside not in vt and outside in vt:
+                    out.add(("EE-KG", *tr, None))
+        return out
+
+    # ---- passages
+    def text_at(self, page_id: int, tau: int) -> str | None:
+        rev = self._at(self.pages[page_id][1], tau)
+        return None if rev is None else rev[2]
+
+    def resolve(self, target: str, tau: int) -> str | None:
+        title = _norm(target)
+        titles = {t: pid for pid, (t, _) in self.pages.items()}
+        for _ in range(5):
+            pid = titles.get(title)
+            text = self.text_at(pid, tau) if pid is not None else None
+            m = re.match(r"\s*#REDIRECT\s*\[\[([^\]|#]+)", text or "", re.I)
+            if not m:
+                break
+            title = _norm(m.group(1))
+        sitelinks = {s.enwiki: q for q in self.entities if (s := self.state(q, tau)) and s.enwiki}
+        return sitelinks.get(title)
+
+    def paragraph(self, page_id: int, tau: int, plain: str) -> str | None:
+        """The raw block of the article at tau whose cleaned text is ``plain``."""
+        text = self.text_at(page_id, tau) or ""
+        for block in re.split(r"\n\s*\n", text):
+            if clean(block) == plain:
+                return block
+        return None
+
+    def first_seen(self, page_id: int, plain: str) -> int | None:
+        for ts, _, text in self.pages[page_id][1]:
+            if any(clean(b) == plain for b in re.split(r"\n\s*\n", text)):
+                return ts
+        return None
+
+    def mentions(self, page_id: int, block: str, tau: int) -> set[str]:
+        out = {self.resolve(m, tau) for m in re.findall(r"\[\[([^\]|]+)(?:\|[^\]]*)?\]\]", block)
+               if not re.match(r"(?i)(file|image|category):", m)}
+        own = self.resolve(self.pages[page_id][0], tau)
+        out.add(own)
+        out.discard(None)
+        return out  # type: ignore[return-value]
+
+    def passage_problems(self, t: int, k: int, page_id: int, plain: str) -> list[str]:
+        """Why this paragraph is not a passage of window k ([] = it is one)."""
+        tau, lo = t + k * WEEK, t + (k - 1) * WEEK
+        block = self.paragraph(page_id, tau, plain)
+        if block is None:
+            return ["not present at τ_k"]
+        problems = []
+        if self.paragraph(page_id, t, plain) is not None:
+            problems.append("present at t")
+        first = self.first_seen(page_id, plain)
+        if first is None or not lo < first <= tau:
+            problems.append("first appears outside the window")
+        elif self.paragraph(page_id, first + SPAN_PASSAGE, plain) is None:
+            problems.append("gone within 30 minutes")
+        if not 25 <= len(plain.split()) <= 1000:
+            problems.append("token count")
+        if len(self.mentions(page_id, block, tau)) < 2:
+            problems.append("fewer than 2 mentioned entities")
+        return problems
+
+
+def _norm(target: str) -> str:
+    title = " ".join(target.split("#")[0].replace("_", " ").split())
+    return title[:1].upper() + title[1:]
+
+
+def clean(block: str) -> str:
+    """Naive wikitext -> text, enough for the planted paragraphs (not a general cleaner)."""
+    text = re.sub(r"<!--.*?-->", "", block, flags=re.S)
+    text = re.sub(r"<ref[^>/]*/>", "", text)
+    text = re.sub(r"<ref[^>]*>.*?</ref>", "", text, flags=re.S)
+    while True:
+        new = re.sub(r"\{\{[^{}]*\}\}", "", text)
+        if new == text:
+            break
+        text = new
+    text = re.sub(r"\[\[(?:[^\]|]*\|)?([^\]]*)\]\]", r"\1", text)
+    text = text.replace("'''", "").replace("''", "")
+    return " ".join(text.split())
+
+
+def check_world(out: Path, date: str | None = None, snapshots: set[str] | None = None) -> list[str]:
+    """All problems found (an empty list means truth.jsonl and traps.jsonl check out).
+
+    ``date`` picks the dump (default: the newest); ``snapshots`` limits the check.
+    """
+    mirror = out / "mirror"
+    dates = sorted(p.name for p in (mirror / "wikidatawiki").iterdir() if p.is_dir())
+    checker = Checker(mirror, date or dates[-1])
+    truth = [json.loads(line) for line in (out / "truth.jsonl").read_text().splitlines()]
+    traps = [json.loads(line) for line in (out / "traps.jsonl").read_text().splitlines()]
+    if snapshots is not None:
+        truth = [r for r in truth if r["snapshot"] in snapshots]
+        traps = [r for r in traps if r["snapshot"] in snapshots]
+    problems: list[str] = []
+    passages: dict[tuple, list[dict]] = defaultdict(list)
+    for row in truth:
+        t = seconds(row["snapshot"])
+        op, sig = checker.classify((row["s"], row["p"], row["o"]), t, row["window"])
+        if row["op"] == "EE-KG":
+            m = set(row["mentioned"])
+            ok = op == "EE" and ((row["s"] in m) != (row["o"] in m))
+        else:
+            ok = (op, sig) == (row["op"], row["signal"])
+        if not ok:
+            problems.append(f"KG disagrees ({op}, {sig}): {row['op']} {row['s']} {row['p']} {row['o']} "
+                            f"{row['signal']} w{row['window']} {row['snapshot']}")
+        state = checker.state(row["s"], t + row["window"] * WEEK)
+        quals = {(qp, instant(v, n), n) for x in (state.statements if state else [])
+                 if (x[0], x[1]) == (row["p"], row["o"]) for qp, v, n in x[3]}
+        if quals != {(q["p"], instant(q["time"], q["precision"]), q["precision"]) for q in row["qualifiers"]}:
+            problems.append(f"qualifiers differ for {row['s']} {row['p']} {row['o']}: {sorted(quals)}")
+        passages[(row["snapshot"], row["window"], row["page_id"], row["paragraph"])].append(row)
+    for (snap, k, page_id, plain), rows in passages.items():
+        t = seconds(snap)
+        for why in checker.passage_problems(t, k, page_id, plain):
+            problems.append(f"passage w{k} {snap} page {page_id}: {why}: {plain[:60]}")
+        block = checker.paragraph(page_id, t + k * WEEK, plain)
+        mentioned = checker.mentions(page_id, block, t + k * WEEK) if block else set()
+        if mentioned != set(rows[0]["mentioned"]):
+            problems.append(f"mentions differ on page {page_id}: {sorted(mentioned)} vs {rows[0]['mentioned']}")
+        expected = checker.candidates(t, k, mentioned)
+        listed = {(r["op"], r["s"], r["p"], r["o"], r["signal"]) for r in rows}
+        for missing in sorted(expected - listed, key=str):
+            problems.append(f"missing from page {page_id} w{k} {snap}: {missing}")
+        for extra in sorted(listed - expected, key=str):
+            problems.append(f"not implied on page {page_id} w{k} {snap}: {extra}")
+    for trap in traps:
+        t = seconds(trap["snapshot"])
+        windows = [trap["window"]] if trap["window"] else [1, 2, 3, 4, 5]
+        if trap["paragraph"] is not None:
+            for k in windows:
+                if not checker.passage_problems(t, k, trap["page_id"], trap["paragraph"]):
+                    problems.append(f"trap {trap['kind']}: paragraph is a passage in w{k}")
+        elif trap["op"] is not None:
+            for k in windows:
+                op, _ = checker.classify((trap["s"], trap["p"], trap["o"]), t, k)
+                if op == trap["op"] or (trap["op"] == "EE-KG" and op == "EE"):
+                    problems.append(f"trap {trap['kind']}: {trap['op']} holds in w{k}")
+        listed = [r for r in truth if r["snapshot"] == trap["snapshot"]
+                  and (trap["window"] is None or r["window"] == trap["window"])
+                  and (trap["paragraph"] is None or r["paragraph"] == trap["paragraph"])
+                  and (trap["op"] is None or (r["op"], r["s"], r["p"], r["o"]) == (trap["op"], trap["s"], trap["p"], trap["o"]))]
+        if listed and (trap["op"] is not None or trap["paragraph"] is not None):
+            problems.append(f"trap {trap['kind']} appears in truth.jsonl: {listed[0]}")
+    return problems
