@@ -19,6 +19,7 @@ from emerge_lib import __version__
 COMMAND_MODULES = [
     "emerge_lib.commands.demo",
     "emerge_lib.commands.sample",
+    "emerge_lib.commands.build",
     "emerge_lib.commands.ingest",
     "emerge_lib.commands.inspect",
     "emerge_lib.commands.tables",

@@ -77,6 +77,9 @@ def _connect(url: str, timeout_s: float) -> SparkSession:
             # one on another server, and stopping it would stop that one
             spark = SparkSession.builder.remote(url).create()
             spark.sql("SELECT 1").collect()
+            # everything in emerge is UTC; naming it once keeps Sail from mixing "UTC" and
+            # the machine's "Etc/UTC" in one plan (its replaceWhere union then fails)
+            spark.conf.set("spark.sql.session.timeZone", "UTC")
             return spark
         except Exception as exc:  # the server may still be binding
             last = exc

@@ -352,8 +352,10 @@ PARAGRAPH_COVERAGE = _register(
             ("range_to", TS),
             ("ingested_at", TS),
         ),
-        write_mode="replace_partition",
-        partition_by=("wiki", "dump_file"),
+        # a file's rows are replaced by a matched-MERGE delete plus a merge: Sail 0.7's
+        # replaceWhere fails on timestamp columns ("UTC" vs "Etc/UTC" in its union)
+        write_mode="merge",
+        key=("wiki", "dump_file", "range_from"),
         producer="stages.ingest_wikipedia",
         consumers=("stages.ingest_wikipedia", "stages.passages"),
         description=(
@@ -497,17 +499,32 @@ INSTANCES = _register(
             ("snapshot", pa.string()),
             ("window", pa.int32()),
             ("passage_id", pa.string()),
-            ("op", pa.string()),
+            ("op", pa.string()),  # X, E, EE, EE-KG, D
             ("s", pa.string()),
             ("p", pa.string()),
             ("o", pa.string()),
-            ("signal", pa.string()),
+            ("signal", pa.string()),  # D only: removed, rank, qualifier:Pxxx
+            ("s_label", pa.string()),
+            ("p_label", pa.string()),
+            ("o_label", pa.string()),
+            ("emerging_head", pa.bool_()),
+            ("emerging_tail", pa.bool_()),
+            ("head_created_at", TS),
+            ("tail_created_at", TS),
+            ("lifespan_from", TS),
+            ("lifespan_to", TS),
+            ("qualifier_pid", pa.string()),
+            ("qualifier_label", pa.string()),
+            ("qualifier_at", TS),
         ),
         write_mode="replace_partition",
         partition_by=("snapshot", "window"),
         producer="stages.align",
         consumers=("stages.curate", "stages.release"),
-        description="(snapshot, window, passage, op, s, p, o): the benchmark's instances.",
+        description=(
+            "(snapshot, window, passage, op, s, p, o): the benchmark's instances, with the "
+            "labels, creation times, lifespan and qualifier the release prints."
+        ),
     )
 )
 
@@ -547,6 +564,7 @@ class Catalog:
         self.warehouse = str(warehouse).rstrip("/")
         self.spark = spark
         self.storage_options = dict(storage_options or {})
+        self._scratch: list[str] = []
 
     # -- locations ---------------------------------------------------------------------------
     def path(self, name: str) -> str:
@@ -614,6 +632,37 @@ class Catalog:
             table = pa.Table.from_pylist(list(data), schema=s.schema)
         return self._spark().createDataFrame(table, schema=s.ddl)
 
+    def _materialize(self, name: str, df: DataFrame) -> DataFrame:
+        """Run df's plan once into a scratch Delta table and read it back.
+
+        Sail does not cache, so a guarded write (check, count, write) would otherwise run
+        a stage's whole query three times.
+        """
+        import uuid
+
+        folder = f"{self.warehouse}/_scratch/{uuid.uuid4().hex}"
+        if "://" not in folder:
+            folder = str(Path(folder).resolve())
+        # a scratch Delta table, not Parquet: Parquet renames list elements ("element"),
+        # which Sail's replaceWhere union then refuses next to the table's own files
+        df.write.format("delta").mode("overwrite").save(folder)
+        self._scratch.append(folder)
+        return self._spark().read.format("delta").load(folder)
+
+    def clean_scratch(self) -> None:
+        """Remove scratch folders of earlier guarded writes (their data is committed)."""
+        import shutil
+
+        from pyarrow import fs as pafs
+
+        for folder in self._scratch:
+            if "://" in folder:
+                filesystem, path = pafs.FileSystem.from_uri(folder)
+                filesystem.delete_dir_contents(path, missing_dir_ok=True)
+            else:
+                shutil.rmtree(folder, ignore_errors=True)
+        self._scratch.clear()
+
     def _create_if_missing(self, name: str, df: DataFrame) -> bool:
         """Create the table from df (returns True) when it does not exist yet."""
         if self.exists(name):
@@ -660,7 +709,7 @@ class Catalog:
                 f"table {name}: replace_partition needs exactly the partition columns "
                 f"{list(s.partition_by)}, got {sorted(partition)}"
             )
-        df = self.conform(name, df)
+        df = self._materialize(name, self.conform(name, df))
         predicate = partition_predicate(partition)
         outside = df.filter(f"NOT ({predicate}) OR ({' OR '.join(f'`{c}` IS NULL' for c in partition)})")
         bad = outside.limit(5).collect()
@@ -670,15 +719,15 @@ class Catalog:
                 f"e.g. {bad[0].asDict()}; nothing was written"
             )
         rows = df.count()
-        if self._create_if_missing(name, df):
-            return rows
-        (
-            df.write.format("delta")
-            .mode("overwrite")
-            .option("replaceWhere", predicate)
-            .partitionBy(*s.partition_by)
-            .save(self.path(name))
-        )
+        if not self._create_if_missing(name, df):
+            (
+                df.write.format("delta")
+                .mode("overwrite")
+                .option("replaceWhere", predicate)
+                .partitionBy(*s.partition_by)
+                .save(self.path(name))
+            )
+        self.clean_scratch()
         log.info("%s: replaced partition %s with %d rows", name, predicate, rows)
         return rows
 

@@ -752,6 +752,25 @@ class Dump:
     # -- revisions ------------------------------------------------------------------
     def _next_revision(self, page: Page) -> Revision | None:
         sc = self._sc
+        # Fast path: the next tag is a plain <revision> whose end is already buffered.
+        # Anything else (refill, page end, other elements, errors) takes the general loop.
+        buf, base = sc.buf, sc.base
+        lt = buf.find(b"<", self._pos - base)
+        if lt >= 0 and buf.startswith(b"<revision>", lt):
+            end = buf.find(b"</revision>", lt + 10)
+            if end >= 0:
+                try:
+                    rev = _parse_revision(buf, lt + 10, end, page.page_id, self.unknown_tags)
+                except _PageBroken as exc:  # the same handling as in the loop below
+                    resume = None if exc.resume is None else exc.resume + base
+                    self._reject(page, exc.reason, resume, lt + base)
+                    return None
+                except (ValueError, MalformedXMLError) as exc:
+                    self._pos = end + len(b"</revision>") + base
+                    self._reject_revision(page, f"bad revision value: {exc}", lt + base)
+                else:
+                    self._pos = end + len(b"</revision>") + base
+                    return rev
         while True:
             lt, gt = sc.next_tag(self._pos)
             if lt < 0 or gt < 0:
@@ -822,8 +841,13 @@ def _parse_revision(
 ) -> Revision:
     """Parse the body of one <revision> (buf[pos:end]); raises _PageBroken on bad structure.
 
-    Hot loop: one pass over the tags with bytes.find; only leaf values are sliced.
+    Hot loop: one pass over the tags with bytes.find; only leaf values are sliced. The
+    canonical layout (what current dumps write for nearly every revision) is first tried
+    with two regexes, which builds the same Revision in a fraction of the time.
     """
+    rev = _parse_canonical_revision(buf, pos, end, page_id)
+    if rev is not None:
+        return rev
     rev_id: int | None = None
     parent_id: int | None = None
     timestamp: int | None = None
@@ -997,6 +1021,78 @@ def _parse_revision(
         text_sha1=text_sha1,
         sha1=sha1,
         slots=tuple(slots),
+    )
+
+
+# The canonical revision layout up to the opening <text> tag. Only values the general
+# loop reads the same way are captured (digits, text without markup); any variation
+# (deleted fields, slots, unknown elements, attributes elsewhere) misses and falls back.
+_REV_HEAD = re.compile(
+    rb"\s*<id>(\d+)</id>"
+    rb"\s*(?:<parentid>(\d+)</parentid>\s*)?"
+    rb"<timestamp>([^<]*)</timestamp>"
+    rb"\s*<contributor>\s*(?:<username>([^<]*)</username>\s*(?:<id>(\d+)</id>\s*)?"
+    rb"|<ip>([^<]*)</ip>\s*)</contributor>"
+    rb"\s*(<minor\s*/>\s*)?"
+    rb"(?:<comment>([^<]*)</comment>\s*)?"
+    rb"(?:<origin>\d+</origin>\s*)?"
+    rb"<model>([^<]*)</model>"
+    rb"\s*<format>([^<]*)</format>"
+    rb'\s*<text((?:\s+[\w:.-]+="[^"<&]*")*)\s*>'
+)
+_REV_TAIL = re.compile(rb"\s*(?:<sha1>([^<]*)</sha1>|<sha1\s*/>)?\s*")
+
+
+def _parse_canonical_revision(buf: bytes, pos: int, end: int, page_id: int) -> Revision | None:
+    """The canonical layout via regexes; None when the general loop must decide."""
+    m = _REV_HEAD.match(buf, pos, end)
+    if m is None:
+        return None
+    start = m.end()
+    nxt = buf.find(b"<", start, end)
+    if nxt < 0 or not buf.startswith(b"</text>", nxt):
+        return None
+    tail = _REV_TAIL.fullmatch(buf, nxt + 7, end)
+    if tail is None:
+        return None
+    rev_id, parent, ts, user, uid, ip, minor, comment, model, fmt, attrs = m.groups()
+    if b"deleted" in attrs:
+        return None  # the general loop's test for a deleted text
+    sha1 = tail.group(1)
+    # values in document order, so a bad one raises what the general loop would raise
+    rev = int(rev_id)
+    parent_id = None if parent is None else int(parent)
+    timestamp = parse_timestamp(ts)
+    contributor_id = None if uid is None else int(uid)
+    contributor_name = _ustr(user if ip is None else ip)
+    comment_text = None if comment is None else _ustr(comment)
+    model_name = model.decode()
+    format_name = fmt.decode()
+    text_size = text_sha1 = None
+    if attrs:
+        a = _attrs(attrs)
+        tb = a.get(b"bytes")
+        text_size = int(tb) if tb else None
+        tsha = a.get(b"sha1")
+        text_sha1 = tsha.decode() if tsha else None
+    return Revision(
+        page_id=page_id,
+        rev_id=rev,
+        parent_id=parent_id,
+        timestamp=timestamp,
+        contributor_id=contributor_id,
+        contributor_name=contributor_name,
+        contributor_deleted=False,
+        minor=minor is not None,
+        comment=comment_text,
+        comment_deleted=False,
+        model=model_name,
+        format=format_name,
+        text=unescape_text(buf[start:nxt]),
+        text_deleted=False,
+        text_size=text_size,
+        text_sha1=text_sha1,
+        sha1=(sha1.decode() or None) if sha1 is not None else None,
     )
 
 

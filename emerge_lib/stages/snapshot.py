@@ -58,3 +58,57 @@ def triples_at(catalog: Catalog, tau: datetime | str, all_items: bool = False,
         f"SELECT t.s, t.p, t.o FROM ({keys}) t "
         "JOIN emerge_v vs ON vs.qid = t.s JOIN emerge_v vo ON vo.qid = t.o"
     )
+
+
+def relations_at(catalog: Catalog, tau: datetime | str) -> DataFrame:
+    """R_τ: properties whose page exists at τ, with an English label and description."""
+    catalog.read("property_timeline").createOrReplaceTempView("emerge_props")
+    return catalog._spark().sql(
+        f"SELECT p.pid, p.label_en AS label, p.description_en AS description "
+        f"FROM emerge_props p WHERE {valid_at('p', tau)} "
+        "AND p.label_en IS NOT NULL AND p.description_en IS NOT NULL"
+    )
+
+
+def build_snapshot(catalog: Catalog, snapshot: datetime | str) -> dict[str, int]:
+    """kg_triples, entities and relations of snapshot t, each its own partition.
+
+    An entity's textual description is the first paragraph (lowest index) of its article
+    present at t, when the paragraph timeline covers t; else NULL.
+    """
+    from emerge_lib.schedule import iso
+
+    spark = catalog._spark()
+    key = iso(as_utc(snapshot))
+    counts = {}
+    triples = triples_at(catalog, snapshot).selectExpr(f"'{key}' AS snapshot", "s", "p", "o")
+    counts["kg_triples"] = catalog.replace_partition("kg_triples", triples, {"snapshot": key})
+
+    entities_at(catalog, snapshot).createOrReplaceTempView("emerge_v_snapshot")
+    catalog.read("page_timeline").createOrReplaceTempView("emerge_pages")
+    catalog.read("paragraph_timeline").createOrReplaceTempView("emerge_paragraphs")
+    at = _at(snapshot)
+    entities = spark.sql(f"""
+        WITH pages AS (
+          SELECT pg.title, MIN(pg.page_id) AS page_id FROM emerge_pages pg
+          WHERE {valid_at('pg', snapshot)} AND NOT pg.is_redirect GROUP BY pg.title
+        ),
+        present AS (
+          SELECT pr.page_id, pr.paragraph_idx, pr.text FROM emerge_paragraphs pr
+          WHERE pr.first_seen_at <= {at} AND (pr.removed_at IS NULL OR pr.removed_at > {at})
+        ),
+        first_par AS (
+          SELECT page_id, MIN_BY(text, paragraph_idx) AS text FROM present GROUP BY page_id
+        )
+        SELECT '{key}' AS snapshot, v.qid, v.enwiki_title AS title, v.label_en AS label,
+               v.description_en AS description, f.text AS text_description, v.created_at
+        FROM emerge_v_snapshot v
+        LEFT JOIN pages pg ON pg.title = v.enwiki_title
+        LEFT JOIN first_par f ON f.page_id = pg.page_id
+    """)
+    counts["entities"] = catalog.replace_partition("entities", entities, {"snapshot": key})
+    relations = relations_at(catalog, snapshot).selectExpr(
+        f"'{key}' AS snapshot", "pid", "label", "description"
+    )
+    counts["relations"] = catalog.replace_partition("relations", relations, {"snapshot": key})
+    return counts

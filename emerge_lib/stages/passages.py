@@ -1,0 +1,156 @@
+"""paragraph_timeline + page_timeline + item_timeline → passages (DESIGN.md §1.1–1.2).
+
+A paragraph of an article belongs to window k of snapshot t when it is absent at t, first
+appears after t inside (τ_{k-1}, τ_k], is present at τ_k, and is still present
+``passage_minutes`` after it first appeared (vandalism reverted quickly never counts). Its
+text, index and links are those of the revision where it first appeared. Links are
+resolved to QIDs as of τ_k (redirects, then enwiki sitelinks; `stages.titles`); the
+article's own item counts as mentioned when configured. Kept: ``min_tokens``..``max_tokens``
+whitespace tokens, markup ratio ≤ ``max_markup_ratio``, ≥ ``min_entities`` distinct QIDs.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timedelta
+
+from pyspark.sql import functions as F
+
+from emerge_lib.config import PassageSettings
+from emerge_lib.schedule import as_utc, horizon, iso, windows
+from emerge_lib.stages.snapshot import _at
+from emerge_lib.stages.titles import resolve_titles, status_counts
+from emerge_lib.tables import Catalog
+
+log = logging.getLogger(__name__)
+
+
+def build_passages(
+    catalog: Catalog,
+    snapshot: datetime | str,
+    window_count: int = 5,
+    window_days: float = 7,
+    settings: PassageSettings | None = None,
+    passage_minutes: float = 30,
+    check_coverage: bool = True,
+) -> dict[int, int]:
+    """Write the passages partitions (t, k) of one snapshot; returns rows per window."""
+    from emerge_lib.stages.ingest_wikipedia import require_coverage
+
+    settings = settings or PassageSettings()
+    spark = catalog._spark()
+    t = as_utc(snapshot)
+    key = iso(t)
+    end = horizon(t, window_count, window_days) + timedelta(minutes=passage_minutes)
+    if check_coverage:
+        require_coverage(catalog, t, end)
+    ws = windows(t, window_count, window_days)
+    window_seconds = window_days * 86400
+    survive = int(passage_minutes * 60)
+    tau_cases = " ".join(f"WHEN {w.k} THEN {_at(w.end)}" for w in ws)
+    catalog.read("paragraph_timeline").createOrReplaceTempView("emerge_runs")
+    catalog.read("page_timeline").createOrReplaceTempView("emerge_pages")
+    new = spark.sql(f"""
+        WITH per_par AS (
+          SELECT page_id, paragraph_hash,
+                 MAX(CASE WHEN first_seen_at <= {_at(t)}
+                           AND (removed_at IS NULL OR removed_at > {_at(t)})
+                          THEN 1 ELSE 0 END) AS at_t,
+                 MIN(CASE WHEN first_seen_at > {_at(t)} THEN first_seen_at END) AS first_after
+          FROM emerge_runs GROUP BY page_id, paragraph_hash
+        ),
+        cand AS (
+          SELECT page_id, paragraph_hash, first_after,
+                 CAST(CEIL((unix_timestamp(first_after) - unix_timestamp({_at(t)}))
+                           / {window_seconds}) AS INT) AS window
+          FROM per_par
+          WHERE at_t = 0 AND first_after IS NOT NULL AND first_after <= {_at(ws[-1].end)}
+        ),
+        with_end AS (
+          SELECT c.*, CASE c.window {tau_cases} END AS tau FROM cand c
+        ),
+        checks AS (
+          SELECT c.page_id, c.paragraph_hash, c.first_after, c.window, c.tau,
+                 MAX(CASE WHEN r.first_seen_at <= c.tau
+                           AND (r.removed_at IS NULL OR r.removed_at > c.tau)
+                          THEN 1 ELSE 0 END) AS at_tau,
+                 MAX(CASE WHEN unix_timestamp(r.first_seen_at)
+                               <= unix_timestamp(c.first_after) + {survive}
+                           AND (r.removed_at IS NULL OR unix_timestamp(r.removed_at)
+                                > unix_timestamp(c.first_after) + {survive})
+                          THEN 1 ELSE 0 END) AS survived
+          FROM with_end c JOIN emerge_runs r
+            ON r.page_id = c.page_id AND r.paragraph_hash = c.paragraph_hash
+          GROUP BY c.page_id, c.paragraph_hash, c.first_after, c.window, c.tau
+        )
+        SELECT c.window, c.tau, r.page_id, r.paragraph_hash, r.paragraph_idx, r.text,
+               r.mentions, r.tokens, r.markup_ratio, r.first_seen_rev, r.first_seen_at
+        FROM checks c JOIN emerge_runs r
+          ON r.page_id = c.page_id AND r.paragraph_hash = c.paragraph_hash
+         AND r.first_seen_at = c.first_after
+        WHERE c.at_tau = 1 AND c.survived = 1
+          AND r.tokens BETWEEN {settings.min_tokens} AND {settings.max_tokens}
+          AND r.markup_ratio <= {settings.max_markup_ratio}
+    """)
+    new.createOrReplaceTempView("emerge_new")
+    # the article's title at τ_k, and the titles its links name
+    spark.sql("""
+        SELECT n.window, n.tau, n.page_id, n.paragraph_hash, MIN(pg.title) AS page_title
+        FROM emerge_new n JOIN emerge_pages pg ON pg.page_id = n.page_id
+         AND pg.valid_from <= n.tau AND (pg.valid_to IS NULL OR pg.valid_to > n.tau)
+         AND NOT pg.is_redirect
+        GROUP BY n.window, n.tau, n.page_id, n.paragraph_hash
+    """).createOrReplaceTempView("emerge_new_titles")
+    links = spark.sql("""
+        SELECT window, tau, page_id, paragraph_hash, m.start AS m_start, m.`end` AS m_end,
+               m.anchor, m.target
+        FROM (SELECT window, tau, page_id, paragraph_hash, explode(mentions) AS m FROM emerge_new)
+    """)
+    links.createOrReplaceTempView("emerge_links")
+    wanted = spark.sql(
+        "SELECT target AS title, tau FROM emerge_links WHERE target IS NOT NULL "
+        "UNION SELECT page_title AS title, tau FROM emerge_new_titles"
+    )
+    resolved = resolve_titles(catalog, wanted)
+    resolved.createOrReplaceTempView("emerge_resolved")
+    status_counts(resolved)
+    own = "t.qid" if settings.article_entity_counts else "CAST(NULL AS STRING)"
+    rows = spark.sql(f"""
+        WITH resolved_links AS (
+          SELECT l.window, l.page_id, l.paragraph_hash,
+                 named_struct('start', l.m_start, 'end', l.m_end, 'anchor', l.anchor,
+                              'target', l.target, 'qid', r.qid) AS mention,
+                 r.qid
+          FROM emerge_links l LEFT JOIN emerge_resolved r ON r.title = l.target AND r.tau = l.tau
+        ),
+        per_passage AS (
+          SELECT window, page_id, paragraph_hash,
+                 array_sort(collect_list(mention)) AS mentions,
+                 collect_set(qid) AS qids
+          FROM resolved_links GROUP BY window, page_id, paragraph_hash
+        ),
+        titled AS (
+          SELECT nt.window, nt.page_id, nt.paragraph_hash, nt.page_title, r.qid
+          FROM emerge_new_titles nt
+          LEFT JOIN emerge_resolved r ON r.title = nt.page_title AND r.tau = nt.tau
+        )
+        SELECT '{key}' AS snapshot, n.window,
+               concat(CAST(n.page_id AS STRING), '-', n.paragraph_hash) AS passage_id,
+               n.page_id, t.page_title, t.qid AS page_qid, n.first_seen_rev AS rev_id,
+               n.first_seen_at AS rev_timestamp, n.paragraph_idx, n.text,
+               COALESCE(p.mentions, array()) AS mentions,
+               size(array_distinct(concat(COALESCE(p.qids, array()),
+                    CASE WHEN {own} IS NULL THEN array() ELSE array({own}) END))) AS n_entities
+        FROM emerge_new n
+        JOIN titled t ON t.window = n.window AND t.page_id = n.page_id
+                      AND t.paragraph_hash = n.paragraph_hash
+        LEFT JOIN per_passage p ON p.window = n.window AND p.page_id = n.page_id
+                                AND p.paragraph_hash = n.paragraph_hash
+    """).filter(F.col("n_entities") >= settings.min_entities).drop("n_entities")
+    rows.createOrReplaceTempView("emerge_passages_all")
+    counts: dict[int, int] = {}
+    for w in ws:
+        part = spark.sql(f"SELECT * FROM emerge_passages_all WHERE window = {w.k}")
+        counts[w.k] = catalog.replace_partition("passages", part, {"snapshot": key, "window": w.k})
+    log.info("passages %s: %s per window", key, counts)
+    return counts

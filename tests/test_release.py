@@ -1,0 +1,330 @@
+"""The release writer: EMERGE instance format, file layout, determinism, Parquet copies."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+
+from emerge_lib.stages import release
+from emerge_lib.stages.release import (
+    MENTION_FIELDS,
+    QUALIFIER_FIELDS,
+    RELEASE_FIELDS,
+    TRIPLE_FIELDS,
+    ReleaseError,
+    hash_id,
+    passage_record,
+    write_release,
+)
+from emerge_lib.tables import Catalog, spec
+
+SNAP = "2024-01-01T00:00:00Z"
+OLD = "2023-01-01T00:00:00Z"  # in the catalog, not released
+
+
+def ts(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(UTC)
+
+
+def mention(text: str, anchor: str, target: str, qid: str | None) -> dict[str, Any]:
+    start = text.index(anchor)
+    return {"start": start, "end": start + len(anchor), "anchor": anchor, "target": target,
+            "qid": qid}
+
+
+TEXT1 = "At the café, Ada Lovelace worked with Charles Babbage on the Analytical Engine in London."
+P1 = {
+    "snapshot": SNAP, "window": 1, "passage_id": "p1hash", "page_id": 10,
+    "page_title": "Ada Lovelace", "page_qid": "Q7259", "rev_id": 111,
+    "rev_timestamp": ts("2024-01-03T12:00:00Z"), "paragraph_idx": 2, "text": TEXT1,
+    "mentions": [
+        mention(TEXT1, "Charles Babbage", "Charles Babbage", "Q46633"),
+        mention(TEXT1, "Analytical Engine", "Analytical Engine", "Q1857044"),
+        mention(TEXT1, "London", "London", None),  # unresolved: not a release mention
+    ],
+}
+TEXT2 = "Nova Lab was founded by Jane Roe in Paris."
+P2 = {
+    "snapshot": SNAP, "window": 1, "passage_id": "p2hash", "page_id": 20,
+    "page_title": "Nova Lab", "page_qid": "Q900", "rev_id": 222,
+    "rev_timestamp": ts("2024-01-05T00:00:00Z"), "paragraph_idx": 0, "text": TEXT2,
+    "mentions": [mention(TEXT2, "Jane Roe", "Jane Roe", "Q901")],
+}
+P3 = {**P2, "passage_id": "p3hash", "paragraph_idx": 1}  # no instances: no line
+P4 = {**P2, "window": 2, "passage_id": "p4hash", "rev_timestamp": ts("2024-01-10T00:00:00Z")}
+
+
+def inst(p: dict, op: str, s: str, pr: str, o: str, **kw: Any) -> dict[str, Any]:
+    row = {
+        "snapshot": p["snapshot"], "window": p["window"], "passage_id": p["passage_id"],
+        "op": op, "s": s, "p": pr, "o": o, "signal": None,
+        "s_label": f"label {s}", "p_label": f"label {pr}", "o_label": f"label {o}",
+        "emerging_head": False, "emerging_tail": False,
+        "head_created_at": ts("2012-10-29T00:00:00Z"), "tail_created_at": ts("2013-01-02T03:04:05Z"),
+        "lifespan_from": None, "lifespan_to": None,
+        "qualifier_pid": None, "qualifier_label": None, "qualifier_at": None,
+    }
+    row.update(kw)
+    return row
+
+
+D_KW = {"signal": "qualifier:P582", "qualifier_pid": "P582", "qualifier_label": "end time",
+        "qualifier_at": ts("2024-01-05T00:00:00Z"), "lifespan_from": ts("2020-05-01T00:00:00Z"),
+        "lifespan_to": ts("2024-01-05T00:00:00Z")}
+INSTANCES_W1 = [
+    inst(P1, "E", "Q7259", "P1327", "Q46633", lifespan_from=ts("2024-01-04T00:00:00Z")),
+    # one (s, p, o) under two ops: one entry, both ops, the D row's signal and qualifier
+    inst(P1, "D", "Q46633", "P800", "Q1857044", **D_KW),
+    inst(P1, "X", "Q46633", "P800", "Q1857044", lifespan_from=ts("2020-05-01T00:00:00Z")),
+    inst(P1, "X", "Q46633", "P27", "Q145"),
+    inst(P2, "EE-KG", "Q900", "P17", "Q142", emerging_head=True,
+         head_created_at=ts("2024-01-04T00:00:00Z")),
+    inst({**P2, "passage_id": "ghost"}, "E", "Q1", "P2", "Q3"),  # no passage: an orphan
+]
+INSTANCES_W2 = [inst(P4, "EE", "Q900", "P112", "Q901", emerging_head=True)]
+
+
+@pytest.fixture(scope="module")
+def warehouse(tmp_path_factory, spark) -> Catalog:
+    """One small catalog for the module: passages/instances of two windows, the KG tables of
+    the released snapshot and of an older one, and a table without a snapshot column."""
+    cat = Catalog(tmp_path_factory.mktemp("release") / "warehouse", spark)
+    # append, not replace_partition: Sail 0.7's replaceWhere fails on tables with
+    # timestamp columns once they exist ("UTC" vs "Etc/UTC"), and the fixture needs none
+    def put(name: str, rows: list[dict[str, Any]]) -> None:
+        cat.append(name, cat.frame(name, rows))
+
+    put("passages", [P1, P2, P3, P4])
+    put("instances", INSTANCES_W1 + INSTANCES_W2)
+    put("kg_triples", [{"snapshot": snap, "s": f"Q{i}", "p": "P31", "o": "Q5"}
+                       for snap, n in ((SNAP, 3), (OLD, 2)) for i in range(n)])
+    put("entities", [{"snapshot": snap, "qid": "Q5", "title": "Human", "label": "human",
+                      "description": "", "text_description": "Humans are…",
+                      "created_at": ts("2012-10-29T00:00:00Z")} for snap in (SNAP, OLD)])
+    put("relations", [{"snapshot": SNAP, "pid": "P31", "label": "instance of",
+                       "description": "that class"}])
+    cat.overwrite("stable_statements", cat.frame("stable_statements", [
+        {"s": "Q1", "p": "P31", "o": "Q5", "valid_from": ts("2020-01-01T00:00:00Z"), "valid_to": None},
+        {"s": "Q2", "p": "P31", "o": "Q5", "valid_from": ts("2021-01-01T00:00:00Z"), "valid_to": None},
+    ]))
+    return cat
+
+
+@pytest.fixture(scope="module")
+def released(warehouse: Catalog, tmp_path_factory) -> tuple[Path, release.ReleaseSummary]:
+    out = tmp_path_factory.mktemp("out")
+    return out, write_release(warehouse, out, [datetime(2024, 1, 1, tzinfo=UTC)], 2, 7)
+
+
+def lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines()]
+
+
+PREFIX = "Excerpt from the Wikipedia page describing Ada Lovelace: "
+
+
+def test_one_line_exactly(released) -> None:
+    out, _ = released
+    recs = {r["passage_id"]: r for r in lines(out / "snapshot_2024-01-01" / "delta_2024-01-08.jsonl")}
+    got = recs["p1hash"]
+    off = len(PREFIX)
+    cb, ae = TEXT1.index("Charles Babbage"), TEXT1.index("Analytical Engine")
+    expected = {
+        "hash_id": hash_id(SNAP, 1, 10, "p1hash"),
+        "passage": PREFIX + TEXT1,
+        "mentions": [
+            {"mention_text": "Ada Lovelace", "target_entity": "Ada Lovelace", "start_char": 43,
+             "end_char": 55, "qid": "Q7259"},
+            {"mention_text": "Charles Babbage", "target_entity": "Charles Babbage",
+             "start_char": off + cb, "end_char": off + cb + 15, "qid": "Q46633"},
+            {"mention_text": "Analytical Engine", "target_entity": "Analytical Engine",
+             "start_char": off + ae, "end_char": off + ae + 17, "qid": "Q1857044"},
+        ],
+        "revision_id": 111,
+        "revision_date": "2024-01-03T12:00:00Z",
+        "revision_timestamp": 1704283200,
+        "anchor_title": "Ada Lovelace",
+        "anchor_page_id": 10,
+        "anchor_page_qid": "Q7259",
+        "paragraph_idx": 2,
+        "delta_dates": ["2024-01-01T00:00:00Z", "2024-01-08T00:00:00Z"],
+        "delta_timestamps": [1704067200, 1704672000],
+        "tkgu_triples": [
+            {
+                "triple": ["Q46633", "P27", "Q145"],
+                "triple_labels": ["label Q46633", "label P27", "label Q145"],
+                "tkgu_operations": ["x-triples"],
+                "emerging_head": False, "emerging_tail": False,
+                "head_creation_date": "2012-10-29T00:00:00Z", "head_creation_timestamp": 1351468800,
+                "tail_creation_date": "2013-01-02T03:04:05Z", "tail_creation_timestamp": 1357095845,
+                "triple_lifespan_date": [None, None], "triple_lifespan_timestamp": [None, None],
+                "llm_assessment": [], "source_delta_type": "wikipedia_intersection",
+                "qualifier_info": {}, "deprecation_signal": None,
+            },
+            {
+                "triple": ["Q46633", "P800", "Q1857044"],
+                "triple_labels": ["label Q46633", "label P800", "label Q1857044"],
+                "tkgu_operations": ["x-triples", "d-triples"],
+                "emerging_head": False, "emerging_tail": False,
+                "head_creation_date": "2012-10-29T00:00:00Z", "head_creation_timestamp": 1351468800,
+                "tail_creation_date": "2013-01-02T03:04:05Z", "tail_creation_timestamp": 1357095845,
+                "triple_lifespan_date": ["2020-05-01T00:00:00Z", None],
+                "triple_lifespan_timestamp": [1588291200, None],
+                "llm_assessment": [], "source_delta_type": "wikipedia_intersection",
+                "qualifier_info": {"qualifier_qid": "P582", "qualifier_label": "end time",
+                                   "qualifier_date": "2024-01-05T00:00:00Z",
+                                   "qualifier_timestamp": 1704412800},
+                "deprecation_signal": "qualifier:P582",
+            },
+            {
+                "triple": ["Q7259", "P1327", "Q46633"],
+                "triple_labels": ["label Q7259", "label P1327", "label Q46633"],
+                "tkgu_operations": ["e-triples"],
+                "emerging_head": False, "emerging_tail": False,
+                "head_creation_date": "2012-10-29T00:00:00Z", "head_creation_timestamp": 1351468800,
+                "tail_creation_date": "2013-01-02T03:04:05Z", "tail_creation_timestamp": 1357095845,
+                "triple_lifespan_date": ["2024-01-04T00:00:00Z", None],
+                "triple_lifespan_timestamp": [1704326400, None],
+                "llm_assessment": [], "source_delta_type": "wikipedia_intersection",
+                "qualifier_info": {}, "deprecation_signal": None,
+            },
+        ],
+        "predictions": {},
+        "passage_id": "p1hash",
+        "window": 1,
+        "paragraph_offset": off,
+    }
+    assert got == expected
+    # the authors' field order leads each line
+    assert list(got)[: len(RELEASE_FIELDS)] == list(RELEASE_FIELDS)
+
+
+def test_offsets_and_fields_of_every_line(released) -> None:
+    out, _ = released
+    recs = [r for f in sorted((out / "snapshot_2024-01-01").glob("delta_*.jsonl")) for r in lines(f)]
+    assert len(recs) == 3
+    for r in recs:
+        assert set(RELEASE_FIELDS) <= set(r)
+        assert "''" not in r["passage"]
+        for m in r["mentions"]:
+            assert set(m) == set(MENTION_FIELDS)
+            assert r["passage"][m["start_char"] : m["end_char"]] == m["mention_text"]
+        assert r["mentions"][0]["qid"] == r["anchor_page_qid"]  # the article's own item
+        for t in r["tkgu_triples"]:
+            assert set(TRIPLE_FIELDS) <= set(t)
+            assert set(t["qualifier_info"]) in (set(), set(QUALIFIER_FIELDS))
+    nova = next(r for r in recs if r["passage_id"] == "p2hash")
+    assert nova["tkgu_triples"][0]["tkgu_operations"] == ["ee-kg-triples"]
+    assert nova["tkgu_triples"][0]["source_delta_type"] == "emerging"
+    assert nova["tkgu_triples"][0]["emerging_head"] is True
+
+
+def test_layout_sorting_and_summary(released) -> None:
+    out, summary = released
+    w1 = out / "snapshot_2024-01-01" / "delta_2024-01-08.jsonl"
+    w2 = out / "snapshot_2024-01-01" / "delta_2024-01-15.jsonl"
+    ids = [r["hash_id"] for r in lines(w1)]
+    assert ids == sorted(ids) and {r["passage_id"] for r in lines(w1)} == {"p1hash", "p2hash"}
+    assert [r["passage_id"] for r in lines(w2)] == ["p4hash"]
+    assert lines(w2)[0]["delta_dates"] == ["2024-01-01T00:00:00Z", "2024-01-15T00:00:00Z"]
+    assert lines(w2)[0]["delta_timestamps"] == [1704067200, 1705276800]
+    assert summary.lines == {"snapshot_2024-01-01/delta_2024-01-08.jsonl": 2,
+                             "snapshot_2024-01-01/delta_2024-01-15.jsonl": 1}
+    assert summary.ops == {"E": 1, "D": 1, "X": 2, "EE-KG": 1, "EE": 1}
+    assert summary.orphan_instances == 1 and summary.anchor_mismatches == 0
+    text = w1.read_text(encoding="utf-8")
+    assert "café" in text and "\\u" not in text  # UTF-8, not escaped
+    assert not list(out.rglob(".*.tmp-*"))
+
+
+def test_rerun_is_byte_identical(released, warehouse: Catalog, tmp_path: Path) -> None:
+    out, _ = released
+    write_release(warehouse, tmp_path, [SNAP], 2, 7)
+    for rel in ("snapshot_2024-01-01/delta_2024-01-08.jsonl",
+                "snapshot_2024-01-01/delta_2024-01-15.jsonl"):
+        assert (tmp_path / rel).read_bytes() == (out / rel).read_bytes()
+
+
+def test_parquet_copies(released, warehouse: Catalog) -> None:
+    out, summary = released
+    snap = out / "snapshot_2024-01-01"
+    assert pq.read_table(snap / "kg_triples.parquet").num_rows == 3  # not the older snapshot's
+    assert pq.read_table(snap / "entities.parquet").column("snapshot").to_pylist() == [SNAP]
+    assert pq.read_table(snap / "relations.parquet").num_rows == 1
+    expected = {"passages": 4, "instances": 7, "kg_triples": 3, "entities": 1, "relations": 1,
+                "stable_statements": 2}
+    got = {p.stem: pq.read_table(p).num_rows for p in (out / "parquet").glob("*.parquet")}
+    assert got == expected
+    for name in expected:
+        assert pq.read_schema(out / "parquet" / f"{name}.parquet").equals(spec(name).schema)
+        assert summary.parquet_rows[f"parquet/{name}.parquet"] == expected[name]
+    assert warehouse.read_arrow("kg_triples").num_rows == 5  # the old snapshot was left out
+
+
+def test_crash_leaves_no_half_file(warehouse: Catalog, tmp_path: Path, monkeypatch) -> None:
+    write_release(warehouse, tmp_path, [SNAP], 1, 7)
+    path = tmp_path / "snapshot_2024-01-01" / "delta_2024-01-08.jsonl"
+    before = path.read_bytes()
+    calls = 0
+
+    def failing(*args: Any, **kw: Any) -> dict[str, Any]:
+        nonlocal calls
+        calls += 1
+        if calls == 2:
+            raise RuntimeError("crash mid-file")
+        return passage_record(*args, **kw)
+
+    monkeypatch.setattr(release, "passage_record", failing)
+    with pytest.raises(RuntimeError, match="mid-file"):
+        write_release(warehouse, tmp_path, [SNAP], 1, 7, title_prefix=False)
+    assert path.read_bytes() == before
+    assert not [p.name for p in path.parent.iterdir() if p.name.startswith(".")]  # no temp left
+
+
+# --- the pure record function (no Spark) -------------------------------------------------
+
+
+def test_prefix_off_keeps_paragraph_offsets() -> None:
+    rec = passage_record(P1, INSTANCES_W1[:1], SNAP, 1, 7, title_prefix=False)
+    assert rec["passage"] == TEXT1 and rec["paragraph_offset"] == 0
+    assert [m["qid"] for m in rec["mentions"]] == ["Q46633", "Q1857044"]  # no title mention
+    for m, src in zip(rec["mentions"], P1["mentions"], strict=False):
+        assert (m["start_char"], m["end_char"]) == (src["start"], src["end"])
+    # the line's identity does not depend on the prefix switch
+    assert rec["hash_id"] == passage_record(P1, INSTANCES_W1[:1], SNAP, 1, 7)["hash_id"]
+
+
+def test_hash_id_is_stable_and_distinguishes() -> None:
+    h = hash_id("2024-01-01T00:00:00Z", 1, 10, "p1hash")
+    assert h == hash_id(datetime(2024, 1, 1, tzinfo=UTC), 1, 10, "p1hash")
+    assert h == hash_id("2024-01-01T01:00:00+01:00", 1, 10, "p1hash")
+    assert len(h) == 32 and int(h, 16) >= 0
+    assert len({h, hash_id(SNAP, 2, 10, "p1hash"), hash_id(SNAP, 1, 11, "p1hash"),
+                hash_id(SNAP, 1, 10, "p1hasi"), hash_id(OLD, 1, 10, "p1hash")}) == 5
+
+
+def test_non_day_windows_and_local_offsets_are_utc() -> None:
+    rec = passage_record(P2, INSTANCES_W1[4:5], "2024-03-31T23:00:00-02:00", 2, 0.5)
+    assert rec["delta_dates"] == ["2024-04-01T01:00:00Z", "2024-04-02T01:00:00Z"]
+    assert rec["delta_timestamps"] == [1711933200, 1712019600]
+
+
+def test_bad_input_is_refused() -> None:
+    bad = {**P2, "mentions": [{"start": 30, "end": 99, "anchor": "x", "target": "X", "qid": "Q1"}]}
+    with pytest.raises(ReleaseError, match="outside"):
+        passage_record(bad, [], SNAP, 1)
+    with pytest.raises(ReleaseError, match="unknown op"):
+        passage_record(P2, [inst(P2, "ADD", "Q1", "P1", "Q2")], SNAP, 1)
+
+
+def test_clashing_file_names_are_refused(tmp_path: Path) -> None:
+    cat = Catalog(tmp_path / "none")
+    with pytest.raises(ReleaseError, match="same end date"):
+        write_release(cat, tmp_path / "out", [SNAP], 3, 0.25)
+    with pytest.raises(ReleaseError, match="one per day"):
+        write_release(cat, tmp_path / "out", [SNAP, "2024-01-01T12:00:00Z"], 1, 7)
