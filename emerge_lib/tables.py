@@ -731,6 +731,58 @@ class Catalog:
         log.info("%s: replaced partition %s with %d rows", name, predicate, rows)
         return rows
 
+    def replace_partitions(
+        self, name: str, df: DataFrame, fixed: Mapping[str, Any], column: str,
+        values: Iterable[Any], clear_others: bool = False,
+    ) -> dict[Any, int]:
+        """Replace the partitions ``fixed`` × each of ``values`` of ``column`` in one
+        transaction (a stage computing all windows of a snapshot in one pass).
+
+        Every partition listed is replaced, the empty ones too (a rerun that finds
+        nothing clears what an earlier run wrote); rows outside them are refused. With
+        ``clear_others``, the other values of ``column`` under ``fixed`` are removed too
+        (a snapshot rebuilt with fewer windows keeps no stale ones). Returns rows per value.
+        """
+        s = spec(name)
+        if set(fixed) | {column} != set(s.partition_by) or column in fixed:
+            raise CatalogError(
+                f"table {name}: replace_partitions needs the partition columns "
+                f"{list(s.partition_by)} split into fixed values and one listed column"
+            )
+        values = list(values)
+        if not values:
+            raise CatalogError(f"table {name}: no partitions to replace")
+        df = self._materialize(name, self.conform(name, df))
+        listed = ", ".join(_sql_literal(v) for v in values)
+        predicate = " AND ".join(
+            [partition_predicate(fixed), f"`{column}` IN ({listed})"] if fixed
+            else [f"`{column}` IN ({listed})"]
+        )
+        bad = df.filter(f"NOT ({predicate}) OR `{column}` IS NULL").limit(5).collect()
+        if bad:
+            raise CatalogError(
+                f"table {name}: {len(bad)}+ rows fall outside the partitions {predicate}, "
+                f"e.g. {bad[0].asDict()}; nothing was written"
+            )
+        if clear_others:
+            if not fixed:
+                raise CatalogError(f"table {name}: clear_others needs fixed partition values")
+            predicate = partition_predicate(fixed)
+        counts = dict.fromkeys(values, 0)
+        for row in df.groupBy(column).count().collect():
+            counts[row[column]] = row["count"]
+        if not self._create_if_missing(name, df):
+            (
+                df.write.format("delta")
+                .mode("overwrite")
+                .option("replaceWhere", predicate)
+                .partitionBy(*s.partition_by)
+                .save(self.path(name))
+            )
+        self.clean_scratch()
+        log.info("%s: replaced partitions %s with %s rows", name, predicate, counts)
+        return counts
+
     def merge(self, name: str, df: DataFrame) -> None:
         """MERGE INTO on the table's key: update matched rows, insert the others.
 

@@ -154,3 +154,27 @@ def test_embedded_engine_leaves_nothing_running() -> None:
             pass
     with pytest.raises(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
         pass
+
+
+def test_replace_partitions_of_a_snapshot_in_one_transaction(catalog: Catalog) -> None:
+    def inst(snapshot: str, window: int, s: str) -> dict:
+        return {"snapshot": snapshot, "window": window, "passage_id": "p", "op": "E",
+                "s": s, "p": "P1", "o": "Q9"}
+
+    other = [inst("b", 1, "Q7")]
+    catalog.replace_partitions("instances", catalog.frame("instances", other), {"snapshot": "b"},
+                               "window", [1])
+    first = [inst("a", 1, "Q1"), inst("a", 2, "Q2"), inst("a", 5, "Q5")]
+    counts = catalog.replace_partitions("instances", catalog.frame("instances", first),
+                                        {"snapshot": "a"}, "window", range(1, 6))
+    assert counts == {1: 1, 2: 1, 3: 0, 4: 0, 5: 1}
+    # rebuilt with 3 windows: window 5 must not survive, snapshot b is untouched
+    again = [inst("a", 1, "Q1"), inst("a", 3, "Q3")]
+    catalog.replace_partitions("instances", catalog.frame("instances", again), {"snapshot": "a"},
+                               "window", range(1, 4), clear_others=True)
+    rows = {(r["snapshot"], r["window"], r["s"]) for r in catalog.read_arrow("instances").to_pylist()}
+    assert rows == {("a", 1, "Q1"), ("a", 3, "Q3"), ("b", 1, "Q7")}
+    with pytest.raises(CatalogError, match="outside the partitions"):
+        catalog.replace_partitions("instances", catalog.frame("instances", [inst("a", 9, "Q9")]),
+                                   {"snapshot": "a"}, "window", range(1, 4))
+    assert len(rows) == catalog.read_arrow("instances").num_rows

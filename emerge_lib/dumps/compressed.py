@@ -101,6 +101,7 @@ class _CheckedReader(io.RawIOBase):
         self._inner = inner
         self._path = path
         self._proc = proc
+        self._readinto = getattr(inner, "readinto", None)
         self.offset = 0
 
     def readable(self) -> bool:
@@ -108,13 +109,16 @@ class _CheckedReader(io.RawIOBase):
 
     def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
         try:
-            data = self._inner.read(len(buffer))
+            if self._readinto is not None:  # straight into the caller's buffer: no copy
+                n = self._readinto(buffer) or 0
+            else:
+                data = self._inner.read(len(buffer))
+                n = len(data)
+                buffer[:n] = data
         except (EOFError, OSError, RuntimeError, ValueError, zlib.error, lzma.LZMAError) as exc:
             raise CorruptDumpError(self._path, self.offset, f"{type(exc).__name__}: {exc}") from exc
-        n = len(data)
         if n == 0:
             self._check_process_exit()
-        buffer[:n] = data
         self.offset += n
         return n
 

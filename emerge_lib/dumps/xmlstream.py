@@ -757,6 +757,10 @@ class Dump:
         buf, base = sc.buf, sc.base
         lt = buf.find(b"<", self._pos - base)
         if lt >= 0 and buf.startswith(b"<revision>", lt):
+            hit = _parse_canonical_revision(buf, lt + 10, -1, page.page_id)
+            if hit is not None:
+                self._pos = hit[1] + len(b"</revision>") + base
+                return hit[0]
             end = buf.find(b"</revision>", lt + 10)
             if end >= 0:
                 try:
@@ -845,9 +849,9 @@ def _parse_revision(
     canonical layout (what current dumps write for nearly every revision) is first tried
     with two regexes, which builds the same Revision in a fraction of the time.
     """
-    rev = _parse_canonical_revision(buf, pos, end, page_id)
-    if rev is not None:
-        return rev
+    hit = _parse_canonical_revision(buf, pos, end, page_id)
+    if hit is not None:
+        return hit[0]
     rev_id: int | None = None
     parent_id: int | None = None
     timestamp: int | None = None
@@ -1041,26 +1045,51 @@ _REV_HEAD = re.compile(
     rb'\s*<text((?:\s+[\w:.-]+="[^"<&]*")*)\s*>'
 )
 _REV_TAIL = re.compile(rb"\s*(?:<sha1>([^<]*)</sha1>|<sha1\s*/>)?\s*")
+_REV_TAIL_END = re.compile(rb"\s*(?:<sha1>([^<]*)</sha1>|<sha1\s*/>)?\s*</revision>")
+# <text> attributes as current (bytes, sha1, xml:space) and older (xml:space, bytes) dumps
+# write them; values that _attrs would return unchanged
+_TEXT_ATTRS = re.compile(
+    rb'\s+bytes="(\d*)"(?:\s+sha1="([0-9a-z]*)")?\s+xml:space="preserve"\s*'
+    rb'|\s+xml:space="preserve"(?:\s+bytes="(\d*)")?\s*'
+)
 
 
-def _parse_canonical_revision(buf: bytes, pos: int, end: int, page_id: int) -> Revision | None:
-    """The canonical layout via regexes; None when the general loop must decide."""
-    m = _REV_HEAD.match(buf, pos, end)
-    if m is None:
-        return None
-    start = m.end()
-    nxt = buf.find(b"<", start, end)
-    if nxt < 0 or not buf.startswith(b"</text>", nxt):
-        return None
-    tail = _REV_TAIL.fullmatch(buf, nxt + 7, end)
-    if tail is None:
-        return None
+def _parse_canonical_revision(
+    buf: bytes, pos: int, end: int, page_id: int
+) -> tuple[Revision, int] | None:
+    """The canonical layout via regexes: (revision, end of its body), or None when the
+    general loop must decide. ``end < 0``: the body ends at the first ``</revision>``,
+    found here (no value in the canonical layout can contain a ``<``), which saves
+    searching the whole revision text for it."""
+    if end < 0:
+        m = _REV_HEAD.match(buf, pos)
+        if m is None:
+            return None
+        start = m.end()
+        nxt = buf.find(b"<", start)
+        if nxt < 0 or not buf.startswith(b"</text>", nxt):
+            return None
+        tail = _REV_TAIL_END.match(buf, nxt + 7)
+        if tail is None:
+            return None
+        end = tail.end() - len(b"</revision>")
+    else:
+        m = _REV_HEAD.match(buf, pos, end)
+        if m is None:
+            return None
+        start = m.end()
+        nxt = buf.find(b"<", start, end)
+        if nxt < 0 or not buf.startswith(b"</text>", nxt):
+            return None
+        tail = _REV_TAIL.fullmatch(buf, nxt + 7, end)
+        if tail is None:
+            return None
     rev_id, parent, ts, user, uid, ip, minor, comment, model, fmt, attrs = m.groups()
     if b"deleted" in attrs:
         return None  # the general loop's test for a deleted text
     sha1 = tail.group(1)
     # values in document order, so a bad one raises what the general loop would raise
-    rev = int(rev_id)
+    rev_num = int(rev_id)
     parent_id = None if parent is None else int(parent)
     timestamp = parse_timestamp(ts)
     contributor_id = None if uid is None else int(uid)
@@ -1070,14 +1099,18 @@ def _parse_canonical_revision(buf: bytes, pos: int, end: int, page_id: int) -> R
     format_name = fmt.decode()
     text_size = text_sha1 = None
     if attrs:
-        a = _attrs(attrs)
-        tb = a.get(b"bytes")
+        common = _TEXT_ATTRS.fullmatch(attrs)
+        if common is not None:
+            tb, tsha, tb_old = common.groups()
+            tb = tb if tb_old is None else tb_old
+        else:
+            a = _attrs(attrs)
+            tb, tsha = a.get(b"bytes"), a.get(b"sha1")
         text_size = int(tb) if tb else None
-        tsha = a.get(b"sha1")
         text_sha1 = tsha.decode() if tsha else None
-    return Revision(
+    rev = Revision(
         page_id=page_id,
-        rev_id=rev,
+        rev_id=rev_num,
         parent_id=parent_id,
         timestamp=timestamp,
         contributor_id=contributor_id,
@@ -1094,6 +1127,7 @@ def _parse_canonical_revision(buf: bytes, pos: int, end: int, page_id: int) -> R
         text_sha1=text_sha1,
         sha1=(sha1.decode() or None) if sha1 is not None else None,
     )
+    return rev, end
 
 
 def _make_slot(d: dict[bytes, object]) -> Slot:

@@ -244,15 +244,14 @@ def commit(catalog: Catalog, summaries: Sequence[FileSummary], wiki: str) -> Non
         if df is not None:
             catalog.merge(table, df)
 
-    for summary in summaries:
-        if "ingest_rejects" in summary.outputs:
-            rejects = spark.read.parquet(summary.outputs["ingest_rejects"])
-        else:
-            rejects = catalog.frame("ingest_rejects", [])
-        if rejects.limit(1).count() or catalog.exists("ingest_rejects"):
-            catalog.replace_partition(
-                "ingest_rejects", rejects, {"wiki": wiki, "dump_file": summary.dump_file}
-            )
+    rejects = staged("ingest_rejects")
+    if rejects is None:
+        rejects = catalog.frame("ingest_rejects", [])
+    # every file's partition is replaced, the empty ones too: a rerun that finds no
+    # rejects clears what an earlier run of the same file quarantined
+    catalog.replace_partitions(
+        "ingest_rejects", rejects, {"wiki": wiki}, "dump_file", [s.dump_file for s in summaries]
+    )
 
     marks = staged("page_watermarks")
     if marks is not None:

@@ -147,10 +147,8 @@ def build_passages(
         LEFT JOIN per_passage p ON p.window = n.window AND p.page_id = n.page_id
                                 AND p.paragraph_hash = n.paragraph_hash
     """).filter(F.col("n_entities") >= settings.min_entities).drop("n_entities")
-    rows.createOrReplaceTempView("emerge_passages_all")
-    counts: dict[int, int] = {}
-    for w in ws:
-        part = spark.sql(f"SELECT * FROM emerge_passages_all WHERE window = {w.k}")
-        counts[w.k] = catalog.replace_partition("passages", part, {"snapshot": key, "window": w.k})
+    counts = catalog.replace_partitions(
+        "passages", rows, {"snapshot": key}, "window", [w.k for w in ws], clear_others=True
+    )
     log.info("passages %s: %s per window", key, counts)
     return counts

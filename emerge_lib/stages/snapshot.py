@@ -22,9 +22,21 @@ def _at(tau: datetime | str) -> str:
 
 def valid_at(alias: str, tau: datetime | str) -> str:
     """SQL predicate: the interval [valid_from, valid_to) of ``alias`` contains τ."""
-    at = _at(tau)
+    return valid_at_expr(alias, _at(tau))
+
+
+def valid_at_expr(alias: str, at: str) -> str:
+    """SQL predicate for an instant given as an SQL expression (e.g. a joined column)."""
     return (f"{alias}.valid_from <= {at} AND "
             f"({alias}.valid_to IS NULL OR {alias}.valid_to > {at})")
+
+
+def windows_sql(snapshot: datetime | str, window_count: int, window_days: float) -> str:
+    """An inline table (window, tau) of a snapshot's window ends, for one-pass stages."""
+    from emerge_lib.schedule import windows
+
+    rows = ", ".join(f"({w.k}, {_at(w.end)})" for w in windows(snapshot, window_count, window_days))
+    return f"(SELECT * FROM VALUES {rows} AS w(window, tau))"
 
 
 def entities_at(catalog: Catalog, tau: datetime | str) -> DataFrame:

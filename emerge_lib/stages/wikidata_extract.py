@@ -21,6 +21,7 @@ import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,7 @@ log = logging.getLogger(__name__)
 ITEM_NS, PROPERTY_NS = 0, 120
 ENTITY_MODELS = {"wikibase-item", "wikibase-property"}
 BUCKETS = 64  # s_bucket / qid_bucket: spreads timelines over files for pruning
+_MICROS = pa.timestamp("us", tz="UTC")
 
 
 @dataclass(frozen=True)
@@ -64,10 +66,23 @@ class StatementVersion:
     rank: str
     qualifiers: tuple[tuple[Any, ...], ...]
 
-    @property
+    def __hash__(self) -> int:
+        # the hash dataclass would generate, computed once: replay does set operations
+        # on these for every revision whose claims changed
+        h = self.__dict__.get("_hash")
+        if h is None:
+            h = hash((self.statement_id, self.p, self.o, self.rank, self.qualifiers))
+            self.__dict__["_hash"] = h
+        return h
+
+    @cached_property
     def version_hash(self) -> str:
         raw = repr((self.statement_id, self.p, self.o, self.rank, self.qualifiers))
         return hashlib.blake2b(raw.encode(), digest_size=10).hexdigest()
+
+    @cached_property
+    def qualifier_rows(self) -> list[dict[str, Any]]:
+        return [_qualifier_row(q) for q in self.qualifiers]
 
 
 @dataclass(frozen=True)
@@ -107,14 +122,28 @@ def _ts(seconds: int | None) -> datetime | None:
     return None if seconds is None else datetime.fromtimestamp(seconds, UTC)
 
 
-def statement_versions(statements: tuple[wikidata.Statement, ...]) -> frozenset[StatementVersion]:
-    """Keep item-valued statements: the only ones T uses."""
+def statement_versions(
+    statements: tuple[wikidata.Statement, ...],
+    cache: dict[tuple[Any, ...], StatementVersion] | None = None,
+) -> frozenset[StatementVersion]:
+    """Keep item-valued statements: the only ones T uses.
+
+    ``cache`` (one page's worth) returns the same StatementVersion object for a statement
+    seen before, so set operations between revisions compare by identity.
+    """
     out = []
     for st in statements:
         if st.value_qid is None:
             continue
         quals = tuple((q.pid, q.kind, q.time, q.precision, q.qid) for q in st.qualifiers)
-        out.append(StatementVersion(st.statement_id or "", st.pid, st.value_qid, st.rank, quals))
+        key = (st.statement_id or "", st.pid, st.value_qid, st.rank, quals)
+        if cache is None:
+            out.append(StatementVersion(*key))
+            continue
+        v = cache.get(key)
+        if v is None:
+            v = cache[key] = StatementVersion(*key)
+        out.append(v)
     return frozenset(out)
 
 
@@ -132,7 +161,13 @@ def facts_of(entity: wikidata.EntityState,
 
 
 class _Outputs:
-    """Row buffers per output, flushed to Parquet in the staging folder."""
+    """Row buffers per output, flushed to Parquet in the staging folder.
+
+    Two ways in: ``add`` takes a dict row (datetimes for timestamps); ``add_values`` takes
+    a tuple in schema order with timestamps as Unix seconds. The hot outputs use the
+    latter: no dict and no datetime per row, and Arrow builds each column in one call.
+    Use one of them per output, so the rows of a file keep their order.
+    """
 
     NAMES = (
         "statement_timeline", "statement_closures", "item_timeline", "item_closures",
@@ -145,6 +180,7 @@ class _Outputs:
         self.stem = stem
         self.flush_rows = flush_rows
         self.rows: dict[str, list[dict[str, Any]]] = {n: [] for n in self.NAMES}
+        self.tuples: dict[str, list[tuple[Any, ...]]] = {n: [] for n in self.NAMES}
         self.writers: dict[str, pq.ParquetWriter] = {}
         self.counts: dict[str, int] = dict.fromkeys(self.NAMES, 0)
 
@@ -167,21 +203,41 @@ class _Outputs:
         if len(buf) >= self.flush_rows:
             self.flush(name)
 
+    def add_values(self, name: str, values: tuple[Any, ...]) -> None:
+        buf = self.tuples[name]
+        buf.append(values)
+        if len(buf) >= self.flush_rows:
+            self.flush(name)
+
+    def _table_of_tuples(self, name: str, schema: pa.Schema) -> pa.Table:
+        buf = self.tuples[name]
+        columns = list(zip(*buf, strict=True)) if buf else [[] for _ in schema]
+        arrays = []
+        for f, col in zip(schema, columns, strict=True):
+            if f.type == _MICROS:  # (pyarrow.compute would import pandas and more on first use)
+                arrays.append(pa.array([None if t is None else t * 1_000_000 for t in col], f.type))
+            else:
+                arrays.append(pa.array(col, f.type))
+        return pa.Table.from_arrays(arrays, schema=schema)
+
     def flush(self, name: str) -> None:
-        buf = self.rows[name]
-        if not buf:
+        rows, tuples = self.rows[name], self.tuples[name]
+        if not rows and not tuples:
             return
         schema = self.schema(name)
-        table = pa.Table.from_pylist(buf, schema=schema)
         writer = self.writers.get(name)
         if writer is None:
             folder = self.staging / name
             folder.mkdir(parents=True, exist_ok=True)
             writer = pq.ParquetWriter(folder / f"{self.stem}.parquet", schema)
             self.writers[name] = writer
-        writer.write_table(table)
-        self.counts[name] += len(buf)
-        buf.clear()
+        if rows:
+            writer.write_table(pa.Table.from_pylist(rows, schema=schema))
+        if tuples:
+            writer.write_table(self._table_of_tuples(name, schema))
+        self.counts[name] += len(rows) + len(tuples)
+        rows.clear()
+        tuples.clear()
 
     def close(self) -> dict[str, str]:
         out = {}
@@ -198,6 +254,7 @@ class _PageState:
 
     def __init__(self, eid: str, is_property: bool, created: int | None) -> None:
         self.eid = eid
+        self.bucket = bucket(eid)
         self.is_property = is_property
         self.created = created
         self.open: dict[StatementVersion, tuple[int, int]] = {}  # version → (rev, ts)
@@ -235,6 +292,8 @@ class WikidataFileExtractor:
         self.parser = wikidata.EntityParser()
         self._last_statements: tuple[wikidata.Statement, ...] | None = None
         self._last_versions: frozenset[StatementVersion] = frozenset()
+        self._last_facts: EntityFacts | None = None
+        self._versions_cache: dict[tuple[Any, ...], StatementVersion] = {}
         self.summary = FileSummary(self.dump_file, self.dump_date)
 
     # -- rejects -------------------------------------------------------------------------
@@ -268,8 +327,20 @@ class WikidataFileExtractor:
         self.summary.decoded += 1
         if entity.statements is not self._last_statements:
             self._last_statements = entity.statements
-            self._last_versions = statement_versions(entity.statements)
-        return facts_of(entity, self._last_versions)
+            self._last_versions = statement_versions(entity.statements, self._versions_cache)
+        last = self._last_facts
+        if (  # most edits touch other languages, aliases or references: same facts
+            last is not None
+            and last.statements is self._last_versions
+            and last.enwiki_title == entity.enwiki_title
+            and last.label_en == entity.label_en
+            and last.description_en == entity.description_en
+            and last.redirect_to == entity.redirect_to
+            and last.datatype == getattr(entity, "datatype", None)
+        ):
+            return last
+        self._last_facts = facts = facts_of(entity, self._last_versions)
+        return facts
 
     # -- emitting ------------------------------------------------------------------------
     def _open_statement(self, st: _PageState, v: StatementVersion, rev: int, ts: int) -> None:
@@ -279,13 +350,10 @@ class WikidataFileExtractor:
                          ts_to: int | None, emit_full: bool) -> None:
         rev_from, ts_from = st.open.pop(v)
         if emit_full:
-            self.out.add("statement_timeline", {
-                "s": st.eid, "p": v.p, "o": v.o, "statement_id": v.statement_id,
-                "rank": v.rank, "version_hash": v.version_hash,
-                "qualifiers": [_qualifier_row(q) for q in v.qualifiers],
-                "valid_from": _ts(ts_from), "valid_to": _ts(ts_to),
-                "rev_from": rev_from, "rev_to": rev_to, "s_bucket": bucket(st.eid),
-            })
+            self.out.add_values("statement_timeline", (
+                st.eid, v.p, v.o, v.statement_id, v.rank, v.version_hash, v.qualifier_rows,
+                ts_from, ts_to, rev_from, rev_to, st.bucket,
+            ))
         else:  # it was written open by an earlier ingest: close it in place
             self.out.add("statement_closures", {
                 "s": st.eid, "version_hash": v.version_hash, "valid_to": _ts(ts_to),
@@ -295,19 +363,15 @@ class WikidataFileExtractor:
     def _emit_item(self, st: _PageState, facts: EntityFacts, rev_from: int, ts_from: int,
                    ts_to: int | None) -> None:
         if st.is_property:
-            self.out.add("property_timeline", {
-                "pid": st.eid, "valid_from": _ts(ts_from), "valid_to": _ts(ts_to),
-                "rev_from": rev_from, "label_en": facts.label_en,
-                "description_en": facts.description_en, "datatype": facts.datatype,
-            })
+            self.out.add_values("property_timeline", (
+                st.eid, ts_from, ts_to, rev_from, facts.label_en, facts.description_en,
+                facts.datatype,
+            ))
         else:
-            self.out.add("item_timeline", {
-                "qid": st.eid, "valid_from": _ts(ts_from), "valid_to": _ts(ts_to),
-                "rev_from": rev_from, "enwiki_title": facts.enwiki_title,
-                "label_en": facts.label_en, "description_en": facts.description_en,
-                "created_at": _ts(st.created), "redirect_to": facts.redirect_to,
-                "qid_bucket": bucket(st.eid),
-            })
+            self.out.add_values("item_timeline", (
+                st.eid, ts_from, ts_to, rev_from, facts.enwiki_title, facts.label_en,
+                facts.description_en, st.created, facts.redirect_to, st.bucket,
+            ))
 
     def replay(self, st: _PageState, revisions: Iterable[tuple[int, int, EntityFacts]],
                already_written: bool) -> None:
@@ -318,14 +382,20 @@ class WikidataFileExtractor:
         """
         item_written = already_written
         stmt_written = set(st.open) if already_written else set()
+        # After each revision the open statements are exactly its statements; consecutive
+        # revisions mostly share the same (identical) statement set: nothing to compare.
+        same_as_open: frozenset[StatementVersion] | None = None
         for rev_id, ts, facts in revisions:
-            for v in [v for v in st.open if v not in facts.statements]:
-                self._close_statement(st, v, rev_id, ts, emit_full=v not in stmt_written)
-                stmt_written.discard(v)
-            for v in facts.statements:
-                if v not in st.open:
-                    self._open_statement(st, v, rev_id, ts)
-            if st.item is None or _item_key(st.item[0]) != _item_key(facts):
+            if facts.statements is not same_as_open:
+                for v in [v for v in st.open if v not in facts.statements]:
+                    self._close_statement(st, v, rev_id, ts, emit_full=v not in stmt_written)
+                    stmt_written.discard(v)
+                for v in facts.statements:
+                    if v not in st.open:
+                        self._open_statement(st, v, rev_id, ts)
+                same_as_open = facts.statements
+            if st.item is None or (st.item[0] is not facts
+                                   and _item_key(st.item[0]) != _item_key(facts)):
                 if st.item is not None:
                     prev, prev_rev, prev_ts = st.item
                     if item_written:
@@ -339,13 +409,10 @@ class WikidataFileExtractor:
         # still-open intervals: written with valid_to NULL (unless written before)
         for v, (rev_from, ts_from) in list(st.open.items()):
             if v not in stmt_written:
-                self.out.add("statement_timeline", {
-                    "s": st.eid, "p": v.p, "o": v.o, "statement_id": v.statement_id,
-                    "rank": v.rank, "version_hash": v.version_hash,
-                    "qualifiers": [_qualifier_row(q) for q in v.qualifiers],
-                    "valid_from": _ts(ts_from), "valid_to": None,
-                    "rev_from": rev_from, "rev_to": None, "s_bucket": bucket(st.eid),
-                })
+                self.out.add_values("statement_timeline", (
+                    st.eid, v.p, v.o, v.statement_id, v.rank, v.version_hash, v.qualifier_rows,
+                    ts_from, None, rev_from, None, st.bucket,
+                ))
         if st.item is not None and not item_written:
             facts, rev_from, ts_from = st.item
             self._emit_item(st, facts, rev_from, ts_from, None)
@@ -369,6 +436,7 @@ class WikidataFileExtractor:
                 pass
             return True
         self.summary.pages += 1
+        self._versions_cache.clear()  # keeps memory flat; ids never repeat across pages
         wm = None if replay_all else self.watermarks.get(page.page_id)
         new: list[tuple[int, int, EntityFacts]] = []
         at_watermark: EntityFacts | None = None
@@ -423,12 +491,10 @@ class WikidataFileExtractor:
             if replay_all:
                 self.out.add("replayed_entities", {"id": eid})
             self.replay(state, new, already_written=False)
-        self.out.add("page_watermarks", {
-            "wiki": self.wiki, "page_id": page.page_id, "title": page.title,
-            "last_rev_id": last[1], "last_timestamp": _ts(last[0]),
-            "max_rev_id": max_rev, "revisions": count, "first_timestamp": _ts(created), "dump_date": self.dump_date,
-            "dump_file": self.dump_file,
-        })
+        self.out.add_values("page_watermarks", (
+            self.wiki, page.page_id, page.title, last[1], last[0], max_rev, count, created,
+            self.dump_date, self.dump_file,
+        ))
         return True
 
     def _pages(self, only: set[int] | None = None) -> Iterator[Page]:
