@@ -239,7 +239,7 @@ PAGE_WATERMARKS = _register(
         write_mode="merge",
         key=("wiki", "page_id"),
         partition_by=("wiki",),
-        producer="stages.ingest_wikidata",
+        producer="stages.ingest_wikidata, stages.ingest_wikipedia",
         consumers=("stages.ingest_wikidata", "stages.ingest_wikipedia"),
         description="Last ingested revision per page: what an incremental dump may skip.",
     )
@@ -263,7 +263,7 @@ INGESTED_FILES = _register(
         write_mode="merge",
         key=("wiki", "dump_file"),
         partition_by=("wiki",),
-        producer="stages.ingest_wikidata",
+        producer="stages.ingest_wikidata, stages.ingest_wikipedia",
         consumers=("cli.tables",),
         description="One row per ingested dump file with counts and timing.",
     )
@@ -283,7 +283,7 @@ INGEST_REJECTS = _register(
         ),
         write_mode="replace_partition",
         partition_by=("wiki", "dump_file"),
-        producer="stages.ingest_wikidata",
+        producer="stages.ingest_wikidata, stages.ingest_wikipedia",
         consumers=("stages.validate",),
         description="Quarantine: every page or revision that could not be read, with the reason.",
     )

@@ -178,3 +178,17 @@ def test_replace_partitions_of_a_snapshot_in_one_transaction(catalog: Catalog) -
         catalog.replace_partitions("instances", catalog.frame("instances", [inst("a", 9, "Q9")]),
                                    {"snapshot": "a"}, "window", range(1, 4))
     assert len(rows) == catalog.read_arrow("instances").num_rows
+
+
+def test_remote_engine_url_connects_to_any_spark_connect_server(tmp_path) -> None:
+    """`engine.url: sc://host:port` reaches a server started elsewhere (here: a Sail one)."""
+    from emerge_lib.engine import embedded_server, spark_session
+
+    with embedded_server() as url, spark_session(url) as remote:
+        assert url.startswith("sc://127.0.0.1:")
+        catalog = Catalog(tmp_path / "wh", remote)
+        catalog.replace_partition(
+            "kg_triples", catalog.frame("kg_triples", rows("t", ("Q1", "P1", "Q2"))), {"snapshot": "t"}
+        )
+        assert as_set(catalog.read_arrow("kg_triples")) == {("t", "Q1", "P1", "Q2")}
+        assert remote.conf.get("spark.sql.session.timeZone") == "UTC"

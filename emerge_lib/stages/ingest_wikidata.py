@@ -20,75 +20,28 @@ Rerunning any step, or the whole ingest, leaves the same tables.
 from __future__ import annotations
 
 import logging
-import re
 import shutil
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from multiprocessing import get_context
 from pathlib import Path
 
+from emerge_lib.stages.ingest_common import (
+    DumpFileRef,
+    IngestError,
+    IngestReport,
+    log_file,
+    refs_by_date,
+    run_workers,
+    watermarks_for,
+)
 from emerge_lib.stages.wikidata_extract import FileSummary, Watermark, extract_file
 from emerge_lib.tables import Catalog
 
+__all__ = ["DumpFileRef", "IngestError", "IngestReport", "extract_files", "ingest_wikidata"]
+
 log = logging.getLogger(__name__)
-
-_RANGE = re.compile(r"-p(\d+)p(\d+)\.")
-_DATE = re.compile(r"-(\d{8})-")
-
-
-class IngestError(RuntimeError):
-    """A file failed, or the share of rejected revisions exceeded its limit."""
-
-
-@dataclass(frozen=True)
-class DumpFileRef:
-    """A local dump file and the dump date it belongs to."""
-
-    path: Path
-    dump_date: str = ""
-
-    @classmethod
-    def of(cls, path: str | Path, dump_date: str | None = None) -> DumpFileRef:
-        p = Path(path)
-        if dump_date is None:
-            m = _DATE.search(p.name)
-            dump_date = m.group(1) if m else ""
-        return cls(p, dump_date)
-
-    @property
-    def page_range(self) -> tuple[int, int] | None:
-        m = _RANGE.search(self.path.name)
-        return (int(m.group(1)), int(m.group(2))) if m else None
-
-
-@dataclass
-class IngestReport:
-    files: list[FileSummary] = field(default_factory=list)
-    seconds: float = 0.0
-
-    @property
-    def revisions(self) -> int:
-        return sum(f.revisions for f in self.files)
-
-    @property
-    def rejects(self) -> int:
-        return sum(f.rejects for f in self.files)
-
-    @property
-    def pages(self) -> int:
-        return sum(f.pages for f in self.files)
-
-    @property
-    def bytes(self) -> int:
-        return sum(f.bytes for f in self.files)
-
-    @property
-    def failed(self) -> list[FileSummary]:
-        return [f for f in self.files if f.error]
 
 
 def load_watermarks(catalog: Catalog, wiki: str) -> dict[int, Watermark]:
@@ -107,40 +60,6 @@ def load_watermarks(catalog: Catalog, wiki: str) -> dict[int, Watermark]:
     return out
 
 
-def _watermarks_for(ref: DumpFileRef, all_marks: dict[int, Watermark]) -> dict[int, Watermark]:
-    """Only the watermarks of the file's page-id range travel to its worker."""
-    rng = ref.page_range
-    if rng is None:
-        return all_marks
-    lo, hi = rng
-    return {pid: wm for pid, wm in all_marks.items() if lo <= pid <= hi}
-
-
-def _extract_in_spark(batches):  # runs inside Spark's Python workers
-    import pickle
-
-    import pyarrow as pa
-
-    for batch in batches:
-        for job in batch.column("job").to_pylist():
-            summary = extract_file(*pickle.loads(job))
-            yield pa.RecordBatch.from_pylist(
-                [{"summary": pickle.dumps(summary)}],
-                schema=pa.schema([("summary", pa.binary())]),
-            )
-
-
-def extract_files_with_spark(spark, jobs: list[tuple]) -> list[FileSummary]:
-    """One file per Spark task via mapInArrow: the cluster path (staging must be shared)."""
-    import pickle
-
-    frame = spark.createDataFrame(
-        [(pickle.dumps(job),) for job in jobs], "job binary"
-    ).repartition(max(1, len(jobs)))
-    rows = frame.mapInArrow(_extract_in_spark, "summary binary").collect()
-    return [pickle.loads(r.summary) for r in rows]
-
-
 def extract_files(
     refs: Sequence[DumpFileRef],
     staging: Path,
@@ -150,50 +69,12 @@ def extract_files(
     on_file: Callable[[FileSummary], None] | None = None,
     spark=None,
 ) -> list[FileSummary]:
-    """Run the extraction worker on each file: in Spark (``spark`` given), else locally,
-    in a process pool when workers > 1."""
+    """Run the extraction worker on each file (see ``ingest_common.run_workers``)."""
     jobs = [
-        (str(r.path), str(staging), wiki, r.path.name, r.dump_date, _watermarks_for(r, watermarks))
+        (str(r.path), str(staging), wiki, r.path.name, r.dump_date, watermarks_for(r, watermarks))
         for r in refs
     ]
-    results: list[FileSummary] = []
-    if spark is not None:
-        results = extract_files_with_spark(spark, jobs)
-        for summary in results:
-            if on_file:
-                on_file(summary)
-        return results
-    if workers <= 1 or len(jobs) == 1:
-        # one file: let the decompressor use the spare cores instead
-        threads = None if workers > 1 else 1
-        for job in jobs:
-            summary = extract_file(*job, threads=threads)
-            results.append(summary)
-            if on_file:
-                on_file(summary)
-        return results
-    # spawn, not fork: the parent runs an embedded engine's threads, which fork would copy
-    # half-alive
-    with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:
-        futures = [pool.submit(extract_file, *job) for job in jobs]
-        for fut in as_completed(futures):
-            summary = fut.result()
-            results.append(summary)
-            if on_file:
-                on_file(summary)
-    return results
-
-
-def _log_file(summary: FileSummary) -> None:
-    mb = summary.bytes / 1e6
-    rate = mb / summary.seconds if summary.seconds else 0.0
-    log.info(
-        "%s: %d pages, %d revisions (%d decoded), %d rejects, %.1f MB in %.1fs (%.1f MB/s "
-        "compressed, %.0f revisions/s)%s",
-        summary.dump_file, summary.pages, summary.revisions, summary.decoded, summary.rejects,
-        mb, summary.seconds, rate, summary.revisions / summary.seconds if summary.seconds else 0,
-        f" FAILED: {summary.error}" if summary.error else "",
-    )
+    return run_workers(extract_file, jobs, workers, on_file, spark)
 
 
 def _staged(summaries: Sequence[FileSummary], output: str) -> list[str]:
@@ -292,21 +173,16 @@ def ingest_wikidata(
     if executor not in ("local", "spark"):
         raise ValueError(f"executor must be local or spark, not {executor!r}")
     started = time.monotonic()
-    refs = sorted(
-        (f if isinstance(f, DumpFileRef) else DumpFileRef.of(f) for f in files),
-        key=lambda r: (r.dump_date, r.path.name),
-    )
     report = IngestReport()
     # Dumps of different dates hold the same pages: ingest date by date, so each newer
     # dump sees the watermarks the older one left.
-    for dump_date in sorted({r.dump_date for r in refs}):
-        batch = [r for r in refs if r.dump_date == dump_date]
+    for batch in refs_by_date(files).values():
         staging = Path(tempfile.mkdtemp(prefix="emerge-staging-", dir=staging_dir))
         try:
             marks = load_watermarks(catalog, wiki)
 
             def done(summary: FileSummary) -> None:
-                _log_file(summary)
+                log_file(summary)
                 if on_file:
                     on_file(summary)
 

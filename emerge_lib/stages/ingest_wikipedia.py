@@ -23,24 +23,23 @@ per file (mapInArrow). The commit is idempotent and replaces pages whole:
 from __future__ import annotations
 
 import logging
-import pickle
 import shutil
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from datetime import UTC, datetime, timedelta
-from multiprocessing import get_context
 from pathlib import Path
 
 from emerge_lib.config import Config
 from emerge_lib.schedule import as_utc, horizon, unix_seconds
-from emerge_lib.stages.ingest_wikidata import (
+from emerge_lib.stages.ingest_common import (
     DumpFileRef,
     IngestError,
     IngestReport,
-    _log_file,
-    _watermarks_for,
+    log_file,
+    refs_by_date,
+    run_workers,
+    watermarks_for,
 )
 from emerge_lib.stages.wikipedia_extract import (
     PageMark,
@@ -166,18 +165,6 @@ def require_coverage(catalog: Catalog, start: datetime, end: datetime,
 
 
 # -- extraction ----------------------------------------------------------------------------
-def _extract_in_spark(batches):  # runs inside Spark's Python workers
-    import pyarrow as pa
-
-    for batch in batches:
-        for job in batch.column("job").to_pylist():
-            summary = extract_file(*pickle.loads(job))
-            yield pa.RecordBatch.from_pylist(
-                [{"summary": pickle.dumps(summary)}],
-                schema=pa.schema([("summary", pa.binary())]),
-            )
-
-
 def extract_files(
     refs: Sequence[DumpFileRef],
     staging: Path,
@@ -188,37 +175,13 @@ def extract_files(
     on_file: Callable[[WikipediaFileSummary], None] | None = None,
     spark=None,
 ) -> list[WikipediaFileSummary]:
-    """Run the worker on each file: one Spark task per file (``spark`` given), else here,
-    in a spawn process pool when workers > 1."""
+    """Run the worker on each file (see ``ingest_common.run_workers``)."""
     jobs = [
         (str(r.path), str(staging), ranges, wiki, r.path.name, r.dump_date,
-         _watermarks_for(r, marks))
+         watermarks_for(r, marks))
         for r in refs
     ]
-    results: list[WikipediaFileSummary] = []
-
-    def done(summary: WikipediaFileSummary) -> None:
-        results.append(summary)
-        if on_file:
-            on_file(summary)
-
-    if spark is not None:
-        frame = spark.createDataFrame([(pickle.dumps(j),) for j in jobs], "job binary")
-        rows = frame.repartition(max(1, len(jobs))).mapInArrow(
-            _extract_in_spark, "summary binary").collect()
-        for r in rows:
-            done(pickle.loads(r.summary))
-        return results
-    if workers <= 1 or len(jobs) == 1:
-        threads = None if workers > 1 else 1  # one file: the decompressor gets the cores
-        for job in jobs:
-            done(extract_file(*job, threads=threads))
-        return results
-    # spawn, not fork: the parent runs an embedded engine's threads
-    with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:
-        for fut in as_completed([pool.submit(extract_file, *job) for job in jobs]):
-            done(fut.result())
-    return results
+    return run_workers(extract_file, jobs, workers, on_file, spark)
 
 
 # -- commit --------------------------------------------------------------------------------
@@ -309,17 +272,14 @@ def ingest_wikipedia(
         raise ValueError(f"executor must be local or spark, not {executor!r}")
     started = time.monotonic()
     ranges = merge_ranges(ranges)
-    refs = sorted((f if isinstance(f, DumpFileRef) else DumpFileRef.of(f) for f in files),
-                  key=lambda r: (r.dump_date, r.path.name))
     report = IngestReport()
-    for dump_date in sorted({r.dump_date for r in refs}):
-        batch = [r for r in refs if r.dump_date == dump_date]
+    for batch in refs_by_date(files).values():
         staging = Path(tempfile.mkdtemp(prefix="emerge-staging-", dir=staging_dir))
         try:
             marks = {} if force else load_marks(catalog, wiki, ranges)
 
             def done(summary: WikipediaFileSummary) -> None:
-                _log_file(summary)
+                log_file(summary)
                 log.info("%s: %d unchanged and %d stale pages skipped, %d revisions in the "
                          "ranges (%d cleaned), %d page runs, %d paragraph runs, %d moves",
                          summary.dump_file, summary.unchanged_pages, summary.stale_pages,

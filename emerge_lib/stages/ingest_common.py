@@ -1,0 +1,166 @@
+"""What the Wikidata and Wikipedia ingests share: file references, the worker runner, logs.
+
+Extraction workers are module-level functions taking picklable arguments and returning a
+picklable summary, so the same job runs in this process, in a spawned process pool, or as
+a Spark task through mapInArrow (on a cluster).
+"""
+
+from __future__ import annotations
+
+import logging
+import pickle
+import re
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any, TypeVar
+
+log = logging.getLogger(__name__)
+
+_RANGE = re.compile(r"-p(\d+)p(\d+)\.")
+_DATE = re.compile(r"-(\d{8})-")
+
+S = TypeVar("S")
+M = TypeVar("M")
+
+
+class IngestError(RuntimeError):
+    """A file failed, or the share of rejected revisions exceeded its limit."""
+
+
+@dataclass(frozen=True)
+class DumpFileRef:
+    """A local dump file and the dump date it belongs to."""
+
+    path: Path
+    dump_date: str = ""
+
+    @classmethod
+    def of(cls, path: str | Path, dump_date: str | None = None) -> DumpFileRef:
+        p = Path(path)
+        if dump_date is None:
+            m = _DATE.search(p.name)
+            dump_date = m.group(1) if m else ""
+        return cls(p, dump_date)
+
+    @property
+    def page_range(self) -> tuple[int, int] | None:
+        m = _RANGE.search(self.path.name)
+        return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+@dataclass
+class IngestReport:
+    """Per-file summaries of one ingest call, with totals."""
+
+    files: list[Any] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def revisions(self) -> int:
+        return sum(f.revisions for f in self.files)
+
+    @property
+    def rejects(self) -> int:
+        return sum(f.rejects for f in self.files)
+
+    @property
+    def pages(self) -> int:
+        return sum(f.pages for f in self.files)
+
+    @property
+    def bytes(self) -> int:
+        return sum(f.bytes for f in self.files)
+
+    @property
+    def failed(self) -> list[Any]:
+        return [f for f in self.files if f.error]
+
+
+def refs_by_date(files: Sequence[str | Path | DumpFileRef]) -> dict[str, list[DumpFileRef]]:
+    """Files grouped by dump date, oldest first: each newer dump must see the watermarks
+    the older one left."""
+    refs = sorted(
+        (f if isinstance(f, DumpFileRef) else DumpFileRef.of(f) for f in files),
+        key=lambda r: (r.dump_date, r.path.name),
+    )
+    out: dict[str, list[DumpFileRef]] = {}
+    for r in refs:
+        out.setdefault(r.dump_date, []).append(r)
+    return out
+
+
+def watermarks_for(ref: DumpFileRef, marks: dict[int, M]) -> dict[int, M]:
+    """Only the watermarks of the file's page-id range travel to its worker."""
+    rng = ref.page_range
+    if rng is None:
+        return marks
+    lo, hi = rng
+    return {pid: wm for pid, wm in marks.items() if lo <= pid <= hi}
+
+
+def _run_in_spark(worker: Callable[..., Any]):
+    def run(batches):  # runs inside Spark's Python workers
+        import pyarrow as pa
+
+        for batch in batches:
+            for job in batch.column("job").to_pylist():
+                summary = worker(*pickle.loads(job))
+                yield pa.RecordBatch.from_pylist(
+                    [{"summary": pickle.dumps(summary)}],
+                    schema=pa.schema([("summary", pa.binary())]),
+                )
+
+    return run
+
+
+def run_workers(
+    worker: Callable[..., S],
+    jobs: Sequence[tuple],
+    workers: int,
+    on_done: Callable[[S], None] | None = None,
+    spark=None,
+) -> list[S]:
+    """Run ``worker(*job, threads=...)`` for every job: one Spark task per job when
+    ``spark`` is given, else here, in a spawned process pool when ``workers`` > 1 (spawn,
+    not fork: the parent runs an embedded engine's threads, which fork would copy
+    half-alive). With one job, the decompressor gets the cores instead."""
+    results: list[S] = []
+
+    def done(summary: S) -> None:
+        results.append(summary)
+        if on_done:
+            on_done(summary)
+
+    if spark is not None:
+        frame = spark.createDataFrame([(pickle.dumps(j),) for j in jobs], "job binary")
+        rows = frame.repartition(max(1, len(jobs))).mapInArrow(
+            _run_in_spark(worker), "summary binary").collect()
+        for r in rows:
+            done(pickle.loads(r.summary))
+        return results
+    if workers <= 1 or len(jobs) == 1:
+        threads = None if workers > 1 else 1
+        for job in jobs:
+            done(worker(*job, threads=threads))
+        return results
+    with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:
+        for fut in as_completed([pool.submit(worker, *job, threads=1) for job in jobs]):
+            done(fut.result())
+    return results
+
+
+def log_file(summary: Any) -> None:
+    """One rate line per file, for the task log."""
+    mb = summary.bytes / 1e6
+    seconds = summary.seconds or 0.0
+    log.info(
+        "%s: %d pages, %d revisions (%d decoded), %d rejects, %.1f MB in %.1fs (%.1f MB/s "
+        "compressed, %.0f revisions/s)%s",
+        summary.dump_file, summary.pages, summary.revisions, summary.decoded, summary.rejects,
+        mb, seconds, mb / seconds if seconds else 0.0,
+        summary.revisions / seconds if seconds else 0.0,
+        f" FAILED: {summary.error}" if summary.error else "",
+    )
