@@ -236,3 +236,29 @@ def test_generated_world_incremental_equals_fresh(sample_world: Path, spark) -> 
     # the incremental pass decoded far fewer revisions than a fresh one
     decoded = sum(f.decoded for f in report.files)
     assert decoded < 0.6 * sum(f.decoded for f in fresh_report.files)
+
+
+def test_real_samples_legacy_chains_deleted_text_and_out_of_order(realdata: Path, catalog: Catalog) -> None:
+    files = [realdata / "sansa-ml" / "data.xml",
+             realdata / "wdtk" / "sample-daily-dump-20140220.xml",
+             realdata / "wdtk" / "mock-dump-with-bugs.xml"]
+    report = ingest_wikidata(catalog, files, max_reject_ratio=1.0)
+    assert report.failed == []
+    st = {(r["s"], r["p"], r["o"]): r for r in catalog.read_arrow("statement_timeline").to_pylist()}
+    # sansa-ml Q18: the second revision (an undo) restores P107 -> Q618123
+    assert st[("Q18", "P107", "Q618123")]["rev_from"] == 66322455
+    assert st[("Q18", "P107", "Q618123")]["valid_from"] == ts("2013-08-20T13:26:25Z")
+    assert st[("Q18", "P31", "Q5107")]["valid_from"] == ts("2013-08-20T12:32:39Z")
+    assert st[("Q18", "P31", "Q5107")]["valid_to"] is None
+    # wdtk Q1 (legacy JSON): five revisions with the same claims make one open interval each
+    q1 = [r for r in st.values() if r["s"] == "Q1"]
+    assert len(q1) >= 4 and {r["rev_from"] for r in q1} == {110652822}
+    assert all(r["valid_to"] is None for r in q1)
+    items = catalog.read_arrow("item_timeline").to_pylist()
+    # sansa-ml Q23: revision 548 (2012) is stored after the deleted 61736190 (2013)
+    (q23,) = [r for r in items if r["qid"] == "Q23"]
+    assert (q23["rev_from"], q23["enwiki_title"], q23["valid_to"]) == (548, "George Washington", None)
+    rejects = {(r["rev_id"], r["reason"]) for r in catalog.read_arrow("ingest_rejects").to_pylist()}
+    assert (61736190, "text_deleted") in rejects
+    # the non-entity project pages are skipped, not rejected
+    assert not any(r in rejects for r in [(110689117, "invalid_json"), (110689111, "invalid_json")])
