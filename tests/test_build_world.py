@@ -42,7 +42,7 @@ def build(world: Path, spark, out: Path | None = None, ingest: bool = True, **sn
     mirror = world / "mirror"
     wikidata = sorted(mirror.glob("wikidatawiki/*/*.bz2")) if ingest else []
     wikipedia = sorted(mirror.glob("enwiki/*/*.bz2")) if ingest else []
-    build_dataset(cfg, catalog, wikidata, wikipedia, out=out, workers=2)
+    build_dataset(cfg, catalog, wikidata, wikipedia, out=out, workers=1)
     return catalog
 
 
