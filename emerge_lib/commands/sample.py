@@ -48,6 +48,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="processes writing files in parallel (default 1)")
     p.add_argument("--compress-level", type=int, default=9, choices=range(1, 10), metavar="1-9",
                    help="bz2 compression level (default 9, as Wikimedia)")
+    p.add_argument("--bench-statements", type=int, default=0, metavar="N",
+                   help="bench mode: N extra item-valued statements per filler item, objects "
+                        "being items with articles (default 0 = off)")
+    p.add_argument("--bench-passages", type=int, default=0, metavar="N",
+                   help="bench mode: about N linked paragraphs appended by filler articles "
+                        "inside the windows (default 0 = off; truth.jsonl then lists planted "
+                        "rows only)")
     p.add_argument("--force", action="store_true",
                    help="replace a sample world already in DIR")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -76,6 +83,7 @@ def run(args: argparse.Namespace) -> int:
         dump_dates=tuple(args.dump_dates) if args.dump_dates else None,
         pages_per_file=args.pages_per_file, jobs=max(1, args.jobs),
         compress_level=args.compress_level,
+        bench_statements=max(0, args.bench_statements), bench_passages=max(0, args.bench_passages),
     )
     try:
         report = generate_world(out, spec, progress=not args.quiet)

@@ -10,6 +10,14 @@ Why filler cannot change truth.jsonl (the invariants tests check):
   articles are never created inside those ranges;
 * so every new paragraph of any window is a planted one.
 
+Bench mode (``bench_statements`` / ``bench_passages`` > 0, opt-in, for
+``benchmarks/build_dataset.py``) breaks the last rule on purpose: filler items get extra
+item-valued statements to other filler items that have articles, and filler articles
+append linked paragraphs inside the snapshots' windows that mention those objects, so a
+build finds many passages and instances. Planted truth is still exact (bench statements
+and paragraphs involve filler only), but the filler's own instances are not in
+truth.jsonl. With both settings 0 (the default) nothing below changes a byte.
+
 Every page is a pure function of (seed, page index): pages can be generated in any order,
 in parallel, and identically for the older and the newer dump.
 """
@@ -106,6 +114,10 @@ BOTS = ("KrBot", "QuickStatementsBot", "Reinheitsgebot", "DeltaBot", "Sk!dbot", 
 WP_USERS = ("Materialscientist", "Citation bot", "InternetArchiveBot", "Ser Amantio di Nicolao",
             "BD2412", "Koavf", "Bearcat", "Rosguill", "Onel5969", "Magioladitis")
 
+# item-valued properties of bench statements (all declared in plan.PROPERTIES)
+BENCH_PROPERTIES = ("P47", "P69", "P102", "P108", "P127", "P136", "P159", "P166", "P463",
+                    "P495", "P740", "P1001", "P1027", "P17", "P131", "P54")
+
 ITEM_CLASS = {"person": "core:human", "place": "core:city", "org": "core:organization",
               "work": "core:novel"}
 
@@ -119,6 +131,9 @@ class FillerSettings:
     end: int  # last filler timestamp (before the newest dump's cutoff)
     legacy_end: int
     forbidden: list[tuple[int, int]]
+    bench_statements: int = 0  # extra item-valued statements per filler item
+    bench_passages: int = 0  # linked paragraphs added inside windows, over all filler articles
+    windows: tuple[tuple[int, int], ...] = ()  # (τ_{k-1}, τ_k] of every snapshot's windows
 
 
 class Filler:
@@ -283,10 +298,16 @@ class Filler:
         site_entries = [sitelink_entry(s, t) for s, t in site_items]
 
         statements = self._statements(rng, f, kind, qid)
-        st_json = [statement_json(qid, s, _same, self.ref_qid) for s in statements]
         added = [0] + [rng.randrange(n) for _ in statements[1:]]
         removed = [rng.randrange(a + 1, n) if (n - a > 1 and rng.random() < 0.08) else n
                    for a in added]
+        if cfg.bench_statements:
+            extra = [Statement(pid, self.item_qid(self.item_of_article(j2)), references=0)  # type: ignore[arg-type]
+                     for pid, j2 in self.bench_targets(f)]
+            statements.extend(extra)
+            added.extend([0] * len(extra))
+            removed.extend([n] * len(extra))
+        st_json = [statement_json(qid, s, _same, self.ref_qid) for s in statements]
         order = sorted(range(len(statements)), key=lambda x: int(statements[x].pid[1:]))
 
         redirect_to = None
@@ -349,6 +370,62 @@ class Filler:
         if out_of_order:
             revs.sort(key=lambda x: x[1])
         return qid, 0, revs
+
+    # ---- bench mode
+    def bench_targets(self, i: int | None) -> list[tuple[str, int]]:
+        """Item i's bench statements as (pid, article index of the object): objects always
+        have articles, so a paragraph linking them mentions both ends of a statement."""
+        if i is None or self.n_articles < 2:
+            return []
+        rng = random.Random(stable_int(self.cfg.seed, "bench", i))
+        want = max(self.cfg.bench_statements, 3)
+        out: list[tuple[str, int]] = []
+        seen: set[tuple[str, int]] = set()
+        for _ in range(4 * want):
+            if len(out) == want:
+                break
+            j2 = rng.randrange(self.n_articles)
+            key = (rng.choice(BENCH_PROPERTIES), j2)
+            if key in seen or self.item_of_article(j2) == i:
+                continue
+            seen.add(key)
+            out.append(key)
+        return out
+
+    def bench_paragraphs(self, j: int, title: str, created: int) -> list[tuple[int, str]]:
+        """Article j's bench paragraphs as (timestamp, wikitext), inside the windows, sorted.
+
+        Paragraphs go two to a revision (fewer, larger revisions, as in real edits); each
+        links two or three objects of the article's item's bench statements."""
+        cfg = self.cfg
+        n_f = max(1, self.n_articles)
+        m = cfg.bench_passages // n_f + (1 if j < cfg.bench_passages % n_f else 0)
+        if not m or not cfg.windows:
+            return []
+        targets = self.bench_targets(self.item_of_article(j))
+        rng = random.Random(stable_int(cfg.seed, "benchpara", j))
+        if not targets:
+            targets = [("P47", rng.randrange(n_f)) for _ in range(3)]
+        subj = title.split(" (")[0]
+        slots: dict[int, list[str]] = {}
+        for q in range(m):
+            a, b, c = (self.article_title(targets[(q + d) % len(targets)][1]) for d in range(3))
+            year = 1850 + rng.randrange(170)
+            text = (f"In {year}, {subj} was linked with [[{a}]] in the survey record {j}.{q}, "
+                    f"which also names [[{b}]] among its principal partners. "
+                    f"Later accounts of the period connect {subj} with [[{c}|{c.split()[-1]}]] "
+                    f"and describe a {rng.choice(('lasting', 'brief', 'difficult', 'productive'))} "
+                    "relationship between them that shaped the region for decades.")
+            slots.setdefault((j + q // 2) % len(cfg.windows), []).append(text)
+        out: list[tuple[int, str]] = []
+        for slot, texts in slots.items():
+            lo, hi = cfg.windows[slot]
+            span = max(1, hi - lo - 4 * HOUR)
+            ts = lo + 2 * HOUR + stable_int(cfg.seed, "benchts", j, slot) % span
+            if created < ts <= cfg.end:
+                out.extend((ts, t) for t in texts)
+        out.sort(key=lambda x: x[0])
+        return out
 
     # ---- English Wikipedia
     def enwiki_page(self, f: int, pid: int) -> tuple[str, int, list[RevOut]]:
@@ -503,7 +580,30 @@ class Filler:
         revs: list[RevOut] = []
         parent = 0
         prev_text = ""
+        bench = self.bench_paragraphs(j, title, created) if cfg.bench_passages else []
+        taken = set(stamps)
+        bench_on: list[str] = []  # bench paragraphs shown so far
+        state: tuple = ()  # the last revision's _assemble arguments, less the tail paragraphs
+
+        def emit_bench(until: int) -> None:
+            """Revisions appending the bench paragraphs dated before ``until``."""
+            nonlocal parent, prev_text
+            while bench and bench[0][0] < until:
+                bts = bench[0][0]
+                while bench and bench[0][0] == bts:
+                    bench_on.append(bench.pop(0)[1])
+                while bts in taken:
+                    bts += 1
+                taken.add(bts)
+                btext = self._assemble(*state, safe_paras + bench_on)
+                bid = self.en.rev_id(bts, pid)
+                revs.append((bts, bid, revision(bid, parent, iso(bts), contributor(rng.choice(WP_USERS), "", False),
+                                                "/* History */ expanded", "wikitext", "text/x-wiki", btext), ""))
+                parent, prev_text = bid, btext
+
         for r, ts in enumerate(stamps):
+            if bench and state:
+                emit_bench(ts)
             frozen = self.in_forbidden(ts)
             if not frozen:
                 shown = max(shown, min(len(paras), round(len(paras) * (r + 1) / n)))
@@ -516,7 +616,11 @@ class Filler:
                                                   j, title, links=False))
             ncat = min(len(cats), 1 + r)
             text = self._assemble(head, box, lead, glue, sections, paras[:shown], variants if variant_on else {},
-                                  extras if extras_on else [], cats[:ncat], tail, safe_paras)
+                                  extras if extras_on else [], cats[:ncat], tail,
+                                  safe_paras + bench_on if bench_on else safe_paras)
+            if cfg.bench_passages:
+                state = (head, box, lead, glue, sections, paras[:shown], variants if variant_on else {},
+                         extras if extras_on else [], cats[:ncat], tail)
             # vandalism and its revert, outside the forbidden ranges
             if r > 0 and not frozen and rng.random() < 0.08:
                 vts = ts - rng.randrange(60, 3000)
@@ -539,6 +643,10 @@ class Filler:
                                               comment, "wikitext", "text/x-wiki", text, minor=rng.random() < 0.3), ""))
             parent = rev_id
             prev_text = text
+        if bench and state:
+            emit_bench(cfg.end + 1)
+        if cfg.bench_passages:
+            revs.sort(key=lambda x: x[0])
         return title, 0, revs
 
     @staticmethod
