@@ -12,6 +12,11 @@ For snapshot t and window k (τ_k = t + k·window):
 
 X (in T_t and in T_{τ_k}, not D) is not stored here: it is the KG itself, and the
 alignment stage asks for it only for mentioned pairs.
+
+Only candidate keys are carried through the windows: a key whose stable presence has an
+edge inside (t, τ_n], whose subject or object changes state inside it (and so may enter or
+leave V), or that carries an end qualifier dated inside it. Every other key of T_t is
+unchanged at every τ_k, so it can be neither added nor deprecated.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ import logging
 from collections.abc import Sequence
 from datetime import datetime
 
-from emerge_lib.schedule import iso
+from emerge_lib.schedule import iso, window_end
 from emerge_lib.stages.snapshot import (
     _at,
     entities_at,
@@ -55,17 +60,43 @@ def build_deltas(
     catalog.read("stable_statements").createOrReplaceTempView("emerge_stable")
     catalog.read("item_timeline").createOrReplaceTempView("emerge_items")
     entities_at(catalog, snapshot).createOrReplaceTempView("emerge_v_t")
-    triples_at(catalog, snapshot).createOrReplaceTempView("emerge_t_t")
+    triples_at(catalog, snapshot).createOrReplaceTempView("emerge_t_t_all")
+    horizon = _at(window_end(snapshot, window_count, window_days))
     w = windows_sql(snapshot, window_count, window_days)
     df = spark.sql(f"""
         WITH w AS {w},
+        changed_items AS (  -- items whose state changes inside the windows
+          SELECT DISTINCT qid FROM emerge_items
+          WHERE valid_from > {t} AND valid_from <= {horizon}
+        ),
+        end_marked AS (  -- statements carrying an end qualifier dated inside the windows
+          SELECT DISTINCT s, p, o FROM (
+            SELECT s, p, o, explode(qualifiers) AS q FROM emerge_raw
+            WHERE valid_to IS NULL OR valid_to > {t}
+          ) WHERE q.pid IN ({_pid_list(end_qualifiers)})
+              AND q.instant > {t} AND q.instant <= {horizon}
+        ),
+        cand AS (  -- the only keys whose delta status can differ from "no change"
+          SELECT s, p, o FROM emerge_stable
+          WHERE (valid_from > {t} AND valid_from <= {horizon})
+             OR (valid_to > {t} AND valid_to <= {horizon})
+          UNION SELECT k.s, k.p, k.o FROM emerge_stable k JOIN changed_items c ON c.qid = k.s
+          UNION SELECT k.s, k.p, k.o FROM emerge_stable k JOIN changed_items c ON c.qid = k.o
+          UNION SELECT s, p, o FROM end_marked
+        ),
+        t_t AS (
+          SELECT t.s, t.p, t.o FROM emerge_t_t_all t
+          LEFT SEMI JOIN cand c ON c.s = t.s AND c.p = t.p AND c.o = t.o
+        ),
         v_k AS (  -- V at every window end
           SELECT w.window, i.qid FROM emerge_items i JOIN w ON {valid_at_expr('i', 'w.tau')}
           WHERE i.enwiki_title IS NOT NULL AND i.redirect_to IS NULL
         ),
-        t_k AS (  -- T at every window end
+        t_k AS (  -- T at every window end, on the candidate keys
           SELECT DISTINCT w.window, k.s, k.p, k.o
-          FROM emerge_stable k JOIN w ON {valid_at_expr('k', 'w.tau')}
+          FROM emerge_stable k
+          LEFT SEMI JOIN cand c ON c.s = k.s AND c.p = k.p AND c.o = k.o
+          JOIN w ON {valid_at_expr('k', 'w.tau')}
           JOIN v_k vs ON vs.window = w.window AND vs.qid = k.s
           JOIN v_k vo ON vo.window = w.window AND vo.qid = k.o
         ),
@@ -95,7 +126,7 @@ def build_deltas(
         ),
         added AS (
           SELECT k.window, k.s, k.p, k.o FROM t_k k
-          LEFT ANTI JOIN emerge_t_t t ON t.s = k.s AND t.p = k.p AND t.o = k.o
+          LEFT ANTI JOIN t_t t ON t.s = k.s AND t.p = k.p AND t.o = k.o
         ),
         added_rows AS (
           SELECT a.window, a.s, a.p, a.o,
@@ -109,7 +140,7 @@ def build_deltas(
           LEFT JOIN start_q q ON q.window = a.window AND q.s = a.s AND q.p = a.p AND q.o = a.o
         ),
         old_in_v AS (  -- keys of T_t whose ends are both still in V at τ_k
-          SELECT vs.window, t.s, t.p, t.o FROM emerge_t_t t
+          SELECT vs.window, t.s, t.p, t.o FROM t_t t
           JOIN v_k vs ON vs.qid = t.s
           JOIN v_k vo ON vo.window = vs.window AND vo.qid = t.o
         ),

@@ -214,7 +214,7 @@ class _Outputs:
         columns = list(zip(*buf, strict=True)) if buf else [[] for _ in schema]
         arrays = []
         for f, col in zip(schema, columns, strict=True):
-            if f.type == _MICROS:  # (pyarrow.compute would import pandas and more on first use)
+            if f.type == _MICROS:  # integer seconds -> micros: no datetime object per row
                 arrays.append(pa.array([None if t is None else t * 1_000_000 for t in col], f.type))
             else:
                 arrays.append(pa.array(col, f.type))
