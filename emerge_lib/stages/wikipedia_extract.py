@@ -51,9 +51,7 @@ from emerge_lib.dumps.compressed import DumpReadError
 from emerge_lib.dumps.wikitext import Paragraph, extract_paragraphs
 from emerge_lib.dumps.wikitext_titles import is_redirect, normalize_title, redirect_target
 from emerge_lib.dumps.xmlstream import Dump, MalformedXMLError, Page, PageReject
-from emerge_lib.stages.wikidata_extract import FileSummary
-from emerge_lib.stages.wikidata_extract import _Outputs as _BaseOutputs
-from emerge_lib.tables import spec
+from emerge_lib.stages.staging import FileSummary, StagedOutputs
 
 log = logging.getLogger(__name__)
 
@@ -142,15 +140,10 @@ def merge_ranges(ranges: Sequence[Range]) -> list[Range]:
     return out
 
 
-class _Outputs(_BaseOutputs):
+class _Outputs(StagedOutputs):
     NAMES = ("page_timeline", "paragraph_timeline", "page_watermarks", "ingest_rejects",
              "written_pages")
-
-    @staticmethod
-    def schema(name: str) -> pa.Schema:
-        if name == "written_pages":
-            return pa.schema([("page_id", pa.int64())])
-        return spec(name).schema
+    EXTRA = {"written_pages": pa.schema([("page_id", pa.int64())])}
 
 
 class _Meta:
