@@ -164,3 +164,24 @@ def log_file(summary: Any) -> None:
         summary.revisions / seconds if seconds else 0.0,
         f" FAILED: {summary.error}" if summary.error else "",
     )
+
+
+def finish(report: IngestReport, label: str, max_reject_ratio: float) -> IngestReport:
+    """Log the totals, then fail loudly (after everything readable was committed) when a
+    file failed or the share of rejected revisions is over the limit."""
+    log.info(
+        "%s ingest: %d files, %d pages, %d revisions, %d rejects, %.1f MB in %.1fs "
+        "(%.1f MB/s compressed)", label, len(report.files), report.pages, report.revisions,
+        report.rejects, report.bytes / 1e6, report.seconds,
+        report.bytes / 1e6 / report.seconds if report.seconds else 0.0,
+    )
+    if report.failed:
+        names = ", ".join(f"{f.dump_file} ({f.error})" for f in report.failed)
+        raise IngestError(f"{len(report.failed)} of {len(report.files)} files failed: {names}")
+    if report.revisions and report.rejects / report.revisions > max_reject_ratio:
+        raise IngestError(
+            f"{report.rejects} of {report.revisions} revisions rejected "
+            f"({report.rejects / report.revisions:.2%} > max_reject_ratio "
+            f"{max_reject_ratio:.2%}); see the ingest_rejects table"
+        )
+    return report

@@ -31,6 +31,7 @@ from emerge_lib.stages.ingest_common import (
     DumpFileRef,
     IngestError,
     IngestReport,
+    finish,
     log_file,
     refs_by_date,
     run_workers,
@@ -195,19 +196,4 @@ def ingest_wikidata(
         finally:
             shutil.rmtree(staging, ignore_errors=True)
     report.seconds = time.monotonic() - started
-    log.info(
-        "wikidata ingest: %d files, %d pages, %d revisions, %d rejects, %.1f MB in %.1fs "
-        "(%.1f MB/s compressed)", len(report.files), report.pages, report.revisions,
-        report.rejects, report.bytes / 1e6, report.seconds,
-        report.bytes / 1e6 / report.seconds if report.seconds else 0.0,
-    )
-    if report.failed:
-        names = ", ".join(f"{f.dump_file} ({f.error})" for f in report.failed)
-        raise IngestError(f"{len(report.failed)} of {len(report.files)} files failed: {names}")
-    if report.revisions and report.rejects / report.revisions > max_reject_ratio:
-        raise IngestError(
-            f"{report.rejects} of {report.revisions} revisions rejected "
-            f"({report.rejects / report.revisions:.2%} > max_reject_ratio "
-            f"{max_reject_ratio:.2%}); see the ingest_rejects table"
-        )
-    return report
+    return finish(report, "wikidata", max_reject_ratio)

@@ -14,6 +14,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from emerge_lib.dumps.xmlstream import PageReject
 from emerge_lib.tables import spec
 
 _MICROS = pa.timestamp("us", tz="UTC")
@@ -113,3 +114,24 @@ class StagedOutputs:
                 self.writers[name].close()
                 out[name] = str(self.staging / name / f"{self.stem}.parquet")
         return out
+
+
+class Quarantine:
+    """Reject rows for a file worker: what could not be read is counted and kept,
+    never dropped. Needs ``wiki``, ``dump_file``, ``summary`` and ``out``."""
+
+    wiki: str
+    dump_file: str
+    summary: FileSummary
+    out: StagedOutputs
+
+    def reject(self, page_id: int | None, title: str | None, rev_id: int | None,
+               reason: str, detail: str = "") -> None:
+        self.summary.rejects += 1
+        self.out.add("ingest_rejects", {
+            "wiki": self.wiki, "dump_file": self.dump_file, "page_id": page_id, "title": title,
+            "rev_id": rev_id, "reason": reason, "detail": detail[:500],
+        })
+
+    def _on_page_reject(self, r: PageReject) -> None:
+        self.reject(r.page_id, r.title, None, "malformed_xml", f"{r.reason} at byte {r.offset}")

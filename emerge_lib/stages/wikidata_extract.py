@@ -29,8 +29,8 @@ import pyarrow as pa
 
 from emerge_lib.dumps import wikidata
 from emerge_lib.dumps.compressed import DumpReadError
-from emerge_lib.dumps.xmlstream import Dump, MalformedXMLError, Page, PageReject, Revision
-from emerge_lib.stages.staging import FileSummary, StagedOutputs
+from emerge_lib.dumps.xmlstream import Dump, MalformedXMLError, Page, Revision
+from emerge_lib.stages.staging import FileSummary, Quarantine, StagedOutputs
 
 log = logging.getLogger(__name__)
 
@@ -178,7 +178,7 @@ def _item_key(f: EntityFacts) -> tuple[Any, ...]:
     return (f.enwiki_title, f.label_en, f.description_en, f.redirect_to, f.datatype)
 
 
-class WikidataFileExtractor:
+class WikidataFileExtractor(Quarantine):
     """Streams one file; see the module docstring."""
 
     def __init__(
@@ -207,18 +207,6 @@ class WikidataFileExtractor:
         self._last_facts: EntityFacts | None = None
         self._versions_cache: dict[tuple[Any, ...], StatementVersion] = {}
         self.summary = FileSummary(self.dump_file, self.dump_date)
-
-    # -- rejects -------------------------------------------------------------------------
-    def reject(self, page_id: int | None, title: str | None, rev_id: int | None,
-               reason: str, detail: str = "") -> None:
-        self.summary.rejects += 1
-        self.out.add("ingest_rejects", {
-            "wiki": self.wiki, "dump_file": self.dump_file, "page_id": page_id, "title": title,
-            "rev_id": rev_id, "reason": reason, "detail": detail[:500],
-        })
-
-    def _on_page_reject(self, r: PageReject) -> None:
-        self.reject(r.page_id, r.title, None, "malformed_xml", f"{r.reason} at byte {r.offset}")
 
     # -- decoding ------------------------------------------------------------------------
     def decode(self, page: Page, rev: Revision) -> EntityFacts | None:

@@ -50,8 +50,8 @@ import pyarrow as pa
 from emerge_lib.dumps.compressed import DumpReadError
 from emerge_lib.dumps.wikitext import Paragraph, extract_paragraphs
 from emerge_lib.dumps.wikitext_titles import is_redirect, normalize_title, redirect_target
-from emerge_lib.dumps.xmlstream import Dump, MalformedXMLError, Page, PageReject
-from emerge_lib.stages.staging import FileSummary, StagedOutputs
+from emerge_lib.dumps.xmlstream import Dump, MalformedXMLError, Page
+from emerge_lib.stages.staging import FileSummary, Quarantine, StagedOutputs
 
 log = logging.getLogger(__name__)
 
@@ -159,7 +159,7 @@ class _Meta:
         self.text_ok = text_ok
 
 
-class WikipediaFileExtractor:
+class WikipediaFileExtractor(Quarantine):
     """Streams one file; see the module docstring."""
 
     def __init__(
@@ -183,18 +183,6 @@ class WikipediaFileExtractor:
         self.threads = threads
         self.out = _Outputs(Path(staging), self.dump_file.replace("/", "_"))
         self.summary = WikipediaFileSummary(self.dump_file, self.dump_date)
-
-    # -- rejects -------------------------------------------------------------------------
-    def reject(self, page_id: int | None, title: str | None, rev_id: int | None,
-               reason: str, detail: str = "") -> None:
-        self.summary.rejects += 1
-        self.out.add("ingest_rejects", {
-            "wiki": self.wiki, "dump_file": self.dump_file, "page_id": page_id, "title": title,
-            "rev_id": rev_id, "reason": reason, "detail": detail[:500],
-        })
-
-    def _on_page_reject(self, r: PageReject) -> None:
-        self.reject(r.page_id, r.title, None, "malformed_xml", f"{r.reason} at byte {r.offset}")
 
     # -- one page ------------------------------------------------------------------------
     def process_page(self, page: Page) -> None:
