@@ -709,27 +709,9 @@ class Catalog:
                 f"table {name}: replace_partition needs exactly the partition columns "
                 f"{list(s.partition_by)}, got {sorted(partition)}"
             )
-        df = self._materialize(name, self.conform(name, df))
         predicate = partition_predicate(partition)
-        outside = df.filter(f"NOT ({predicate}) OR ({' OR '.join(f'`{c}` IS NULL' for c in partition)})")
-        bad = outside.limit(5).collect()
-        if bad:
-            raise CatalogError(
-                f"table {name}: {len(bad)}+ rows fall outside the partition {predicate}, "
-                f"e.g. {bad[0].asDict()}; nothing was written"
-            )
-        rows = df.count()
-        if not self._create_if_missing(name, df):
-            (
-                df.write.format("delta")
-                .mode("overwrite")
-                .option("replaceWhere", predicate)
-                .partitionBy(*s.partition_by)
-                .save(self.path(name))
-            )
-        self.clean_scratch()
-        log.info("%s: replaced partition %s with %d rows", name, predicate, rows)
-        return rows
+        rows = self._replace_where(name, df, predicate, predicate, list(partition))
+        return rows[None]
 
     def replace_partitions(
         self, name: str, df: DataFrame, fixed: Mapping[str, Any], column: str,
@@ -752,35 +734,50 @@ class Catalog:
         values = list(values)
         if not values:
             raise CatalogError(f"table {name}: no partitions to replace")
-        df = self._materialize(name, self.conform(name, df))
         listed = ", ".join(_sql_literal(v) for v in values)
-        predicate = " AND ".join(
+        inside = " AND ".join(
             [partition_predicate(fixed), f"`{column}` IN ({listed})"] if fixed
             else [f"`{column}` IN ({listed})"]
         )
-        bad = df.filter(f"NOT ({predicate}) OR `{column}` IS NULL").limit(5).collect()
-        if bad:
-            raise CatalogError(
-                f"table {name}: {len(bad)}+ rows fall outside the partitions {predicate}, "
-                f"e.g. {bad[0].asDict()}; nothing was written"
-            )
-        if clear_others:
-            if not fixed:
-                raise CatalogError(f"table {name}: clear_others needs fixed partition values")
-            predicate = partition_predicate(fixed)
+        if clear_others and not fixed:
+            raise CatalogError(f"table {name}: clear_others needs fixed partition values")
+        replace = partition_predicate(fixed) if clear_others else inside
         counts = dict.fromkeys(values, 0)
-        for row in df.groupBy(column).count().collect():
-            counts[row[column]] = row["count"]
-        if not self._create_if_missing(name, df):
-            (
-                df.write.format("delta")
-                .mode("overwrite")
-                .option("replaceWhere", predicate)
-                .partitionBy(*s.partition_by)
-                .save(self.path(name))
-            )
-        self.clean_scratch()
-        log.info("%s: replaced partitions %s with %s rows", name, predicate, counts)
+        counts.update(self._replace_where(name, df, inside, replace, [column], count_by=column))
+        return counts
+
+    def _replace_where(
+        self, name: str, df: DataFrame, inside: str, replace: str, not_null: list[str],
+        count_by: str | None = None,
+    ) -> dict[Any, int]:
+        """The guarded write behind both replace methods: every row must satisfy
+        ``inside`` (checked before anything is written), then ``replace`` is replaced by
+        the rows in one transaction. Returns rows per ``count_by`` value (or under None)."""
+        s = spec(name)
+        df = self._materialize(name, self.conform(name, df))
+        try:
+            nulls = " OR ".join(f"`{c}` IS NULL" for c in not_null)
+            bad = df.filter(f"NOT ({inside}) OR ({nulls})").limit(5).collect()
+            if bad:
+                raise CatalogError(
+                    f"table {name}: {len(bad)}+ rows fall outside the partition(s) {inside}, "
+                    f"e.g. {bad[0].asDict()}; nothing was written"
+                )
+            if count_by is None:
+                counts: dict[Any, int] = {None: df.count()}
+            else:
+                counts = {r[count_by]: r["count"] for r in df.groupBy(count_by).count().collect()}
+            if not self._create_if_missing(name, df):
+                (
+                    df.write.format("delta")
+                    .mode("overwrite")
+                    .option("replaceWhere", replace)
+                    .partitionBy(*s.partition_by)
+                    .save(self.path(name))
+                )
+        finally:
+            self.clean_scratch()
+        log.info("%s: replaced %s with %s rows", name, replace, counts)
         return counts
 
     def merge(self, name: str, df: DataFrame) -> None:

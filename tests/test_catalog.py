@@ -174,7 +174,7 @@ def test_replace_partitions_of_a_snapshot_in_one_transaction(catalog: Catalog) -
                                "window", range(1, 4), clear_others=True)
     rows = {(r["snapshot"], r["window"], r["s"]) for r in catalog.read_arrow("instances").to_pylist()}
     assert rows == {("a", 1, "Q1"), ("a", 3, "Q3"), ("b", 1, "Q7")}
-    with pytest.raises(CatalogError, match="outside the partitions"):
+    with pytest.raises(CatalogError, match="outside the partition"):
         catalog.replace_partitions("instances", catalog.frame("instances", [inst("a", 9, "Q9")]),
                                    {"snapshot": "a"}, "window", range(1, 4))
     assert len(rows) == catalog.read_arrow("instances").num_rows
