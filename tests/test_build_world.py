@@ -113,6 +113,11 @@ def test_rebuild_is_identical_and_window_change_needs_no_reingest(tmp_path, spar
         windows = {r["window"] for r in catalog.read_arrow(table).to_pylist()}
         assert windows <= {1, 2, 3}, table  # the 5-window build left no stale windows
     assert {r["window"] for r in catalog.read_arrow("delta_triples").to_pylist()} == {1, 2, 3}
+    # a new snapshot inside the ingested ranges: no re-ingest either
+    build(world, spark, ingest=False, timestamps=["2024-01-02T00:00:00Z"], windows=4)
+    assert {n: catalog.version(n) for n in versions} == versions
+    assert {r["snapshot"] for r in catalog.read_arrow("delta_triples").to_pylist()} >= {
+        "2024-01-02T00:00:00Z"}
     # a longer window 1 ((t, t+10d]) holds at least the instances window 1 had at 7 days
     week1 = {k[:1] + k[2:] for k in before if k[1] == 1}
     assert week1 <= {k[:1] + k[2:] for k in produced(catalog)[0] if k[1] == 1}
