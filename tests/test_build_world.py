@@ -121,3 +121,21 @@ def test_rebuild_is_identical_and_window_change_needs_no_reingest(tmp_path, spar
     # a longer window 1 ((t, t+10d]) holds at least the instances window 1 had at 7 days
     week1 = {k[:1] + k[2:] for k in before if k[1] == 1}
     assert week1 <= {k[:1] + k[2:] for k in produced(catalog)[0] if k[1] == 1}
+
+
+def test_emerge_build_command(sample_world: Path, tmp_path: Path, capsys) -> None:
+    from emerge_lib.cli import main
+
+    mirror = sample_world / "mirror"
+    args = ["build", "-c", str(sample_world / "config.yaml"), "--out", str(tmp_path / "rel"),
+            "--warehouse", str(tmp_path / "wh"), "--workers", "1",
+            "--wikidata", *map(str, sorted(mirror.glob("wikidatawiki/*/*.bz2"))),
+            "--wikipedia", *map(str, sorted(mirror.glob("enwiki/*/*.bz2")))]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "release" in out and str(tmp_path / "rel") in out
+    files = sorted((tmp_path / "rel").glob("snapshot_*/delta_*.jsonl"))
+    assert [f.parent.name for f in files].count("snapshot_2024-01-01") == 5
+    released = sum(len(t["tkgu_operations"]) for f in files for line in f.read_text().splitlines()
+                   for t in json.loads(line)["tkgu_triples"])
+    assert released == len(expected(sample_world))

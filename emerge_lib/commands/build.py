@@ -70,6 +70,9 @@ def run(args: argparse.Namespace) -> int:
                                args.wikipedia, out=args.out, workers=workers,
                                progress=progress)
     for name, seconds, result in report.stages:
-        print(f"{name:<40} {seconds:7.1f}s  {result if not hasattr(result, 'lines') else ''}")
+        if hasattr(result, "lines"):  # the release summary
+            result = (f"{len(result.lines)} JSONL files, {sum(result.lines.values())} passages, "
+                      f"instances per op {dict(sorted(result.ops.items()))}")
+        print(f"{name:<40} {seconds:7.1f}s  {result}")
     print(f"release: {os.path.abspath(args.out)}")
     return 0
