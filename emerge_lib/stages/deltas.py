@@ -27,8 +27,8 @@ from datetime import datetime
 
 from emerge_lib.schedule import iso, window_end
 from emerge_lib.stages.snapshot import (
-    _at,
     entities_at,
+    sql_timestamp,
     triples_at,
     valid_at,
     valid_at_expr,
@@ -55,13 +55,13 @@ def build_deltas(
     returns rows per window."""
     spark = catalog._spark()
     t_key = iso(snapshot)
-    t = _at(snapshot)
+    t = sql_timestamp(snapshot)
     catalog.read("statement_timeline").createOrReplaceTempView("emerge_raw")
     catalog.read("stable_statements").createOrReplaceTempView("emerge_stable")
     catalog.read("item_timeline").createOrReplaceTempView("emerge_items")
     entities_at(catalog, snapshot).createOrReplaceTempView("emerge_v_t")
     triples_at(catalog, snapshot).createOrReplaceTempView("emerge_t_t_all")
-    horizon = _at(window_end(snapshot, window_count, window_days))
+    horizon = sql_timestamp(window_end(snapshot, window_count, window_days))
     w = windows_sql(snapshot, window_count, window_days)
     df = spark.sql(f"""
         WITH w AS {w},

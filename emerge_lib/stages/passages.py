@@ -18,7 +18,7 @@ from pyspark.sql import functions as F
 
 from emerge_lib.config import PassageSettings
 from emerge_lib.schedule import as_utc, horizon, iso, windows
-from emerge_lib.stages.snapshot import _at
+from emerge_lib.stages.snapshot import sql_timestamp
 from emerge_lib.stages.titles import resolve_titles, status_counts
 from emerge_lib.tables import Catalog
 
@@ -47,24 +47,24 @@ def build_passages(
     ws = windows(t, window_count, window_days)
     window_seconds = window_days * 86400
     survive = int(passage_minutes * 60)
-    tau_cases = " ".join(f"WHEN {w.k} THEN {_at(w.end)}" for w in ws)
+    tau_cases = " ".join(f"WHEN {w.k} THEN {sql_timestamp(w.end)}" for w in ws)
     catalog.read("paragraph_timeline").createOrReplaceTempView("emerge_runs")
     catalog.read("page_timeline").createOrReplaceTempView("emerge_pages")
     new = spark.sql(f"""
         WITH per_par AS (
           SELECT page_id, paragraph_hash,
-                 MAX(CASE WHEN first_seen_at <= {_at(t)}
-                           AND (removed_at IS NULL OR removed_at > {_at(t)})
+                 MAX(CASE WHEN first_seen_at <= {sql_timestamp(t)}
+                           AND (removed_at IS NULL OR removed_at > {sql_timestamp(t)})
                           THEN 1 ELSE 0 END) AS at_t,
-                 MIN(CASE WHEN first_seen_at > {_at(t)} THEN first_seen_at END) AS first_after
+                 MIN(CASE WHEN first_seen_at > {sql_timestamp(t)} THEN first_seen_at END) AS first_after
           FROM emerge_runs GROUP BY page_id, paragraph_hash
         ),
         cand AS (
           SELECT page_id, paragraph_hash, first_after,
-                 CAST(CEIL((unix_timestamp(first_after) - unix_timestamp({_at(t)}))
+                 CAST(CEIL((unix_timestamp(first_after) - unix_timestamp({sql_timestamp(t)}))
                            / {window_seconds}) AS INT) AS window
           FROM per_par
-          WHERE at_t = 0 AND first_after IS NOT NULL AND first_after <= {_at(ws[-1].end)}
+          WHERE at_t = 0 AND first_after IS NOT NULL AND first_after <= {sql_timestamp(ws[-1].end)}
         ),
         with_end AS (
           SELECT c.*, CASE c.window {tau_cases} END AS tau FROM cand c

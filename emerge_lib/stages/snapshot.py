@@ -16,13 +16,14 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 
-def _at(tau: datetime | str) -> str:
+def sql_timestamp(tau: datetime | str) -> str:
+    """A UTC instant as a Spark SQL literal (the session time zone is UTC)."""
     return f"TIMESTAMP '{as_utc(tau).strftime('%Y-%m-%d %H:%M:%S')}'"
 
 
 def valid_at(alias: str, tau: datetime | str) -> str:
     """SQL predicate: the interval [valid_from, valid_to) of ``alias`` contains τ."""
-    return valid_at_expr(alias, _at(tau))
+    return valid_at_expr(alias, sql_timestamp(tau))
 
 
 def valid_at_expr(alias: str, at: str) -> str:
@@ -35,7 +36,7 @@ def windows_sql(snapshot: datetime | str, window_count: int, window_days: float)
     """An inline table (window, tau) of a snapshot's window ends, for one-pass stages."""
     from emerge_lib.schedule import windows
 
-    rows = ", ".join(f"({w.k}, {_at(w.end)})" for w in windows(snapshot, window_count, window_days))
+    rows = ", ".join(f"({w.k}, {sql_timestamp(w.end)})" for w in windows(snapshot, window_count, window_days))
     return f"(SELECT * FROM VALUES {rows} AS w(window, tau))"
 
 
@@ -99,7 +100,7 @@ def build_snapshot(catalog: Catalog, snapshot: datetime | str) -> dict[str, int]
     entities_at(catalog, snapshot).createOrReplaceTempView("emerge_v_snapshot")
     catalog.read("page_timeline").createOrReplaceTempView("emerge_pages")
     catalog.read("paragraph_timeline").createOrReplaceTempView("emerge_paragraphs")
-    at = _at(snapshot)
+    at = sql_timestamp(snapshot)
     entities = spark.sql(f"""
         WITH pages AS (
           SELECT pg.title, MIN(pg.page_id) AS page_id FROM emerge_pages pg
