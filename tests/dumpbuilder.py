@@ -6,7 +6,7 @@ import bz2
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from xml.sax.saxutils import escape
+from xml.sax.saxutils import escape, quoteattr
 
 HEADER = """<mediawiki xmlns="http://www.mediawiki.org/xml/export-0.11/" version="0.11" xml:lang="en">
   <siteinfo>
@@ -23,12 +23,16 @@ HEADER = """<mediawiki xmlns="http://www.mediawiki.org/xml/export-0.11/" version
 """
 
 
+FORMATS = {"wikitext": "text/x-wiki"}  # every other model here is a Wikibase JSON one
+
+
 @dataclass
 class Rev:
     rev_id: int
     timestamp: str  # 2024-01-01T00:00:00Z
     text: str | None  # None = deleted text
     model: str = "wikibase-item"
+    comment: str | None = None
 
 
 @dataclass
@@ -37,18 +41,27 @@ class PageSpec:
     title: str
     revisions: list[Rev] = field(default_factory=list)
     ns: int = 0
+    redirect: str | None = None  # <redirect title="..."/>; "" = old-style empty tag
 
 
-def render(pages: list[PageSpec], dbname: str = "wikidatawiki", close: bool = True) -> str:
-    out = [HEADER.format(dbname=dbname)]
+def render(pages: list[PageSpec], dbname: str = "wikidatawiki", close: bool = True,
+           header: str | None = None) -> str:
+    """The export XML of ``pages`` (``header``: a siteinfo of another wiki)."""
+    out = [header if header is not None else HEADER.format(dbname=dbname)]
     for page in pages:
         out.append(f"  <page>\n    <title>{escape(page.title)}</title>\n    <ns>{page.ns}</ns>\n"
                    f"    <id>{page.page_id}</id>\n")
+        if page.redirect is not None:
+            attr = f" title={quoteattr(page.redirect)}" if page.redirect else ""
+            out.append(f"    <redirect{attr} />\n")
         for rev in page.revisions:
             out.append(f"    <revision>\n      <id>{rev.rev_id}</id>\n"
                        f"      <timestamp>{rev.timestamp}</timestamp>\n"
-                       "      <contributor><username>Tester</username><id>1</id></contributor>\n"
-                       f"      <model>{rev.model}</model>\n      <format>application/json</format>\n")
+                       "      <contributor><username>Tester</username><id>1</id></contributor>\n")
+            if rev.comment is not None:
+                out.append(f"      <comment>{escape(rev.comment)}</comment>\n")
+            fmt = FORMATS.get(rev.model, "application/json")
+            out.append(f"      <model>{rev.model}</model>\n      <format>{fmt}</format>\n")
             if rev.text is None:
                 out.append('      <text deleted="deleted" />\n')
             else:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import bz2
-from dataclasses import dataclass, field
 from pathlib import Path
-from xml.sax.saxutils import escape, quoteattr
+
+from dumpbuilder import PageSpec, Rev
+from dumpbuilder import render as render_dump
+from dumpbuilder import write_bz2 as write_dump
 
 HEADER = """<mediawiki xmlns="http://www.mediawiki.org/xml/export-0.11/" version="0.11" xml:lang="en">
   <siteinfo>
@@ -23,55 +24,21 @@ HEADER = """<mediawiki xmlns="http://www.mediawiki.org/xml/export-0.11/" version
 """
 
 
-@dataclass
-class WRev:
-    rev_id: int
-    timestamp: str  # 2024-01-01T00:00:00Z
-    text: str | None  # None = deleted text
-    comment: str | None = None
-    model: str = "wikitext"
+def WRev(rev_id: int, timestamp: str, text: str | None, comment: str | None = None,  # noqa: N802
+         model: str = "wikitext") -> Rev:
+    """A wikitext revision (``text`` None = deleted text)."""
+    return Rev(rev_id, timestamp, text, model=model, comment=comment)
 
 
-@dataclass
-class WPage:
-    page_id: int
-    title: str
-    revisions: list[WRev] = field(default_factory=list)
-    ns: int = 0
-    redirect: str | None = None  # <redirect title="..."/>; "" = old-style empty tag
+WPage = PageSpec  # page_id, title, revisions, ns, redirect
 
 
-def render(pages: list[WPage], close: bool = True) -> str:
-    out = [HEADER]
-    for page in pages:
-        out.append(f"  <page>\n    <title>{escape(page.title)}</title>\n    <ns>{page.ns}</ns>\n"
-                   f"    <id>{page.page_id}</id>\n")
-        if page.redirect is not None:
-            attr = f" title={quoteattr(page.redirect)}" if page.redirect else ""
-            out.append(f"    <redirect{attr} />\n")
-        for rev in page.revisions:
-            out.append(f"    <revision>\n      <id>{rev.rev_id}</id>\n"
-                       f"      <timestamp>{rev.timestamp}</timestamp>\n"
-                       "      <contributor><username>Tester</username><id>1</id></contributor>\n")
-            if rev.comment is not None:
-                out.append(f"      <comment>{escape(rev.comment)}</comment>\n")
-            out.append(f"      <model>{rev.model}</model>\n      <format>text/x-wiki</format>\n")
-            if rev.text is None:
-                out.append('      <text deleted="deleted" />\n')
-            else:
-                out.append(f'      <text bytes="{len(rev.text.encode())}" xml:space="preserve">'
-                           f"{escape(rev.text)}</text>\n")
-            out.append("      <sha1>x</sha1>\n    </revision>\n")
-        out.append("  </page>\n")
-    if close:
-        out.append("</mediawiki>\n")
-    return "".join(out)
+def render(pages: list[PageSpec], close: bool = True) -> str:
+    return render_dump(pages, close=close, header=HEADER)
 
 
-def write_bz2(path: Path, pages: list[WPage], **kw) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(bz2.compress(render(pages, **kw).encode()))
-    return path
+def write_bz2(path: Path, pages: list[PageSpec], **kw) -> Path:
+    return write_dump(path, pages, header=HEADER, **kw)
 
 
 def para(*sentences: str) -> str:
