@@ -102,6 +102,10 @@ def test_exact_timelines_for_multi_revision_pages(tmp_path: Path, catalog: Catal
     assert rejects == {(21, "text_deleted"), (22, "invalid_json")}
     marks = {r["page_id"]: r["last_rev_id"] for r in catalog.read_arrow("page_watermarks").to_pylist()}
     assert marks == {1: 13, 2: 22, 3: 31, 5: 50}
+    # a rerun decodes nothing, and the quarantine keeps what the first run found
+    again = ingest_wikidata(catalog, [f], max_reject_ratio=1.0)
+    assert again.files[0].decoded == 0 and again.rejects == 0
+    assert catalog.read_arrow("ingest_rejects").num_rows == 2
 
 
 def snapshot_of(catalog: Catalog) -> tuple[set, set, set, int]:

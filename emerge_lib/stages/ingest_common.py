@@ -185,3 +185,27 @@ def finish(report: IngestReport, label: str, max_reject_ratio: float) -> IngestR
             f"{max_reject_ratio:.2%}); see the ingest_rejects table"
         )
     return report
+
+
+REJECT_KEY = ("wiki", "dump_file", "page_id", "rev_id", "reason")
+
+
+def commit_rejects(catalog: Any, summaries: Sequence[Any], wiki: str) -> None:
+    """Quarantine rows accumulate (MERGE on what was rejected), so an incremental rerun
+    that does not decode old revisions again keeps their rows; a file that now reads to
+    its end loses its earlier ``file_error`` row."""
+    spark = catalog._spark()
+    paths = [s.outputs["ingest_rejects"] for s in summaries if "ingest_rejects" in s.outputs]
+    if paths:
+        # a replayed page can reject the same revision twice
+        catalog.merge("ingest_rejects", spark.read.parquet(*paths).dropDuplicates(list(REJECT_KEY)))
+    recovered = [s.dump_file for s in summaries if not s.error]
+    if recovered and catalog.exists("ingest_rejects"):
+        catalog.frame("ingest_rejects", [
+            {"wiki": wiki, "dump_file": f, "reason": "file_error"} for f in recovered
+        ]).select("wiki", "dump_file", "reason").createOrReplaceTempView("emerge_recovered")
+        spark.sql(
+            f"MERGE INTO delta.`{catalog.path('ingest_rejects')}` AS t "
+            "USING emerge_recovered AS c ON t.wiki = c.wiki AND t.dump_file = c.dump_file "
+            "AND t.reason = c.reason WHEN MATCHED THEN DELETE"
+        )

@@ -31,6 +31,7 @@ from emerge_lib.stages.ingest_common import (
     DumpFileRef,
     IngestError,
     IngestReport,
+    commit_rejects,
     finish,
     log_file,
     refs_by_date,
@@ -126,14 +127,7 @@ def commit(catalog: Catalog, summaries: Sequence[FileSummary], wiki: str) -> Non
         if df is not None:
             catalog.merge(table, df)
 
-    rejects = staged("ingest_rejects")
-    if rejects is None:
-        rejects = catalog.frame("ingest_rejects", [])
-    # every file's partition is replaced, the empty ones too: a rerun that finds no
-    # rejects clears what an earlier run of the same file quarantined
-    catalog.replace_partitions(
-        "ingest_rejects", rejects, {"wiki": wiki}, "dump_file", [s.dump_file for s in summaries]
-    )
+    commit_rejects(catalog, summaries, wiki)
 
     marks = staged("page_watermarks")
     if marks is not None:

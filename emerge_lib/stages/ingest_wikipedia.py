@@ -36,6 +36,7 @@ from emerge_lib.stages.ingest_common import (
     DumpFileRef,
     IngestError,
     IngestReport,
+    commit_rejects,
     finish,
     log_file,
     refs_by_date,
@@ -211,14 +212,7 @@ def commit(catalog: Catalog, summaries: Sequence[WikipediaFileSummary], wiki: st
             catalog.merge(table, df)
 
     now = datetime.now(UTC)
-    for s in summaries:
-        if "ingest_rejects" in s.outputs:
-            rejects = spark.read.parquet(s.outputs["ingest_rejects"])
-        else:
-            rejects = catalog.frame("ingest_rejects", [])
-        if "ingest_rejects" in s.outputs or catalog.exists("ingest_rejects"):
-            catalog.replace_partition("ingest_rejects", rejects,
-                                      {"wiki": wiki, "dump_file": s.dump_file})
+    commit_rejects(catalog, summaries, wiki)
     # a file's coverage is replaced (a failed file covers nothing: its complete pages are
     # kept but not trusted). Deleted first: a crash in between leaves less coverage, which
     # only makes the next run rewrite more pages.

@@ -335,7 +335,8 @@ class WikidataFileExtractor(Quarantine):
             for _ in page:
                 pass
             return True
-        self.summary.pages += 1
+        if not replay_all:  # a replayed page was counted on the first pass
+            self.summary.pages += 1
         self._versions_cache.clear()  # keeps memory flat; ids never repeat across pages
         wm = None if replay_all else self.watermarks.get(page.page_id)
         new: list[tuple[int, int, EntityFacts]] = []
@@ -347,7 +348,7 @@ class WikidataFileExtractor(Quarantine):
         count = old_count = 0
         for rev in page:
             count += 1
-            self.summary.revisions += 1
+            self.summary.revisions += not replay_all
             first_ts = rev.timestamp if first_ts is None else min(first_ts, rev.timestamp)
             if last is None or (rev.timestamp, rev.rev_id) > last:
                 last = (rev.timestamp, rev.rev_id)
