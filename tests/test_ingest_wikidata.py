@@ -266,3 +266,22 @@ def test_real_samples_legacy_chains_deleted_text_and_out_of_order(realdata: Path
     assert (61736190, "text_deleted") in rejects
     # the non-entity project pages are skipped, not rejected
     assert not any(r in rejects for r in [(110689117, "invalid_json"), (110689111, "invalid_json")])
+
+
+def test_emerge_ingest_reads_the_configured_mirror(sample_world: Path, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    from emerge_lib.cli import main
+
+    args = ["ingest", "-c", str(sample_world / "config.yaml"), "--warehouse", str(tmp_path / "wh"),
+            "--workers", "1"]
+    assert main(args) == 0
+    first = capsys.readouterr().out
+    mirror = sample_world / "mirror"
+    assert f"wikidata: {len(list(mirror.glob('wikidatawiki/*/*.bz2')))} files" in first
+    assert f"wikipedia: {len(list(mirror.glob('enwiki/*/*.bz2')))} files" in first
+    catalog = Catalog(tmp_path / "wh")
+    sizes = {n: catalog.read_arrow(n).num_rows
+             for n in ("statement_timeline", "paragraph_timeline", "ingest_rejects")}
+    assert all(sizes.values())
+    assert main(args) == 0  # a rerun changes nothing
+    assert {n: catalog.read_arrow(n).num_rows for n in sizes} == sizes
