@@ -233,10 +233,6 @@ class Config(_Strict):
             raise ValueError("warehouse must not be empty")
         return v
 
-    @property
-    def warehouse_is_remote(self) -> bool:
-        return "://" in self.warehouse and not self.warehouse.startswith("file://")
-
 
 def _set_path(tree: dict[str, Any], path: list[str], value: Any) -> None:
     node = tree
@@ -332,7 +328,3 @@ def _resolve_relative(cfg: Config, base: Path) -> Config:
     if mirror.startswith("file://") and not mirror.startswith("file:///"):
         cfg.dumps.mirror = (base / mirror[len("file://"):]).resolve().as_uri()
     return cfg
-
-
-def now_utc() -> datetime:
-    return datetime.now(UTC)

@@ -7,7 +7,6 @@ the EMERGE release, and checks the instances against the world's truth.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from pathlib import Path
@@ -17,6 +16,7 @@ from emerge_lib.config import load_config
 from emerge_lib.dumps.locate import history_files
 from emerge_lib.engine import session_for
 from emerge_lib.sample import SampleSpec, generate_world
+from emerge_lib.sample.compare import built, planted
 from emerge_lib.tables import Catalog
 
 log = logging.getLogger(__name__)
@@ -37,13 +37,8 @@ def run_demo(out: str | Path, seed: int = 1) -> int:
         catalog = Catalog(cfg.warehouse, spark)
         report = build_dataset(cfg, catalog, wikidata, wikipedia, out=release, workers=2,
                                progress=lambda name: print(f"  stage: {name}", flush=True))
-        passages = {r["passage_id"]: r["page_id"]
-                    for r in catalog.read_arrow("passages").to_pylist()}
-        got = {(r["snapshot"], r["window"], passages[r["passage_id"]], r["op"], r["s"], r["p"],
-                r["o"], r["signal"]) for r in catalog.read_arrow("instances").to_pylist()}
-    truth = [json.loads(line) for line in (world / "truth.jsonl").read_text().splitlines()]
-    want = {(r["snapshot"], r["window"], r["page_id"], r["op"], r["s"], r["p"], r["o"],
-             r["signal"]) for r in truth}
+        got, _ = built(catalog)
+    want = planted(world)
     for name, seconds, _ in report.stages:
         print(f"  {name:<36} {seconds:6.1f}s")
     print(f"instances: {len(got)} built, {len(want)} planted, {len(want - got)} missing, "

@@ -32,10 +32,6 @@ class Window:
         """Is ts in the per-window range (τ_{k-1}, τ_k]?"""
         return self.start < ts <= self.end
 
-    def cumulative_contains(self, ts: datetime) -> bool:
-        """Is ts in the cumulative range (t, τ_k]?"""
-        return self.snapshot < ts <= self.end
-
     @property
     def end_date(self) -> str:
         return self.end.strftime("%Y-%m-%d")

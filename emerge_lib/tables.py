@@ -579,7 +579,8 @@ class Catalog:
 
         return DeltaTable.is_deltatable(self.path(name), storage_options=self.storage_options)
 
-    def _spark(self) -> SparkSession:
+    def session(self) -> SparkSession:
+        """The Spark session stages run on (reads via deltalake need none)."""
         if self.spark is None:
             raise CatalogError("this catalog has no Spark session; writes need one")
         return self.spark
@@ -587,7 +588,7 @@ class Catalog:
     # -- reads -------------------------------------------------------------------------------
     def read(self, name: str) -> DataFrame:
         """The table as a Spark DataFrame (an empty frame of the right schema if missing)."""
-        spark = self._spark()
+        spark = self.session()
         if not self.exists(name):
             return spark.createDataFrame([], spec(name).ddl)
         return spark.read.format("delta").load(self.path(name))
@@ -631,9 +632,9 @@ class Catalog:
             table = data.select(s.schema.names).cast(s.schema)
         else:
             table = pa.Table.from_pylist(list(data), schema=s.schema)
-        return self._spark().createDataFrame(table, schema=s.ddl)
+        return self.session().createDataFrame(table, schema=s.ddl)
 
-    def _materialize(self, name: str, df: DataFrame) -> DataFrame:
+    def _materialize(self, df: DataFrame) -> DataFrame:
         """Run df's plan once into a scratch Delta table and read it back.
 
         Sail does not cache, so a guarded write (check, count, write) would otherwise run
@@ -648,7 +649,7 @@ class Catalog:
         # which Sail's replaceWhere union then refuses next to the table's own files
         df.write.format("delta").mode("overwrite").save(folder)
         self._scratch.append(folder)
-        return self._spark().read.format("delta").load(folder)
+        return self.session().read.format("delta").load(folder)
 
     def clean_scratch(self) -> None:
         """Remove scratch folders of earlier guarded writes (their data is committed)."""
@@ -755,7 +756,7 @@ class Catalog:
         ``inside`` (checked before anything is written), then ``replace`` is replaced by
         the rows in one transaction. Returns rows per ``count_by`` value (or under None)."""
         s = spec(name)
-        df = self._materialize(name, self.conform(name, df))
+        df = self._materialize(self.conform(name, df))
         try:
             nulls = " OR ".join(f"`{c}` IS NULL" for c in not_null)
             bad = df.filter(f"NOT ({inside}) OR ({nulls})").limit(5).collect()
@@ -795,7 +796,7 @@ class Catalog:
             raise CatalogError(f"table {name}: duplicate merge key in the new rows: {dup[0]}")
         if self._create_if_missing(name, df):
             return
-        spark = self._spark()
+        spark = self.session()
         view = f"emerge_merge_src_{name}"
         df.createOrReplaceTempView(view)
         on = " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in s.key)

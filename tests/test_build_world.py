@@ -15,25 +15,11 @@ import pytest
 from emerge_lib.build import build_dataset
 from emerge_lib.config import load_config
 from emerge_lib.sample import SampleSpec, generate_world
+from emerge_lib.sample.compare import built as produced
+from emerge_lib.sample.compare import planted as expected
 from emerge_lib.tables import Catalog
 
 SEEDS = [1, 2, 3, 4, 5]
-
-
-def produced(catalog: Catalog) -> tuple[set[tuple], dict[str, dict]]:
-    passages = {r["passage_id"]: r for r in catalog.read_arrow("passages").to_pylist()}
-    instances = {
-        (r["snapshot"], r["window"], passages[r["passage_id"]]["page_id"], r["op"], r["s"],
-         r["p"], r["o"], r["signal"])
-        for r in catalog.read_arrow("instances").to_pylist()
-    }
-    return instances, passages
-
-
-def expected(world: Path) -> set[tuple]:
-    rows = [json.loads(line) for line in (world / "truth.jsonl").read_text().splitlines()]
-    return {(r["snapshot"], r["window"], r["page_id"], r["op"], r["s"], r["p"], r["o"],
-             r["signal"]) for r in rows}
 
 
 def build(world: Path, spark, out: Path | None = None, ingest: bool = True, **snapshots):

@@ -32,7 +32,7 @@ def build_instances(
     article_entity_counts: bool = True,
 ) -> dict[int, int]:
     """Write the instances partitions (t, k) of one snapshot; returns rows per window."""
-    spark = catalog._spark()
+    spark = catalog.session()
     t = as_utc(snapshot)
     key = iso(t)
     catalog.read("passages").createOrReplaceTempView("emerge_passages")

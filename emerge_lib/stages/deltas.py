@@ -53,7 +53,7 @@ def build_deltas(
 ) -> dict[int, int]:
     """Write delta_triples for every window of one snapshot (one query for all windows);
     returns rows per window."""
-    spark = catalog._spark()
+    spark = catalog.session()
     t_key = iso(snapshot)
     t = sql_timestamp(snapshot)
     catalog.read("statement_timeline").createOrReplaceTempView("emerge_raw")

@@ -194,7 +194,7 @@ def commit_rejects(catalog: Any, summaries: Sequence[Any], wiki: str) -> None:
     """Quarantine rows accumulate (MERGE on what was rejected), so an incremental rerun
     that does not decode old revisions again keeps their rows; a file that now reads to
     its end loses its earlier ``file_error`` row."""
-    spark = catalog._spark()
+    spark = catalog.session()
     paths = [s.outputs["ingest_rejects"] for s in summaries if "ingest_rejects" in s.outputs]
     if paths:
         # a replayed page can reject the same revision twice

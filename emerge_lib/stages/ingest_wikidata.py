@@ -85,7 +85,7 @@ def _staged(summaries: Sequence[FileSummary], output: str) -> list[str]:
 
 def commit(catalog: Catalog, summaries: Sequence[FileSummary], wiki: str) -> None:
     """Commit staged outputs in the idempotent order of the module docstring."""
-    spark = catalog._spark()
+    spark = catalog.session()
 
     def staged(output: str):
         paths = _staged(summaries, output)
@@ -183,7 +183,7 @@ def ingest_wikidata(
 
             summaries = extract_files(
                 batch, staging, wiki, marks, workers, done,
-                spark=catalog._spark() if executor == "spark" else None,
+                spark=catalog.session() if executor == "spark" else None,
             )
             commit(catalog, summaries, wiki)
             report.files.extend(summaries)

@@ -190,7 +190,7 @@ def extract_files(
 def commit(catalog: Catalog, summaries: Sequence[WikipediaFileSummary], wiki: str,
            ranges: Sequence[Range]) -> None:
     """Commit staged outputs in the idempotent order of the module docstring."""
-    spark = catalog._spark()
+    spark = catalog.session()
 
     def staged(output: str):
         paths = [s.outputs[output] for s in summaries if output in s.outputs]
@@ -284,7 +284,7 @@ def ingest_wikipedia(
                     on_file(summary)
 
             summaries = extract_files(batch, staging, ranges, wiki, marks, workers, done,
-                                      spark=catalog._spark() if executor == "spark" else None)
+                                      spark=catalog.session() if executor == "spark" else None)
             commit(catalog, summaries, wiki, ranges)
             report.files.extend(summaries)
         finally:

@@ -38,7 +38,7 @@ def build_passages(
     from emerge_lib.stages.ingest_wikipedia import require_coverage
 
     settings = settings or PassageSettings()
-    spark = catalog._spark()
+    spark = catalog.session()
     t = as_utc(snapshot)
     key = iso(t)
     end = horizon(t, window_count, window_days) + timedelta(minutes=passage_minutes)

@@ -43,7 +43,7 @@ def windows_sql(snapshot: datetime | str, window_count: int, window_days: float)
 def entities_at(catalog: Catalog, tau: datetime | str) -> DataFrame:
     """V_τ: items whose state at τ has an enwiki sitelink (and is not a redirect)."""
     catalog.read("item_timeline").createOrReplaceTempView("emerge_items")
-    return catalog._spark().sql(
+    return catalog.session().sql(
         "SELECT i.qid, i.enwiki_title, i.label_en, i.description_en, i.created_at "
         f"FROM emerge_items i WHERE {valid_at('i', tau)} "
         "AND i.enwiki_title IS NOT NULL AND i.redirect_to IS NULL"
@@ -56,7 +56,7 @@ def triples_at(catalog: Catalog, tau: datetime | str, all_items: bool = False,
 
     ``stable`` reads the stability-normalized timeline; without it, raw states.
     """
-    spark = catalog._spark()
+    spark = catalog.session()
     if stable:
         catalog.read("stable_statements").createOrReplaceTempView("emerge_keys")
         keys = f"SELECT DISTINCT k.s, k.p, k.o FROM emerge_keys k WHERE {valid_at('k', tau)}"
@@ -76,7 +76,7 @@ def triples_at(catalog: Catalog, tau: datetime | str, all_items: bool = False,
 def relations_at(catalog: Catalog, tau: datetime | str) -> DataFrame:
     """R_τ: properties whose page exists at τ, with an English label and description."""
     catalog.read("property_timeline").createOrReplaceTempView("emerge_props")
-    return catalog._spark().sql(
+    return catalog.session().sql(
         f"SELECT p.pid, p.label_en AS label, p.description_en AS description "
         f"FROM emerge_props p WHERE {valid_at('p', tau)} "
         "AND p.label_en IS NOT NULL AND p.description_en IS NOT NULL"
@@ -91,7 +91,7 @@ def build_snapshot(catalog: Catalog, snapshot: datetime | str) -> dict[str, int]
     """
     from emerge_lib.schedule import iso
 
-    spark = catalog._spark()
+    spark = catalog.session()
     key = iso(as_utc(snapshot))
     counts = {}
     triples = triples_at(catalog, snapshot).selectExpr(f"'{key}' AS snapshot", "s", "p", "o")

@@ -60,7 +60,7 @@ def stable_statements_sql(source_view: str, span_seconds: float) -> str:
 
 def build_stable_statements(catalog: Catalog, kg_hours: float = 168) -> int:
     """Recompute stable_statements from statement_timeline; returns its row count."""
-    spark = catalog._spark()
+    spark = catalog.session()
     catalog.read("statement_timeline").createOrReplaceTempView("emerge_statement_timeline")
     df = spark.sql(stable_statements_sql("emerge_statement_timeline", kg_hours * 3600))
     catalog.overwrite("stable_statements", df)

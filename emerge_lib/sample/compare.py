@@ -1,0 +1,32 @@
+"""Built instances against a sample world's planted truth, on one key shape.
+
+An instance is keyed (snapshot, window, page_id, op, s, p, o, signal): the page stands for
+the passage, since the truth names passages by their page and text.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+InstanceKey = tuple[str, int, int, str, str, str, str, str | None]
+
+
+def planted(world: str | Path) -> set[InstanceKey]:
+    """The instances ``truth.jsonl`` lists."""
+    lines = (Path(world) / "truth.jsonl").read_text(encoding="utf-8").splitlines()
+    rows = [json.loads(line) for line in lines if line]
+    return {(r["snapshot"], r["window"], r["page_id"], r["op"], r["s"], r["p"], r["o"],
+             r["signal"]) for r in rows}
+
+
+def built(catalog: Any) -> tuple[set[InstanceKey], dict[str, dict[str, Any]]]:
+    """The instances in a warehouse, and its passages by passage_id."""
+    passages = {r["passage_id"]: r for r in catalog.read_arrow("passages").to_pylist()}
+    instances = {
+        (r["snapshot"], r["window"], passages[r["passage_id"]]["page_id"], r["op"], r["s"],
+         r["p"], r["o"], r["signal"])
+        for r in catalog.read_arrow("instances").to_pylist()
+    }
+    return instances, passages
