@@ -10,12 +10,13 @@ STAMP := $(VENV)/.installed
 
 venv: $(STAMP)
 
-$(STAMP): requirements.txt constraints.txt pyproject.toml
+$(STAMP): requirements.txt constraints.txt pyproject.toml setup.py emerge_lib/dumps/_xmlfast.c
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	# torch first, from the CPU wheel: a bare `torch` would pull a CUDA build
 	$(PY) -m pip install --quiet torch==2.13.0
 	$(PY) -m pip install --quiet -r requirements.txt -c constraints.txt
+	# also builds the C part of the dump scanner (setup.py; optional, needs gcc)
 	$(PY) -m pip install --quiet --no-deps -e .
 	# pyspark-client 4.2 exits the interpreter unless SPARK_HOME names a folder: point it
 	# at the installed package for every process of this environment (docs/configuration.md)

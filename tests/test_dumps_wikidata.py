@@ -345,6 +345,46 @@ def test_statement_reuse_when_claims_bytes_are_identical(realdata: Path) -> None
     assert states[1].statements is states[0].statements or claims[0] != claims[1]
 
 
+def _item(claims: object, label: str = "x") -> bytes:
+    return json.dumps({"type": "item", "id": "Q1", "labels": {"en": {"language": "en",
+                       "value": label}}, "claims": claims}).encode()
+
+
+def _stmt(pid: str, qid: str, sid: str, rank: str = "normal") -> dict:
+    return {"mainsnak": {"snaktype": "value", "property": pid, "datavalue": {
+        "value": {"entity-type": "item", "numeric-id": int(qid[1:]), "id": qid},
+        "type": "wikibase-entityid"}}, "type": "statement", "id": sid, "rank": rank}
+
+
+def test_unchanged_properties_are_reused_across_revisions() -> None:
+    p31 = [_stmt("P31", "Q5", "Q1$a")]
+    p17 = [_stmt("P17", "Q30", "Q1$b"), _stmt("P17", "Q31", "Q1$c")]
+    p26 = [_stmt("P26", "Q7", "Q1$d")]
+    revisions = [
+        _item({"P31": p31, "P17": p17, "P26": p26}),
+        _item({"P31": p31, "P17": [*p17[:1], _stmt("P17", "Q32", "Q1$c")], "P26": p26}),
+        _item({"P31": p31, "P17": [*p17[:1], _stmt("P17", "Q32", "Q1$c")], "P26": p26}, "y"),
+        _item({"P31": p31, "P17": p17}),  # P26 removed, P17 reverted
+        _item({"P26": p26, "P31": p31}),  # reordered
+        _item([]),  # PHP's empty map
+        _item({"P31": [_stmt("P31", "Q5", "Q1$a", "preferred")]}),
+    ]
+    parser = EntityParser()
+    states = [parser.parse(t) for t in revisions]
+    assert states == [parse_entity(t) for t in revisions]  # reuse never changes a result
+    by_sid = [{st.statement_id: st for st in s.statements} for s in states]
+    assert by_sid[1]["Q1$a"] is by_sid[0]["Q1$a"]  # P31 untouched: the same objects
+    assert by_sid[1]["Q1$d"] is by_sid[0]["Q1$d"]
+    assert by_sid[1]["Q1$c"] is not by_sid[0]["Q1$c"] and by_sid[1]["Q1$c"].value_qid == "Q32"
+    assert states[2].statements is states[1].statements  # only the label changed
+    assert by_sid[4]["Q1$d"] == by_sid[0]["Q1$d"]  # back after a revision without it
+    assert [st.statement_id for st in states[4].statements] == ["Q1$d", "Q1$a"]
+    assert states[5].statements == ()
+    assert by_sid[6]["Q1$a"].rank == "preferred"
+    odd = parser.parse(_item([1]))  # a non-empty list is no claims map: generic path
+    assert odd.statements == () and odd.skipped_statements == 1 and parser.fallbacks == 1
+
+
 def test_time_to_instant() -> None:
     utc = UTC
     assert time_to_instant("+2001-00-00T00:00:00Z", 9) == datetime(2001, 1, 1, tzinfo=utc)

@@ -200,6 +200,10 @@ class _Entity(msgspec.Struct):
 
 _entity_decoder = msgspec.json.Decoder(_Entity)
 _claims_decoder = msgspec.json.Decoder(_Claims)
+# claims split by property without decoding the statements: an edit usually touches one
+# property, so the others are reused from the previous revision when their bytes match
+_claim_groups_decoder = msgspec.json.Decoder(dict[str, msgspec.Raw] | list[Any])
+_claim_group_decoder = msgspec.json.Decoder(list[_Claim])
 _legacy_claims_decoder = msgspec.json.Decoder(list[_LegacyClaim] | dict[str, Any])
 
 
@@ -270,39 +274,48 @@ def _pid(p: object) -> str:
 # --------------------------------------------------------------------------- statements (typed)
 def _statements_current(claims: dict[str, list[_Claim]] | list[Any]) -> tuple[Statement, ...]:
     if isinstance(claims, list):  # PHP's empty map
+        if claims:
+            raise msgspec.ValidationError("claims as a non-empty list")
         return ()
     out: list[Statement] = []
     for group in claims.values():
-        for c in group:
-            ms = c.mainsnak
-            dv = ms.datavalue
-            vtype, value = (dv.type, dv.value) if dv is not None else (None, None)
-            quals: tuple[Qualifier, ...] = ()
-            if c.qualifiers:
-                if isinstance(c.qualifiers, list):
-                    raise msgspec.ValidationError("qualifiers as non-empty list")
-                ql: list[Qualifier] = []
-                for qpid, snaks in c.qualifiers.items():
-                    for s in snaks:
-                        qdv = s.datavalue
-                        if qdv is None:
-                            ql.append(_qualifier(s.property or qpid, s.snaktype, None, None))
-                        else:
-                            ql.append(
-                                _qualifier(s.property or qpid, s.snaktype, qdv.type, qdv.value)
-                            )
-                quals = tuple(ql)
-            out.append(
-                Statement(
-                    c.id,
-                    ms.property,
-                    _main_value_qid(ms.snaktype, vtype, value),
-                    ms.snaktype,
-                    c.rank,
-                    quals,
-                )
-            )
+        out.extend(_statements_of_group(group))
     return tuple(out)
+
+
+def _statements_of_group(group: list[_Claim]) -> list[Statement]:
+    """One property's statements (a value of the current format's ``claims`` map)."""
+    out: list[Statement] = []
+    for c in group:
+        ms = c.mainsnak
+        dv = ms.datavalue
+        vtype, value = (dv.type, dv.value) if dv is not None else (None, None)
+        quals: tuple[Qualifier, ...] = ()
+        if c.qualifiers:
+            if isinstance(c.qualifiers, list):
+                raise msgspec.ValidationError("qualifiers as non-empty list")
+            ql: list[Qualifier] = []
+            for qpid, snaks in c.qualifiers.items():
+                for s in snaks:
+                    qdv = s.datavalue
+                    if qdv is None:
+                        ql.append(_qualifier(s.property or qpid, s.snaktype, None, None))
+                    else:
+                        ql.append(
+                            _qualifier(s.property or qpid, s.snaktype, qdv.type, qdv.value)
+                        )
+            quals = tuple(ql)
+        out.append(
+            Statement(
+                c.id,
+                ms.property,
+                _main_value_qid(ms.snaktype, vtype, value),
+                ms.snaktype,
+                c.rank,
+                quals,
+            )
+        )
+    return out
 
 
 def _statements_legacy(claims: list[_LegacyClaim] | dict[str, Any]) -> tuple[Statement, ...]:
@@ -480,15 +493,20 @@ def _is_legacy(keys: Any) -> bool | None:
 
 # --------------------------------------------------------------------------- public parser
 class EntityParser:
-    """Parses revision texts; reuses the previous statements when the raw ``claims`` bytes
-    are identical (most edits touch labels or sitelinks only), so call it on a page's
-    revisions in order. One parser per worker; not thread-safe."""
+    """Parses revision texts, reusing what the previous revision decoded: the statements
+    when the raw ``claims`` bytes are identical (many edits touch only labels or
+    sitelinks), else each property's statements whose raw bytes are identical (an edit
+    usually touches one property). Reused :class:`Statement` objects are the same objects,
+    so consumers can cache on identity. Call it on a page's revisions in order. One parser
+    per worker; not thread-safe."""
 
     def __init__(self, reuse_statements: bool = True) -> None:
         self.reuse_statements = reuse_statements
         self._last_raw: bytes | None = None
         self._last_legacy = False
         self._last_statements: tuple[Statement, ...] = ()
+        # the previous revision's claims by property: pid -> (raw bytes, statements)
+        self._last_groups: dict[str, tuple[bytes, list[Statement]]] = {}
         self.reused = 0
         self.fallbacks = 0
 
@@ -570,11 +588,36 @@ class EntityParser:
             return self._last_statements
         if legacy:
             statements = _statements_legacy(_legacy_claims_decoder.decode(raw_bytes))
+        elif self.reuse_statements:
+            statements = self._statements_by_group(raw_bytes)
         else:
             statements = _statements_current(_claims_decoder.decode(raw_bytes))
         if self.reuse_statements:
             self._last_raw, self._last_legacy, self._last_statements = raw_bytes, legacy, statements
         return statements
+
+    def _statements_by_group(self, raw: bytes) -> tuple[Statement, ...]:
+        """:func:`_statements_current`, decoding only the properties whose bytes changed."""
+        groups = _claim_groups_decoder.decode(raw)
+        if isinstance(groups, list):  # PHP's empty map
+            if groups:
+                raise msgspec.ValidationError("claims as a non-empty list")
+            self._last_groups = {}
+            return ()
+        last = self._last_groups
+        current: dict[str, tuple[bytes, list[Statement]]] = {}
+        out: list[Statement] = []
+        for pid, group_raw in groups.items():
+            group_bytes = bytes(group_raw)
+            hit = last.get(pid)
+            if hit is not None and hit[0] == group_bytes:
+                statements = hit[1]
+            else:
+                statements = _statements_of_group(_claim_group_decoder.decode(group_bytes))
+            current[pid] = (group_bytes, statements)
+            out.extend(statements)
+        self._last_groups = current
+        return tuple(out)
 
 
 def parse_entity(data: bytes | str) -> EntityState:

@@ -49,7 +49,7 @@ __all__ = [
 
 _CHUNK = 4 << 20
 _ATTR = re.compile(rb"""([\w:.-]+)\s*=\s*(?:"([^"]*)"|'([^']*)')""")
-_NUMREF = re.compile(rb"&#(x[0-9a-fA-F]+|[0-9]+);")
+_AMP_OR_NUMREF = re.compile(rb"&(?:#(x[0-9a-fA-F]+|[0-9]+)|amp);")
 _EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
 
 
@@ -91,7 +91,8 @@ class Slot(msgspec.Struct, frozen=True, gc=False):
 
 class Revision(msgspec.Struct, gc=False):
     """One ``<revision>``. ``text`` is the main slot's unescaped text as str (wikitext
-    or entity JSON; msgspec/orjson decode str directly).
+    or entity JSON), or as UTF-8 bytes when the dump was opened with ``text_bytes=True``
+    (msgspec and orjson decode bytes directly).
 
     ``text`` is ``None`` when deleted or absent, ``""`` for an empty text. ``timestamp`` is
     Unix seconds UTC. ``sha1`` is the revision's ``<sha1>``; ``text_sha1`` the schema-0.11
@@ -110,7 +111,7 @@ class Revision(msgspec.Struct, gc=False):
     comment_deleted: bool
     model: str | None
     format: str | None
-    text: str | None
+    text: str | bytes | None  # bytes when the Dump was opened with text_bytes=True
     text_deleted: bool
     text_size: int | None
     text_sha1: str | None
@@ -134,11 +135,12 @@ class PageReject(msgspec.Struct, frozen=True):
     partial: bool = False
 
 
-def unescape(data: bytes) -> bytes:
-    """Undo XML escaping (the 5 named entities and numeric references) in bytes.
+def _unescape_py(data: bytes) -> bytes:
+    """Pure-Python twin of the C ``_xmlfast.unescape`` (used when it is not built).
 
-    A chain of C-level replaces with early exits: entity-dense JSON usually needs only
-    the ``&quot;`` pass. ``&amp;`` goes last so ``&amp;lt;`` correctly becomes ``&lt;``.
+    One pass in effect: ``&quot;`` / ``&lt;`` / ``&gt;`` / ``&apos;`` can be replaced in
+    any order (none of their outputs contains ``&``), then numeric references and
+    ``&amp;`` together, so ``&#38;amp;`` stays ``&amp;`` as XML says.
     """
     if b"\r" in data:  # XML end-of-line normalization, as expat does
         data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
@@ -149,22 +151,46 @@ def unescape(data: bytes) -> bytes:
         return data
     data = data.replace(b"&lt;", b"<").replace(b"&gt;", b">").replace(b"&apos;", b"'")
     if b"&#" in data:
-        data = _NUMREF.sub(_numref, data)
+        return _AMP_OR_NUMREF.sub(_amp_or_numref, data)
     return data.replace(b"&amp;", b"&")
 
 
-def unescape_text(data: bytes) -> str:
-    """Unescape and decode a text node to str.
+try:  # the C build (setup.py; optional): same results, several times faster
+    from emerge_lib.dumps._xmlfast import canonical_revision as _canonical_c
+    from emerge_lib.dumps._xmlfast import unescape as _unescape_c
+except ImportError:  # pragma: no cover - exercised where no compiler exists
+    _unescape_c = _canonical_c = None
 
-    Wikitext goes through expat (C; about twice the replace chain's speed on text with
-    many different entities); JSON (starts with ``{&quot;``, nearly all ``&quot;``) and short
-    values through :func:`unescape`, which is faster there. Anything expat refuses falls
-    back to :func:`unescape` as well.
+NATIVE_UNESCAPE = _unescape_c is not None
+
+
+def unescape(data: bytes, start: int = 0, end: int = -1) -> bytes:
+    """Undo XML escaping (the 5 named entities, numeric references and end-of-line
+    normalization) in ``data[start:end]`` (``end=-1``: to the end; a range saves a copy).
+
+    C when built (3-5x the replace chain on entity JSON), else :func:`_unescape_py`; both
+    give the same bytes and raise ValueError for a numeric reference beyond U+10FFFF.
     """
+    if _unescape_c is not None:
+        return _unescape_c(data, start, end)
+    return _unescape_py(data[start:] if end < 0 else data[start:end])
+
+
+def unescape_text(data: bytes, start: int = 0, end: int = -1) -> str:
+    """Unescape and decode a text node (``data[start:end]``) to str.
+
+    Without the C build, long wikitext goes through expat (about twice the replace
+    chain's speed on text with many different entities); JSON (nearly all ``&quot;``),
+    short values and anything expat refuses through :func:`_unescape_py`.
+    """
+    if _unescape_c is not None:
+        return _unescape_c(data, start, end).decode("utf-8", "replace")
+    if start or end >= 0:
+        data = data[start:] if end < 0 else data[start:end]
     if b"&" not in data and b"\r" not in data:
         return data.decode("utf-8", "replace")
     if len(data) < 256 or data.startswith(b"{&quot;"):
-        return unescape(data).decode("utf-8", "replace")
+        return _unescape_py(data).decode("utf-8", "replace")
     out: list[str] = []
     parser = expat.ParserCreate("UTF-8")
     parser.buffer_text = True
@@ -173,13 +199,20 @@ def unescape_text(data: bytes) -> str:
     try:
         parser.Parse(b"<t>" + data + b"</t>", True)
     except expat.ExpatError:
-        return unescape(data).decode("utf-8", "replace")
+        return _unescape_py(data).decode("utf-8", "replace")
     return out[0] if len(out) == 1 else "".join(out)
 
 
-def _numref(m: re.Match[bytes]) -> bytes:
+_TextOf = Callable[[bytes, int, int], str | bytes]  # unescape or unescape_text on a range
+
+
+def _amp_or_numref(m: re.Match[bytes]) -> bytes:
     ref = m.group(1)
+    if ref is None:
+        return b"&"
     code = int(ref[1:], 16) if ref[:1] == b"x" else int(ref)
+    if code > 0x10FFFF:  # chr() would raise OverflowError for huge values
+        raise ValueError("chr() arg not in range(0x110000)")
     return chr(code).encode("utf-8", "surrogatepass")
 
 
@@ -422,8 +455,13 @@ class Dump:
         chunk_size: int = _CHUNK,
         close_stream: bool = False,
         fragment: bool = False,
+        text_bytes: bool = False,
     ) -> None:
         self._raw_stream = stream
+        # text_bytes: revisions carry their main text as unescaped UTF-8 bytes, not str,
+        # for consumers that decode bytes themselves (msgspec): one decode less per revision
+        self._text_bytes = text_bytes
+        self._text_of: _TextOf = unescape if text_bytes else unescape_text
         self._stream = _recode_if_utf16(stream)
         self._sc = _Scanner(self._stream, chunk_size)
         self._on_reject = on_reject
@@ -448,13 +486,15 @@ class Dump:
         on_reject: Callable[[PageReject], None] | None = None,
         strict: bool = False,
         threads: int | None = None,
+        text_bytes: bool = False,
     ) -> Dump:
         """Open a plain or compressed dump file (see :func:`compressed.open_dump`)."""
         from .compressed import open_dump
 
         stream = open_dump(path, threads=threads)
         try:
-            return cls(stream, on_reject=on_reject, strict=strict, close_stream=True)
+            return cls(stream, on_reject=on_reject, strict=strict, close_stream=True,
+                       text_bytes=text_bytes)
         except BaseException:
             stream.close()
             raise
@@ -757,14 +797,23 @@ class Dump:
         buf, base = sc.buf, sc.base
         lt = buf.find(b"<", self._pos - base)
         if lt >= 0 and buf.startswith(b"<revision>", lt):
-            hit = _parse_canonical_revision(buf, lt + 10, -1, page.page_id)
+            hit = None
+            if _canonical_c is not None:
+                hit = _canonical_c(buf, lt + 10, page.page_id, self._text_bytes, Revision)
+            if hit is None:
+                try:
+                    hit = _parse_canonical_revision(buf, lt + 10, -1, page.page_id,
+                                                    self._text_of)
+                except (ValueError, MalformedXMLError):
+                    hit = None  # a bad value: the general path below rejects the revision
             if hit is not None:
                 self._pos = hit[1] + len(b"</revision>") + base
                 return hit[0]
             end = buf.find(b"</revision>", lt + 10)
             if end >= 0:
                 try:
-                    rev = _parse_revision(buf, lt + 10, end, page.page_id, self.unknown_tags)
+                    rev = _parse_revision(buf, lt + 10, end, page.page_id, self.unknown_tags,
+                                          self._text_of)
                 except _PageBroken as exc:  # the same handling as in the loop below
                     resume = None if exc.resume is None else exc.resume + base
                     self._reject(page, exc.reason, resume, lt + base)
@@ -789,7 +838,8 @@ class Dump:
                 base = sc.base
                 try:
                     rev = _parse_revision(
-                        sc.buf, gt + 1 - base, end - base, page.page_id, self.unknown_tags
+                        sc.buf, gt + 1 - base, end - base, page.page_id, self.unknown_tags,
+                        self._text_of,
                     )
                 except _PageBroken as exc:
                     resume = None if exc.resume is None else exc.resume + base
@@ -841,7 +891,12 @@ _LEAVES: dict[bytes, int] = {
 
 
 def _parse_revision(
-    buf: bytes, pos: int, end: int, page_id: int, unknown: Counter[str]
+    buf: bytes,
+    pos: int,
+    end: int,
+    page_id: int,
+    unknown: Counter[str],
+    text_of: _TextOf = unescape_text,
 ) -> Revision:
     """Parse the body of one <revision> (buf[pos:end]); raises _PageBroken on bad structure.
 
@@ -849,7 +904,7 @@ def _parse_revision(
     canonical layout (what current dumps write for nearly every revision) is first tried
     with two regexes, which builds the same Revision in a fraction of the time.
     """
-    hit = _parse_canonical_revision(buf, pos, end, page_id)
+    hit = _parse_canonical_revision(buf, pos, end, page_id, text_of)
     if hit is not None:
         return hit[0]
     rev_id: int | None = None
@@ -969,7 +1024,7 @@ def _parse_revision(
             continue
         if leaf == _LEAF_TEXT:
             text_deleted = b"deleted" in attrs
-            text = None if text_deleted else unescape_text(buf[gt + 1 : nxt])
+            text = None if text_deleted else text_of(buf, gt + 1, nxt)
             if attrs:
                 a = _attrs(attrs)
                 tb = a.get(b"bytes")
@@ -1055,7 +1110,11 @@ _TEXT_ATTRS = re.compile(
 
 
 def _parse_canonical_revision(
-    buf: bytes, pos: int, end: int, page_id: int
+    buf: bytes,
+    pos: int,
+    end: int,
+    page_id: int,
+    text_of: _TextOf = unescape_text,
 ) -> tuple[Revision, int] | None:
     """The canonical layout via regexes: (revision, end of its body), or None when the
     general loop must decide. ``end < 0``: the body ends at the first ``</revision>``,
@@ -1121,7 +1180,7 @@ def _parse_canonical_revision(
         comment_deleted=False,
         model=model_name,
         format=format_name,
-        text=unescape_text(buf[start:nxt]),
+        text=text_of(buf, start, nxt),
         text_deleted=False,
         text_size=text_size,
         text_sha1=text_sha1,

@@ -105,28 +105,48 @@ def _ts(seconds: int | None) -> datetime | None:
     return None if seconds is None else datetime.fromtimestamp(seconds, UTC)
 
 
-def statement_versions(
-    statements: tuple[wikidata.Statement, ...],
-    cache: dict[tuple[Any, ...], StatementVersion] | None = None,
-) -> frozenset[StatementVersion]:
-    """Keep item-valued statements: the only ones T uses.
+class VersionCache:
+    """One page's StatementVersions: the same object for a statement seen before (set
+    operations between revisions then compare by identity), found first by the identity
+    of the parser's Statement (which it reuses for unchanged properties), else by value."""
 
-    ``cache`` (one page's worth) returns the same StatementVersion object for a statement
-    seen before, so set operations between revisions compare by identity.
-    """
+    def __init__(self) -> None:
+        self.by_statement: dict[int, tuple[wikidata.Statement, StatementVersion | None]] = {}
+        self.by_key: dict[tuple[Any, ...], StatementVersion] = {}
+
+    def clear(self) -> None:
+        self.by_statement.clear()
+        self.by_key.clear()
+
+
+def _version_key(st: wikidata.Statement) -> tuple[Any, ...]:
+    quals = tuple((q.pid, q.kind, q.time, q.precision, q.qid) for q in st.qualifiers)
+    return (st.statement_id or "", st.pid, st.value_qid, st.rank, quals)
+
+
+def statement_versions(
+    statements: tuple[wikidata.Statement, ...], cache: VersionCache | None = None
+) -> frozenset[StatementVersion]:
+    """Keep item-valued statements: the only ones T uses."""
+    if cache is None:
+        return frozenset(StatementVersion(*_version_key(st)) for st in statements
+                         if st.value_qid is not None)
     out = []
+    by_statement, by_key = cache.by_statement, cache.by_key
     for st in statements:
-        if st.value_qid is None:
-            continue
-        quals = tuple((q.pid, q.kind, q.time, q.precision, q.qid) for q in st.qualifiers)
-        key = (st.statement_id or "", st.pid, st.value_qid, st.rank, quals)
-        if cache is None:
-            out.append(StatementVersion(*key))
-            continue
-        v = cache.get(key)
-        if v is None:
-            v = cache[key] = StatementVersion(*key)
-        out.append(v)
+        hit = by_statement.get(id(st))
+        if hit is not None and hit[0] is st:  # the stored Statement keeps its id unique
+            v = hit[1]
+        else:
+            v = None
+            if st.value_qid is not None:
+                key = _version_key(st)
+                v = by_key.get(key)
+                if v is None:
+                    v = by_key[key] = StatementVersion(*key)
+            by_statement[id(st)] = (st, v)
+        if v is not None:
+            out.append(v)
     return frozenset(out)
 
 
@@ -205,7 +225,7 @@ class WikidataFileExtractor(Quarantine):
         self._last_statements: tuple[wikidata.Statement, ...] | None = None
         self._last_versions: frozenset[StatementVersion] = frozenset()
         self._last_facts: EntityFacts | None = None
-        self._versions_cache: dict[tuple[Any, ...], StatementVersion] = {}
+        self._versions_cache = VersionCache()
         self.summary = FileSummary(self.dump_file, self.dump_date)
 
     # -- decoding ------------------------------------------------------------------------
@@ -400,7 +420,7 @@ class WikidataFileExtractor(Quarantine):
 
     def _pages(self, only: set[int] | None = None) -> Iterator[Page]:
         with Dump.from_file(self.path, on_reject=self._on_page_reject,
-                            threads=self.threads) as dump:
+                            threads=self.threads, text_bytes=True) as dump:
             for page in dump:
                 if only is not None and page.page_id not in only:
                     continue

@@ -1,0 +1,18 @@
+"""The one compiled part: XML unescaping in C (emerge_lib/dumps/_xmlfast.c).
+
+Optional: where no C compiler exists the build goes on without it and
+``emerge_lib.dumps.xmlstream`` uses its pure-Python twin (same output, slower).
+"""
+
+from setuptools import Extension, setup
+
+setup(
+    ext_modules=[
+        Extension(
+            "emerge_lib.dumps._xmlfast",
+            ["emerge_lib/dumps/_xmlfast.c"],
+            optional=True,
+            extra_compile_args=["-O3"],
+        )
+    ]
+)
