@@ -176,6 +176,7 @@ def pure_python(monkeypatch: pytest.MonkeyPatch):
 
     def use() -> None:
         monkeypatch.setattr(xmlstream, "_canonical_c", None)
+        monkeypatch.setattr(xmlstream, "_canonical_batch_c", None)
         monkeypatch.setattr(xmlstream, "_unescape_c", None)
 
     return use

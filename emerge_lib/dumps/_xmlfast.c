@@ -465,28 +465,14 @@ text_attrs(span attrs, span *bytes_v, span *sha1_v, int *has_bytes, int *has_sha
     return 1;
 }
 
+/* One canonical revision body at buf + pos (just after "<revision>"): a new Revision and
+ * *end_out = the offset of its "</revision>"; NULL without an exception to decline, NULL
+ * with one (MemoryError) on failure. */
+#define DECLINE return NULL
 static PyObject *
-canonical_revision(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+parse_one(const char *buf, const char *e, Py_ssize_t pos, PyObject *page_id, int text_bytes,
+          PyObject *rev_type, Py_ssize_t *end_out)
 {
-    if (nargs != 5) {
-        PyErr_SetString(PyExc_TypeError,
-                        "canonical_revision(buf, pos, page_id, text_bytes, Revision)");
-        return NULL;
-    }
-    if (!PyBytes_Check(args[0])) {
-        PyErr_SetString(PyExc_TypeError, "buf must be bytes");
-        return NULL;
-    }
-    Py_ssize_t pos = PyLong_AsSsize_t(args[1]);
-    if (pos == -1 && PyErr_Occurred())
-        return NULL;
-    PyObject *page_id = args[2];
-    int text_bytes = PyObject_IsTrue(args[3]);
-    PyObject *rev_type = args[4];
-    const char *buf = PyBytes_AS_STRING(args[0]);
-    const char *e = buf + PyBytes_GET_SIZE(args[0]);
-    if (pos < 0 || pos > PyBytes_GET_SIZE(args[0]))
-        Py_RETURN_NONE;
     const char *p = buf + pos;
 
     span id, parent = {0}, ts, user = {0}, uid = {0}, ip = {0}, comment = {0}, model, fmt;
@@ -495,67 +481,67 @@ canonical_revision(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 
     p = skip_ws(p, e);
     if (!LEAF(&p, e, "id", &id) || !all_digits(id) || id.a == id.b)
-        Py_RETURN_NONE;
+        DECLINE;
     p = skip_ws(p, e);
     if (e - p >= 10 && memcmp(p, "<parentid>", 10) == 0) {
         if (!LEAF(&p, e, "parentid", &parent) || !all_digits(parent) || parent.a == parent.b)
-            Py_RETURN_NONE;
+            DECLINE;
         has_parent = 1;
         p = skip_ws(p, e);
     }
     if (!LEAF(&p, e, "timestamp", &ts))
-        Py_RETURN_NONE;
+        DECLINE;
     p = skip_ws(p, e);
     if (!LIT(&p, e, "<contributor>"))
-        Py_RETURN_NONE;
+        DECLINE;
     p = skip_ws(p, e);
     if (e - p >= 10 && memcmp(p, "<username>", 10) == 0) {
         if (!LEAF(&p, e, "username", &user))
-            Py_RETURN_NONE;
+            DECLINE;
         has_user = 1;
         p = skip_ws(p, e);
         if (e - p >= 4 && memcmp(p, "<id>", 4) == 0) {
             if (!LEAF(&p, e, "id", &uid) || !all_digits(uid) || uid.a == uid.b)
-                Py_RETURN_NONE;
+                DECLINE;
             has_uid = 1;
             p = skip_ws(p, e);
         }
     }
     else {
         if (!LEAF(&p, e, "ip", &ip))
-            Py_RETURN_NONE;
+            DECLINE;
         p = skip_ws(p, e);
     }
     if (!LIT(&p, e, "</contributor>"))
-        Py_RETURN_NONE;
+        DECLINE;
     p = skip_ws(p, e);
     if (e - p >= 6 && memcmp(p, "<minor", 6) == 0) {
         const char *q = skip_ws(p + 6, e);
         if (!LIT(&q, e, "/>"))
-            Py_RETURN_NONE;
+            DECLINE;
         minor = 1;
         p = skip_ws(q, e);
     }
     if (e - p >= 9 && memcmp(p, "<comment>", 9) == 0) {
         if (!LEAF(&p, e, "comment", &comment))
-            Py_RETURN_NONE;
+            DECLINE;
         has_comment = 1;
         p = skip_ws(p, e);
     }
     if (e - p >= 8 && memcmp(p, "<origin>", 8) == 0) {
         span origin;
         if (!LEAF(&p, e, "origin", &origin) || !all_digits(origin) || origin.a == origin.b)
-            Py_RETURN_NONE;
+            DECLINE;
         p = skip_ws(p, e);
     }
     if (!LEAF(&p, e, "model", &model))
-        Py_RETURN_NONE;
+        DECLINE;
     p = skip_ws(p, e);
     if (!LEAF(&p, e, "format", &fmt))
-        Py_RETURN_NONE;
+        DECLINE;
     p = skip_ws(p, e);
     if (!LIT(&p, e, "<text"))
-        Py_RETURN_NONE;
+        DECLINE;
     /* attributes: (\s+[\w:.-]+="[^"<&]*")* then \s*> */
     attrs.a = p;
     for (;;) {
@@ -579,18 +565,18 @@ canonical_revision(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     attrs.b = p;
     p = skip_ws(p, e);
     if (!LIT(&p, e, ">"))
-        Py_RETURN_NONE;
+        DECLINE;
     text.a = p;
     text.b = memchr(p, '<', (size_t)(e - p));
     if (text.b == NULL)
-        Py_RETURN_NONE;
+        DECLINE;
     p = text.b;
     if (!LIT(&p, e, "</text>"))
-        Py_RETURN_NONE;
+        DECLINE;
     p = skip_ws(p, e);
     if (e - p >= 6 && memcmp(p, "<sha1>", 6) == 0) {
         if (!LEAF(&p, e, "sha1", &sha1))
-            Py_RETURN_NONE;
+            DECLINE;
         has_sha1 = 1;
     }
     else if (e - p >= 5 && memcmp(p, "<sha1", 5) == 0) {
@@ -600,7 +586,7 @@ canonical_revision(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     }
     p = skip_ws(p, e);
     if (e - p < 11 || memcmp(p, "</revision>", 11) != 0)
-        Py_RETURN_NONE;
+        DECLINE;
     Py_ssize_t end = p - buf;
 
     /* attributes: "deleted" anywhere, or an unusual layout -> Python */
@@ -608,14 +594,14 @@ canonical_revision(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     int has_tb = 0, has_tsha = 0;
     for (const char *c = attrs.a; c + 7 <= attrs.b; c++)
         if (memcmp(c, "deleted", 7) == 0)
-            Py_RETURN_NONE;
+            DECLINE;
     if (attrs.b > attrs.a && !text_attrs(attrs, &tb, &tsha, &has_tb, &has_tsha))
-        Py_RETURN_NONE;
+        DECLINE;
     if (has_tb && (tb.b - tb.a > 18))
-        Py_RETURN_NONE;
+        DECLINE;
     long long timestamp;
     if (!strict_timestamp(ts, &timestamp))
-        Py_RETURN_NONE;
+        DECLINE;
 
     PyObject *vals[17] = {NULL};
     PyObject *result = NULL;
@@ -675,28 +661,99 @@ canonical_revision(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     }
     else
         vals[16] = Py_NewRef(Py_None);
-    PyObject *rev = PyObject_Vectorcall(rev_type, vals, 17, NULL);
-    if (rev != NULL) {
-        PyObject *end_obj = PyLong_FromSsize_t(end);
-        if (end_obj != NULL) {
-            result = PyTuple_Pack(2, rev, end_obj);
-            Py_DECREF(end_obj);
-        }
-        Py_DECREF(rev);
-    }
+    result = PyObject_Vectorcall(rev_type, vals, 17, NULL);
     for (int i = 0; i < 17; i++)
         Py_XDECREF(vals[i]);
+    *end_out = end;
     return result;
 
 fallback:
     for (int i = 0; i < 17; i++)
         Py_XDECREF(vals[i]);
-    if (PyErr_Occurred()) {
-        if (PyErr_ExceptionMatches(PyExc_MemoryError))
-            return NULL;
+    if (PyErr_Occurred() && !PyErr_ExceptionMatches(PyExc_MemoryError))
         PyErr_Clear();
+    return NULL;
+}
+#undef DECLINE
+
+static int
+parse_args(PyObject *const *args, Py_ssize_t nargs, const char *usage, Py_ssize_t *pos)
+{
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, usage);
+        return 0;
     }
-    Py_RETURN_NONE;
+    if (!PyBytes_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "buf must be bytes");
+        return 0;
+    }
+    *pos = PyLong_AsSsize_t(args[1]);
+    if (*pos == -1 && PyErr_Occurred())
+        return 0;
+    return 1;
+}
+
+static PyObject *
+canonical_revision(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_ssize_t pos, end;
+    if (!parse_args(args, nargs, "canonical_revision(buf, pos, page_id, text_bytes, Revision)",
+                    &pos))
+        return NULL;
+    if (pos < 0 || pos > PyBytes_GET_SIZE(args[0]))
+        Py_RETURN_NONE;
+    const char *buf = PyBytes_AS_STRING(args[0]);
+    PyObject *rev = parse_one(buf, buf + PyBytes_GET_SIZE(args[0]), pos, args[2],
+                              PyObject_IsTrue(args[3]), args[4], &end);
+    if (rev == NULL) {
+        if (PyErr_Occurred())
+            return NULL;
+        Py_RETURN_NONE;
+    }
+    PyObject *res = Py_BuildValue("(Nn)", rev, end);
+    return res;
+}
+
+/* canonical_revisions(buf, pos, page_id, text_bytes, Revision) -> (revisions, pos)
+ * Every consecutive canonical <revision> from pos (whitespace between them allowed):
+ * the list (maybe empty) and the offset after the last one's </revision>. Saves the
+ * per-revision round trip through Python on pages with many revisions. */
+static PyObject *
+canonical_revisions(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_ssize_t pos, end;
+    if (!parse_args(args, nargs, "canonical_revisions(buf, pos, page_id, text_bytes, Revision)",
+                    &pos))
+        return NULL;
+    const char *buf = PyBytes_AS_STRING(args[0]);
+    const char *e = buf + PyBytes_GET_SIZE(args[0]);
+    int text_bytes = PyObject_IsTrue(args[3]);
+    PyObject *out = PyList_New(0);
+    if (out == NULL)
+        return NULL;
+    if (pos < 0 || pos > PyBytes_GET_SIZE(args[0]))
+        return Py_BuildValue("(Nn)", out, pos);
+    for (;;) {
+        const char *p = skip_ws(buf + pos, e);
+        if (e - p < 10 || memcmp(p, "<revision>", 10) != 0)
+            break;
+        PyObject *rev = parse_one(buf, e, p + 10 - buf, args[2], text_bytes, args[4], &end);
+        if (rev == NULL) {
+            if (PyErr_Occurred()) {
+                Py_DECREF(out);
+                return NULL;
+            }
+            break;
+        }
+        int failed = PyList_Append(out, rev);
+        Py_DECREF(rev);
+        if (failed) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        pos = end + 11;
+    }
+    return Py_BuildValue("(Nn)", out, pos);
 }
 
 static PyMethodDef methods[] = {
@@ -708,6 +765,10 @@ static PyMethodDef methods[] = {
      "canonical_revision(buf, pos, page_id, text_bytes, Revision) -> (Revision, end) | None\n\n"
      "xmlstream._parse_canonical_revision(buf, pos, -1, ...) for the strict canonical "
      "layout; None means the Python function must decide."},
+    {"canonical_revisions", (PyCFunction)(void (*)(void))canonical_revisions, METH_FASTCALL,
+     "canonical_revisions(buf, pos, page_id, text_bytes, Revision) -> (list, pos)\n\n"
+     "canonical_revision over consecutive revisions: those it parsed and the offset after "
+     "the last."},
     {NULL, NULL, 0, NULL},
 };
 

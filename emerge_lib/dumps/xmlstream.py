@@ -157,9 +157,10 @@ def _unescape_py(data: bytes) -> bytes:
 
 try:  # the C build (setup.py; optional): same results, several times faster
     from emerge_lib.dumps._xmlfast import canonical_revision as _canonical_c
+    from emerge_lib.dumps._xmlfast import canonical_revisions as _canonical_batch_c
     from emerge_lib.dumps._xmlfast import unescape as _unescape_c
 except ImportError:  # pragma: no cover - exercised where no compiler exists
-    _unescape_c = _canonical_c = None
+    _unescape_c = _canonical_c = _canonical_batch_c = None
 
 NATIVE_UNESCAPE = _unescape_c is not None
 
@@ -426,8 +427,15 @@ class Page:
         self.revisions_read = 0
 
     def __iter__(self) -> Iterator[Revision]:
+        dump = self._dump
         while not self._done:
-            rev = self._dump._next_revision(self)
+            batch = dump._canonical_batch(self)
+            if batch:  # consecutive canonical revisions parsed in one C call
+                for rev in batch:
+                    self.revisions_read += 1
+                    yield rev
+                continue
+            rev = dump._next_revision(self)
             if rev is None:
                 return
             self.revisions_read += 1
@@ -790,6 +798,17 @@ class Dump:
         self._pos = i + len(b"</page>") if which == b"</page>" else i
 
     # -- revisions ------------------------------------------------------------------
+    def _canonical_batch(self, page: Page) -> list[Revision] | None:
+        """The buffered run of canonical revisions at the current position (C build only;
+        anything it declines is left to :meth:`_next_revision`)."""
+        if _canonical_batch_c is None:
+            return None
+        base = self._sc.base
+        revs, pos = _canonical_batch_c(self._sc.buf, self._pos - base, page.page_id,
+                                       self._text_bytes, Revision)
+        self._pos = pos + base
+        return revs
+
     def _next_revision(self, page: Page) -> Revision | None:
         sc = self._sc
         # Fast path: the next tag is a plain <revision> whose end is already buffered.

@@ -8,6 +8,7 @@ a Spark task through mapInArrow (on a cluster).
 from __future__ import annotations
 
 import logging
+import os
 import pickle
 import re
 from collections.abc import Callable, Sequence
@@ -116,6 +117,13 @@ def _run_in_spark(worker: Callable[..., Any]):
     return run
 
 
+def _file_size(job: tuple) -> int:
+    try:
+        return os.path.getsize(job[0])
+    except (OSError, TypeError, IndexError):
+        return 0
+
+
 def run_workers(
     worker: Callable[..., S],
     jobs: Sequence[tuple],
@@ -126,8 +134,13 @@ def run_workers(
     """Run ``worker(*job, threads=...)`` for every job: one Spark task per job when
     ``spark`` is given, else here, in a spawned process pool when ``workers`` > 1 (spawn,
     not fork: the parent runs an embedded engine's threads, which fork would copy
-    half-alive). With one job, the decompressor gets the cores instead."""
+    half-alive). With one job, the decompressor gets the cores instead.
+
+    Jobs run largest file first (``job[0]`` is the dump file): a big file started last
+    would run alone while the other workers idle.
+    """
     results: list[S] = []
+    jobs = sorted(jobs, key=_file_size, reverse=True)
 
     def done(summary: S) -> None:
         results.append(summary)

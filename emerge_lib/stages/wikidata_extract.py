@@ -363,24 +363,37 @@ class WikidataFileExtractor(Quarantine):
         at_watermark: EntityFacts | None = None
         watermark_rev: Revision | None = None  # decoded only if the page has new revisions
         first_ts: int | None = None
-        last: tuple[int, int] | None = None  # (ts, rev) of the newest revision seen
+        last_ts = last_rev = 0  # the newest revision seen, by (timestamp, revision id)
         max_rev = 0
         count = old_count = 0
-        for rev in page:
-            count += 1
-            self.summary.revisions += not replay_all
-            first_ts = rev.timestamp if first_ts is None else min(first_ts, rev.timestamp)
-            if last is None or (rev.timestamp, rev.rev_id) > last:
-                last = (rev.timestamp, rev.rev_id)
-            max_rev = max(max_rev, rev.rev_id)
-            if wm is not None and rev.rev_id <= wm.seen_up_to:
-                old_count += 1
-                if rev.rev_id == wm.last_rev_id:
-                    watermark_rev = rev
-                continue
-            facts = self.decode(page, rev)
-            if facts is not None:
-                new.append((rev.rev_id, rev.timestamp, facts))
+        seen_up_to = wm.seen_up_to if wm is not None else -1  # ids up to it were ingested
+        decode = self.decode
+        try:  # the hot loop: locals only
+            for rev in page:
+                count += 1
+                ts, rid = rev.timestamp, rev.rev_id
+                if first_ts is None:
+                    first_ts = last_ts = ts
+                    last_rev = rid
+                else:
+                    if ts < first_ts:
+                        first_ts = ts
+                    if ts > last_ts or (ts == last_ts and rid > last_rev):
+                        last_ts, last_rev = ts, rid
+                if rid > max_rev:
+                    max_rev = rid
+                if rid <= seen_up_to:
+                    old_count += 1
+                    if wm is not None and rid == wm.last_rev_id:
+                        watermark_rev = rev
+                    continue
+                facts = decode(page, rev)
+                if facts is not None:
+                    new.append((rid, ts, facts))
+        finally:
+            if not replay_all:
+                self.summary.revisions += count
+        last = (last_ts, last_rev) if count else None
         if page.reject is not None:
             return True  # already a reject row; keep what earlier ingests wrote
         if last is None:
