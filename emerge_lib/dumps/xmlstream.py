@@ -336,8 +336,11 @@ class _Scanner:
         while True:
             best, which = -1, None
             rel = max(0, start - self.base)
+            buf = self.buf
             for n in needles:
-                i = self.buf.find(n, rel)
+                # only an earlier hit matters: bounded by the best so far, a needle that
+                # is rare (or absent) costs a short scan, not one to the buffer's end
+                i = buf.find(n, rel, len(buf) if best < 0 else best + len(n) - 1)
                 if i >= 0 and (best < 0 or i < best):
                     best, which = i, n
             if best >= 0:
