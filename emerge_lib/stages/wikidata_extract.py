@@ -25,6 +25,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pyarrow as pa
 
 from emerge_lib.dumps import wikidata
@@ -55,24 +56,18 @@ class Watermark:
         return self.max_rev_id if self.max_rev_id is not None else self.last_rev_id
 
 
-@dataclass(frozen=True)
-class StatementVersion:
-    """One state of one statement; a change of any field starts a new interval."""
+class StatementVersion(msgspec.Struct, frozen=True, cache_hash=True, dict=True):
+    """One state of one statement; a change of any field starts a new interval.
+
+    A frozen Struct with a cached hash: replay does set operations on these for every
+    revision whose claims changed. ``dict=True`` lets the row values below be cached.
+    """
 
     statement_id: str
     p: str
     o: str
     rank: str
     qualifiers: tuple[tuple[Any, ...], ...]
-
-    def __hash__(self) -> int:
-        # the hash dataclass would generate, computed once: replay does set operations
-        # on these for every revision whose claims changed
-        h = self.__dict__.get("_hash")
-        if h is None:
-            h = hash((self.statement_id, self.p, self.o, self.rank, self.qualifiers))
-            self.__dict__["_hash"] = h
-        return h
 
     @cached_property
     def version_hash(self) -> str:
@@ -84,9 +79,8 @@ class StatementVersion:
         return [_qualifier_row(q) for q in self.qualifiers]
 
 
-@dataclass(frozen=True)
-class EntityFacts:
-    """The facts of one revision that the timelines keep."""
+class EntityFacts(msgspec.Struct, frozen=True, gc=False):
+    """The facts of one revision that the timelines keep (a Struct: built per revision)."""
 
     statements: frozenset[StatementVersion]
     enwiki_title: str | None
