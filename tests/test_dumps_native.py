@@ -20,7 +20,7 @@ from emerge_lib.dumps import xmlstream
 from emerge_lib.dumps.compressed import open_dump
 from emerge_lib.dumps.xmlstream import Dump, Revision, _parse_canonical_revision, _unescape_py
 
-native = pytest.mark.skipif(not xmlstream.NATIVE_UNESCAPE, reason="C extension not built")
+native = pytest.mark.skipif(not xmlstream.NATIVE, reason="C extension not built")
 
 
 def test_native_is_built_where_a_compiler_exists() -> None:
@@ -29,7 +29,7 @@ def test_native_is_built_where_a_compiler_exists() -> None:
     has_compiler = shutil.which(sysconfig.get_config_var("CC").split()[0] or "cc")
     if not has_compiler:
         pytest.skip("no C compiler here: the pure-Python path is used")
-    assert xmlstream.NATIVE_UNESCAPE
+    assert xmlstream.NATIVE
 
 
 def _soup(rng: random.Random) -> bytes:
@@ -74,22 +74,41 @@ def _revision_offsets(data: bytes) -> list[int]:
 
 
 def _compare_at(data: bytes, pos: int) -> tuple[bool, bool]:
-    """C at ``pos`` equals the Python canonical parser or declines; returns (Python parsed
-    it as canonical, C handled it)."""
-    from emerge_lib.dumps._xmlfast import canonical_revision
+    """The revision whose body starts at ``pos``, alone: C equals the Python canonical
+    parser or declines. Returns (Python parsed it as canonical, C handled it)."""
+    from emerge_lib.dumps._xmlfast import canonical_revisions
 
+    stop = data.find(b"</revision>", pos)
+    one = b"<revision>" + (data[pos:] if stop < 0 else data[pos : stop + len(b"</revision>")])
     python_parsed = handled = False
     for text_bytes in (False, True):
         text_of = xmlstream.unescape if text_bytes else xmlstream.unescape_text
-        py = _outcome(_parse_canonical_revision, data, pos, -1, 7, text_of)
+        py = _outcome(_parse_canonical_revision, one, 10, -1, 7, text_of)
         python_parsed = isinstance(py, tuple) and isinstance(py[0], Revision)
-        c = canonical_revision(data, pos, 7, text_bytes, Revision)
-        if c is None:
+        revs, after = canonical_revisions(one, 0, 7, text_bytes, Revision)
+        if not revs:
+            assert after == 0
             continue
         handled = True
-        assert c == py, (data[pos : pos + 300], c, py)
-        assert isinstance(c[0].text, bytes if text_bytes else str)
+        assert len(revs) == 1
+        assert (revs[0], after - len(b"</revision>")) == py, (one[:300], revs, py)
+        assert isinstance(revs[0].text, bytes if text_bytes else str)
     return python_parsed, handled
+
+
+@native
+def test_canonical_revisions_parses_a_run_and_stops_where_python_must_decide() -> None:
+    from emerge_lib.dumps._xmlfast import canonical_revisions
+
+    data = _generated_dump()
+    first = data.find(b"<revision>")
+    revs, after = canonical_revisions(data, first, 7, True, Revision)
+    assert [r.rev_id for r in revs] == [10, 11, 12, 13, 14]  # the whole first page
+    assert data[after:].lstrip().startswith(b"</page>")
+    odd = data.replace(b"<minor />", b"").replace(b"<comment>", b"<comment extra='1'>", 1)
+    revs, after = canonical_revisions(odd, odd.find(b"<revision>"), 7, True, Revision)
+    assert [r.rev_id for r in revs] == [10]  # the second has an attribute C leaves alone
+    assert odd[after:].lstrip().startswith(b"<revision>")
 
 
 def _generated_dump() -> bytes:
@@ -175,7 +194,6 @@ def pure_python(monkeypatch: pytest.MonkeyPatch):
     """Run the scanner without the C build."""
 
     def use() -> None:
-        monkeypatch.setattr(xmlstream, "_canonical_c", None)
         monkeypatch.setattr(xmlstream, "_canonical_batch_c", None)
         monkeypatch.setattr(xmlstream, "_unescape_c", None)
 
@@ -212,7 +230,7 @@ def test_bad_value_in_a_canonical_revision_drops_only_that_revision(
 ) -> None:
     if not use_c:
         pure_python()
-    elif not xmlstream.NATIVE_UNESCAPE:
+    elif not xmlstream.NATIVE:
         pytest.skip("C extension not built")
     pages = [
         PageSpec(1, "Q1", [Rev(1, "2024-01-01T00:00:00Z", "{}"),

@@ -244,13 +244,13 @@ error:
 /* ------------------------------------------------------------------------------------
  * The canonical <revision> layout (xmlstream._REV_HEAD / _REV_TAIL_END) in C.
  *
- * canonical_revision(buf, pos, page_id, text_bytes, Revision) -> (Revision, end) | None
+ * canonical_revisions(buf, pos, page_id, text_bytes, Revision) -> (revisions, pos)
  *
- * A pure accelerator of xmlstream._parse_canonical_revision(buf, pos, -1, ...): it
- * returns the identical Revision, or None whenever anything differs from the strict
+ * A pure accelerator of xmlstream._parse_canonical_revision(buf, pos, -1, ...): for each
+ * revision it builds the identical Revision, or stops whenever anything differs from the strict
  * canonical form (a value it would have to judge, an unusual attribute, a timestamp not
  * of the form YYYY-MM-DDTHH:MM:SSZ, non-UTF-8 names, ids over 18 digits, the buffer
- * ending early). None means "ask the Python function", which stays the specification.
+ * ending early): what it stops at is left to the Python function, the specification.
  */
 #define IS_WS(c) ((c) == ' ' || (c) == '\t' || (c) == '\n' || (c) == '\r' || (c) == '\f' || (c) == '\v')
 
@@ -676,44 +676,6 @@ fallback:
 }
 #undef DECLINE
 
-static int
-parse_args(PyObject *const *args, Py_ssize_t nargs, const char *usage, Py_ssize_t *pos)
-{
-    if (nargs != 5) {
-        PyErr_SetString(PyExc_TypeError, usage);
-        return 0;
-    }
-    if (!PyBytes_Check(args[0])) {
-        PyErr_SetString(PyExc_TypeError, "buf must be bytes");
-        return 0;
-    }
-    *pos = PyLong_AsSsize_t(args[1]);
-    if (*pos == -1 && PyErr_Occurred())
-        return 0;
-    return 1;
-}
-
-static PyObject *
-canonical_revision(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
-{
-    Py_ssize_t pos, end;
-    if (!parse_args(args, nargs, "canonical_revision(buf, pos, page_id, text_bytes, Revision)",
-                    &pos))
-        return NULL;
-    if (pos < 0 || pos > PyBytes_GET_SIZE(args[0]))
-        Py_RETURN_NONE;
-    const char *buf = PyBytes_AS_STRING(args[0]);
-    PyObject *rev = parse_one(buf, buf + PyBytes_GET_SIZE(args[0]), pos, args[2],
-                              PyObject_IsTrue(args[3]), args[4], &end);
-    if (rev == NULL) {
-        if (PyErr_Occurred())
-            return NULL;
-        Py_RETURN_NONE;
-    }
-    PyObject *res = Py_BuildValue("(Nn)", rev, end);
-    return res;
-}
-
 /* canonical_revisions(buf, pos, page_id, text_bytes, Revision) -> (revisions, pos)
  * Every consecutive canonical <revision> from pos (whitespace between them allowed):
  * the list (maybe empty) and the offset after the last one's </revision>. Saves the
@@ -722,8 +684,17 @@ static PyObject *
 canonical_revisions(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     Py_ssize_t pos, end;
-    if (!parse_args(args, nargs, "canonical_revisions(buf, pos, page_id, text_bytes, Revision)",
-                    &pos))
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError,
+                        "canonical_revisions(buf, pos, page_id, text_bytes, Revision)");
+        return NULL;
+    }
+    if (!PyBytes_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "buf must be bytes");
+        return NULL;
+    }
+    pos = PyLong_AsSsize_t(args[1]);
+    if (pos == -1 && PyErr_Occurred())
         return NULL;
     const char *buf = PyBytes_AS_STRING(args[0]);
     const char *e = buf + PyBytes_GET_SIZE(args[0]);
@@ -761,14 +732,10 @@ static PyMethodDef methods[] = {
      "unescape(data, start=0, end=len(data)) -> bytes\n\n"
      "Undo XML escaping of data[start:end]: the five named entities, numeric references "
      "and end-of-line normalization."},
-    {"canonical_revision", (PyCFunction)(void (*)(void))canonical_revision, METH_FASTCALL,
-     "canonical_revision(buf, pos, page_id, text_bytes, Revision) -> (Revision, end) | None\n\n"
-     "xmlstream._parse_canonical_revision(buf, pos, -1, ...) for the strict canonical "
-     "layout; None means the Python function must decide."},
     {"canonical_revisions", (PyCFunction)(void (*)(void))canonical_revisions, METH_FASTCALL,
      "canonical_revisions(buf, pos, page_id, text_bytes, Revision) -> (list, pos)\n\n"
-     "canonical_revision over consecutive revisions: those it parsed and the offset after "
-     "the last."},
+     "The consecutive canonical revisions from pos (xmlstream._parse_canonical_revision "
+     "for each, which stays the specification) and the offset after the last."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -156,13 +156,12 @@ def _unescape_py(data: bytes) -> bytes:
 
 
 try:  # the C build (setup.py; optional): same results, several times faster
-    from emerge_lib.dumps._xmlfast import canonical_revision as _canonical_c
     from emerge_lib.dumps._xmlfast import canonical_revisions as _canonical_batch_c
     from emerge_lib.dumps._xmlfast import unescape as _unescape_c
 except ImportError:  # pragma: no cover - exercised where no compiler exists
-    _unescape_c = _canonical_c = _canonical_batch_c = None
+    _unescape_c = _canonical_batch_c = None
 
-NATIVE_UNESCAPE = _unescape_c is not None
+NATIVE = _unescape_c is not None  # the C build is in use
 
 
 def unescape(data: bytes, start: int = 0, end: int = -1) -> bytes:
@@ -819,15 +818,10 @@ class Dump:
         buf, base = sc.buf, sc.base
         lt = buf.find(b"<", self._pos - base)
         if lt >= 0 and buf.startswith(b"<revision>", lt):
-            hit = None
-            if _canonical_c is not None:
-                hit = _canonical_c(buf, lt + 10, page.page_id, self._text_bytes, Revision)
-            if hit is None:
-                try:
-                    hit = _parse_canonical_revision(buf, lt + 10, -1, page.page_id,
-                                                    self._text_of)
-                except (ValueError, MalformedXMLError):
-                    hit = None  # a bad value: the general path below rejects the revision
+            try:  # (with the C build, _canonical_batch has declined this one already)
+                hit = _parse_canonical_revision(buf, lt + 10, -1, page.page_id, self._text_of)
+            except (ValueError, MalformedXMLError):
+                hit = None  # a bad value: the general path below rejects the revision
             if hit is not None:
                 self._pos = hit[1] + len(b"</revision>") + base
                 return hit[0]
