@@ -439,3 +439,19 @@ def test_parse_timestamp() -> None:
         assert parse_timestamp(ts.encode()) == exp
     with pytest.raises(MalformedXMLError):
         parse_timestamp(b"yesterday")
+
+
+def test_character_reference_beyond_unicode_rejects_only_its_page() -> None:
+    page = (b"<page><title>%s</title><ns>0</ns><id>%d</id>%s<revision><id>%d</id>"
+            b"<timestamp>2020-01-01T00:00:00Z</timestamp><text>x</text></revision></page>")
+    xml = (b"<mediawiki><siteinfo><sitename>T</sitename></siteinfo>"
+           + page % (b"A", 1, b"", 1)
+           + page % (b"B&#x110000;", 2, b"", 2)  # bad title
+           + page % (b"C", 3, b'<redirect title="&#99999999999999999999;" />', 3)  # bad target
+           + page % (b"D", 4, b"", 4) + b"</mediawiki>")
+    dump = Dump(io.BytesIO(xml))
+    assert [(p.title, [r.rev_id for r in p]) for p in dump] == [("A", [1]), ("D", [4])]
+    assert [r.reason.split()[1] for r in dump.rejects] == ["<title>", "<redirect>"]
+    with pytest.raises(MalformedXMLError, match="header"):  # the whole file is unreadable
+        Dump(io.BytesIO(b"<mediawiki><siteinfo><sitename>&#x110000;</sitename></siteinfo>"
+                        b"</mediawiki>"))

@@ -180,6 +180,54 @@ def test_truncated_file_fails_its_task_only_and_keeps_complete_pages(tmp_path: P
     assert (bad.name, "file_error") in reasons
 
 
+def test_bad_character_reference_rejects_its_page_or_revision_only(
+    tmp_path: Path, catalog: Catalog
+) -> None:
+    from dumpbuilder import render
+
+    pages = [
+        PageSpec(40, "QBADTITLE", [Rev(400, "2024-01-01T00:00:00Z", item("Q40", [], "Forty"))]),
+        PageSpec(41, "Q41", [Rev(410, "2024-01-01T00:00:00Z", item("Q41", [], "FortyOne")),
+                             Rev(411, "2024-01-02T00:00:00Z", item("Q41", [], "BADLABEL"))]),
+        PageSpec(42, "Q42", [Rev(420, "2024-01-01T00:00:00Z", item("Q42", [], "FortyTwo"))]),
+    ]
+    xml = render(pages).encode().replace(b"BADTITLE", b"&#x110000;").replace(
+        b"BADLABEL", b"&#99999999999999999999;")  # beyond Unicode: not a character
+    f = tmp_path / "wikidatawiki-20240201-pages-meta-history1.xml-p40p42.bz2"
+    f.write_bytes(bz2.compress(xml))
+    report = ingest_wikidata(catalog, [f], max_reject_ratio=1.0)
+    assert report.files[0].error is None
+    titles = {(r["qid"], r["rev_from"]): r["enwiki_title"]
+              for r in catalog.read_arrow("item_timeline").to_pylist()}
+    assert titles == {("Q41", 410): "FortyOne", ("Q42", 420): "FortyTwo"}
+    reasons = sorted(r["reason"] for r in catalog.read_arrow("ingest_rejects").to_pylist())
+    assert reasons == ["malformed_xml", "malformed_xml"]  # the page and the one revision
+
+
+def test_unexpected_error_fails_its_file_only(tmp_path: Path, catalog: Catalog,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    from emerge_lib.stages import wikidata_extract
+
+    good = write_bz2(tmp_path / "wikidatawiki-20240201-pages-meta-history1.xml-p1p10.bz2",
+                     pages_v1()[:1])
+    odd = write_bz2(tmp_path / "wikidatawiki-20240201-pages-meta-history2.xml-p11p50.bz2",
+                    [PageSpec(40, "Q40", [Rev(400, "2024-01-01T00:00:00Z", item("Q40", [], "F"))])])
+    process_page = wikidata_extract.WikidataFileExtractor.process_page
+
+    def explode(self, page, replay_all=False):  # a bug, or an input nobody foresaw
+        if page.page_id == 40:
+            raise RuntimeError("boom")
+        return process_page(self, page, replay_all)
+
+    monkeypatch.setattr(wikidata_extract.WikidataFileExtractor, "process_page", explode)
+    with pytest.raises(IngestError, match="1 of 2 files failed"):
+        ingest_wikidata(catalog, [good, odd], workers=1, max_reject_ratio=1.0)
+    assert "Q1" in {r["qid"] for r in catalog.read_arrow("item_timeline").to_pylist()}
+    rejects = {(r["dump_file"], r["reason"], r["detail"])
+               for r in catalog.read_arrow("ingest_rejects").to_pylist()}
+    assert (odd.name, "file_error", "RuntimeError: boom") in rejects
+
+
 def test_reject_ratio_limit_fails_loudly_after_committing(tmp_path: Path, catalog: Catalog) -> None:
     f = write_bz2(tmp_path / "wikidatawiki-20240201-pages-meta-history1.xml-p1p10.bz2", pages_v1())
     with pytest.raises(IngestError, match="2 of 10 revisions rejected"):

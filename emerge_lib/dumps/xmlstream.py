@@ -534,6 +534,14 @@ class Dump:
 
     # -- header ---------------------------------------------------------------------
     def _read_header(self) -> SiteInfo:
+        try:
+            return self._read_header_values()
+        except ValueError as exc:  # a bad value in <mediawiki> or <siteinfo>: no dump
+            if isinstance(exc, MalformedXMLError):
+                raise
+            raise MalformedXMLError(f"bad value in the dump header: {exc}", 0) from exc
+
+    def _read_header_values(self) -> SiteInfo:
         sc = self._sc
         while len(sc.buf) < _HEADER_WINDOW and not sc.eof:
             sc.fill()  # the root element must come early: never scan a whole non-dump
@@ -654,8 +662,12 @@ class Dump:
             self._on_reject(rej)
 
     def _read_page_header(self, page_lt: int) -> Page | None:
-        """Fast path: one regex over the header block; anything unusual goes the slow way."""
-        page = self._fast_page_header()
+        """Fast path: one regex over the header block; anything unusual goes the slow way,
+        which rejects a bad value (a character reference beyond Unicode in a title...)."""
+        try:
+            page = self._fast_page_header()
+        except ValueError:
+            page = None
         return page if page is not None else self._slow_page_header(page_lt)
 
     def _fast_page_header(self) -> Page | None:
@@ -735,7 +747,11 @@ class Dump:
             if closed:
                 if name == b"redirect":
                     redirect = True
-                    redirect_title = _ustr(_attrs(attrs).get(b"title", b"")) or None
+                    try:
+                        redirect_title = _ustr(_attrs(attrs).get(b"title", b"")) or None
+                    except ValueError:
+                        self._reject(stub(), f"bad <redirect> title {attrs[:40]!r}", lt, page_lt)
+                        return None
                 else:
                     self.unknown_tags[name.decode("utf-8", "replace")] += 1
                 pos = gt + 1

@@ -451,6 +451,10 @@ class WikidataFileExtractor(Quarantine):
         except (DumpReadError, OSError, EOFError) as exc:  # corrupt compression, unreadable
             self.reject(None, None, None, "file_error", str(exc))
             self.summary.error = f"{type(exc).__name__}: {exc}"
+        except Exception as exc:  # noqa: BLE001 - anything else fails this file, not the run
+            log.exception("%s: unexpected error; the file is marked failed", self.dump_file)
+            self.reject(None, None, None, "file_error", f"{type(exc).__name__}: {exc}")
+            self.summary.error = f"{type(exc).__name__}: {exc}"
         self.summary.outputs = self.out.close()
         self.summary.bytes = self.path.stat().st_size
         self.summary.seconds = time.monotonic() - started

@@ -389,6 +389,10 @@ class WikipediaFileExtractor(Quarantine):
             # truncated, corrupt or unreadable: what was read is kept, the file is failed
             self.reject(None, None, None, "file_error", str(exc))
             self.summary.error = f"{type(exc).__name__}: {exc}"
+        except Exception as exc:  # noqa: BLE001 - anything else fails this file, not the run
+            log.exception("%s: unexpected error; the file is marked failed", self.dump_file)
+            self.reject(None, None, None, "file_error", f"{type(exc).__name__}: {exc}")
+            self.summary.error = f"{type(exc).__name__}: {exc}"
         self.summary.outputs = self.out.close()
         self.summary.bytes = self.path.stat().st_size
         self.summary.seconds = time.monotonic() - started
