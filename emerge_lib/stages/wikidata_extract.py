@@ -344,10 +344,8 @@ class WikidataFileExtractor(Quarantine):
     def process_page(self, page: Page, replay_all: bool = False) -> bool:
         """Returns False when the page must be replayed from its first revision."""
         eid = self.entity_id(page)
-        if eid is None:
+        if eid is None:  # talk, user, project, lexeme... pages: the scanner skips to </page>
             self.summary.skipped_pages += 1
-            for _ in page:
-                pass
             return True
         if not replay_all:  # a replayed page was counted on the first pass
             self.summary.pages += 1
