@@ -301,12 +301,12 @@ class WikidataFileExtractor(Quarantine):
         same_as_open: frozenset[StatementVersion] | None = None
         for rev_id, ts, facts in revisions:
             if facts.statements is not same_as_open:
-                for v in [v for v in st.open if v not in facts.statements]:
+                # set differences in C: an edit changes one statement of an item's dozens
+                for v in st.open.keys() - facts.statements:
                     self._close_statement(st, v, rev_id, ts, emit_full=v not in stmt_written)
                     stmt_written.discard(v)
-                for v in facts.statements:
-                    if v not in st.open:
-                        self._open_statement(st, v, rev_id, ts)
+                for v in facts.statements.difference(st.open):
+                    self._open_statement(st, v, rev_id, ts)
                 same_as_open = facts.statements
             if st.item is None or (st.item[0] is not facts
                                    and _item_key(st.item[0]) != _item_key(facts)):
