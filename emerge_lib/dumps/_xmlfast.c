@@ -111,6 +111,19 @@ entity(const char *src, const char *end, char **out)
     return 0;
 }
 
+/* The '&' at src: its entity's replacement, or the '&' itself when it starts none;
+ * returns the input bytes consumed, -1 with ValueError set. */
+static inline Py_ssize_t
+ampersand(const char *src, const char *end, char **out)
+{
+    Py_ssize_t used = entity(src, end, out);
+    if (used == 0) {
+        *(*out)++ = '&';
+        used = 1;
+    }
+    return used;
+}
+
 /* Unescape src[0:end) (no carriage returns in it) into out, which has room for
  * end - src bytes; returns the end of the output, or NULL with ValueError set.
  * Eight bytes at a time: entity-dense JSON has a '&' every ~12 bytes, too often for
@@ -132,24 +145,16 @@ unescape_into(const char *src, const char *end, char *out)
         int k = __builtin_ctzll(m) >> 3; /* the first '&' (little endian) */
         out += k;
         src += k;
-        Py_ssize_t used = entity(src, end, &out);
+        Py_ssize_t used = ampersand(src, end, &out);
         if (used < 0)
             return NULL;
-        if (used == 0) {
-            *out++ = '&';
-            used = 1;
-        }
         src += used;
     }
     while (src < end) {
         if (*src == '&') {
-            Py_ssize_t used = entity(src, end, &out);
+            Py_ssize_t used = ampersand(src, end, &out);
             if (used < 0)
                 return NULL;
-            if (used == 0) {
-                *out++ = '&';
-                used = 1;
-            }
             src += used;
         }
         else
@@ -210,13 +215,9 @@ unescape(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         while (src < end) {
             char c = *src;
             if (c == '&') {
-                Py_ssize_t used = entity(src, end, &out);
+                Py_ssize_t used = ampersand(src, end, &out);
                 if (used < 0)
                     goto error;
-                if (used == 0) {
-                    *out++ = '&';
-                    used = 1;
-                }
                 src += used;
             }
             else if (c == '\r') {

@@ -7,6 +7,7 @@ needs an engine.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ import pyarrow.parquet as pq
 from emerge_lib.dumps.xmlstream import PageReject
 from emerge_lib.tables import spec
 
+log = logging.getLogger(__name__)
 _MICROS = pa.timestamp("us", tz="UTC")
 
 
@@ -132,6 +134,16 @@ class Quarantine:
             "wiki": self.wiki, "dump_file": self.dump_file, "page_id": page_id, "title": title,
             "rev_id": rev_id, "reason": reason, "detail": detail[:500],
         })
+
+    def fail_file(self, exc: BaseException, expected: bool = True) -> None:
+        """Mark the whole file failed (a ``file_error`` row; what was read is kept).
+        ``expected``: a broken, truncated or unreadable dump; otherwise a bug or an input
+        nobody foresaw, logged with its traceback. Either fails this file, not the run."""
+        if not expected:
+            log.exception("%s: unexpected error; the file is marked failed", self.dump_file)
+        self.reject(None, None, None, "file_error",
+                    str(exc) if expected else f"{type(exc).__name__}: {exc}")
+        self.summary.error = f"{type(exc).__name__}: {exc}"
 
     def _on_page_reject(self, r: PageReject) -> None:
         self.reject(r.page_id, r.title, None, "malformed_xml", f"{r.reason} at byte {r.offset}")

@@ -442,17 +442,10 @@ class WikidataFileExtractor(Quarantine):
                 self.summary.replayed_pages = len(replay)
                 for page in self._pages(replay):
                     self.process_page(page, replay_all=True)
-        except MalformedXMLError as exc:
-            # a truncated or broken file: what was read is kept, the file is marked failed
-            self.reject(None, None, None, "file_error", str(exc))
-            self.summary.error = f"{type(exc).__name__}: {exc}"
-        except (DumpReadError, OSError, EOFError) as exc:  # corrupt compression, unreadable
-            self.reject(None, None, None, "file_error", str(exc))
-            self.summary.error = f"{type(exc).__name__}: {exc}"
+        except (MalformedXMLError, DumpReadError, OSError, EOFError) as exc:
+            self.fail_file(exc)  # truncated, corrupt or unreadable
         except Exception as exc:  # noqa: BLE001 - anything else fails this file, not the run
-            log.exception("%s: unexpected error; the file is marked failed", self.dump_file)
-            self.reject(None, None, None, "file_error", f"{type(exc).__name__}: {exc}")
-            self.summary.error = f"{type(exc).__name__}: {exc}"
+            self.fail_file(exc, expected=False)
         self.summary.outputs = self.out.close()
         self.summary.bytes = self.path.stat().st_size
         self.summary.seconds = time.monotonic() - started

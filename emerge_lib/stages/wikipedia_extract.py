@@ -386,13 +386,9 @@ class WikipediaFileExtractor(Quarantine):
             for page in self._pages():
                 self.process_page(page)
         except (MalformedXMLError, DumpReadError, OSError, EOFError) as exc:
-            # truncated, corrupt or unreadable: what was read is kept, the file is failed
-            self.reject(None, None, None, "file_error", str(exc))
-            self.summary.error = f"{type(exc).__name__}: {exc}"
+            self.fail_file(exc)  # truncated, corrupt or unreadable
         except Exception as exc:  # noqa: BLE001 - anything else fails this file, not the run
-            log.exception("%s: unexpected error; the file is marked failed", self.dump_file)
-            self.reject(None, None, None, "file_error", f"{type(exc).__name__}: {exc}")
-            self.summary.error = f"{type(exc).__name__}: {exc}"
+            self.fail_file(exc, expected=False)
         self.summary.outputs = self.out.close()
         self.summary.bytes = self.path.stat().st_size
         self.summary.seconds = time.monotonic() - started
