@@ -19,6 +19,7 @@
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
+#include <structmember.h>
 
 static Py_ssize_t
 encode_utf8(unsigned long cp, char *out)
@@ -466,13 +467,990 @@ text_attrs(span attrs, span *bytes_v, span *sha1_v, int *has_bytes, int *has_sha
     return 1;
 }
 
+/* ------------------------------------------------------------------------------------
+ * Entity JSON read straight from the escaped XML text, reusing the previous revision.
+ *
+ * EntityScanner(EntityScan).scan(escaped) -> EntityScan | None
+ *
+ * A pure accelerator of wikidata.EntityParser.parse(unescape(escaped)) for the current
+ * serialization: it reads the fields the timelines keep (id, type, datatype, labels.en,
+ * descriptions.en, sitelinks.enwiki) and splits "claims" into per-property groups, all
+ * without unescaping the text. Consecutive revisions of an item share most of their bytes:
+ * each top-level member and each claims group that is byte-identical to one of the previous
+ * scan's (compared with memcmp) is taken over, scanned values and all, so an edit costs
+ * about the size of what it changed. Whatever the scanner is not sure msgspec accepts the
+ * same way (legacy keys, escapes in keys, duplicate fields, surrogate escapes, numeric
+ * references, carriage returns, unexpected types, deep nesting, ...) is declined (None),
+ * and the caller takes the Python path, which stays the specification. Skipped strings are
+ * not UTF-8-checked: msgspec does not check them either; decoded ones are, strictly.
+ */
+enum { K_OTHER, K_ID, K_TYPE, K_DATATYPE, K_LABELS, K_DESCRIPTIONS, K_SITELINKS, K_CLAIMS,
+       K_ALIASES, K_DECLINE, K_EN = 1 };
+/* the objects whose members are compared with the previous text's, one table each */
+enum { T_TOP, T_LABELS, T_DESCRIPTIONS, T_SITELINKS, T_ALIASES, T_CLAIMS, T_N };
+#define ES_MAX_DEPTH 64
+#define ES_DECLINE (-1)
+#define ES_ERROR (-2) /* an exception is set (MemoryError) */
+
+typedef struct {
+    Py_ssize_t off, len; /* the member's bytes: its key's opening quote .. its value's end */
+    int kind;            /* K_*: at the top level; K_EN or K_OTHER below */
+    int present;         /* the value is not null */
+    PyObject *value;     /* owned or NULL: str/None; a claims group: (pid, its statements);
+                            "claims" itself: all statements (a tuple) */
+} es_member;
+
+typedef struct { /* double-buffered: cur is the previous text's, next the one being read */
+    es_member *cur, *next;
+    Py_ssize_t ncur, nnext, cap;
+} es_table;
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *scan_type;
+    PyObject *group_decoder; /* (pid, escaped group bytes) -> tuple of statements */
+    PyObject *prev;          /* the previous accepted text (bytes), or NULL */
+    es_table tab[T_N];
+    Py_ssize_t scanned, declined, reused;
+} EntityScanner;
+
+typedef struct {
+    const char *t;
+    Py_ssize_t n;
+    const char *prev;
+    EntityScanner *s;
+} es_ctx;
+
+static inline Py_ssize_t
+es_ws(const char *t, Py_ssize_t n, Py_ssize_t p)
+{
+    while (p < n && (t[p] == ' ' || t[p] == '\t' || t[p] == '\n'))
+        p++;
+    return p;
+}
+
+/* The width of a JSON quote at p: a raw '"' or "&quot;"; 0 if there is none. */
+static inline int
+es_quote(const char *t, Py_ssize_t n, Py_ssize_t p)
+{
+    if (p >= n)
+        return 0;
+    if (t[p] == '"')
+        return 1;
+    if (t[p] == '&' && n - p >= 6 && memcmp(t + p, "&quot;", 6) == 0)
+        return 6;
+    return 0;
+}
+
+/* One character of the unescaped text at p (< n): its width, 0 to decline (an entity
+ * other than the five named ones, a carriage return, a '<'). */
+static inline int
+es_char(const char *t, Py_ssize_t n, Py_ssize_t p, unsigned char *c)
+{
+    unsigned char b = (unsigned char)t[p];
+    if (b != '&') {
+        if (b == '\r' || b == '<')
+            return 0;
+        *c = b;
+        return 1;
+    }
+    Py_ssize_t left = n - p;
+    if (left >= 6 && memcmp(t + p, "&quot;", 6) == 0) {
+        *c = '"';
+        return 6;
+    }
+    if (left >= 5 && memcmp(t + p, "&amp;", 5) == 0) {
+        *c = '&';
+        return 5;
+    }
+    if (left >= 4 && memcmp(t + p, "&lt;", 4) == 0) {
+        *c = '<';
+        return 4;
+    }
+    if (left >= 4 && memcmp(t + p, "&gt;", 4) == 0) {
+        *c = '>';
+        return 4;
+    }
+    if (left >= 6 && memcmp(t + p, "&apos;", 6) == 0) {
+        *c = '\'';
+        return 6;
+    }
+    return 0;
+}
+
+static inline int
+es_hex(unsigned char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* p just after an opening quote: the offset after the closing quote, or ES_DECLINE.
+ * *special is set when the string holds an escape or an entity other than the quote,
+ * *ascii cleared when it holds a byte >= 0x80. */
+static Py_ssize_t
+es_string_end(const char *t, Py_ssize_t n, Py_ssize_t p, int *special, int *ascii)
+{
+    for (;;) {
+        while (p < n) {
+            unsigned char b = (unsigned char)t[p];
+            if (b == '&' || b == '"' || b == '\\' || b < 0x20 || b == '<')
+                break;
+            if (b >= 0x80)
+                *ascii = 0;
+            p++;
+        }
+        if (p >= n)
+            return ES_DECLINE;
+        unsigned char b = (unsigned char)t[p], c;
+        if (b == '"')
+            return p + 1;
+        if (b == '&') {
+            int w = es_char(t, n, p, &c);
+            if (w == 0)
+                return ES_DECLINE;
+            if (c == '"')
+                return p + w;
+            *special = 1;
+            p += w;
+            continue;
+        }
+        if (b != '\\')
+            return ES_DECLINE; /* a control character or '<' */
+        *special = 1;
+        if (++p >= n)
+            return ES_DECLINE;
+        int w = es_char(t, n, p, &c);
+        if (w == 0)
+            return ES_DECLINE;
+        switch (c) {
+        case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't':
+            p += w;
+            continue;
+        case 'u': {
+            p += 1;
+            if (n - p < 4)
+                return ES_DECLINE;
+            int v = 0;
+            for (int i = 0; i < 4; i++) {
+                int h = es_hex((unsigned char)t[p + i]);
+                if (h < 0)
+                    return ES_DECLINE;
+                v = v * 16 + h;
+            }
+            if (v >= 0xD800 && v <= 0xDFFF)
+                return ES_DECLINE; /* surrogates: left to msgspec */
+            p += 4;
+            continue;
+        }
+        default:
+            return ES_DECLINE;
+        }
+    }
+}
+
+/* The str of the JSON string content t[a:b) (already validated by es_string_end), or NULL:
+ * *err = 0 to decline (not UTF-8), *err = 1 on MemoryError. */
+static PyObject *
+es_decode_string(const char *t, Py_ssize_t a, Py_ssize_t b, int special, int *err)
+{
+    PyObject *s;
+    *err = 0;
+    if (!special)
+        s = PyUnicode_DecodeUTF8(t + a, b - a, "strict");
+    else {
+        char *buf = PyMem_Malloc((size_t)(b - a) + 1), *o = buf;
+        if (buf == NULL) {
+            PyErr_NoMemory();
+            *err = 1;
+            return NULL;
+        }
+        Py_ssize_t p = a;
+        while (p < b) {
+            unsigned char c;
+            int w = es_char(t, b, p, &c);
+            p += w;
+            if (c != '\\') {
+                *o++ = (char)c;
+                continue;
+            }
+            w = es_char(t, b, p, &c);
+            p += w;
+            switch (c) {
+            case 'b': *o++ = '\b'; break;
+            case 'f': *o++ = '\f'; break;
+            case 'n': *o++ = '\n'; break;
+            case 'r': *o++ = '\r'; break;
+            case 't': *o++ = '\t'; break;
+            case 'u': {
+                unsigned long v = 0;
+                for (int i = 0; i < 4; i++)
+                    v = v * 16 + (unsigned long)es_hex((unsigned char)t[p + i]);
+                p += 4;
+                o += encode_utf8(v, o);
+                break;
+            }
+            default: *o++ = (char)c; /* " \ / */
+            }
+        }
+        s = PyUnicode_DecodeUTF8(buf, o - buf, "strict");
+        PyMem_Free(buf);
+    }
+    if (s == NULL) {
+        if (PyErr_ExceptionMatches(PyExc_MemoryError))
+            *err = 1;
+        else
+            PyErr_Clear();
+    }
+    return s;
+}
+
+static Py_ssize_t es_skip_value(const char *t, Py_ssize_t n, Py_ssize_t p, int depth);
+
+/* After a value: whitespace, then ',' (returns the next member's start, *more = 1) or the
+ * closing character (returns the offset after it, *more = 0). */
+static inline Py_ssize_t
+es_after_value(const char *t, Py_ssize_t n, Py_ssize_t p, char close, int *more)
+{
+    p = es_ws(t, n, p);
+    if (p >= n)
+        return ES_DECLINE;
+    if (t[p] == ',') {
+        *more = 1;
+        return es_ws(t, n, p + 1);
+    }
+    if (t[p] == close) {
+        *more = 0;
+        return p + 1;
+    }
+    return ES_DECLINE;
+}
+
+/* A key at p: its content t[*a:*b), then the value's start after ':' */
+static inline Py_ssize_t
+es_key(const char *t, Py_ssize_t n, Py_ssize_t p, Py_ssize_t *a, Py_ssize_t *b, int *special,
+       int *ascii)
+{
+    int w = es_quote(t, n, p);
+    if (!w)
+        return ES_DECLINE;
+    *a = p + w;
+    *special = 0;
+    *ascii = 1;
+    Py_ssize_t e = es_string_end(t, n, p + w, special, ascii);
+    if (e < 0)
+        return ES_DECLINE;
+    *b = e - (t[e - 1] == '"' ? 1 : 6);
+    p = es_ws(t, n, e);
+    if (p >= n || t[p] != ':')
+        return ES_DECLINE;
+    return es_ws(t, n, p + 1);
+}
+
+static Py_ssize_t
+es_number_end(const char *t, Py_ssize_t n, Py_ssize_t p)
+{
+#define DIGIT(i) ((i) < n && t[i] >= '0' && t[i] <= '9')
+    if (p < n && t[p] == '-')
+        p++;
+    if (!DIGIT(p))
+        return ES_DECLINE;
+    if (t[p] == '0')
+        p++;
+    else
+        while (DIGIT(p))
+            p++;
+    if (p < n && t[p] == '.') {
+        p++;
+        if (!DIGIT(p))
+            return ES_DECLINE;
+        while (DIGIT(p))
+            p++;
+    }
+    if (p < n && (t[p] == 'e' || t[p] == 'E')) {
+        p++;
+        if (p < n && (t[p] == '+' || t[p] == '-'))
+            p++;
+        if (!DIGIT(p))
+            return ES_DECLINE;
+        while (DIGIT(p))
+            p++;
+    }
+    return p;
+#undef DIGIT
+}
+
+/* Any JSON value at p, validated and skipped: the offset after it, or ES_DECLINE. */
+static Py_ssize_t
+es_skip_value(const char *t, Py_ssize_t n, Py_ssize_t p, int depth)
+{
+    if (p >= n)
+        return ES_DECLINE;
+    int w = es_quote(t, n, p);
+    if (w) {
+        int special = 0, ascii = 1;
+        return es_string_end(t, n, p + w, &special, &ascii);
+    }
+    switch (t[p]) {
+    case '{':
+    case '[': {
+        int obj = t[p] == '{', more = 1;
+        char close = obj ? '}' : ']';
+        if (depth >= ES_MAX_DEPTH)
+            return ES_DECLINE;
+        p = es_ws(t, n, p + 1);
+        if (p < n && t[p] == close)
+            return p + 1;
+        while (more) {
+            if (obj) {
+                Py_ssize_t a, b;
+                int special, ascii;
+                if ((p = es_key(t, n, p, &a, &b, &special, &ascii)) < 0)
+                    return ES_DECLINE;
+            }
+            if ((p = es_skip_value(t, n, p, depth + 1)) < 0)
+                return ES_DECLINE;
+            if ((p = es_after_value(t, n, p, close, &more)) < 0)
+                return ES_DECLINE;
+        }
+        return p;
+    }
+    case 't':
+        return n - p >= 4 && memcmp(t + p, "true", 4) == 0 ? p + 4 : ES_DECLINE;
+    case 'f':
+        return n - p >= 5 && memcmp(t + p, "false", 5) == 0 ? p + 5 : ES_DECLINE;
+    case 'n':
+        return n - p >= 4 && memcmp(t + p, "null", 4) == 0 ? p + 4 : ES_DECLINE;
+    default:
+        return es_number_end(t, n, p);
+    }
+}
+
+static inline int
+es_is_null(const char *t, Py_ssize_t n, Py_ssize_t p)
+{
+    return n - p >= 4 && memcmp(t + p, "null", 4) == 0;
+}
+
+static inline int
+es_key_is(const char *t, Py_ssize_t a, Py_ssize_t b, const char *name)
+{
+    size_t len = strlen(name);
+    return (size_t)(b - a) == len && memcmp(t + a, name, len) == 0;
+}
+
+/* A str | null value at p: *out = str or None (new reference). */
+static Py_ssize_t
+es_str_or_null(const char *t, Py_ssize_t n, Py_ssize_t p, PyObject **out, int *present)
+{
+    int w = es_quote(t, n, p);
+    if (w) {
+        int special = 0, ascii = 1, err;
+        Py_ssize_t e = es_string_end(t, n, p + w, &special, &ascii);
+        if (e < 0)
+            return ES_DECLINE;
+        Py_ssize_t b = e - (t[e - 1] == '"' ? 1 : 6);
+        *out = es_decode_string(t, p + w, b, special, &err);
+        if (*out == NULL)
+            return err ? ES_ERROR : ES_DECLINE;
+        *present = 1;
+        return e;
+    }
+    if (es_is_null(t, n, p)) {
+        *out = Py_NewRef(Py_None);
+        *present = 0;
+        return p + 4;
+    }
+    return ES_DECLINE; /* msgspec: ValidationError, the generic path decides */
+}
+
+static void
+es_release(es_member *m, Py_ssize_t n)
+{
+    for (Py_ssize_t i = 0; i < n; i++)
+        Py_CLEAR(m[i].value);
+}
+
+static void
+es_clear_next(es_table *tb)
+{
+    es_release(tb->next, tb->nnext);
+    tb->nnext = 0;
+}
+
+/* Room for one more member in tb->next (both buffers keep one capacity). */
+static es_member *
+es_push(es_table *tb)
+{
+    if (tb->nnext == tb->cap) {
+        Py_ssize_t cap = tb->cap ? tb->cap * 2 : 16;
+        es_member *a = PyMem_Realloc(tb->next, (size_t)cap * sizeof(es_member));
+        if (a == NULL) {
+            PyErr_NoMemory();
+            return NULL;
+        }
+        tb->next = a;
+        es_member *b = PyMem_Realloc(tb->cur, (size_t)cap * sizeof(es_member));
+        if (b == NULL) {
+            PyErr_NoMemory();
+            return NULL;
+        }
+        tb->cur = b;
+        tb->cap = cap;
+    }
+    es_member *m = &tb->next[tb->nnext];
+    m->value = NULL;
+    m->present = 0;
+    m->kind = K_OTHER;
+    return m;
+}
+
+/* Is the member at t + p byte-identical to the previous text's [off, off + len), and
+ * delimited by ',' or '}' right after (so its value ends where the old one did)? */
+static inline int
+es_same(const es_ctx *x, Py_ssize_t p, Py_ssize_t off, Py_ssize_t len)
+{
+    return x->n - p > len && memcmp(x->t + p, x->prev + off, (size_t)len) == 0 &&
+           (x->t[p + len] == ',' || x->t[p + len] == '}');
+}
+
+/* A fresh member: key t[a:b) (special/ascii as es_string_end says), value at v. Fills
+ * m->kind/present/value and returns the offset after the value. */
+typedef Py_ssize_t (*es_fresh_fn)(es_ctx *x, Py_ssize_t a, Py_ssize_t b, int special,
+                                  int ascii, Py_ssize_t v, es_member *m);
+
+static Py_ssize_t es_object(es_ctx *x, Py_ssize_t p, int ti, es_fresh_fn fresh);
+
+/* The members of table `sub` move along with a reused member (from prev offset `from`). */
+static int
+es_carry(EntityScanner *s, int sub, Py_ssize_t shift)
+{
+    es_table *tb = &s->tab[sub];
+    es_clear_next(tb);
+    for (Py_ssize_t i = 0; i < tb->ncur; i++) {
+        es_member *m = es_push(tb);
+        if (m == NULL)
+            return -1;
+        *m = tb->cur[i];
+        m->off += shift;
+        Py_XINCREF(m->value);
+        tb->nnext++;
+    }
+    return 0;
+}
+
+/* labels/descriptions members: "en" -> _Term{value: str | None} | None */
+static Py_ssize_t
+es_fresh_term(es_ctx *x, Py_ssize_t a, Py_ssize_t b, int special, int ascii, Py_ssize_t v,
+              es_member *m, const char *outer, const char *inner)
+{
+    const char *t = x->t;
+    Py_ssize_t n = x->n;
+    if (special || !ascii) /* msgspec would compare the decoded key */
+        return ES_DECLINE;
+    if (!es_key_is(t, a, b, outer))
+        return es_skip_value(t, n, v, 2);
+    m->kind = K_EN;
+    if (es_is_null(t, n, v)) {
+        m->value = Py_NewRef(Py_None);
+        return v + 4;
+    }
+    if (v >= n || t[v] != '{')
+        return ES_DECLINE; /* msgspec: ValidationError */
+    m->present = 1;
+    int more = 1, seen = 0;
+    Py_ssize_t p = es_ws(t, n, v + 1);
+    if (p < n && t[p] == '}')
+        more = 0, p++;
+    while (more) {
+        Py_ssize_t ka, kb;
+        int ksp, kasc;
+        if ((p = es_key(t, n, p, &ka, &kb, &ksp, &kasc)) < 0 || ksp || !kasc)
+            return ES_DECLINE;
+        if (!es_key_is(t, ka, kb, inner))
+            p = es_skip_value(t, n, p, 3);
+        else if (seen++)
+            return ES_DECLINE; /* a duplicate: msgspec keeps the last; we do not judge */
+        else {
+            int inner_present;
+            p = es_str_or_null(t, n, p, &m->value, &inner_present);
+        }
+        if (p < 0)
+            return p;
+        if ((p = es_after_value(t, n, p, '}', &more)) < 0)
+            return ES_DECLINE;
+    }
+    if (m->value == NULL)
+        m->value = Py_NewRef(Py_None);
+    return p;
+}
+
+static Py_ssize_t
+es_fresh_label(es_ctx *x, Py_ssize_t a, Py_ssize_t b, int special, int ascii, Py_ssize_t v,
+               es_member *m)
+{
+    return es_fresh_term(x, a, b, special, ascii, v, m, "en", "value");
+}
+
+static Py_ssize_t
+es_fresh_sitelink(es_ctx *x, Py_ssize_t a, Py_ssize_t b, int special, int ascii, Py_ssize_t v,
+                  es_member *m)
+{
+    return es_fresh_term(x, a, b, special, ascii, v, m, "enwiki", "title");
+}
+
+/* aliases (not decoded by msgspec at all): any member */
+static Py_ssize_t
+es_fresh_skip(es_ctx *x, Py_ssize_t a, Py_ssize_t b, int special, int ascii, Py_ssize_t v,
+              es_member *m)
+{
+    return es_skip_value(x->t, x->n, v, 2);
+}
+
+/* claims members: pid -> (pid, statements), the statements from the group decoder (called
+ * only for groups that changed); a ValueError from it (msgspec's errors, a bad UTF-8
+ * string) declines the text: the Python path then decides on all of it. */
+static Py_ssize_t
+es_fresh_group(es_ctx *x, Py_ssize_t a, Py_ssize_t b, int special, int ascii, Py_ssize_t v,
+               es_member *m)
+{
+    int err;
+    if (special) /* msgspec would decode the key's escapes */
+        return ES_DECLINE;
+    Py_ssize_t e = es_skip_value(x->t, x->n, v, 2);
+    if (e < 0)
+        return ES_DECLINE;
+    PyObject *pid = es_decode_string(x->t, a, b, 0, &err);
+    if (pid == NULL)
+        return err ? ES_ERROR : ES_DECLINE;
+    PyObject *raw = PyBytes_FromStringAndSize(x->t + v, e - v);
+    PyObject *st = NULL;
+    if (raw != NULL) {
+        PyObject *args[2] = {pid, raw};
+        st = PyObject_Vectorcall(x->s->group_decoder, args, 2, NULL);
+        Py_DECREF(raw);
+    }
+    if (st == NULL) {
+        Py_DECREF(pid);
+        if (PyErr_ExceptionMatches(PyExc_ValueError)) {
+            PyErr_Clear();
+            return ES_DECLINE;
+        }
+        return ES_ERROR;
+    }
+    if (!PyTuple_CheckExact(st)) {
+        Py_DECREF(pid);
+        Py_DECREF(st);
+        PyErr_SetString(PyExc_TypeError, "the group decoder must return a tuple");
+        return ES_ERROR;
+    }
+    m->value = PyTuple_Pack(2, pid, st);
+    Py_DECREF(pid);
+    Py_DECREF(st);
+    return m->value == NULL ? ES_ERROR : e;
+}
+
+/* No two claims groups with the same property (msgspec's dict would keep the last). */
+static int
+es_unique_pids(es_member *g, Py_ssize_t n)
+{
+    for (Py_ssize_t i = 1; i < n; i++) {
+        PyObject *a = PyTuple_GET_ITEM(g[i].value, 0);
+        Py_hash_t ha = PyObject_Hash(a);
+        for (Py_ssize_t j = 0; j < i; j++) {
+            PyObject *b = PyTuple_GET_ITEM(g[j].value, 0);
+            if (a == b || (PyObject_Hash(b) == ha && PyUnicode_Compare(a, b) == 0))
+                return 0;
+        }
+    }
+    return 1;
+}
+
+static int
+es_kind(const char *t, Py_ssize_t a, Py_ssize_t b)
+{
+    switch (b - a) {
+    case 2:
+        return es_key_is(t, a, b, "id") ? K_ID : K_OTHER;
+    case 4:
+        return es_key_is(t, a, b, "type") ? K_TYPE : K_OTHER;
+    case 5:
+        if (es_key_is(t, a, b, "label") || es_key_is(t, a, b, "links"))
+            return K_DECLINE; /* legacy keys: the Python path */
+        return K_OTHER;
+    case 6:
+        if (es_key_is(t, a, b, "labels"))
+            return K_LABELS;
+        if (es_key_is(t, a, b, "claims"))
+            return K_CLAIMS;
+        if (es_key_is(t, a, b, "entity"))
+            return K_DECLINE;
+        return K_OTHER;
+    case 7:
+        return es_key_is(t, a, b, "aliases") ? K_ALIASES : K_OTHER;
+    case 8:
+        if (es_key_is(t, a, b, "datatype"))
+            return K_DATATYPE;
+        if (es_key_is(t, a, b, "redirect"))
+            return K_DECLINE;
+        return K_OTHER;
+    case 9:
+        return es_key_is(t, a, b, "sitelinks") ? K_SITELINKS : K_OTHER;
+    case 10:
+        return es_key_is(t, a, b, "statements") ? K_DECLINE : K_OTHER;
+    case 11:
+        return es_key_is(t, a, b, "description") ? K_DECLINE : K_OTHER;
+    case 12:
+        return es_key_is(t, a, b, "descriptions") ? K_DESCRIPTIONS : K_OTHER;
+    }
+    return K_OTHER;
+}
+
+/* The value of labels/descriptions/sitelinks: Struct | list | None as msgspec reads it;
+ * m->value is the en (enwiki) str or None. */
+static Py_ssize_t
+es_terms(es_ctx *x, Py_ssize_t v, int ti, es_fresh_fn fresh, es_member *m)
+{
+    const char *t = x->t;
+    Py_ssize_t n = x->n;
+    es_table *tb = &x->s->tab[ti];
+    es_clear_next(tb);
+    if (v >= n)
+        return ES_DECLINE;
+    if (t[v] == '[') {
+        m->present = 1;
+        m->value = Py_NewRef(Py_None);
+        return es_skip_value(t, n, v, 1);
+    }
+    if (es_is_null(t, n, v)) {
+        m->value = Py_NewRef(Py_None);
+        return v + 4;
+    }
+    if (t[v] != '{')
+        return ES_DECLINE;
+    m->present = 1;
+    Py_ssize_t e = es_object(x, v, ti, fresh);
+    if (e < 0)
+        return e;
+    PyObject *found = NULL;
+    for (Py_ssize_t i = 0; i < tb->nnext; i++)
+        if (tb->next[i].kind == K_EN) {
+            if (found != NULL)
+                return ES_DECLINE; /* a duplicate "en" */
+            found = tb->next[i].value;
+        }
+    m->value = Py_NewRef(found != NULL ? found : Py_None);
+    return e;
+}
+
+/* One fresh top-level member. */
+static Py_ssize_t
+es_fresh_top(es_ctx *x, Py_ssize_t a, Py_ssize_t b, int special, int ascii, Py_ssize_t v,
+             es_member *m)
+{
+    const char *t = x->t;
+    Py_ssize_t n = x->n, e;
+    if (special || !ascii)
+        return ES_DECLINE;
+    m->kind = es_kind(t, a, b);
+    switch (m->kind) {
+    case K_DECLINE:
+        return ES_DECLINE;
+    case K_ID:
+    case K_TYPE:
+    case K_DATATYPE:
+        return es_str_or_null(t, n, v, &m->value, &m->present);
+    case K_LABELS:
+        return es_terms(x, v, T_LABELS, es_fresh_label, m);
+    case K_DESCRIPTIONS:
+        return es_terms(x, v, T_DESCRIPTIONS, es_fresh_label, m);
+    case K_SITELINKS:
+        return es_terms(x, v, T_SITELINKS, es_fresh_sitelink, m);
+    case K_ALIASES:
+        es_clear_next(&x->s->tab[T_ALIASES]);
+        if (v < n && t[v] == '{')
+            return es_object(x, v, T_ALIASES, es_fresh_skip);
+        return es_skip_value(t, n, v, 1);
+    case K_CLAIMS: {
+        es_table *tb = &x->s->tab[T_CLAIMS];
+        es_clear_next(tb);
+        m->present = 1;
+        if (v < n && t[v] == '[') { /* PHP's empty map; a non-empty list: generic path */
+            e = es_ws(t, n, v + 1);
+            e = e < n && t[e] == ']' ? e + 1 : ES_DECLINE;
+        }
+        else if (v < n && t[v] == '{') {
+            e = es_object(x, v, T_CLAIMS, es_fresh_group);
+            if (e >= 0 && !es_unique_pids(tb->next, tb->nnext))
+                e = ES_DECLINE;
+        }
+        else
+            e = ES_DECLINE;
+        if (e < 0)
+            return e;
+        Py_ssize_t total = 0, k = 0;
+        for (Py_ssize_t i = 0; i < tb->nnext; i++)
+            total += PyTuple_GET_SIZE(PyTuple_GET_ITEM(tb->next[i].value, 1));
+        m->value = PyTuple_New(total);
+        if (m->value == NULL)
+            return ES_ERROR;
+        for (Py_ssize_t i = 0; i < tb->nnext; i++) {
+            PyObject *st = PyTuple_GET_ITEM(tb->next[i].value, 1);
+            for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(st); j++)
+                PyTuple_SET_ITEM(m->value, k++, Py_NewRef(PyTuple_GET_ITEM(st, j)));
+        }
+        return e;
+    }
+    default:
+        return es_skip_value(t, n, v, 1);
+    }
+}
+
+static int
+es_sub_table(int kind)
+{
+    switch (kind) {
+    case K_LABELS: return T_LABELS;
+    case K_DESCRIPTIONS: return T_DESCRIPTIONS;
+    case K_SITELINKS: return T_SITELINKS;
+    case K_ALIASES: return T_ALIASES;
+    case K_CLAIMS: return T_CLAIMS;
+    }
+    return -1;
+}
+
+/* The object at p ('{') into table ti's next buffer: each member byte-identical to one of
+ * the previous text's (the one expected next, or the one after it) is taken over with
+ * what was read from it; the others are read by `fresh`. Returns the offset after '}'. */
+static Py_ssize_t
+es_object(es_ctx *x, Py_ssize_t p, int ti, es_fresh_fn fresh)
+{
+    const char *t = x->t;
+    Py_ssize_t n = x->n;
+    EntityScanner *s = x->s;
+    es_table *tb = &s->tab[ti];
+    int more = 1;
+    p = es_ws(t, n, p + 1);
+    if (p < n && t[p] == '}')
+        more = 0, p++;
+    Py_ssize_t j = 0; /* the previous member expected next */
+    while (more) {
+        es_member *m = es_push(tb);
+        if (m == NULL)
+            return ES_ERROR;
+        Py_ssize_t hit = -1;
+        if (x->prev != NULL)
+            for (Py_ssize_t k = j; k < j + 2 && k < tb->ncur; k++)
+                if (es_same(x, p, tb->cur[k].off, tb->cur[k].len)) {
+                    hit = k;
+                    break;
+                }
+        if (hit >= 0) {
+            *m = tb->cur[hit];
+            m->off = p;
+            Py_XINCREF(m->value);
+            tb->nnext++;
+            s->reused++;
+            int sub = ti == T_TOP ? es_sub_table(m->kind) : -1;
+            if (sub >= 0 && es_carry(s, sub, p - tb->cur[hit].off) < 0)
+                return ES_ERROR;
+            p += m->len;
+            j = hit + 1;
+        }
+        else {
+            Py_ssize_t a, b, v;
+            int special, ascii;
+            if ((v = es_key(t, n, p, &a, &b, &special, &ascii)) < 0)
+                return ES_DECLINE;
+            Py_ssize_t e = fresh(x, a, b, special, ascii, v, m);
+            tb->nnext++; /* owned by the table from here on, even on failure */
+            if (e < 0)
+                return e;
+            m->off = p;
+            m->len = e - p;
+            p = e;
+            j++;
+        }
+        if ((p = es_after_value(t, n, p, '}', &more)) < 0)
+            return ES_DECLINE;
+    }
+    return p;
+}
+
+static void
+es_drop_next(EntityScanner *s)
+{
+    for (int i = 0; i < T_N; i++)
+        es_clear_next(&s->tab[i]);
+}
+
+/* Scan one escaped text (bytes): a new EntityScan, or NULL: declined when no exception is
+ * set. Only an accepted text becomes the one the next scan compares with. */
+static PyObject *
+es_scan(EntityScanner *s, PyObject *text)
+{
+    es_ctx x = {PyBytes_AS_STRING(text), PyBytes_GET_SIZE(text),
+                s->prev != NULL ? PyBytes_AS_STRING(s->prev) : NULL, s};
+    es_drop_next(s);
+    Py_ssize_t p = es_ws(x.t, x.n, 0);
+    Py_ssize_t r = p < x.n && x.t[p] == '{' ? es_object(&x, p, T_TOP, es_fresh_top) : ES_DECLINE;
+    if (r >= 0 && es_ws(x.t, x.n, r) != x.n)
+        r = ES_DECLINE; /* trailing characters */
+    es_member *by_kind[K_DECLINE] = {NULL};
+    es_table *top = &s->tab[T_TOP];
+    for (Py_ssize_t i = 0; r >= 0 && i < top->nnext; i++) {
+        es_member *m = &top->next[i];
+        if (m->kind == K_OTHER || m->kind == K_ALIASES)
+            continue;
+        if (by_kind[m->kind] != NULL) /* a duplicate field: msgspec keeps the last */
+            r = ES_DECLINE;
+        by_kind[m->kind] = m;
+    }
+    int current = 0;
+    static const int current_kinds[] = {K_ID, K_TYPE, K_LABELS, K_DESCRIPTIONS, K_SITELINKS};
+    for (int i = 0; i < 5; i++)
+        if (by_kind[current_kinds[i]] != NULL && by_kind[current_kinds[i]]->present)
+            current = 1;
+    if (r >= 0 && !current) /* no current-format key: the generic path judges */
+        r = ES_DECLINE;
+    PyObject *result = NULL;
+    if (r >= 0) {
+        static const int order[] = {K_ID, K_TYPE, K_DATATYPE, K_LABELS, K_DESCRIPTIONS,
+                                    K_SITELINKS, K_CLAIMS};
+        PyObject *vals[8], *empty = PyTuple_New(0); /* no claims: no statements */
+        vals[0] = text;
+        for (int i = 0; i < 7; i++) {
+            es_member *m = by_kind[order[i]];
+            vals[i + 1] = m != NULL && m->value != NULL ? m->value
+                          : order[i] == K_CLAIMS ? empty : Py_None;
+        }
+        if (empty != NULL)
+            result = PyObject_Vectorcall(s->scan_type, vals, 8, NULL);
+        Py_XDECREF(empty);
+    }
+    if (result == NULL) {
+        es_drop_next(s);
+        if (!PyErr_Occurred())
+            s->declined++;
+        return NULL;
+    }
+    /* commit: this text is the one the next scan compares with */
+    for (int i = 0; i < T_N; i++) {
+        es_table *tb = &s->tab[i];
+        es_member *old = tb->cur;
+        Py_ssize_t nold = tb->ncur;
+        tb->cur = tb->next;
+        tb->ncur = tb->nnext;
+        tb->next = old;
+        tb->nnext = nold;
+        es_clear_next(tb);
+    }
+    Py_INCREF(text);
+    Py_XSETREF(s->prev, text);
+    s->scanned++;
+    return result;
+}
+
+static PyObject *
+EntityScanner_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    PyObject *scan_type, *group_decoder;
+    if (!PyArg_ParseTuple(args, "OO:EntityScanner", &scan_type, &group_decoder))
+        return NULL;
+    EntityScanner *s = (EntityScanner *)type->tp_alloc(type, 0);
+    if (s == NULL)
+        return NULL;
+    s->scan_type = Py_NewRef(scan_type);
+    s->group_decoder = Py_NewRef(group_decoder);
+    return (PyObject *)s;
+}
+
+static void
+EntityScanner_reset_state(EntityScanner *s)
+{
+    for (int i = 0; i < T_N; i++) {
+        es_clear_next(&s->tab[i]);
+        es_release(s->tab[i].cur, s->tab[i].ncur);
+        s->tab[i].ncur = 0;
+    }
+    Py_CLEAR(s->prev);
+}
+
+static void
+EntityScanner_dealloc(EntityScanner *s)
+{
+    EntityScanner_reset_state(s);
+    for (int i = 0; i < T_N; i++) {
+        PyMem_Free(s->tab[i].cur);
+        PyMem_Free(s->tab[i].next);
+    }
+    Py_CLEAR(s->scan_type);
+    Py_CLEAR(s->group_decoder);
+    Py_TYPE(s)->tp_free((PyObject *)s);
+}
+
+static PyObject *
+EntityScanner_scan(EntityScanner *s, PyObject *text)
+{
+    if (!PyBytes_CheckExact(text)) {
+        PyErr_SetString(PyExc_TypeError, "scan() takes bytes");
+        return NULL;
+    }
+    PyObject *r = es_scan(s, text);
+    if (r == NULL && !PyErr_Occurred())
+        Py_RETURN_NONE;
+    return r;
+}
+
+static PyObject *
+EntityScanner_reset(EntityScanner *s, PyObject *Py_UNUSED(ignored))
+{
+    EntityScanner_reset_state(s);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef EntityScanner_methods[] = {
+    {"scan", (PyCFunction)EntityScanner_scan, METH_O,
+     "scan(escaped: bytes) -> EntityScan | None (None: declined, take the Python path)"},
+    {"reset", (PyCFunction)EntityScanner_reset, METH_NOARGS,
+     "forget the previous text (nothing is compared with it any more)"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyMemberDef EntityScanner_members[] = {
+    {"scanned", T_PYSSIZET, offsetof(EntityScanner, scanned), READONLY, "texts accepted"},
+    {"declined", T_PYSSIZET, offsetof(EntityScanner, declined), READONLY, "texts declined"},
+    {"reused", T_PYSSIZET, offsetof(EntityScanner, reused), READONLY,
+     "members and claims groups taken over from the previous text"},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyTypeObject EntityScannerType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "emerge_lib.dumps._xmlfast.EntityScanner",
+    .tp_basicsize = sizeof(EntityScanner),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "EntityScanner(EntityScan, group_decoder): entity JSON read from escaped XML "
+              "text (see the C source); one per stream, not thread-safe.",
+    .tp_new = EntityScanner_new,
+    .tp_dealloc = (destructor)EntityScanner_dealloc,
+    .tp_methods = EntityScanner_methods,
+    .tp_members = EntityScanner_members,
+};
+
+
 /* One canonical revision body at buf + pos (just after "<revision>"): a new Revision and
  * *end_out = the offset of its "</revision>"; NULL without an exception to decline, NULL
  * with one (MemoryError) on failure. */
 #define DECLINE return NULL
 static PyObject *
 parse_one(const char *buf, const char *e, Py_ssize_t pos, PyObject *page_id, int text_bytes,
-          PyObject *rev_type, Py_ssize_t *end_out)
+          PyObject *rev_type, EntityScanner *scanner, Py_ssize_t *end_out)
 {
     const char *p = buf + pos;
 
@@ -604,7 +1582,7 @@ parse_one(const char *buf, const char *e, Py_ssize_t pos, PyObject *page_id, int
     if (!strict_timestamp(ts, &timestamp))
         DECLINE;
 
-    PyObject *vals[17] = {NULL};
+    PyObject *vals[19] = {NULL};
     PyObject *result = NULL;
     Py_INCREF(page_id);
     vals[0] = page_id;
@@ -637,12 +1615,27 @@ parse_one(const char *buf, const char *e, Py_ssize_t pos, PyObject *page_id, int
     vals[9] = Py_NewRef(Py_False);
     if ((vals[10] = strict_str(model)) == NULL || (vals[11] = strict_str(fmt)) == NULL)
         goto fallback;
-    if (text_bytes)
-        vals[12] = unescape_span(text);
-    else
-        vals[12] = unescape_str(text);
-    if (vals[12] == NULL)
-        goto fallback;
+    if (scanner != NULL && text_bytes && fmt.b - fmt.a == 16 &&
+        memcmp(fmt.a, "application/json", 16) == 0) {
+        PyObject *escaped = PyBytes_FromStringAndSize(text.a, text.b - text.a);
+        if (escaped == NULL)
+            goto fallback;
+        vals[18] = es_scan(scanner, escaped);
+        Py_DECREF(escaped);
+        if (vals[18] == NULL && PyErr_Occurred())
+            goto fallback;
+    }
+    if (vals[18] != NULL)
+        vals[12] = Py_NewRef(Py_None); /* read by the scanner: see Revision.entity */
+    else {
+        vals[18] = Py_NewRef(Py_None);
+        if (text_bytes)
+            vals[12] = unescape_span(text);
+        else
+            vals[12] = unescape_str(text);
+        if (vals[12] == NULL)
+            goto fallback;
+    }
     vals[13] = Py_NewRef(Py_False);
     if (has_tb && tb.b > tb.a) {
         if ((vals[14] = digits_to_int(tb)) == NULL)
@@ -662,14 +1655,16 @@ parse_one(const char *buf, const char *e, Py_ssize_t pos, PyObject *page_id, int
     }
     else
         vals[16] = Py_NewRef(Py_None);
-    result = PyObject_Vectorcall(rev_type, vals, 17, NULL);
-    for (int i = 0; i < 17; i++)
+    if ((vals[17] = PyTuple_New(0)) == NULL)
+        goto fallback;
+    result = PyObject_Vectorcall(rev_type, vals, 19, NULL);
+    for (int i = 0; i < 19; i++)
         Py_XDECREF(vals[i]);
     *end_out = end;
     return result;
 
 fallback:
-    for (int i = 0; i < 17; i++)
+    for (int i = 0; i < 19; i++)
         Py_XDECREF(vals[i]);
     if (PyErr_Occurred() && !PyErr_ExceptionMatches(PyExc_MemoryError))
         PyErr_Clear();
@@ -685,10 +1680,18 @@ static PyObject *
 canonical_revisions(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     Py_ssize_t pos, end;
-    if (nargs != 5) {
-        PyErr_SetString(PyExc_TypeError,
-                        "canonical_revisions(buf, pos, page_id, text_bytes, Revision)");
+    if (nargs != 5 && nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "canonical_revisions(buf, pos, page_id, text_bytes, "
+                                         "Revision[, entity_scanner])");
         return NULL;
+    }
+    EntityScanner *scanner = NULL;
+    if (nargs == 6 && args[5] != Py_None) {
+        if (!PyObject_TypeCheck(args[5], &EntityScannerType)) {
+            PyErr_SetString(PyExc_TypeError, "entity_scanner must be an EntityScanner or None");
+            return NULL;
+        }
+        scanner = (EntityScanner *)args[5];
     }
     if (!PyBytes_Check(args[0])) {
         PyErr_SetString(PyExc_TypeError, "buf must be bytes");
@@ -709,7 +1712,8 @@ canonical_revisions(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         const char *p = skip_ws(buf + pos, e);
         if (e - p < 10 || memcmp(p, "<revision>", 10) != 0)
             break;
-        PyObject *rev = parse_one(buf, e, p + 10 - buf, args[2], text_bytes, args[4], &end);
+        PyObject *rev = parse_one(buf, e, p + 10 - buf, args[2], text_bytes, args[4], scanner,
+                                  &end);
         if (rev == NULL) {
             if (PyErr_Occurred()) {
                 Py_DECREF(out);
@@ -748,5 +1752,14 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC
 PyInit__xmlfast(void)
 {
-    return PyModule_Create(&module);
+    if (PyType_Ready(&EntityScannerType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL)
+        return NULL;
+    if (PyModule_AddObjectRef(m, "EntityScanner", (PyObject *)&EntityScannerType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
 }

@@ -28,6 +28,13 @@ from typing import Any
 
 import msgspec
 
+from emerge_lib.dumps.xmlstream import unescape
+
+try:  # the C build (setup.py; optional)
+    from emerge_lib.dumps._xmlfast import EntityScanner as _EntityScanner
+except ImportError:  # pragma: no cover - exercised where no compiler exists
+    _EntityScanner = None
+
 try:  # orjson is faster; the stdlib keeps this module importable without it
     import orjson
 
@@ -42,9 +49,11 @@ except ImportError:  # pragma: no cover
 __all__ = [
     "EntityParseError",
     "EntityParser",
+    "EntityScan",
     "EntityState",
     "Qualifier",
     "Statement",
+    "entity_scanner",
     "parse_entity",
     "time_to_instant",
 ]
@@ -517,7 +526,7 @@ class EntityParser:
         except msgspec.ValidationError:
             self.fallbacks += 1
             return _parse_generic(data)
-        except msgspec.DecodeError as exc:
+        except (msgspec.DecodeError, UnicodeDecodeError) as exc:  # a decoded str not UTF-8
             raise EntityParseError("invalid_json", str(exc)[:200]) from exc
         if ent.redirect is not None:
             qid, kind = _legacy_entity_id(ent.entity)
@@ -543,7 +552,7 @@ class EntityParser:
         raw = ent.claims if len(ent.claims) else ent.statements
         try:
             statements = self._statements(raw, legacy)
-        except msgspec.ValidationError:
+        except (msgspec.ValidationError, UnicodeDecodeError):  # the generic path judges
             self.fallbacks += 1
             return _parse_generic(data)
         if legacy:
@@ -618,6 +627,51 @@ class EntityParser:
             out.extend(statements)
         self._last_groups = current
         return tuple(out)
+
+
+    # -- texts the C scanner read (Revision.entity) -------------------------------------
+    def parse_scan(self, scan: EntityScan) -> EntityState:
+        """:meth:`parse` of ``unescape(scan.escaped)``, from what :func:`entity_scanner` read
+        (it accepts only current-format texts it reads exactly as msgspec does)."""
+        qid = scan.id
+        return EntityState(
+            qid,
+            scan.type or (_KIND_BY_PREFIX.get(qid[0]) if qid else None),
+            enwiki_title=scan.enwiki_title,
+            label_en=scan.label_en,
+            description_en=scan.description_en,
+            datatype=scan.datatype,
+            statements=scan.statements,
+            legacy=False,
+        )
+
+
+class EntityScan(msgspec.Struct, frozen=True, gc=False):
+    """What the C entity scanner read from one escaped revision text (``Revision.entity``):
+    the fields of a current-format entity and its statements. A claims group byte-identical
+    to the previous text's keeps its Statement objects, and unchanged claims keep the very
+    tuple: consumers may compare by identity."""
+
+    escaped: bytes  # the text as it stands in the XML (xmlstream.unescape gives the JSON)
+    id: str | None
+    type: str | None
+    datatype: str | None
+    label_en: str | None
+    description_en: str | None
+    enwiki_title: str | None
+    statements: tuple[Statement, ...]
+
+
+def _scanned_group(pid: str, escaped: bytes) -> tuple[Statement, ...]:
+    """One changed claims group for the scanner; its errors (ValueErrors) make the scanner
+    decline the text, which then takes :meth:`EntityParser.parse`."""
+    return tuple(_statements_of_group(_claim_group_decoder.decode(unescape(escaped))))
+
+
+def entity_scanner() -> Any:
+    """A new C scanner for ``Dump(entity_scanner=...)`` (one per stream: it compares each
+    text with the previous), or None without the C build."""
+    return None if _EntityScanner is None else _EntityScanner(EntityScan, _scanned_group)
 
 
 def parse_entity(data: bytes | str) -> EntityState:

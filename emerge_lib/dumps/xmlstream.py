@@ -28,7 +28,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from datetime import date
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import msgspec
 
@@ -97,6 +97,11 @@ class Revision(msgspec.Struct, gc=False):
     ``text`` is ``None`` when deleted or absent, ``""`` for an empty text. ``timestamp`` is
     Unix seconds UTC. ``sha1`` is the revision's ``<sha1>``; ``text_sha1`` the schema-0.11
     ``sha1`` attribute of ``<text>``; ``text_size`` its ``bytes`` attribute.
+
+    ``entity``: with ``Dump(entity_scanner=...)`` (the C build), an entity JSON text the
+    scanner read straight from the escaped XML: a :class:`wikidata.EntityScan` whose
+    ``escaped`` holds the text as it stands in the dump (:func:`unescape` gives ``text``),
+    and ``text`` is then ``None`` (``text_deleted`` stays False). Else ``None``.
     """
 
     page_id: int
@@ -117,6 +122,7 @@ class Revision(msgspec.Struct, gc=False):
     text_sha1: str | None
     sha1: str | None
     slots: tuple[Slot, ...] = ()
+    entity: Any = None  # wikidata.EntityScan (kept untyped: the XML layer knows no JSON)
 
 
 class PageReject(msgspec.Struct, frozen=True):
@@ -466,11 +472,15 @@ class Dump:
         close_stream: bool = False,
         fragment: bool = False,
         text_bytes: bool = False,
+        entity_scanner: Any = None,
     ) -> None:
         self._raw_stream = stream
         # text_bytes: revisions carry their main text as unescaped UTF-8 bytes, not str,
         # for consumers that decode bytes themselves (msgspec): one decode less per revision
         self._text_bytes = text_bytes
+        # entity_scanner (wikidata.entity_scanner(); C build, text_bytes): JSON texts of
+        # canonical revisions are read without unescaping them (Revision.entity)
+        self._entity_scanner = entity_scanner
         self._text_of: _TextOf = unescape if text_bytes else unescape_text
         self._stream = _recode_if_utf16(stream)
         self._sc = _Scanner(self._stream, chunk_size)
@@ -497,6 +507,7 @@ class Dump:
         strict: bool = False,
         threads: int | None = None,
         text_bytes: bool = False,
+        entity_scanner: Any = None,
     ) -> Dump:
         """Open a plain or compressed dump file (see :func:`compressed.open_dump`)."""
         from .compressed import open_dump
@@ -504,7 +515,7 @@ class Dump:
         stream = open_dump(path, threads=threads)
         try:
             return cls(stream, on_reject=on_reject, strict=strict, close_stream=True,
-                       text_bytes=text_bytes)
+                       text_bytes=text_bytes, entity_scanner=entity_scanner)
         except BaseException:
             stream.close()
             raise
@@ -823,7 +834,7 @@ class Dump:
             return None
         base = self._sc.base
         revs, pos = _canonical_batch_c(self._sc.buf, self._pos - base, page.page_id,
-                                       self._text_bytes, Revision)
+                                       self._text_bytes, Revision, self._entity_scanner)
         self._pos = pos + base
         return revs
 

@@ -204,6 +204,7 @@ class WikidataFileExtractor(Quarantine):
         dump_date: str | None = None,
         watermarks: dict[int, Watermark] | None = None,
         threads: int | None = 1,
+        scan_entities: bool = True,
     ) -> None:
         self.path = Path(path)
         self.wiki = wiki
@@ -216,15 +217,27 @@ class WikidataFileExtractor(Quarantine):
         # consecutive revisions mostly share their claims: the parser reuses the decoded
         # statements (same object), and so do we
         self.parser = wikidata.EntityParser()
+        self.scan_entities = scan_entities  # the C scanner (when built); False: Python only
         self._last_statements: tuple[wikidata.Statement, ...] | None = None
         self._last_versions: frozenset[StatementVersion] = frozenset()
         self._last_facts: EntityFacts | None = None
         self._versions_cache = VersionCache()
         self.summary = FileSummary(self.dump_file, self.dump_date)
 
+    def entity_scanner(self) -> Any:
+        return wikidata.entity_scanner() if self.scan_entities else None
+
     # -- decoding ------------------------------------------------------------------------
     def decode(self, page: Page, rev: Revision) -> EntityFacts | None:
         """Facts of one revision, or None (and a reject row) when it cannot be read."""
+        scan = rev.entity  # the C scanner read the text (its model is JSON, not deleted)
+        if scan is not None:
+            try:
+                entity = self.parser.parse_scan(scan)
+            except wikidata.EntityParseError as exc:
+                self.reject(page.page_id, page.title, rev.rev_id, exc.reason, str(exc))
+                return None
+            return self._facts(entity)
         if rev.text_deleted or rev.text is None:
             self.reject(page.page_id, page.title, rev.rev_id, "text_deleted",
                         "revision text is deleted or suppressed")
@@ -238,6 +251,9 @@ class WikidataFileExtractor(Quarantine):
         except wikidata.EntityParseError as exc:
             self.reject(page.page_id, page.title, rev.rev_id, exc.reason, str(exc))
             return None
+        return self._facts(entity)
+
+    def _facts(self, entity: wikidata.EntityState) -> EntityFacts:
         self.summary.decoded += 1
         if entity.statements is not self._last_statements:
             self._last_statements = entity.statements
@@ -424,8 +440,8 @@ class WikidataFileExtractor(Quarantine):
         return True
 
     def _pages(self, only: set[int] | None = None) -> Iterator[Page]:
-        with Dump.from_file(self.path, on_reject=self._on_page_reject,
-                            threads=self.threads, text_bytes=True) as dump:
+        with Dump.from_file(self.path, on_reject=self._on_page_reject, threads=self.threads,
+                            text_bytes=True, entity_scanner=self.entity_scanner()) as dump:
             for page in dump:
                 if only is not None and page.page_id not in only:
                     continue
