@@ -325,10 +325,17 @@ def test_invalid_json_reasons() -> None:
         (b"", "invalid_json"),
         (b"[1, 2]", "not_an_object"),
         (b'{"foo": 1}', "unknown_shape"),
+        # not UTF-8 in a string msgspec decodes (a label; a claim): a reject, not a crash
+        (b'{"id": "Q1", "labels": {"en": {"value": "\xff"}}}', "invalid_json"),
+        (b'{"id": "Q1", "claims": {"P1": [{"mainsnak": {"snaktype": "\xff", '
+         b'"property": "P1"}}]}}', "invalid_json"),
+        (b'{"id": "Q1", "claims": {"\xff": []}}', "invalid_json"),
     ):
         with pytest.raises(EntityParseError) as info:
             parse_entity(data)
         assert info.value.reason == reason
+        with pytest.raises(EntityParseError):  # with reuse too
+            EntityParser().parse(data)
 
 
 @pytest.mark.realdata
