@@ -333,3 +333,23 @@ def test_emerge_ingest_reads_the_configured_mirror(sample_world: Path, tmp_path:
     assert all(sizes.values())
     assert main(args) == 0  # a rerun changes nothing
     assert {n: catalog.read_arrow(n).num_rows for n in sizes} == sizes
+
+
+def _arrow_in_a_worker(rows: int, threads: int | None = None) -> tuple[int, bool]:
+    """A pool job: what the extractors do with pyarrow, and whether pandas came along."""
+    import sys
+
+    import pyarrow as pa
+
+    table = pa.table({"x": pa.array(list(range(rows)), pa.int64())})
+    return table.num_rows, sys.modules.get("pandas") is not None
+
+
+def test_pool_workers_start_without_pandas() -> None:
+    """pyarrow imports pandas on the first pa.array when installed (0.3 s per worker);
+    the workers never need it, and the parent keeps it."""
+    from emerge_lib.stages.ingest_common import run_workers
+
+    results = run_workers(_arrow_in_a_worker, [(3,), (5,)], workers=2)
+    assert sorted(results) == [(3, False), (5, False)]
+    import pandas  # noqa: F401  - the parent is untouched

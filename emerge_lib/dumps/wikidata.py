@@ -652,6 +652,8 @@ class EntityScan(msgspec.Struct, frozen=True, gc=False):
     to the previous text's keeps its Statement objects, and unchanged claims keep the very
     tuple: consumers may compare by identity."""
 
+    redirect_to = None  # a class attribute, not a field: redirects are the Python path's
+
     escaped: bytes  # the text as it stands in the XML (xmlstream.unescape gives the JSON)
     id: str | None
     type: str | None

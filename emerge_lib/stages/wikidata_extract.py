@@ -144,7 +144,7 @@ def statement_versions(
     return frozenset(out)
 
 
-def facts_of(entity: wikidata.EntityState,
+def facts_of(entity: wikidata.EntityState | wikidata.EntityScan,
              versions: frozenset[StatementVersion] | None = None) -> EntityFacts:
     """The item-level fields plus the item-valued statement versions."""
     return EntityFacts(
@@ -230,14 +230,9 @@ class WikidataFileExtractor(Quarantine):
     # -- decoding ------------------------------------------------------------------------
     def decode(self, page: Page, rev: Revision) -> EntityFacts | None:
         """Facts of one revision, or None (and a reject row) when it cannot be read."""
-        scan = rev.entity  # the C scanner read the text (its model is JSON, not deleted)
-        if scan is not None:
-            try:
-                entity = self.parser.parse_scan(scan)
-            except wikidata.EntityParseError as exc:
-                self.reject(page.page_id, page.title, rev.rev_id, exc.reason, str(exc))
-                return None
-            return self._facts(entity)
+        scan = rev.entity  # the C scanner read the text: a valid current-format entity
+        if scan is not None:  # with the fields _facts reads (EntityParser.parse_scan)
+            return self._facts(scan)
         if rev.text_deleted or rev.text is None:
             self.reject(page.page_id, page.title, rev.rev_id, "text_deleted",
                         "revision text is deleted or suppressed")
@@ -253,7 +248,7 @@ class WikidataFileExtractor(Quarantine):
             return None
         return self._facts(entity)
 
-    def _facts(self, entity: wikidata.EntityState) -> EntityFacts:
+    def _facts(self, entity: wikidata.EntityState | wikidata.EntityScan) -> EntityFacts:
         self.summary.decoded += 1
         if entity.statements is not self._last_statements:
             self._last_statements = entity.statements
