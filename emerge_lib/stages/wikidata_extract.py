@@ -21,7 +21,6 @@ import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -56,11 +55,12 @@ class Watermark:
         return self.max_rev_id if self.max_rev_id is not None else self.last_rev_id
 
 
-class StatementVersion(msgspec.Struct, frozen=True, cache_hash=True, dict=True):
+class StatementVersion(msgspec.Struct, frozen=True, cache_hash=True, gc=False):
     """One state of one statement; a change of any field starts a new interval.
 
     A frozen Struct with a cached hash: replay does set operations on these for every
-    revision whose claims changed. ``dict=True`` lets the row values below be cached.
+    revision whose claims changed. The row values below are computed when an interval is
+    written, about once per version (no cache: functools.cached_property takes a lock).
     """
 
     statement_id: str
@@ -69,14 +69,14 @@ class StatementVersion(msgspec.Struct, frozen=True, cache_hash=True, dict=True):
     rank: str
     qualifiers: tuple[tuple[Any, ...], ...]
 
-    @cached_property
+    @property
     def version_hash(self) -> str:
         raw = repr((self.statement_id, self.p, self.o, self.rank, self.qualifiers))
         return hashlib.blake2b(raw.encode(), digest_size=10).hexdigest()
 
-    @cached_property
+    @property
     def qualifier_rows(self) -> list[dict[str, Any]]:
-        return [_qualifier_row(q) for q in self.qualifiers]
+        return [_qualifier_row(q) for q in self.qualifiers] if self.qualifiers else []
 
 
 class EntityFacts(msgspec.Struct, frozen=True, gc=False):
