@@ -408,6 +408,31 @@ strict_str(span s)
     return u;
 }
 
+/* strict_str for values that repeat on every revision (<model>, <format>): the last one
+ * is kept and handed out again while the bytes are the same. */
+typedef struct {
+    char bytes[32];
+    Py_ssize_t n;
+    PyObject *str;
+} repeat_cache;
+
+static PyObject *
+repeated_str(span s, repeat_cache *c)
+{
+    Py_ssize_t n = s.b - s.a;
+    if (c->str != NULL && n == c->n && memcmp(s.a, c->bytes, (size_t)n) == 0)
+        return Py_NewRef(c->str);
+    PyObject *u = strict_str(s);
+    if (u != NULL && n <= (Py_ssize_t)sizeof(c->bytes)) {
+        Py_XSETREF(c->str, Py_NewRef(u));
+        memcpy(c->bytes, s.a, (size_t)n);
+        c->n = n;
+    }
+    return u;
+}
+
+static repeat_cache model_cache, format_cache;
+
 /* <text> attributes: the two common layouts of _TEXT_ATTRS; 0 for anything else */
 static int
 text_attrs(span attrs, span *bytes_v, span *sha1_v, int *has_bytes, int *has_sha1)
@@ -508,7 +533,7 @@ typedef struct { /* double-buffered: cur is the previous text's, next the one be
 typedef struct {
     PyObject_HEAD
     PyObject *scan_type;
-    PyObject *group_decoder; /* (pid, escaped group bytes) -> tuple of statements */
+    PyObject *group_decoder; /* (pid, the group's JSON bytes) -> tuple of statements */
     PyObject *prev;          /* the previous accepted text (bytes), or NULL */
     es_table tab[T_N];
     Py_ssize_t scanned, declined, reused;
@@ -1028,8 +1053,11 @@ es_fresh_group(es_ctx *x, Py_ssize_t a, Py_ssize_t b, int special, int ascii, Py
     PyObject *pid = es_decode_string(x->t, a, b, 0, &err);
     if (pid == NULL)
         return err ? ES_ERROR : ES_DECLINE;
-    PyObject *raw = PyBytes_FromStringAndSize(x->t + v, e - v);
+    span group = {x->t + v, x->t + e};
+    PyObject *raw = unescape_span(group); /* the group's JSON: no numeric references here */
     PyObject *st = NULL;
+    if (raw == NULL && !PyErr_Occurred())
+        PyErr_SetString(PyExc_ValueError, "group not unescaped");
     if (raw != NULL) {
         PyObject *args[2] = {pid, raw};
         st = PyObject_Vectorcall(x->s->group_decoder, args, 2, NULL);
@@ -1613,7 +1641,8 @@ parse_one(const char *buf, const char *e, Py_ssize_t pos, PyObject *page_id, int
     else
         vals[8] = Py_NewRef(Py_None);
     vals[9] = Py_NewRef(Py_False);
-    if ((vals[10] = strict_str(model)) == NULL || (vals[11] = strict_str(fmt)) == NULL)
+    if ((vals[10] = repeated_str(model, &model_cache)) == NULL ||
+        (vals[11] = repeated_str(fmt, &format_cache)) == NULL)
         goto fallback;
     if (scanner != NULL && text_bytes && fmt.b - fmt.a == 16 &&
         memcmp(fmt.a, "application/json", 16) == 0) {

@@ -28,8 +28,6 @@ from typing import Any
 
 import msgspec
 
-from emerge_lib.dumps.xmlstream import unescape
-
 try:  # the C build (setup.py; optional)
     from emerge_lib.dumps._xmlfast import EntityScanner as _EntityScanner
 except ImportError:  # pragma: no cover - exercised where no compiler exists
@@ -664,10 +662,10 @@ class EntityScan(msgspec.Struct, frozen=True, gc=False):
     statements: tuple[Statement, ...]
 
 
-def _scanned_group(pid: str, escaped: bytes) -> tuple[Statement, ...]:
-    """One changed claims group for the scanner; its errors (ValueErrors) make the scanner
-    decline the text, which then takes :meth:`EntityParser.parse`."""
-    return tuple(_statements_of_group(_claim_group_decoder.decode(unescape(escaped))))
+def _scanned_group(pid: str, group: bytes) -> tuple[Statement, ...]:
+    """One changed claims group (its JSON) for the scanner; its errors (ValueErrors) make
+    the scanner decline the text, which then takes :meth:`EntityParser.parse`."""
+    return tuple(_statements_of_group(_claim_group_decoder.decode(group)))
 
 
 def entity_scanner() -> Any:
