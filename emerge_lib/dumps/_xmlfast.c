@@ -495,15 +495,17 @@ text_attrs(span attrs, span *bytes_v, span *sha1_v, int *has_bytes, int *has_sha
 /* ------------------------------------------------------------------------------------
  * Entity JSON read straight from the escaped XML text, reusing the previous revision.
  *
- * EntityScanner(EntityScan).scan(escaped) -> EntityScan | None
+ * EntityScanner(EntityScan, group_decoder).scan(escaped) -> EntityScan | None
  *
  * A pure accelerator of wikidata.EntityParser.parse(unescape(escaped)) for the current
  * serialization: it reads the fields the timelines keep (id, type, datatype, labels.en,
- * descriptions.en, sitelinks.enwiki) and splits "claims" into per-property groups, all
- * without unescaping the text. Consecutive revisions of an item share most of their bytes:
- * each top-level member and each claims group that is byte-identical to one of the previous
- * scan's (compared with memcmp) is taken over, scanned values and all, so an edit costs
- * about the size of what it changed. Whatever the scanner is not sure msgspec accepts the
+ * descriptions.en, sitelinks.enwiki) and the statements, all without unescaping the text
+ * (a changed claims group is unescaped for group_decoder, which makes its Statements).
+ * Consecutive revisions of an item share most of their bytes: each top-level member, each
+ * language of labels/descriptions/aliases/sitelinks and each claims group byte-identical
+ * to the previous scan's (memcmp) is taken over, what was read from it included, so an
+ * edit costs about the size of what it changed. Whatever the scanner is not sure msgspec
+ * accepts the
  * same way (legacy keys, escapes in keys, duplicate fields, surrogate escapes, numeric
  * references, carriage returns, unexpected types, deep nesting, ...) is declined (None),
  * and the caller takes the Python path, which stays the specification. Skipped strings are
@@ -1099,43 +1101,25 @@ es_unique_pids(es_member *g, Py_ssize_t n)
     return 1;
 }
 
+static const struct {
+    const char *name;
+    int kind;
+} es_keys[] = {
+    {"id", K_ID}, {"type", K_TYPE}, {"datatype", K_DATATYPE}, {"labels", K_LABELS},
+    {"descriptions", K_DESCRIPTIONS}, {"sitelinks", K_SITELINKS}, {"claims", K_CLAIMS},
+    {"aliases", K_ALIASES},
+    /* the legacy serialization, redirects and mediainfo: the Python path */
+    {"entity", K_DECLINE}, {"label", K_DECLINE}, {"description", K_DECLINE},
+    {"links", K_DECLINE}, {"redirect", K_DECLINE}, {"statements", K_DECLINE},
+};
+
+/* A top-level key (as in _Entity): what the scanner does with its value. */
 static int
 es_kind(const char *t, Py_ssize_t a, Py_ssize_t b)
 {
-    switch (b - a) {
-    case 2:
-        return es_key_is(t, a, b, "id") ? K_ID : K_OTHER;
-    case 4:
-        return es_key_is(t, a, b, "type") ? K_TYPE : K_OTHER;
-    case 5:
-        if (es_key_is(t, a, b, "label") || es_key_is(t, a, b, "links"))
-            return K_DECLINE; /* legacy keys: the Python path */
-        return K_OTHER;
-    case 6:
-        if (es_key_is(t, a, b, "labels"))
-            return K_LABELS;
-        if (es_key_is(t, a, b, "claims"))
-            return K_CLAIMS;
-        if (es_key_is(t, a, b, "entity"))
-            return K_DECLINE;
-        return K_OTHER;
-    case 7:
-        return es_key_is(t, a, b, "aliases") ? K_ALIASES : K_OTHER;
-    case 8:
-        if (es_key_is(t, a, b, "datatype"))
-            return K_DATATYPE;
-        if (es_key_is(t, a, b, "redirect"))
-            return K_DECLINE;
-        return K_OTHER;
-    case 9:
-        return es_key_is(t, a, b, "sitelinks") ? K_SITELINKS : K_OTHER;
-    case 10:
-        return es_key_is(t, a, b, "statements") ? K_DECLINE : K_OTHER;
-    case 11:
-        return es_key_is(t, a, b, "description") ? K_DECLINE : K_OTHER;
-    case 12:
-        return es_key_is(t, a, b, "descriptions") ? K_DESCRIPTIONS : K_OTHER;
-    }
+    for (size_t i = 0; i < sizeof(es_keys) / sizeof(es_keys[0]); i++)
+        if (es_key_is(t, a, b, es_keys[i].name))
+            return es_keys[i].kind;
     return K_OTHER;
 }
 
