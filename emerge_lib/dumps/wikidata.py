@@ -626,7 +626,6 @@ class EntityParser:
         self._last_groups = current
         return tuple(out)
 
-
     # -- texts the C scanner read (Revision.entity) -------------------------------------
     def parse_scan(self, scan: EntityScan) -> EntityState:
         """:meth:`parse` of ``unescape(scan.escaped)``, from what :func:`entity_scanner` read
