@@ -315,3 +315,90 @@ def test_extractor_rows_are_the_same_without_the_scanner_on_real_samples(
         "wdtk/sample-daily-dump-20140220.xml", "wdtk/mock-dump-with-bugs.xml",
         "wdtk/mock-dump-incomplete-revision.xml", "wdtk/mock-dump-for-testing.xml",
         "dbpedia-minidump-wikidata/wiki.xml.bz2", "sansa-ml/data.xml")], tmp_path)
+
+
+# ----------------------------------------------------------------------------- claims groups in C
+def _group_outcome(group: bytes):
+    try:
+        return wikidata._scanned_group("P0", group)
+    except ValueError:  # what makes the scanner decline: msgspec's errors, bad UTF-8
+        return "error"
+
+
+def _claim_variants(claim: dict) -> list[dict]:
+    """The shapes msgspec reads differently in one claim: missing, null and mistyped
+    fields, integers and floats of every kind, qualifiers as lists and odd dicts."""
+    ms = claim.get("mainsnak", {})
+    dv = ms.get("datavalue") or {}
+    val = dv.get("value")
+    changes = [("rank", None), ("rank", 5), ("id", None), ("id", 7), ("qualifiers", []),
+               ("qualifiers", [1]), ("qualifiers", None), ("qualifiers", {}),
+               ("qualifiers", {"P1": "x"}),
+               ("qualifiers", {"P1": [{"snaktype": "novalue", "property": ""}]})]
+    changes += [("qualifiers", {"P1": [{"snaktype": "value", "property": "P2", "datavalue": {
+        "type": "time", "value": {"time": "+2001-00-00T00:00:00Z", "precision": p}}}]})
+        for p in (9, 9.0, 1e-5, 10**20, None, "9")]
+    out = [{**claim, key: value} for key, value in changes]
+    out.append({k: v for k, v in claim.items() if k != "rank"})
+    out.append({k: v for k, v in claim.items() if k != "mainsnak"})
+    for snak_change in ({"snaktype": None}, {"property": None}, {"property": ""},
+                        {"snaktype": "somevalue"}, {"datavalue": None}, {"datavalue": "x"}):
+        out.append({**claim, "mainsnak": {**ms, **snak_change}})
+    values = [None, "Q5", 5, 5.5, 1e300, [1], True, {}, {"id": None, "numeric-id": 5},
+              {"numeric-id": 5, "entity-type": "item"}, {"numeric-id": 5.0, "entity-type": "item"},
+              {"numeric-id": 10**19, "entity-type": "item"}, {"id": "P5"}, {"id": "X5"},
+              {"id": ""}, {"id": "Q5", "entity-type": ""}, {"id": "Q5", "entity-type": 3},
+              {"numeric-id": -3, "entity-type": "property"}, {"id": 5}]
+    if isinstance(val, dict):
+        values.append({**val, "id": None})
+    for v in values:
+        for vtype in ("wikibase-entityid", "time", None, ""):
+            out.append({**claim, "mainsnak": {**ms, "datavalue": {**dv, "value": v,
+                                                                  "type": vtype}}})
+    return out
+
+
+def _groups(realdata: Path | None) -> list[bytes]:
+    docs = [json.loads(t) for chain in generated_texts() for t in chain if b'"claims":{' in t]
+    if realdata is not None:
+        docs += [json.loads(t) for t in real_entity_texts(realdata)[:200]
+                 if b'"claims"' in t and b'"entity"' not in t]
+    groups = []
+    for d in docs:
+        if isinstance(d.get("claims"), dict):
+            groups += [json.dumps(g, separators=(",", ":"), ensure_ascii=False).encode()
+                       for g in d["claims"].values()]
+    return groups
+
+
+def _check_groups(groups: list[bytes]) -> int:
+    scanner = wikidata.entity_scanner()
+    read = 0
+    for g in groups:
+        for escaped in (escape(g), escape(g, raw_quotes=True)):
+            got = scanner.decode_group(escaped)
+            if got is not None:
+                read += 1
+                assert got == _group_outcome(g), g[:300]
+    return read
+
+
+def test_claims_groups_in_c_equal_the_python_decoder(sample_world: Path) -> None:
+    groups = _groups(None)
+    assert len(groups) > 300
+    assert _check_groups(groups) > 0.9 * 2 * len(groups)  # the common shapes are read in C
+    rng = random.Random(5)
+    variants = []
+    for g in rng.sample(groups, 40):
+        claims = json.loads(g)
+        for v in _claim_variants(claims[0]):
+            variants.append(json.dumps([v] + claims[1:], separators=(",", ":")).encode())
+    assert _check_groups(variants) > 100
+    _check_groups([mutate(rng.choice(groups), rng) for _ in range(3000)])
+
+
+@pytest.mark.realdata
+def test_claims_groups_in_c_equal_the_python_decoder_on_real_samples(realdata: Path) -> None:
+    groups = _groups(realdata)
+    assert len(groups) > 1000
+    assert _check_groups(groups) > 0.8 * 2 * len(groups)

@@ -670,7 +670,11 @@ def _scanned_group(pid: str, group: bytes) -> tuple[Statement, ...]:
 def entity_scanner() -> Any:
     """A new C scanner for ``Dump(entity_scanner=...)`` (one per stream: it compares each
     text with the previous), or None without the C build."""
-    return None if _EntityScanner is None else _EntityScanner(EntityScan, _scanned_group)
+    if _EntityScanner is None:
+        return None
+    # Statement and Qualifier: the common claims groups are read in C too; the others, and
+    # any the C side is not sure of, go to _scanned_group
+    return _EntityScanner(EntityScan, _scanned_group, Statement, Qualifier)
 
 
 def parse_entity(data: bytes | str) -> EntityState:
