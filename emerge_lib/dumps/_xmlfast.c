@@ -1152,6 +1152,27 @@ es_opt_str(const char *t, Py_ssize_t n, Py_ssize_t p, PyObject **out)
     } while (0)
 #define ES_RETURN_P return p
 
+/* The bit (1 << its index in names) of the field t[a:b) of a msgspec Struct, 0 for a key
+ * it skips, -1 for a field seen before (msgspec keeps the last: not judged). */
+static int
+es_field(const char *t, Py_ssize_t a, Py_ssize_t b, const char *const *names, int *seen)
+{
+    for (int i = 0; names[i] != NULL; i++)
+        if (es_key_is(t, a, b, names[i])) {
+            if (*seen & (1 << i))
+                return -1;
+            *seen |= 1 << i;
+            return 1 << i;
+        }
+    return 0;
+}
+
+static const char *const es_val_fields[] = {"id", "numeric-id", "entity-type", "time",
+                                            "precision", NULL};
+static const char *const es_snak_fields[] = {"snaktype", "property", "datavalue", NULL};
+static const char *const es_datavalue_fields[] = {"value", "type", NULL};
+static const char *const es_claim_fields[] = {"mainsnak", "rank", "id", "qualifiers", NULL};
+
 /* datavalue.value (str | _Val | int | float | list[Any] | None) into *val. */
 static Py_ssize_t
 es_group_value(const char *t, Py_ssize_t n, Py_ssize_t p, es_val *val)
@@ -1175,12 +1196,9 @@ es_group_value(const char *t, Py_ssize_t n, Py_ssize_t p, es_val *val)
     val->is_val = 1;
     int seen = 0;
     ES_MEMBERS(t, n, p, 1, a, b, v, ES_RETURN_P, {
-        int bit = es_key_is(t, a, b, "id") ? 1 : es_key_is(t, a, b, "numeric-id") ? 2
-                  : es_key_is(t, a, b, "entity-type") ? 4 : es_key_is(t, a, b, "time") ? 8
-                  : es_key_is(t, a, b, "precision") ? 16 : 0;
-        if (bit & seen)
+        int bit = es_field(t, a, b, es_val_fields, &seen);
+        if (bit < 0)
             return ES_DECLINE;
-        seen |= bit;
         if (bit == 1)
             p = es_opt_str(t, n, v, &val->id);
         else if (bit == 4)
@@ -1217,11 +1235,9 @@ es_group_snak(const char *t, Py_ssize_t n, Py_ssize_t p, es_snak *s)
     Py_ssize_t a, b, v;
     int seen = 0;
     ES_MEMBERS(t, n, p, 1, a, b, v, ES_RETURN_P, {
-        int bit = es_key_is(t, a, b, "snaktype") ? 1 : es_key_is(t, a, b, "property") ? 2
-                  : es_key_is(t, a, b, "datavalue") ? 4 : 0;
-        if (bit & seen)
+        int bit = es_field(t, a, b, es_snak_fields, &seen);
+        if (bit < 0)
             return ES_DECLINE;
-        seen |= bit;
         if (bit == 1 || bit == 2) {
             PyObject **slot = bit == 1 ? &s->snaktype : &s->property;
             p = es_opt_str(t, n, v, slot);
@@ -1236,11 +1252,9 @@ es_group_snak(const char *t, Py_ssize_t n, Py_ssize_t p, es_snak *s)
                 Py_ssize_t a2, b2, v2;
                 p = v;
                 ES_MEMBERS(t, n, p, 1, a2, b2, v2, ES_RETURN_P, {
-                    int bit2 = es_key_is(t, a2, b2, "value") ? 1
-                               : es_key_is(t, a2, b2, "type") ? 2 : 0;
-                    if (bit2 & seen2)
+                    int bit2 = es_field(t, a2, b2, es_datavalue_fields, &seen2);
+                    if (bit2 < 0)
                         return ES_DECLINE;
-                    seen2 |= bit2;
                     if (bit2 == 1)
                         p = es_group_value(t, n, v2, &s->val);
                     else if (bit2 == 2)
@@ -1410,13 +1424,11 @@ es_group_claim(const char *t, Py_ssize_t n, Py_ssize_t p, PyObject *stmt_type,
     if (quals == NULL)
         return ES_ERROR;
     ES_MEMBERS(t, n, p, 1, a, b, v, goto out, {
-        int bit = es_key_is(t, a, b, "mainsnak") ? 1 : es_key_is(t, a, b, "rank") ? 2
-                  : es_key_is(t, a, b, "id") ? 4 : es_key_is(t, a, b, "qualifiers") ? 8 : 0;
-        if (bit & seen) {
+        int bit = es_field(t, a, b, es_claim_fields, &seen);
+        if (bit < 0) {
             p = ES_DECLINE;
             goto out;
         }
-        seen |= bit;
         if (bit == 1)
             p = es_group_snak(t, n, v, &main);
         else if (bit == 2) {
