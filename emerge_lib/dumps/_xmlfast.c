@@ -1482,11 +1482,11 @@ out:
     return p;
 }
 
-/* The group (list[_Claim]) t[p:e): a tuple of Statements, or NULL (declined when no
- * exception is set). */
+/* The group (list[_Claim]) at t + p, validated as it is read: a tuple of Statements and
+ * *end after its ']', or NULL (declined when no exception is set). */
 static PyObject *
 es_group_statements(const char *t, Py_ssize_t e, Py_ssize_t p, PyObject *stmt_type,
-                    PyObject *qual_type)
+                    PyObject *qual_type, Py_ssize_t *end)
 {
     if (p >= e || t[p] != '[')
         return NULL;
@@ -1503,8 +1503,10 @@ es_group_statements(const char *t, Py_ssize_t e, Py_ssize_t p, PyObject *stmt_ty
             break;
     }
     PyObject *r = NULL;
-    if (p >= 0 && es_ws(t, e, p) == e)
+    if (p >= 0) {
         r = PyList_AsTuple(out);
+        *end = p;
+    }
     Py_DECREF(out);
     if (r == NULL && PyErr_Occurred() && !PyErr_ExceptionMatches(PyExc_MemoryError))
         PyErr_Clear(); /* anything unexpected: the Python decoder decides */
@@ -1521,15 +1523,13 @@ es_fresh_group(es_ctx *x, Py_ssize_t a, Py_ssize_t b, int special, int ascii, Py
     int err;
     if (special) /* msgspec would decode the key's escapes */
         return ES_DECLINE;
-    Py_ssize_t e = es_skip_value(x->t, x->n, v, 2);
-    if (e < 0)
-        return ES_DECLINE;
     PyObject *pid = es_decode_string(x->t, a, b, 0, &err);
     if (pid == NULL)
         return err ? ES_ERROR : ES_DECLINE;
+    Py_ssize_t e = ES_DECLINE;
     PyObject *st = NULL;
-    if (x->s->stmt_type != NULL) {
-        st = es_group_statements(x->t, e, v, x->s->stmt_type, x->s->qual_type);
+    if (x->s->stmt_type != NULL) { /* read and validated in one pass */
+        st = es_group_statements(x->t, x->n, v, x->s->stmt_type, x->s->qual_type, &e);
         if (st == NULL && PyErr_Occurred()) {
             Py_DECREF(pid);
             return ES_ERROR;
@@ -1537,6 +1537,10 @@ es_fresh_group(es_ctx *x, Py_ssize_t a, Py_ssize_t b, int special, int ascii, Py
     }
     if (st != NULL)
         goto decoded;
+    if ((e = es_skip_value(x->t, x->n, v, 2)) < 0) {
+        Py_DECREF(pid);
+        return ES_DECLINE;
+    }
     span group = {x->t + v, x->t + e};
     PyObject *raw = unescape_span(group); /* the group's JSON: no numeric references here */
     if (raw == NULL && !PyErr_Occurred())
@@ -1924,8 +1928,11 @@ EntityScanner_decode_group(EntityScanner *s, PyObject *group)
         PyErr_SetString(PyExc_TypeError, "decode_group() takes bytes (and a scanner with types)");
         return NULL;
     }
-    PyObject *r = es_group_statements(PyBytes_AS_STRING(group), PyBytes_GET_SIZE(group), 0,
-                                      s->stmt_type, s->qual_type);
+    const char *t = PyBytes_AS_STRING(group);
+    Py_ssize_t n = PyBytes_GET_SIZE(group), end;
+    PyObject *r = es_group_statements(t, n, 0, s->stmt_type, s->qual_type, &end);
+    if (r != NULL && es_ws(t, n, end) != n)
+        Py_CLEAR(r); /* trailing characters */
     if (r == NULL && !PyErr_Occurred())
         Py_RETURN_NONE;
     return r;
