@@ -383,7 +383,7 @@ def _check_groups(groups: list[bytes]) -> int:
     return read
 
 
-def test_claims_groups_in_c_equal_the_python_decoder(sample_world: Path) -> None:
+def test_claims_groups_in_c_equal_the_python_decoder() -> None:
     groups = _groups(None)
     assert len(groups) > 300
     assert _check_groups(groups) > 0.9 * 2 * len(groups)  # the common shapes are read in C
