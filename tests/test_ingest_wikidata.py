@@ -353,3 +353,32 @@ def test_pool_workers_start_without_pandas() -> None:
     results = run_workers(_arrow_in_a_worker, [(3,), (5,)], workers=2)
     assert sorted(results) == [(3, False), (5, False)]
     import pandas  # noqa: F401  - the parent is untouched
+
+
+def _faults_reallocating(blocks: int = 8, size: int = 16 << 20, threads: int | None = None
+                         ) -> int:
+    """Minor page faults while fresh multi-MB bytes objects are built and freed, each a
+    little larger than the one before (as the kept tail of the XML window varies)."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    for i in range(blocks):
+        block = b"x" * (size + i * 65536)  # written, as a decompressor fills it
+        del block
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+
+
+def test_pool_workers_reuse_freed_memory() -> None:
+    """By default glibc unmaps a freed multi-MB block, so every new one is faulted in and
+    zeroed by the kernel again (page by page); the workers keep it for reuse."""
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import get_context
+
+    from emerge_lib.stages.ingest_common import run_workers
+
+    pages = 8 * (16 << 20) // 4096
+    with ProcessPoolExecutor(1, mp_context=get_context("spawn")) as plain_pool:
+        default = plain_pool.submit(_faults_reallocating, 8).result()
+    assert default > pages * 3 // 4  # the premise: by default every block faults again
+    in_workers = run_workers(_faults_reallocating, [(8,), (8,)], workers=2)
+    assert max(in_workers) < pages // 6  # the first block, then 16 new pages per block
