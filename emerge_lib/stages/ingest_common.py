@@ -156,8 +156,9 @@ def keep_freed_memory() -> bool:
     (a threshold that only creeps up) and trims the heap top, so each new block is
     page-faulted and zeroed by the kernel again: 8,000-11,000 faults per 65 MB bz2 file.
     With fixed thresholds the same memory is reused (25 faults once the heap has grown).
-    Process-wide, so only for processes that do nothing but extract; False where the C
-    library has no ``mallopt`` (not glibc).
+    Process-wide (up to 256 MB of freed memory stays with the process), so it is set in
+    worker processes (the pool's, Spark's Python workers), not in a long-lived parent;
+    False where the C library has no ``mallopt`` (not glibc).
     """
     try:
         mallopt = ctypes.CDLL(None).mallopt
