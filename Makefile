@@ -6,7 +6,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo test lint format bench clean
+.PHONY: venv demo test test-fast lint format bench clean
 
 venv: $(STAMP)
 
@@ -31,6 +31,10 @@ lint: $(STAMP)
 
 test: lint
 	$(PY) -m pytest -q
+
+# the quick loop for local work: everything but the tests marked slow (CI runs `make test`)
+test-fast: lint
+	$(PY) -m pytest -q -m "not slow"
 
 bench: $(STAMP)
 	@for b in benchmarks/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done

@@ -2,7 +2,8 @@
 
 Issue 6: a generated world with >= 1 M item-valued statements and >= 100 k passages, built
 end to end (ingest -> stability -> snapshot -> deltas -> passages -> align -> release) on
-the embedded Sail engine by ``emerge_lib.build.build_dataset``. The world comes from the
+the embedded Sail engine by ``emerge_lib.pipeline.build_dataset`` (what `emerge build` runs,
+with its defaults: dumps.workers 0 = one extraction process per core). The world comes from the
 sample generator's opt-in bench mode (``--bench-statements``: extra item-valued
 statements per filler item, objects being items with articles; ``--bench-passages``:
 linked filler paragraphs appended inside the snapshots' windows), so the passages and
@@ -52,9 +53,9 @@ import psutil
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from emerge_lib.build import build_dataset  # noqa: E402
 from emerge_lib.config import load_config  # noqa: E402
 from emerge_lib.engine import spark_session  # noqa: E402
+from emerge_lib.pipeline import StageContext, build_dataset  # noqa: E402
 from emerge_lib.schedule import as_utc  # noqa: E402
 from emerge_lib.tables import Catalog  # noqa: E402
 
@@ -171,6 +172,8 @@ def naive_triples(catalog: Catalog, t: datetime) -> int:
 
 # ----------------------------------------------------------------------------- report
 def fmt_rows(result: Any) -> str:
+    if hasattr(result, "rows") and hasattr(result, "brief"):  # pipeline.StageResult
+        result = result.rows
     if isinstance(result, dict):
         if all(isinstance(x, int) for x in result.values()):
             return f"{sum(result.values()):,} ({', '.join(f'{k}={v:,}' for k, v in result.items())})"
@@ -190,12 +193,7 @@ def print_table(rows: list[tuple]) -> None:
 
 def table_rows(catalog: Catalog, name: str) -> int:
     """Row count from the Delta log's file statistics (no data read)."""
-    from deltalake import DeltaTable
-
-    if not catalog.exists(name):
-        return 0
-    actions = DeltaTable(catalog.path(name)).get_add_actions(flatten=True)
-    return int(sum(x or 0 for x in actions.column("num_records").to_pylist()))
+    return catalog.row_count(name)
 
 
 # ----------------------------------------------------------------------------- main
@@ -205,7 +203,6 @@ def main() -> int:
     ap.add_argument("--scale", type=float, default=1.0,
                     help="fraction of the full world (items, articles, passages) to generate")
     ap.add_argument("--jobs", type=int, default=2, help="generator processes (default 2)")
-    ap.add_argument("--workers", type=int, default=2, help="ingest worker processes (default 2)")
     ap.add_argument("--warehouse", type=Path, default=None,
                     help="warehouse folder (default: a fresh temporary one, removed after)")
     ap.add_argument("--no-release", action="store_true", help="skip the release stage")
@@ -237,21 +234,22 @@ def main() -> int:
             with phase(sampler, "engine start", rows):
                 spark = stack.enter_context(spark_session())
             catalog = Catalog(str(warehouse), spark)
-            marks: dict[str, float] = {}
+            step: dict[str, Any] = {}
 
-            def progress(name: str) -> None:
-                marks[name] = cpu_seconds()
-                sampler.enter(name)
-                print(f"[{time.monotonic() - started:7.1f} s] {name} ...", flush=True)
+            def on_step(name: str, plan: Any) -> None:
+                step["name"] = f"{name} {plan.key}" if plan is not None else name
+                step["cpu"] = cpu_seconds()
+                sampler.enter(step["name"])
+                print(f"[{time.monotonic() - started:7.1f} s] {step['name']} ...", flush=True)
 
-            report = build_dataset(cfg, catalog, wikidata, wikipedia,
-                                   out=None if args.no_release else out,
-                                   workers=args.workers, progress=progress)
+            def on_result(result: Any) -> None:
+                rows.append((step["name"], result.seconds, cpu_seconds() - step["cpu"], result,
+                             sampler.peaks.get(step["name"], 0)))
+
+            ctx = StageContext(cfg, catalog, wikidata, wikipedia,
+                               release_dir=None if args.no_release else out)
+            build_dataset(ctx, on_step=on_step, on_result=on_result)
             sampler.enter("after")
-            names = [n for n, _, _ in report.stages]
-            ends = [marks[n] for n in names[1:]] + [cpu_seconds()]
-            for (name, secs, result), cpu_end in zip(report.stages, ends, strict=True):
-                rows.append((name, secs, cpu_end - marks[name], result, sampler.peaks.get(name, 0)))
             build_wall = sum(r[1] for r in rows if r[0] != "engine start")
             counts = {n: table_rows(catalog, n) for n in (
                 "statement_timeline", "item_timeline", "page_timeline", "paragraph_timeline",

@@ -31,6 +31,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from emerge_lib.config import Config  # noqa: E402
 from emerge_lib.stages.ingest_wikipedia import needed_ranges  # noqa: E402
 from emerge_lib.stages.wikipedia_extract import extract_file  # noqa: E402
 
@@ -217,7 +218,8 @@ def floor_indexed(path: Path) -> int:
 
 
 def ours(path: Path, snapshots: list[str]):
-    ranges = needed_ranges(snapshots, windows=5, window_days=7, passage_minutes=30)
+    cfg = Config()  # the defaults: 5 windows of 7 days, 30-minute passage margin
+    ranges = needed_ranges([cfg.plan(t) for t in snapshots], cfg.stability.passage_minutes)
     staging = Path(tempfile.mkdtemp(prefix="emerge-bench-"))
     try:
         return extract_file(str(path), str(staging), ranges, "enwiki", path.name, "", {}, 1)

@@ -54,12 +54,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     from emerge_lib.config import ConfigError
+    from emerge_lib.errors import EmergeError
 
     try:
         return int(args.func(args) or 0)
     except ConfigError as exc:
         print(f"emerge: {exc}", file=sys.stderr)
         return 2
+    except EmergeError as exc:
+        # one line a user can act on; the traceback only with --verbose
+        logging.getLogger(__name__).debug("failed", exc_info=True)
+        again = " (retrying may succeed)" if exc.retryable else ""
+        print(f"emerge: {_one_line(exc)}{again}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("emerge: interrupted", file=sys.stderr)
+        return 130
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= 2000 else text[:2000] + " …"
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import (
@@ -20,10 +20,14 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    SecretStr,
     ValidationError,
     field_validator,
     model_validator,
 )
+
+from emerge_lib.errors import EmergeError
+from emerge_lib.schedule import SnapshotPlan, parse_utc
 
 ENV_PREFIX = "EMERGE__"
 
@@ -34,36 +38,8 @@ DEFAULT_END_QUALIFIERS = [
 DEFAULT_START_QUALIFIERS = ["P580", "P585", "P577", "P571", "P569", "P729", "P1319", "P2031"]
 
 
-class ConfigError(ValueError):
+class ConfigError(EmergeError, ValueError):
     """A configuration that cannot be used; the message names the field and the reason."""
-
-
-def parse_utc(value: Any) -> datetime:
-    """Parse an ISO 8601 timestamp into an aware UTC datetime.
-
-    A naive timestamp is taken as UTC (everything in emerge is UTC); an offset is converted.
-    """
-    if isinstance(value, datetime):
-        dt = value
-    elif isinstance(value, str):
-        text = value.strip()
-        if text.endswith(("Z", "z")):
-            text = text[:-1] + "+00:00"
-        try:
-            dt = datetime.fromisoformat(text)
-        except ValueError as exc:
-            raise ValueError(f"not an ISO 8601 timestamp: {value!r}") from exc
-    else:
-        # YAML turns unquoted dates into datetime.date
-        from datetime import date
-
-        if isinstance(value, date):
-            dt = datetime(value.year, value.month, value.day)
-        else:
-            raise ValueError(f"not an ISO 8601 timestamp: {value!r}")
-    if dt.tzinfo is None:
-        return dt.replace(tzinfo=UTC)
-    return dt.astimezone(UTC)
 
 
 UtcTimestamp = Annotated[datetime, BeforeValidator(parse_utc)]
@@ -84,8 +60,9 @@ class S3Settings(_Strict):
     """Where s3:// warehouses and releases live (a MinIO-compatible server works)."""
 
     endpoint_url: str | None = None
-    access_key_id: str | None = None
-    secret_access_key: str | None = None
+    # secrets: never printed (`emerge config` shows "**********"), never logged
+    access_key_id: SecretStr | None = None
+    secret_access_key: SecretStr | None = None
     region: str = "us-east-1"
     allow_http: bool = True
 
@@ -101,18 +78,37 @@ class S3Settings(_Strict):
             env["AWS_ENDPOINT_URL"] = self.endpoint_url
             env["AWS_ENDPOINT"] = self.endpoint_url
         if self.access_key_id:
-            env["AWS_ACCESS_KEY_ID"] = self.access_key_id
+            env["AWS_ACCESS_KEY_ID"] = self.access_key_id.get_secret_value()
         if self.secret_access_key:
-            env["AWS_SECRET_ACCESS_KEY"] = self.secret_access_key
+            env["AWS_SECRET_ACCESS_KEY"] = self.secret_access_key.get_secret_value()
         if self.allow_http:
             env["AWS_ALLOW_HTTP"] = "true"
         return env
 
+    def storage_options(self) -> dict[str, str]:
+        """The same settings as delta-rs / object_store storage options."""
+        opts = {"AWS_REGION": self.region}
+        if self.endpoint_url:
+            opts["AWS_ENDPOINT_URL"] = self.endpoint_url
+        if self.access_key_id:
+            opts["AWS_ACCESS_KEY_ID"] = self.access_key_id.get_secret_value()
+        if self.secret_access_key:
+            opts["AWS_SECRET_ACCESS_KEY"] = self.secret_access_key.get_secret_value()
+        if self.allow_http:
+            opts["AWS_ALLOW_HTTP"] = "true"
+        return opts
+
 
 class EngineSettings(_Strict):
-    """``embedded`` starts a Sail Spark Connect server in-process; ``sc://host:port`` is remote."""
+    """``embedded`` starts a Sail Spark Connect server in-process; ``sc://host:port`` is remote.
+
+    ``mode`` (embedded only): ``local`` runs the engine in threads of this process;
+    ``local-cluster`` runs Sail's driver and workers as separate actors talking over RPC, as
+    on a cluster. Unset: the ``SAIL_MODE`` environment variable, else ``local``.
+    """
 
     url: str = "embedded"
+    mode: Literal["local", "local-cluster"] | None = None
     startup_timeout_s: float = Field(default=60.0, gt=0)
 
     @field_validator("url")
@@ -152,7 +148,18 @@ class DumpSettings(_Strict):
     wikidata: WikiDumps = Field(default_factory=lambda: WikiDumps(wiki="wikidatawiki"))
     wikipedia: WikiDumps = Field(default_factory=lambda: WikiDumps(wiki="enwiki"))
     workers: int = Field(default=0, ge=0, description="0 = one per core")
+    # share of revisions, and of pages, that may be rejected before an ingest fails
+    # (deleted or suppressed revisions are counted but not held against it)
     max_reject_ratio: float = Field(default=0.01, ge=0, le=1)
+    # where extraction workers stage their Parquet before the commit: a local folder or
+    # any pyarrow filesystem URI (s3://bucket/prefix for a cluster); unset: <warehouse>/_staging
+    staging: str | None = None
+    # local: a process pool of `workers` here; spark: one Spark task per file (mapInArrow),
+    # for a cluster (the staging folder must then be reachable from every executor)
+    executor: Literal["local", "spark"] = "local"
+    # read every file again and rewrite every page it holds, ignoring what the warehouse
+    # already has (after a fix to the extraction); normally files already ingested are skipped
+    reingest: bool = False
 
     @field_validator("mirror")
     @classmethod
@@ -232,6 +239,30 @@ class Config(_Strict):
         elif not v.strip():
             raise ValueError("warehouse must not be empty")
         return v
+
+    def plans(self) -> list[SnapshotPlan]:
+        """Every configured snapshot with its windows, oldest first."""
+        s = self.snapshots
+        return [SnapshotPlan(t, s.windows, s.window_days) for t in s.timestamps]
+
+    def plan(self, snapshot: datetime | str) -> SnapshotPlan:
+        """Any snapshot (configured or not) with the configured windows."""
+        return SnapshotPlan(parse_utc(snapshot), self.snapshots.windows, self.snapshots.window_days)
+
+    @property
+    def workers(self) -> int:
+        """Extraction processes: ``dumps.workers``, 0 meaning one per usable core."""
+        from emerge_lib.dumps.compressed import cpu_count
+
+        return self.dumps.workers or cpu_count()
+
+    @property
+    def staging(self) -> str:
+        return self.dumps.staging or f"{self.warehouse.rstrip('/')}/_staging"
+
+    def redacted(self) -> dict[str, Any]:
+        """The configuration as plain data with secrets masked (for printing and logs)."""
+        return self.model_dump(mode="json")
 
 
 def _set_path(tree: dict[str, Any], path: list[str], value: Any) -> None:
@@ -324,6 +355,9 @@ def _resolve_relative(cfg: Config, base: Path) -> Config:
         cfg.warehouse = str((base / cfg.warehouse).resolve())
     if not Path(cfg.dumps.download_dir).is_absolute():
         cfg.dumps.download_dir = str((base / cfg.dumps.download_dir).resolve())
+    staging = cfg.dumps.staging
+    if staging and "://" not in staging and not Path(staging).is_absolute():
+        cfg.dumps.staging = str((base / staging).resolve())
     mirror = cfg.dumps.mirror
     if mirror.startswith("file://") and not mirror.startswith("file:///"):
         cfg.dumps.mirror = (base / mirror[len("file://"):]).resolve().as_uri()

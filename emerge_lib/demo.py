@@ -7,43 +7,67 @@ the EMERGE release, and checks the instances against the world's truth.
 
 from __future__ import annotations
 
-import logging
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from emerge_lib.build import build_dataset
-from emerge_lib.config import load_config
-from emerge_lib.dumps.locate import history_files
-from emerge_lib.engine import session_for
+from emerge_lib.config import Config, load_config
+from emerge_lib.pipeline import StageContext, StageResult
 from emerge_lib.sample import SampleSpec, generate_world
-from emerge_lib.sample.compare import built, planted
 from emerge_lib.tables import Catalog
 
-log = logging.getLogger(__name__)
+DEMO_WORLD = dict(items=600, articles=200, revisions=4)
 
 
-def run_demo(out: str | Path, seed: int = 1) -> int:
-    out = Path(out).resolve()
-    world = out / "world"
-    started = time.monotonic()
+@dataclass
+class DemoResult:
+    cfg: Config
+    world: Path
+    release: Path
+    results: list[StageResult] = field(default_factory=list)
+    built: int = 0
+    planted: int = 0
+    missing: int = 0
+    unexpected: int = 0
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.missing == 0 and self.unexpected == 0
+
+
+def world_for(out: str | Path, seed: int = 1, on_generate: Callable[[Path], None] | None = None
+              ) -> Path:
+    """The demo's sample world under ``out`` (generated once; reruns reuse it)."""
+    world = Path(out).resolve() / "world"
     if not (world / "config.yaml").exists():
-        print(f"generating a sample world (seed {seed}) in {world} ...")
-        generate_world(world, SampleSpec(seed=seed, items=600, articles=200, revisions=4))
+        if on_generate:
+            on_generate(world)
+        generate_world(world, SampleSpec(seed=seed, **DEMO_WORLD))
+    return world
+
+
+def run_demo(out: str | Path, seed: int = 1,
+             build: Callable[[StageContext], list[StageResult]] | None = None,
+             on_generate: Callable[[Path], None] | None = None) -> DemoResult:
+    """Generate (once) and build the demo world; ``build`` runs the stages (default:
+    ``pipeline.build_dataset``), so a caller can draw progress around it."""
+    from emerge_lib.engine import session_for
+    from emerge_lib.pipeline import build_dataset
+    from emerge_lib.sample.compare import built, planted
+
+    started = time.monotonic()
+    world = world_for(out, seed, on_generate)
     cfg = load_config(world / "config.yaml")
-    wikidata = [p for p, _ in history_files(cfg, cfg.dumps.wikidata)]
-    wikipedia = [p for p, _ in history_files(cfg, cfg.dumps.wikipedia)]
-    release = out / "release"
+    release = Path(out).resolve() / "release"
+    result = DemoResult(cfg, world, release)
     with session_for(cfg) as spark:
-        catalog = Catalog(cfg.warehouse, spark)
-        report = build_dataset(cfg, catalog, wikidata, wikipedia, out=release, workers=2,
-                               progress=lambda name: print(f"  stage: {name}", flush=True))
-        got, _ = built(catalog)
+        ctx = StageContext(cfg, Catalog.for_config(cfg, spark), release_dir=release)
+        result.results = (build or build_dataset)(ctx)
+        got, _ = built(ctx.catalog)
     want = planted(world)
-    for name, seconds, _ in report.stages:
-        print(f"  {name:<36} {seconds:6.1f}s")
-    print(f"instances: {len(got)} built, {len(want)} planted, {len(want - got)} missing, "
-          f"{len(got - want)} unexpected")
-    print(f"release:   {release}")
-    print(f"warehouse: {cfg.warehouse}  (emerge tables --warehouse {cfg.warehouse})")
-    print(f"demo finished in {time.monotonic() - started:.0f}s")
-    return 0 if got == want else 1
+    result.built, result.planted = len(got), len(want)
+    result.missing, result.unexpected = len(want - got), len(got - want)
+    result.seconds = time.monotonic() - started
+    return result

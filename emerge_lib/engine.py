@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 import emerge_lib  # noqa: F401  (sets SPARK_HOME before pyspark is imported)
 from emerge_lib.config import Config, EngineSettings, S3Settings
+from emerge_lib.errors import EmergeError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -24,13 +25,18 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-class EngineError(RuntimeError):
-    """The engine could not be started or reached."""
+class EngineError(EmergeError):
+    """The engine could not be started or reached (a retry may find it up)."""
+
+    retryable = True
 
 
 @contextmanager
 def _exported(env: Mapping[str, str]) -> Iterator[None]:
-    """Export variables for the lifetime of the embedded server, then restore them."""
+    """Export variables for the lifetime of the embedded server, then restore them.
+
+    Process-wide (``os.environ``): not for two servers started at once from two threads.
+    """
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:
@@ -43,14 +49,35 @@ def _exported(env: Mapping[str, str]) -> Iterator[None]:
                 os.environ[k] = v
 
 
+MODES = ("local", "local-cluster")
+
+
+def resolve_mode(mode: str | None) -> str:
+    """``engine.mode``, else the ``SAIL_MODE`` environment variable, else ``local``."""
+    chosen = mode or os.environ.get("SAIL_MODE") or "local"
+    if chosen not in MODES:
+        raise EngineError(f"engine mode must be one of {', '.join(MODES)}, not {chosen!r}",
+                          retryable=False)
+    return chosen
+
+
 @contextmanager
-def embedded_server(s3: S3Settings | None = None) -> Iterator[str]:
-    """Start pysail's Spark Connect server on 127.0.0.1:<free port>; yield its sc:// URL."""
+def embedded_server(s3: S3Settings | None = None, mode: str | None = None) -> Iterator[str]:
+    """Start pysail's Spark Connect server on 127.0.0.1:<free port>; yield its sc:// URL.
+
+    ``mode`` ``local-cluster`` runs Sail's driver and workers as separate actors talking
+    over RPC (the execution path of a Sail cluster), in this process. Sail reads
+    ``SAIL_MODE`` when the server object is built, so it is exported around that.
+    """
     from pysail.spark import SparkConnectServer
 
+    mode = resolve_mode(mode)
     env = s3.environment() if s3 else {}
-    # Sail logs every session at INFO to stderr; keep it quiet unless asked.
-    env.setdefault("RUST_LOG", os.environ.get("RUST_LOG", "warn"))
+    env["SAIL_MODE"] = mode
+    # Sail logs every session at INFO to stderr; keep it quiet unless asked. Its cluster
+    # mode warns about routine task bookkeeping on every query ("worker N was not pending").
+    quiet = "warn" if mode == "local" else "warn,sail_execution=error"
+    env.setdefault("RUST_LOG", os.environ.get("RUST_LOG", quiet))
     with _exported(env):
         server = SparkConnectServer("127.0.0.1", 0)
         server.start(background=True)
@@ -59,7 +86,8 @@ def embedded_server(s3: S3Settings | None = None) -> Iterator[str]:
             if address is None:
                 raise EngineError("the embedded Sail server did not report a listening address")
             host, port = address
-            log.info("embedded Sail Spark Connect server listening on %s:%s", host, port)
+            log.info("embedded Sail Spark Connect server (%s mode) listening on %s:%s", mode,
+                     host, port)
             yield f"sc://127.0.0.1:{port}"
         finally:
             server.stop()
@@ -99,7 +127,7 @@ def spark_session(
     if engine is None or isinstance(engine, str):
         engine = EngineSettings(url=engine or "embedded")
     if engine.url == "embedded":
-        with embedded_server(s3) as url:
+        with embedded_server(s3, engine.mode) as url:
             spark = _connect(url, engine.startup_timeout_s)
             try:
                 yield spark

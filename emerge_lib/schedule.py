@@ -9,9 +9,32 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
 
-from emerge_lib.config import parse_utc
+
+def parse_utc(value: Any) -> datetime:
+    """Parse an ISO 8601 timestamp into an aware UTC datetime.
+
+    A naive timestamp is taken as UTC (everything in emerge is UTC); an offset is converted.
+    """
+    if isinstance(value, datetime):
+        dt = value
+    elif isinstance(value, str):
+        text = value.strip()
+        if text.endswith(("Z", "z")):
+            text = text[:-1] + "+00:00"
+        try:
+            dt = datetime.fromisoformat(text)
+        except ValueError as exc:
+            raise ValueError(f"not an ISO 8601 timestamp: {value!r}") from exc
+    elif isinstance(value, date):  # YAML turns unquoted dates into datetime.date
+        dt = datetime(value.year, value.month, value.day)
+    else:
+        raise ValueError(f"not an ISO 8601 timestamp: {value!r}")
+    if dt.tzinfo is None:
+        return dt.replace(tzinfo=UTC)
+    return dt.astimezone(UTC)
 
 
 @dataclass(frozen=True, order=True)
@@ -35,6 +58,39 @@ class Window:
     @property
     def end_date(self) -> str:
         return self.end.strftime("%Y-%m-%d")
+
+
+@dataclass(frozen=True)
+class SnapshotPlan:
+    """One snapshot t and its windows: what every per-snapshot stage is computed for."""
+
+    t: datetime
+    window_count: int
+    window_days: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "t", parse_utc(self.t))
+        if self.window_count < 1:
+            raise ValueError(f"window count must be >= 1, got {self.window_count}")
+        if self.window_days <= 0:
+            raise ValueError(f"window_days must be > 0, got {self.window_days}")
+
+    @property
+    def key(self) -> str:
+        """The catalog's snapshot partition value, ``2024-01-01T00:00:00Z``."""
+        return iso(self.t)
+
+    @property
+    def windows(self) -> list[Window]:
+        return windows(self.t, self.window_count, self.window_days)
+
+    @property
+    def horizon(self) -> datetime:
+        """τ_n, the end of the last window."""
+        return horizon(self.t, self.window_count, self.window_days)
+
+    def window_of(self, ts: datetime | str) -> int | None:
+        return window_of(self.t, ts, self.window_count, self.window_days)
 
 
 def as_utc(ts: datetime | str) -> datetime:

@@ -3,7 +3,6 @@
 One place owns table names and shapes, so a reader finds any table's producer and
 consumers in seconds, and every write goes through the guarded helpers below:
 
-- ``append``: add rows (rejects, logs).
 - ``replace_partition``: replace exactly one partition, transactionally, with replaceWhere.
   Sail 0.7 accepts rows outside a replaceWhere predicate (and silently ignores dynamic
   partition overwrite, replacing the whole table), so every row is checked against the
@@ -12,6 +11,14 @@ consumers in seconds, and every write goes through the guarded helpers below:
   timelines.
 - ``overwrite``: replace the whole table in one transaction, for tables derived wholesale
   from others (a rerun gives the same table).
+- ``delete_matching`` / ``update_matching``: the ingest's deletes of replayed pages and
+  closures of open intervals, on merge-mode tables.
+
+Each method refuses a table whose declared write mode it does not implement, and retries a
+commit that lost the race to a concurrent writer (Airflow runs mapped tasks and snapshot
+runs side by side), a bounded number of times with jittered backoff. ``producers`` and
+``consumers`` name stages of the registry (``emerge_lib.pipeline``); a test checks that
+they agree with what each stage declares it reads and writes.
 
 Writes go through Spark (any engine); reads go through Spark or, where a session is not
 wanted (CLI summaries, tests), through deltalake.
@@ -20,25 +27,40 @@ wanted (CLI summaries, tests), through deltalake.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+import random
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import pyarrow as pa
+import pyarrow.compute  # noqa: F401  (pa.compute in row_count)
+
+from emerge_lib.errors import EmergeError
 
 if TYPE_CHECKING:
+    from deltalake import DeltaTable
     from pyspark.sql import DataFrame, SparkSession
+
+    from emerge_lib.config import Config
 
 log = logging.getLogger(__name__)
 
-WriteMode = Literal["append", "replace_partition", "merge", "overwrite"]
+WriteMode = Literal["replace_partition", "merge", "overwrite"]
 TS = pa.timestamp("us", tz="UTC")
+T = TypeVar("T")
 
 
-class CatalogError(RuntimeError):
+class CatalogError(EmergeError):
     """A write that would break a table's contract (wrong partition, schema, key)."""
+
+
+class CommitConflictError(CatalogError):
+    """A commit kept losing the race to concurrent writers; running the task again is safe."""
+
+    retryable = True
 
 
 @dataclass(frozen=True)
@@ -48,11 +70,12 @@ class TableSpec:
     name: str
     schema: pa.Schema
     write_mode: WriteMode
-    producer: str
+    producers: tuple[str, ...]
     description: str
     partition_by: tuple[str, ...] = ()
     key: tuple[str, ...] = ()
     consumers: tuple[str, ...] = field(default_factory=tuple)
+    released: bool = False  # part of a release (a snapshot's KG, its instances)
 
     def __post_init__(self) -> None:
         names = set(self.schema.names)
@@ -171,8 +194,8 @@ STATEMENT_TIMELINE = _register(
         write_mode="merge",
         key=("s", "version_hash", "rev_from"),
         partition_by=("s_bucket",),
-        producer="stages.ingest_wikidata",
-        consumers=("stages.stability", "stages.deltas"),
+        producers=("ingest_wikidata",),
+        consumers=("stability", "deltas"),
         description="Item-valued statements of every item revision, as validity intervals.",
     )
 )
@@ -195,8 +218,8 @@ ITEM_TIMELINE = _register(
         write_mode="merge",
         key=("qid", "rev_from"),
         partition_by=("qid_bucket",),
-        producer="stages.ingest_wikidata",
-        consumers=("stages.snapshot", "stages.deltas", "stages.passages"),
+        producers=("ingest_wikidata",),
+        consumers=("snapshot", "deltas", "passages", "align"),
         description="Per item: enwiki sitelink, English label/description, redirect, over time.",
     )
 )
@@ -215,8 +238,8 @@ PROPERTY_TIMELINE = _register(
         ),
         write_mode="merge",
         key=("pid", "rev_from"),
-        producer="stages.ingest_wikidata",
-        consumers=("stages.snapshot",),
+        producers=("ingest_wikidata",),
+        consumers=("snapshot", "align"),
         description="Properties (namespace 120): label, description and datatype over time.",
     )
 )
@@ -239,8 +262,8 @@ PAGE_WATERMARKS = _register(
         write_mode="merge",
         key=("wiki", "page_id"),
         partition_by=("wiki",),
-        producer="stages.ingest_wikidata, stages.ingest_wikipedia",
-        consumers=("stages.ingest_wikidata", "stages.ingest_wikipedia"),
+        producers=("ingest_wikidata", "ingest_wikipedia"),
+        consumers=("ingest_wikidata", "ingest_wikipedia", "passages"),
         description="Last ingested revision per page: what an incremental dump may skip.",
     )
 )
@@ -253,19 +276,23 @@ INGESTED_FILES = _register(
             ("dump_date", pa.string()),
             ("dump_file", pa.string()),
             ("sha1", pa.string()),
-            ("pages", pa.int64()),
-            ("revisions", pa.int64()),
-            ("rejects", pa.int64()),
+            ("pages", pa.int64()),  # article/entity pages read (the whole file, every time)
+            ("revisions", pa.int64()),  # their revisions
+            # from ingest_rejects after the commit, so a rerun reports the same numbers:
+            ("rejects", pa.int64()),  # reject rows of the file, every reason
+            ("rejected_pages", pa.int64()),  # pages unreadable as a whole (broken XML, empty)
+            ("deleted_revisions", pa.int64()),  # text deleted or suppressed (normal)
             ("bytes", pa.int64()),
             ("seconds", pa.float64()),
             ("ingested_at", TS),
+            ("error", pa.string()),  # why the file failed (NULL: read to its end)
         ),
         write_mode="merge",
         key=("wiki", "dump_file"),
         partition_by=("wiki",),
-        producer="stages.ingest_wikidata, stages.ingest_wikipedia",
-        consumers=("cli.tables",),
-        description="One row per ingested dump file with counts and timing.",
+        producers=("ingest_wikidata", "ingest_wikipedia"),
+        consumers=("ingest_wikidata", "ingest_wikipedia", "snapshot", "passages"),
+        description="One row per ingested dump file with counts, rejects, timing and its sha1.",
     )
 )
 
@@ -284,8 +311,8 @@ INGEST_REJECTS = _register(
         write_mode="merge",
         key=("wiki", "dump_file", "page_id", "rev_id", "reason"),
         partition_by=("wiki", "dump_file"),
-        producer="stages.ingest_wikidata, stages.ingest_wikipedia",
-        consumers=("stages.validate",),
+        producers=("ingest_wikidata", "ingest_wikipedia"),
+        consumers=("ingest_wikidata", "ingest_wikipedia"),
         description="Quarantine: every page or revision that could not be read, with the reason.",
     )
 )
@@ -305,8 +332,8 @@ PAGE_TIMELINE = _register(
         ),
         write_mode="merge",
         key=("page_id", "rev_from"),
-        producer="stages.ingest_wikipedia",
-        consumers=("stages.titles", "stages.passages"),
+        producers=("ingest_wikipedia",),
+        consumers=("snapshot", "passages"),
         description=(
             "Per article page: maximal runs of (title, is_redirect, redirect_target) over "
             "every revision; page moves change the title. Runs while the page was outside "
@@ -333,8 +360,8 @@ PARAGRAPH_TIMELINE = _register(
         ),
         write_mode="merge",
         key=("page_id", "paragraph_hash", "first_seen_rev"),
-        producer="stages.ingest_wikipedia",
-        consumers=("stages.passages", "stages.snapshot"),
+        producers=("ingest_wikipedia",),
+        consumers=("snapshot", "passages"),
         description=(
             "Presence runs of each paragraph (by text hash) of each article, only over the "
             "revisions the configured snapshots need (see paragraph_coverage)."
@@ -357,8 +384,8 @@ PARAGRAPH_COVERAGE = _register(
         # replaceWhere fails on timestamp columns ("UTC" vs "Etc/UTC" in its union)
         write_mode="merge",
         key=("wiki", "dump_file", "range_from"),
-        producer="stages.ingest_wikipedia",
-        consumers=("stages.ingest_wikipedia", "stages.passages"),
+        producers=("ingest_wikipedia",),
+        consumers=("ingest_wikipedia", "passages"),
         description=(
             "The time ranges whose paragraphs each Wikipedia dump file was ingested for: "
             "a snapshot whose range is not covered must be refused."
@@ -377,8 +404,8 @@ STABLE_STATEMENTS = _register(
             ("valid_to", TS),
         ),
         write_mode="overwrite",
-        producer="stages.stability",
-        consumers=("stages.snapshot", "stages.deltas"),
+        producers=("stability",),
+        consumers=("snapshot", "deltas", "align"),
         description=(
             "Presence intervals of each (s, p, o) key after the KG stability rule: "
             "absences, then presences, shorter than stability.kg_hours are removed."
@@ -398,8 +425,9 @@ KG_TRIPLES = _register(
         ),
         write_mode="replace_partition",
         partition_by=("snapshot",),
-        producer="stages.snapshot",
-        consumers=("stages.deltas", "stages.align", "stages.release"),
+        producers=("snapshot",),
+        consumers=("align", "release"),
+        released=True,
         description="T_t: item-valued, non-deprecated statements between items of V_t.",
     )
 )
@@ -418,8 +446,9 @@ ENTITIES = _register(
         ),
         write_mode="replace_partition",
         partition_by=("snapshot",),
-        producer="stages.snapshot",
-        consumers=("stages.align", "stages.release"),
+        producers=("snapshot",),
+        consumers=("release",),
+        released=True,
         description="V_t with labels, descriptions and the article's first paragraph.",
     )
 )
@@ -435,8 +464,9 @@ RELATIONS = _register(
         ),
         write_mode="replace_partition",
         partition_by=("snapshot",),
-        producer="stages.snapshot",
-        consumers=("stages.align", "stages.release"),
+        producers=("snapshot",),
+        consumers=("release",),
+        released=True,
         description="R_t: properties with English label and description at t.",
     )
 )
@@ -463,8 +493,8 @@ DELTA_TRIPLES = _register(
         ),
         write_mode="replace_partition",
         partition_by=("snapshot", "window"),
-        producer="stages.deltas",
-        consumers=("stages.align",),
+        producers=("deltas",),
+        consumers=("align",),
         description="Cumulative KG delta of each window with its operation candidate.",
     )
 )
@@ -487,8 +517,8 @@ PASSAGES = _register(
         ),
         write_mode="replace_partition",
         partition_by=("snapshot", "window"),
-        producer="stages.passages",
-        consumers=("stages.align",),
+        producers=("passages",),
+        consumers=("align", "release"),
         description="New paragraphs of each window with mentions resolved to QIDs.",
     )
 )
@@ -520,8 +550,9 @@ INSTANCES = _register(
         ),
         write_mode="replace_partition",
         partition_by=("snapshot", "window"),
-        producer="stages.align",
-        consumers=("stages.curate", "stages.release"),
+        producers=("align",),
+        consumers=("release",),
+        released=True,
         description=(
             "(snapshot, window, passage, op, s, p, o): the benchmark's instances, with the "
             "labels, creation times, lifespan and qualifier the release prints."
@@ -553,19 +584,58 @@ def partition_predicate(partition: Mapping[str, Any]) -> str:
     return " AND ".join(f"`{k}` = {_sql_literal(v)}" for k, v in partition.items())
 
 
+def _lost_commit_race(exc: BaseException) -> bool:
+    """Did a Delta commit fail because another writer committed first?
+
+    Sail 0.7 reports it as ``Failed to commit transaction: <version>`` (measured with four
+    writers replacing four partitions of one table at once; delta-spark says
+    ``ConcurrentAppendException`` and friends). Nothing of the failed write is visible, so
+    running the same idempotent write again is safe.
+    """
+    text = str(exc)
+    return any(marker in text for marker in _CONFLICT_MARKERS)
+
+
+_CONFLICT_MARKERS = (
+    "Failed to commit transaction",
+    "ConcurrentAppendException",
+    "ConcurrentDeleteReadException",
+    "ConcurrentDeleteDeleteException",
+    "ConcurrentTransactionException",
+    "MetadataChangedException",
+    "ProtocolChangedException",
+    "VersionAlreadyExists",
+    "version already exists",
+)
+
+
 class Catalog:
-    """Tables under one warehouse root (a local path or an s3:// URL)."""
+    """Tables under one warehouse root (a local path or an s3:// URL).
+
+    Every write goes through one of the methods below, each allowed only for tables whose
+    declared ``write_mode`` it implements, and each committed with a bounded retry when a
+    concurrent writer won the race (writes are idempotent, so the retry is the same write
+    again, reading its inputs anew).
+    """
 
     def __init__(
         self,
         warehouse: str | Path,
         spark: SparkSession | None = None,
         storage_options: Mapping[str, str] | None = None,
+        commit_attempts: int = 8,
     ) -> None:
         self.warehouse = str(warehouse).rstrip("/")
         self.spark = spark
         self.storage_options = dict(storage_options or {})
+        self.commit_attempts = max(1, commit_attempts)
         self._scratch: list[str] = []
+
+    @classmethod
+    def for_config(cls, cfg: Config, spark: SparkSession | None = None) -> Catalog:
+        """The configuration's warehouse, with its S3 settings for reads through deltalake."""
+        options = cfg.s3.storage_options() if "://" in cfg.warehouse else None
+        return cls(cfg.warehouse, spark, storage_options=options)
 
     # -- locations ---------------------------------------------------------------------------
     def path(self, name: str) -> str:
@@ -586,30 +656,71 @@ class Catalog:
         return self.spark
 
     # -- reads -------------------------------------------------------------------------------
-    def read(self, name: str) -> DataFrame:
+    def read(self, name: str, version: int | None = None) -> DataFrame:
         """The table as a Spark DataFrame (an empty frame of the right schema if missing)."""
         spark = self.session()
         if not self.exists(name):
             return spark.createDataFrame([], spec(name).ddl)
-        return spark.read.format("delta").load(self.path(name))
+        reader = spark.read.format("delta")
+        if version is not None:
+            reader = reader.option("versionAsOf", version)
+        return reader.load(self.path(name))
 
-    def read_arrow(self, name: str, filters: list[tuple[str, str, Any]] | None = None) -> pa.Table:
-        """Read through deltalake (no Spark session); missing tables read as empty."""
+    def _delta(self, name: str, version: int | None = None) -> DeltaTable:
         from deltalake import DeltaTable
 
+        return DeltaTable(self.path(name), version=version, storage_options=self.storage_options)
+
+    def read_arrow(
+        self,
+        name: str,
+        filters: list[tuple[str, str, Any]] | None = None,
+        columns: list[str] | None = None,
+        version: int | None = None,
+    ) -> pa.Table:
+        """Read through deltalake (no Spark session); missing tables read as empty.
+
+        ``version`` pins a Delta version (time travel), so a reader of several tables can
+        see one consistent state while writers go on.
+        """
         if not self.exists(name):
-            return spec(name).schema.empty_table()
-        dt = DeltaTable(self.path(name), storage_options=self.storage_options)
-        return dt.to_pyarrow_table(filters=filters)
+            table = spec(name).schema.empty_table()
+            return table.select(columns) if columns else table
+        return self._delta(name, version).to_pyarrow_table(filters=filters, columns=columns)
 
-    def version(self, name: str) -> int | None:
-        from deltalake import DeltaTable
-
+    def dataset(self, name: str, version: int | None = None,
+                pruning: list[tuple[str, str, Any]] | None = None) -> Any:
+        """A pyarrow dataset of the table at ``version`` (for streaming reads), or None."""
         if not self.exists(name):
             return None
-        return DeltaTable(self.path(name), storage_options=self.storage_options).version()
+        return self._delta(name, version).to_pyarrow_dataset(file_pruning_predicate=pruning)
+
+    def version(self, name: str) -> int | None:
+        if not self.exists(name):
+            return None
+        return self._delta(name).version()
+
+    def row_count(self, name: str, version: int | None = None) -> int:
+        """Rows of the table, from the Delta log's file statistics (no data is read)."""
+        if not self.exists(name):
+            return 0
+        dt = self._delta(name, version)
+        actions = pa.table(dt.get_add_actions(flatten=True))
+        if "num_records" in actions.schema.names:
+            counts = actions.column("num_records")
+            if counts.null_count == 0:
+                return int(pa.compute.sum(counts).as_py() or 0)
+        return dt.to_pyarrow_dataset().count_rows()  # footers only
 
     # -- writes ------------------------------------------------------------------------------
+    def _writable(self, name: str, *modes: WriteMode) -> TableSpec:
+        s = spec(name)
+        if s.write_mode not in modes:
+            raise CatalogError(
+                f"table {name} is written by {s.write_mode}, not by {' or '.join(modes)}"
+            )
+        return s
+
     def conform(self, name: str, df: DataFrame) -> DataFrame:
         """Select the table's columns in order, cast to its types; refuse missing/extra columns."""
         from pyspark.sql import functions as F
@@ -634,11 +745,12 @@ class Catalog:
             table = pa.Table.from_pylist(list(data), schema=s.schema)
         return self.session().createDataFrame(table, schema=s.ddl)
 
-    def _materialize(self, df: DataFrame) -> DataFrame:
+    def materialize(self, df: DataFrame) -> DataFrame:
         """Run df's plan once into a scratch Delta table and read it back.
 
         Sail does not cache, so a guarded write (check, count, write) would otherwise run
-        a stage's whole query three times.
+        a stage's whole query three times. The folder is removed by the next guarded
+        write's cleanup (or ``clean_scratch``), after that write has read it.
         """
         import uuid
 
@@ -665,37 +777,55 @@ class Catalog:
                 shutil.rmtree(folder, ignore_errors=True)
         self._scratch.clear()
 
-    def _create_if_missing(self, name: str, df: DataFrame) -> bool:
-        """Create the table from df (returns True) when it does not exist yet."""
-        if self.exists(name):
-            return False
-        s = spec(name)
-        writer = df.write.format("delta").mode("append")
-        if s.partition_by:
-            writer = writer.partitionBy(*s.partition_by)
-        writer.save(self.path(name))
-        return True
+    def _committed(self, name: str, write: Callable[[], T]) -> T:
+        """Run one Delta commit; when a concurrent writer won the race, run it again after a
+        jittered, growing pause (bounded by ``commit_attempts``)."""
+        pause = 0.05
+        for attempt in range(1, self.commit_attempts + 1):
+            try:
+                return write()
+            except Exception as exc:
+                if not _lost_commit_race(exc):
+                    raise
+                if attempt == self.commit_attempts:
+                    raise CommitConflictError(
+                        f"table {name}: the commit lost the race to concurrent writers "
+                        f"{attempt} times; nothing of it was committed (retry the task)"
+                    ) from exc
+                wait = random.uniform(pause / 2, pause)
+                log.info("%s: a concurrent writer committed first; retrying in %.2fs "
+                         "(attempt %d of %d)", name, wait, attempt + 1, self.commit_attempts)
+                time.sleep(wait)
+                pause = min(pause * 2, 5.0)
+        raise AssertionError("unreachable")  # pragma: no cover
 
-    def append(self, name: str, df: DataFrame) -> None:
+    def _create_or(self, name: str, df: DataFrame, write: Callable[[], None]) -> None:
+        """Create the table from df when it does not exist yet, else ``write``; one commit."""
         s = spec(name)
-        df = self.conform(name, df)
-        if self._create_if_missing(name, df):
-            return
-        writer = df.write.format("delta").mode("append")
-        if s.partition_by:
-            writer = writer.partitionBy(*s.partition_by)
-        writer.save(self.path(name))
+
+        def commit() -> None:
+            if self.exists(name):
+                write()
+                return
+            writer = df.write.format("delta").mode("append")
+            if s.partition_by:
+                writer = writer.partitionBy(*s.partition_by)
+            writer.save(self.path(name))
+
+        self._committed(name, commit)
 
     def overwrite(self, name: str, df: DataFrame) -> None:
         """Replace the whole table in one Delta transaction (derived tables only)."""
-        s = spec(name)
-        if s.write_mode != "overwrite":
-            raise CatalogError(f"table {name} is {s.write_mode}, not overwrite")
+        s = self._writable(name, "overwrite")
         df = self.conform(name, df)
-        writer = df.write.format("delta").mode("overwrite").option("overwriteSchema", "true")
-        if s.partition_by:
-            writer = writer.partitionBy(*s.partition_by)
-        writer.save(self.path(name))
+
+        def write() -> None:
+            writer = df.write.format("delta").mode("overwrite").option("overwriteSchema", "true")
+            if s.partition_by:
+                writer = writer.partitionBy(*s.partition_by)
+            writer.save(self.path(name))
+
+        self._committed(name, write)
 
     def replace_partition(self, name: str, df: DataFrame, partition: Mapping[str, Any]) -> int:
         """Replace exactly the rows of one partition with df; other partitions are untouched.
@@ -705,15 +835,14 @@ class Catalog:
         so a frame that violates it is refused here before anything is written.
         Returns the number of rows written.
         """
-        s = spec(name)
+        s = self._writable(name, "replace_partition")
         if set(partition) != set(s.partition_by):
             raise CatalogError(
                 f"table {name}: replace_partition needs exactly the partition columns "
                 f"{list(s.partition_by)}, got {sorted(partition)}"
             )
         predicate = partition_predicate(partition)
-        rows = self._replace_where(name, df, predicate, predicate, list(partition))
-        return rows[None]
+        return self._replace_where(name, df, predicate, predicate, list(partition)).total
 
     def replace_partitions(
         self, name: str, df: DataFrame, fixed: Mapping[str, Any], column: str,
@@ -727,7 +856,7 @@ class Catalog:
         ``clear_others``, the other values of ``column`` under ``fixed`` are removed too
         (a snapshot rebuilt with fewer windows keeps no stale ones). Returns rows per value.
         """
-        s = spec(name)
+        s = self._writable(name, "replace_partition")
         if set(fixed) | {column} != set(s.partition_by) or column in fixed:
             raise CatalogError(
                 f"table {name}: replace_partitions needs the partition columns "
@@ -745,18 +874,19 @@ class Catalog:
             raise CatalogError(f"table {name}: clear_others needs fixed partition values")
         replace = partition_predicate(fixed) if clear_others else inside
         counts = dict.fromkeys(values, 0)
-        counts.update(self._replace_where(name, df, inside, replace, [column], count_by=column))
+        counts.update(self._replace_where(name, df, inside, replace, [column], count_by=column)
+                      .by_value)
         return counts
 
     def _replace_where(
         self, name: str, df: DataFrame, inside: str, replace: str, not_null: list[str],
         count_by: str | None = None,
-    ) -> dict[Any, int]:
+    ) -> WriteResult:
         """The guarded write behind both replace methods: every row must satisfy
         ``inside`` (checked before anything is written), then ``replace`` is replaced by
-        the rows in one transaction. Returns rows per ``count_by`` value (or under None)."""
+        the rows in one transaction."""
         s = spec(name)
-        df = self._materialize(self.conform(name, df))
+        df = self.materialize(self.conform(name, df))
         try:
             nulls = " OR ".join(f"`{c}` IS NULL" for c in not_null)
             bad = df.filter(f"NOT ({inside}) OR ({nulls})").limit(5).collect()
@@ -766,10 +896,13 @@ class Catalog:
                     f"e.g. {bad[0].asDict()}; nothing was written"
                 )
             if count_by is None:
-                counts: dict[Any, int] = {None: df.count()}
+                result = WriteResult(total=df.count())
             else:
-                counts = {r[count_by]: r["count"] for r in df.groupBy(count_by).count().collect()}
-            if not self._create_if_missing(name, df):
+                by_value = {r[count_by]: r["count"]
+                            for r in df.groupBy(count_by).count().collect()}
+                result = WriteResult(total=sum(by_value.values()), by_value=by_value)
+
+            def write() -> None:
                 (
                     df.write.format("delta")
                     .mode("overwrite")
@@ -777,32 +910,82 @@ class Catalog:
                     .partitionBy(*s.partition_by)
                     .save(self.path(name))
                 )
+
+            self._create_or(name, df, write)
         finally:
             self.clean_scratch()
-        log.info("%s: replaced %s with %s rows", name, replace, counts)
-        return counts
+        log.debug("%s: replaced %s with %d rows", name, replace, result.total)
+        return result
 
-    def merge(self, name: str, df: DataFrame) -> None:
+    def merge(self, name: str, df: DataFrame) -> int:
         """MERGE INTO on the table's key: update matched rows, insert the others.
 
-        Duplicate keys in df are refused (MERGE would be ambiguous).
+        Duplicate keys in df are refused (MERGE would be ambiguous); an empty df commits
+        nothing. The partition columns join the match, so the engine can prune files.
+        Returns the number of source rows.
         """
-        s = spec(name)
-        if not s.key:
-            raise CatalogError(f"table {name} has no merge key")
+        s = self._writable(name, "merge")
         df = self.conform(name, df)
-        dup = df.groupBy(*s.key).count().filter("count > 1").limit(1).collect()
+        stats = df.groupBy(*s.key).count()
+        dup = stats.filter("count > 1").limit(1).collect()
         if dup:
             raise CatalogError(f"table {name}: duplicate merge key in the new rows: {dup[0]}")
-        if self._create_if_missing(name, df):
+        rows = df.count()
+        if not rows:
+            return 0
+        keys = list(dict.fromkeys([*s.partition_by, *s.key]))
+        on = " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in keys)
+
+        def write() -> None:
+            self._sql(
+                f"MERGE INTO delta.`{self.path(name)}` AS t USING {{src}} AS s ON {on} "
+                "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *",
+                src=df,
+            )
+
+        self._create_or(name, df, write)
+        return rows
+
+    def delete_matching(self, name: str, keys: DataFrame, on: Sequence[str]) -> None:
+        """Delete the rows whose ``on`` columns equal those of some row of ``keys``
+        (a matched MERGE: Sail has no IN-subquery in DELETE). Merge-mode tables only."""
+        self._writable(name, "merge")
+        if not self.exists(name) or not on:
             return
-        spark = self.session()
-        view = f"emerge_merge_src_{name}"
-        df.createOrReplaceTempView(view)
-        on = " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in s.key)
-        sql = (
-            f"MERGE INTO delta.`{self.path(name)}` AS t USING {view} AS s ON {on} "
-            "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *"
-        )
-        spark.sql(sql)
-        spark.catalog.dropTempView(view)
+        unknown = [c for c in on if c not in spec(name).schema.names or c not in keys.columns]
+        if unknown:
+            raise CatalogError(f"table {name}: cannot match on {unknown}")
+        keys = keys.select(*on).distinct()
+        match = " AND ".join(f"t.`{c}` = k.`{c}`" for c in on)
+        self._committed(name, lambda: self._sql(
+            f"MERGE INTO delta.`{self.path(name)}` AS t USING {{keys}} AS k ON {match} "
+            "WHEN MATCHED THEN DELETE", keys=keys))
+
+    def update_matching(self, name: str, updates: DataFrame, on: str,
+                        assignments: Mapping[str, str]) -> None:
+        """Update target rows ``t`` matched by source rows ``s`` of ``updates`` under the SQL
+        condition ``on`` (over aliases t and s), setting ``column = expression`` (over s).
+        Merge-mode tables only; a row matched twice is refused by the engine."""
+        s = self._writable(name, "merge")
+        if not self.exists(name):
+            return
+        unknown = [c for c in assignments if c not in s.schema.names]
+        if unknown:
+            raise CatalogError(f"table {name}: cannot set unknown columns {unknown}")
+        sets = ", ".join(f"`{c}` = {expr}" for c, expr in assignments.items())
+        self._committed(name, lambda: self._sql(
+            f"MERGE INTO delta.`{self.path(name)}` AS t USING {{src}} AS s ON {on} "
+            f"WHEN MATCHED THEN UPDATE SET {sets}", src=updates))
+
+    def _sql(self, query: str, **frames: DataFrame) -> None:
+        """Run a command naming frames as ``{name}`` query arguments (never session-wide
+        view names, which a later call could rebind). Sail runs a command when issued."""
+        self.session().sql(query, **frames)
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    """Rows a replace wrote: in total, and per value of the listed partition column."""
+
+    total: int
+    by_value: dict[Any, int] = field(default_factory=dict)

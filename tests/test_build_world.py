@@ -1,8 +1,9 @@
 """The dataset end to end on generated worlds: instances equal the planted truth exactly.
 
 Seeds 1 to 5 of `emerge sample` are built on the embedded engine (ingest of both dump
-dates, stability, snapshots, deltas, passages, alignment, release); every instance of
-truth.jsonl must come out, nothing else, and nothing from traps.jsonl.
+dates, stability, snapshots, deltas, passages, alignment, release) through the stage
+registry; every instance of truth.jsonl must come out, nothing else, and nothing from
+traps.jsonl. Seed 1 runs in the quick loop (`make test-fast`); seeds 2-5 are `slow`.
 """
 
 from __future__ import annotations
@@ -12,27 +13,31 @@ from pathlib import Path
 
 import pytest
 
-from emerge_lib.build import build_dataset
 from emerge_lib.config import load_config
+from emerge_lib.pipeline import StageContext, build_dataset
 from emerge_lib.sample import SampleSpec, generate_world
 from emerge_lib.sample.compare import built as produced
 from emerge_lib.sample.compare import planted as expected
 from emerge_lib.tables import Catalog
 
-SEEDS = [1, 2, 3, 4, 5]
+SEEDS = [pytest.param(1, id="seed1")] + [
+    pytest.param(s, id=f"seed{s}", marks=pytest.mark.slow) for s in (2, 3, 4, 5)]
 
 
 def build(world: Path, spark, out: Path | None = None, ingest: bool = True, **snapshots):
-    cfg = load_config(world / "config.yaml", overrides={"snapshots": snapshots} if snapshots else None)
+    """Build the world's configuration (its mirror, its snapshots) through the registry;
+    without ``ingest``, from the warehouse alone."""
+    overrides: dict = {"snapshots": snapshots} if snapshots else {}
+    if not ingest:  # no dump dates: nothing to ingest
+        overrides["dumps"] = {"wikidata": {"wiki": "wikidatawiki", "dates": []},
+                              "wikipedia": {"wiki": "enwiki", "dates": []}}
+    cfg = load_config(world / "config.yaml", overrides=overrides)
     catalog = Catalog(cfg.warehouse, spark)
-    mirror = world / "mirror"
-    wikidata = sorted(mirror.glob("wikidatawiki/*/*.bz2")) if ingest else []
-    wikipedia = sorted(mirror.glob("enwiki/*/*.bz2")) if ingest else []
-    build_dataset(cfg, catalog, wikidata, wikipedia, out=out, workers=1)
+    build_dataset(StageContext(cfg, catalog, release_dir=out))
     return catalog
 
 
-@pytest.fixture(scope="module", params=SEEDS, ids=[f"seed{s}" for s in SEEDS])
+@pytest.fixture(scope="module", params=SEEDS)
 def built(request, tmp_path_factory, spark):
     world = tmp_path_factory.mktemp(f"world{request.param}")
     generate_world(world, SampleSpec(seed=request.param, items=260, articles=110, revisions=3))
@@ -81,6 +86,7 @@ def test_release_lines_match_instances(built) -> None:
             assert line["passage"][m["start_char"]:m["end_char"]] == m["mention_text"]
 
 
+@pytest.mark.slow
 def test_rebuild_is_identical_and_window_change_needs_no_reingest(tmp_path, spark) -> None:
     world = tmp_path / "world"
     generate_world(world, SampleSpec(seed=1, items=260, articles=110, revisions=3))
@@ -114,7 +120,7 @@ def test_emerge_build_command(sample_world: Path, tmp_path: Path, capsys) -> Non
 
     mirror = sample_world / "mirror"
     args = ["build", "-c", str(sample_world / "config.yaml"), "--out", str(tmp_path / "rel"),
-            "--warehouse", str(tmp_path / "wh"), "--workers", "1",
+            "--warehouse", str(tmp_path / "wh"),
             "--wikidata", *map(str, sorted(mirror.glob("wikidatawiki/*/*.bz2"))),
             "--wikipedia", *map(str, sorted(mirror.glob("enwiki/*/*.bz2")))]
     assert main(args) == 0

@@ -7,18 +7,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from stagekit import ingest
 from wikipedia_builder import WPage, WRev, article, render, write_bz2
 
 from emerge_lib.dumps.wikitext import normalize_title
 from emerge_lib.dumps.xmlstream import Dump
-from emerge_lib.stages.ingest_wikipedia import (
-    CoverageError,
-    IngestError,
-    ingest_wikipedia,
-    needed_ranges,
-    require_coverage,
-    snapshot_range,
-)
+from emerge_lib.schedule import SnapshotPlan
+from emerge_lib.stages.ingest_common import IngestError
+from emerge_lib.stages.ingest_wikipedia import CoverageError, require_coverage, snapshot_range
 from emerge_lib.stages.titles import resolve_titles, status_counts
 from emerge_lib.stages.wikipedia_extract import parse_move, title_key
 from emerge_lib.tables import Catalog
@@ -29,7 +25,24 @@ def ts(text: str) -> datetime:
 
 
 T = "2024-01-01T00:00:00Z"  # the snapshot of the generated world: 2 windows of 7 days
-RANGES = needed_ranges([T], windows=2, window_days=7, passage_minutes=30)
+
+
+def ingest_wikipedia(catalog: Catalog, files, snapshots=(T,), windows: int = 2,
+                     window_days: float = 7, max_reject_ratio: float = 0.01,
+                     workers: int | None = None, executor: str = "local",
+                     reingest: bool = False):
+    """The Wikipedia ingest stage through the registry, for the paragraphs these snapshots
+    need (30-minute passage margin); returns its IngestReport."""
+    dumps = {"max_reject_ratio": max_reject_ratio, "executor": executor, "reingest": reingest}
+    if workers is not None:
+        dumps["workers"] = workers
+    return ingest(catalog, "wikipedia", files, dumps=dumps,
+                  snapshots={"timestamps": list(snapshots), "windows": windows,
+                             "window_days": window_days}).detail
+
+
+def span(t: str, windows: int = 2, window_days: float = 7) -> tuple[datetime, datetime]:
+    return snapshot_range(SnapshotPlan(t, windows, window_days), 30)
 
 A = "'''Alpha''' is a town in [[Gamma]] on the [[river Delta|Delta]]."
 B = "It was founded by [[John Smith]] in 1850."
@@ -112,7 +125,7 @@ def test_move_comments_and_titles() -> None:
 
 
 def test_exact_timelines_of_a_generated_history(tmp_path: Path, catalog: Catalog) -> None:
-    report = ingest_wikipedia(catalog, [v1_file(tmp_path)], RANGES, max_reject_ratio=0.1)
+    report = ingest_wikipedia(catalog, [v1_file(tmp_path)], max_reject_ratio=0.1)
     (summary,) = report.files
     # page 5 (Talk) is skipped unread; 7 + 1 + 3 + 5 revisions of the articles
     assert (summary.pages, summary.skipped_pages, summary.revisions) == (4, 1, 16)
@@ -163,7 +176,7 @@ def test_exact_timelines_of_a_generated_history(tmp_path: Path, catalog: Catalog
 
 
 def test_titles_resolve_through_moves_and_redirects_as_of_tau(tmp_path: Path, catalog: Catalog) -> None:
-    ingest_wikipedia(catalog, [v1_file(tmp_path)], RANGES, max_reject_ratio=0.1)
+    ingest_wikipedia(catalog, [v1_file(tmp_path)], max_reject_ratio=0.1)
     d = ts
 
     def item(qid: str, title: str, start: str, end: str | None) -> dict:
@@ -201,15 +214,16 @@ def test_titles_resolve_through_moves_and_redirects_as_of_tau(tmp_path: Path, ca
                                       "dead_end": 0, "too_many_hops": 0}
 
 
-def test_rerun_skips_unchanged_pages_and_force_rewrites_the_same_rows(tmp_path: Path, catalog: Catalog) -> None:
+def test_rerun_skips_the_file_and_reingest_rewrites_the_same_rows(tmp_path: Path, catalog: Catalog) -> None:
     f = v1_file(tmp_path)
-    ingest_wikipedia(catalog, [f], RANGES, max_reject_ratio=0.1)
+    ingest_wikipedia(catalog, [f], max_reject_ratio=0.1)
     before = state(catalog)
-    again = ingest_wikipedia(catalog, [f], RANGES, max_reject_ratio=0.1)
-    assert again.files[0].unchanged_pages == 4 and again.files[0].decoded == 0
-    assert state(catalog) == before
-    forced = ingest_wikipedia(catalog, [f], RANGES, max_reject_ratio=0.1, force=True)
-    assert forced.files[0].unchanged_pages == 0
+    version = catalog.version("paragraph_timeline")
+    again = ingest_wikipedia(catalog, [f], max_reject_ratio=0.1)
+    assert again.files == [] and again.done == [f.name]
+    assert state(catalog) == before and catalog.version("paragraph_timeline") == version
+    forced = ingest_wikipedia(catalog, [f], max_reject_ratio=0.1, reingest=True)
+    assert forced.files[0].unchanged_pages == 0 and forced.files[0].decoded == 7
     assert state(catalog) == before
     assert catalog.read_arrow("ingest_rejects").num_rows == 1  # replaced, not appended
 
@@ -225,41 +239,47 @@ def test_incremental_dump_equals_a_fresh_ingest(tmp_path: Path, spark) -> None:
     f1 = v1_file(tmp_path / "d1")
     f2 = write_bz2(tmp_path / "d2" / "enwiki-20240401-pages-meta-history1.xml-p1p100.bz2", world_v2())
     incremental = Catalog(tmp_path / "inc", spark)
-    ingest_wikipedia(incremental, [f1], RANGES, max_reject_ratio=0.1)
-    report = ingest_wikipedia(incremental, [f2], RANGES, max_reject_ratio=0.1)
+    ingest_wikipedia(incremental, [f1], max_reject_ratio=0.1)
+    report = ingest_wikipedia(incremental, [f2], max_reject_ratio=0.1)
     (s,) = report.files
     assert (s.unchanged_pages, s.replayed_pages) == (3, 1)  # page 1 changed, page 6 is new
     fresh = Catalog(tmp_path / "fresh", spark)
-    ingest_wikipedia(fresh, [f2], RANGES, max_reject_ratio=0.1)
+    ingest_wikipedia(fresh, [f2], max_reject_ratio=0.1)
     assert state(incremental) == state(fresh)
-    # the older dump again: every page is stale or unchanged, nothing moves
-    old = ingest_wikipedia(incremental, [f1], RANGES, max_reject_ratio=0.1)
-    assert (old.files[0].stale_pages, old.files[0].unchanged_pages) == (1, 3)
+    # the older dump again: already ingested, nothing is read; re-ingested, the page the
+    # newer dump changed is stale and kept, the others are rewritten the same
+    assert ingest_wikipedia(incremental, [f1], max_reject_ratio=0.1).files == []
+    old = ingest_wikipedia(incremental, [f1], max_reject_ratio=0.1, reingest=True)
+    assert (old.files[0].stale_pages, old.files[0].unchanged_pages) == (1, 0)
     assert state(incremental) == state(fresh)
 
 
 def test_a_new_snapshot_rewrites_pages_and_coverage_guards_the_passages(tmp_path: Path, catalog: Catalog) -> None:
     f = v1_file(tmp_path)
-    ingest_wikipedia(catalog, [f], RANGES, max_reject_ratio=0.1)
-    require_coverage(catalog, *snapshot_range(T, 2, 7, 30))
-    require_coverage(catalog, *snapshot_range(T, 1, 10, 30))  # shorter windows: covered
+    ingest_wikipedia(catalog, [f], max_reject_ratio=0.1)
+    require_coverage(catalog, *span(T))
+    require_coverage(catalog, *span(T, 1, 10))  # shorter windows: covered
     later = "2023-06-01T00:00:00Z"
     with pytest.raises(CoverageError, match=r"not ingested for 2023-06-01 00:00\.\.2023-06-15 00:30"):
-        require_coverage(catalog, *snapshot_range(later, 2, 7, 30))
-    both = needed_ranges([later, T], windows=2, window_days=7, passage_minutes=30)
-    report = ingest_wikipedia(catalog, [f], both, max_reject_ratio=0.1)
+        require_coverage(catalog, *span(later))
+    report = ingest_wikipedia(catalog, [f], [later], max_reject_ratio=0.1)
     assert report.files[0].unchanged_pages == 0  # the old coverage lacks the new range
-    require_coverage(catalog, *snapshot_range(later, 2, 7, 30))
+    # coverage accumulates: asking for `later` alone keeps T's paragraphs too
+    require_coverage(catalog, *span(later))
+    require_coverage(catalog, *span(T))
+    ranges = {(r["range_from"], r["range_to"]) for r in catalog.read_arrow("paragraph_coverage").to_pylist()}
+    assert ranges == {span(later), span(T)}
     # page 1 at 2023-06-01: r101 is current; nothing changes until r102 (outside both ranges)
     first = {(r["first_seen_rev"], r["removed_rev"]) for r in catalog.read_arrow("paragraph_timeline").to_pylist()
              if r["page_id"] == 1 and r["text"].startswith("It was founded")}
     # "1850" runs from r101 until r102 (the base of the second range) drops it
     assert first == {(101, 102), (102, None)}
     # a snapshot whose last window ends after the dump was taken: edits are missing
-    ingest_wikipedia(catalog, [f], needed_ranges(["2024-02-25T00:00:00Z"], 1, 7, 30),
-                     max_reject_ratio=0.1)
+    ingest_wikipedia(catalog, [f], ["2024-02-25T00:00:00Z"], windows=1, max_reject_ratio=0.1)
     with pytest.raises(CoverageError, match=r"newest ingested enwiki dump \(20240301\)"):
-        require_coverage(catalog, *snapshot_range("2024-02-25T00:00:00Z", 1, 7, 30))
+        require_coverage(catalog, *span("2024-02-25T00:00:00Z", 1))
+    # and going back to a covered snapshot reads nothing: the file is done for it
+    assert ingest_wikipedia(catalog, [f], [later], max_reject_ratio=0.1).files == []
 
 
 def test_title_seen_by_an_older_dump_is_kept_without_a_move_comment(tmp_path: Path, catalog: Catalog) -> None:
@@ -268,8 +288,8 @@ def test_title_seen_by_an_older_dump_is_kept_without_a_move_comment(tmp_path: Pa
                             WRev(402, "2024-03-05T00:00:00Z", article(A), comment=None)])]
     f1 = write_bz2(tmp_path / "enwiki-20240301-pages-meta-history1.xml-p1p9.bz2", v1)
     f2 = write_bz2(tmp_path / "enwiki-20240401-pages-meta-history1.xml-p1p9.bz2", v2)
-    ingest_wikipedia(catalog, [f1], RANGES)
-    report = ingest_wikipedia(catalog, [f2], RANGES)
+    ingest_wikipedia(catalog, [f1])
+    report = ingest_wikipedia(catalog, [f2])
     assert report.files[0].unexplained_moves == 1
     d = ts
     assert pages(catalog) == {
@@ -285,27 +305,36 @@ def test_truncated_file_fails_keeps_its_complete_pages_and_covers_nothing(
     xml = render(world_v1()[2:4])
     bad = tmp_path / "enwiki-20240301-pages-meta-history2.xml-p3p100"
     bad.write_text(xml[: xml.index("<id>302</id>")])  # page 3 complete, page 4 cut
-    with pytest.raises(IngestError, match="1 of 2 files failed"):
-        ingest_wikipedia(catalog, [good, bad], RANGES, max_reject_ratio=1.0)
+    with pytest.raises(IngestError, match="1 of 2 enwiki files failed"):
+        ingest_wikipedia(catalog, [good, bad], max_reject_ratio=1.0)
     assert {r["page_id"] for r in catalog.read_arrow("page_watermarks").to_pylist()} == {1, 2, 3}
     reasons = {(r["dump_file"], r["reason"]) for r in catalog.read_arrow("ingest_rejects").to_pylist()}
     assert (bad.name, "file_error") in reasons
     assert {r["dump_file"] for r in catalog.read_arrow("paragraph_coverage").to_pylist()} == {good.name}
     # page 3 came from the failed file: the passages stage must not trust it
     with pytest.raises(CoverageError, match=r"1 dump file\(s\), e.g. enwiki-20240301-pages-meta-history2"):
-        require_coverage(catalog, *snapshot_range(T, 2, 7, 30))
+        require_coverage(catalog, *span(T))
 
 
 def test_reject_ratio_limit_fails_loudly_after_committing(tmp_path: Path, catalog: Catalog) -> None:
-    with pytest.raises(IngestError, match=r"1 of 16 revisions rejected"):
-        ingest_wikipedia(catalog, [v1_file(tmp_path)], RANGES)
-    assert catalog.read_arrow("ingest_rejects").num_rows == 1
+    # the deleted r303 is normal in real dumps: counted, not held against the ratio
+    ingest_wikipedia(catalog, [v1_file(tmp_path)])
+    pages_ = world_v1()
+    pages_[3].revisions.append(WRev(306, "2023-06-01T00:00:00Z", "{}", model="json"))
+    f = write_bz2(tmp_path / "enwiki-20240302-pages-meta-history1.xml-p1p100.bz2", pages_)
+    other = Catalog(tmp_path / "other", catalog.spark)
+    with pytest.raises(IngestError, match=r"1 of 17 revisions rejected \(5\.88% > "
+                                          r"dumps\.max_reject_ratio 1\.00%; 1 deleted"):
+        ingest_wikipedia(other, [f])
+    assert other.read_arrow("ingest_rejects").num_rows == 2  # committed all the same
+    with pytest.raises(IngestError, match=r"1 of 17 revisions rejected"):  # and on a rerun
+        ingest_wikipedia(other, [f])
 
 
 # -- real samples ----------------------------------------------------------------------------
 def test_real_pyrus_redirect_target_changes_over_time(realdata: Path, catalog: Catalog) -> None:
     f = realdata / "pywikibot" / "article-pyrus.xml.bz2"
-    ingest_wikipedia(catalog, [f], needed_ranges(["2008-02-01T00:00:00Z"], 2, 7, 30))
+    ingest_wikipedia(catalog, [f], ["2008-02-01T00:00:00Z"], windows=2)
     d = ts
     # old-style empty <redirect />: redirects come from the text; the first revision's
     # move comment ("moved [[Pyrus]] to [[Pyrus (brand)]]") belongs to the redirect left
@@ -326,7 +355,7 @@ def test_real_pyrus_redirect_target_changes_over_time(realdata: Path, catalog: C
 
 def test_real_pear_paragraphs_and_offsets_are_exact(realdata: Path, catalog: Catalog) -> None:
     f = realdata / "pywikibot" / "article-pear-0.10.xml"
-    ingest_wikipedia(catalog, [f], needed_ranges(["2015-01-01T00:00:00Z"], 1, 7, 30))
+    ingest_wikipedia(catalog, [f], ["2015-01-01T00:00:00Z"], windows=1)
     rows = sorted(catalog.read_arrow("paragraph_timeline").to_pylist(), key=lambda r: r["paragraph_idx"])
     assert {(r["first_seen_rev"], r["removed_at"]) for r in rows} == {(638548877, None)}
     lead, etymology = rows[0], rows[1]
@@ -350,7 +379,7 @@ def test_real_pear_paragraphs_and_offsets_are_exact(realdata: Path, catalog: Cat
 
 def test_real_enwiki_excerpt_redirects_match_the_dump_tags(realdata: Path, catalog: Catalog) -> None:
     f = realdata / "gensim" / "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
-    report = ingest_wikipedia(catalog, [f], needed_ranges(["2016-06-01T00:00:00Z"], 1, 7, 30))
+    report = ingest_wikipedia(catalog, [f], ["2016-06-01T00:00:00Z"], windows=1)
     assert (report.files[0].pages, report.files[0].skipped_pages) == (205, 1)
     tags: dict[int, str | None] = {}
     with Dump.from_file(f) as dump:
@@ -370,7 +399,7 @@ def test_real_enwiki_excerpt_redirects_match_the_dump_tags(realdata: Path, catal
 
 def test_real_redirect_resolves_to_the_target_item(realdata: Path, catalog: Catalog) -> None:
     f = realdata / "wikipedia2vec" / "enwiki-pages-articles-sample.xml.bz2"
-    ingest_wikipedia(catalog, [f], needed_ranges(["2015-01-01T00:00:00Z"], 1, 7, 30))
+    ingest_wikipedia(catalog, [f], ["2015-01-01T00:00:00Z"], windows=1)
     catalog.merge("item_timeline", catalog.frame("item_timeline", [{
         "qid": "Q1758702", "valid_from": ts("2013-01-01T00:00:00Z"), "valid_to": None, "rev_from": 1,
         "enwiki_title": "Computer accessibility", "label_en": None, "description_en": None,
@@ -383,7 +412,7 @@ def test_real_redirect_resolves_to_the_target_item(realdata: Path, catalog: Cata
 
 def test_real_small_histories_skip_talk_pages(realdata: Path, catalog: Catalog) -> None:
     files = [realdata / "pywikibot" / "pair-0.10.xml", realdata / "mwxml" / "dump.xml"]
-    report = ingest_wikipedia(catalog, files, needed_ranges(["2004-08-10T00:00:00Z"], 1, 7, 30))
+    report = ingest_wikipedia(catalog, files, ["2004-08-10T00:00:00Z"], windows=1)
     assert [(s.pages, s.skipped_pages, s.revisions) for s in
             sorted(report.files, key=lambda s: s.dump_file)] == [(1, 1, 2), (1, 1, 2)]
     titles = {r[1] for r in pages(catalog)}
@@ -393,9 +422,9 @@ def test_real_small_histories_skip_talk_pages(realdata: Path, catalog: Catalog) 
 def test_spark_map_in_arrow_executor_gives_the_same_tables(tmp_path: Path, spark) -> None:
     f = v1_file(tmp_path)
     local = Catalog(tmp_path / "local", spark)
-    ingest_wikipedia(local, [f], RANGES, max_reject_ratio=0.1)
+    ingest_wikipedia(local, [f], max_reject_ratio=0.1)
     in_spark = Catalog(tmp_path / "spark", spark)
-    ingest_wikipedia(in_spark, [f], RANGES, max_reject_ratio=0.1, executor="spark")
+    ingest_wikipedia(in_spark, [f], max_reject_ratio=0.1, executor="spark")
     assert state(in_spark) == state(local)
 
 
@@ -407,23 +436,22 @@ def test_generated_world_incremental_equals_fresh_and_carries_the_truth(sample_w
     import json
 
     from emerge_lib.config import load_config
-    from emerge_lib.stages.ingest_wikipedia import ranges_from_config
 
     cfg = load_config(sample_world / "config.yaml")
-    ranges = ranges_from_config(cfg)
+    world = {"snapshots": [t.isoformat() for t in cfg.snapshots.timestamps],
+             "windows": cfg.snapshots.windows, "window_days": cfg.snapshots.window_days}
     mirror = sample_world / "mirror" / "enwiki"
     dates = sorted(p.name for p in mirror.iterdir())
     older, newer = (sorted((mirror / d).glob("*.bz2")) for d in (dates[0], dates[-1]))
     incremental = Catalog(sample_world / "wp-inc", spark)
-    ingest_wikipedia(incremental, older, ranges, workers=2, max_reject_ratio=0.05)
-    report = ingest_wikipedia(incremental, newer, ranges, workers=2, max_reject_ratio=0.05)
+    ingest_wikipedia(incremental, older, **world, workers=2, max_reject_ratio=0.05)
+    report = ingest_wikipedia(incremental, newer, **world, workers=2, max_reject_ratio=0.05)
     assert sum(f.unchanged_pages for f in report.files) > 0
     fresh = Catalog(sample_world / "wp-fresh", spark)
-    ingest_wikipedia(fresh, newer, ranges, workers=2, max_reject_ratio=0.05)
+    ingest_wikipedia(fresh, newer, **world, workers=2, max_reject_ratio=0.05)
     assert state(incremental) == state(fresh)
-    for t in cfg.snapshots.timestamps:
-        require_coverage(fresh, *snapshot_range(t, cfg.snapshots.windows, cfg.snapshots.window_days,
-                                                cfg.stability.passage_minutes))
+    for plan in cfg.plans():
+        require_coverage(fresh, *snapshot_range(plan, cfg.stability.passage_minutes))
 
     first_seen: dict[tuple[int, str], datetime] = {}
     lasted: dict[tuple[int, str], list[float]] = {}

@@ -9,9 +9,11 @@ from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
+from stagekit import run
 
 from emerge_lib.stages import release
 from emerge_lib.stages.release import (
+    LISTING,
     MENTION_FIELDS,
     QUALIFIER_FIELDS,
     RELEASE_FIELDS,
@@ -19,7 +21,6 @@ from emerge_lib.stages.release import (
     ReleaseError,
     hash_id,
     passage_record,
-    write_release,
 )
 from emerge_lib.tables import Catalog, spec
 
@@ -89,25 +90,39 @@ INSTANCES_W1 = [
 INSTANCES_W2 = [inst(P4, "EE", "Q900", "P112", "Q901", emerging_head=True)]
 
 
+def put(cat: Catalog, name: str, rows: list[dict[str, Any]]) -> None:
+    """Write hand-made rows through the catalog, one snapshot (and its windows) at a time."""
+    for snap in sorted({r["snapshot"] for r in rows}):
+        mine = cat.frame(name, [r for r in rows if r["snapshot"] == snap])
+        if "window" in spec(name).partition_by:
+            windows = sorted({r["window"] for r in rows if r["snapshot"] == snap})
+            cat.replace_partitions(name, mine, {"snapshot": snap}, "window", windows)
+        else:
+            cat.replace_partition(name, mine, {"snapshot": snap})
+
+
+def release_to(cat: Catalog, out: Path, windows: int = 2, days: float = 7,
+               snapshots: tuple[str, ...] = (SNAP,), **passages: Any) -> dict[str, Any]:
+    """The release stage through the registry; returns its release.json."""
+    run(cat, "release", release_dir=out, passages=passages,
+        snapshots={"timestamps": list(snapshots), "windows": windows, "window_days": days})
+    return json.loads((out / LISTING).read_text())
+
+
 @pytest.fixture(scope="module")
 def warehouse(tmp_path_factory, spark) -> Catalog:
     """One small catalog for the module: passages/instances of two windows, the KG tables of
     the released snapshot and of an older one, and a table without a snapshot column."""
     cat = Catalog(tmp_path_factory.mktemp("release") / "warehouse", spark)
-    # append, not replace_partition: Sail 0.7's replaceWhere fails on tables with
-    # timestamp columns once they exist ("UTC" vs "Etc/UTC"), and the fixture needs none
-    def put(name: str, rows: list[dict[str, Any]]) -> None:
-        cat.append(name, cat.frame(name, rows))
-
-    put("passages", [P1, P2, P3, P4])
-    put("instances", INSTANCES_W1 + INSTANCES_W2)
-    put("kg_triples", [{"snapshot": snap, "s": f"Q{i}", "p": "P31", "o": "Q5"}
-                       for snap, n in ((SNAP, 3), (OLD, 2)) for i in range(n)])
-    put("entities", [{"snapshot": snap, "qid": "Q5", "title": "Human", "label": "human",
-                      "description": "", "text_description": "Humans are…",
-                      "created_at": ts("2012-10-29T00:00:00Z")} for snap in (SNAP, OLD)])
-    put("relations", [{"snapshot": SNAP, "pid": "P31", "label": "instance of",
-                       "description": "that class"}])
+    put(cat, "passages", [P1, P2, P3, P4])
+    put(cat, "instances", INSTANCES_W1 + INSTANCES_W2)
+    put(cat, "kg_triples", [{"snapshot": snap, "s": f"Q{i}", "p": "P31", "o": "Q5"}
+                            for snap, n in ((SNAP, 3), (OLD, 2)) for i in range(n)])
+    put(cat, "entities", [{"snapshot": snap, "qid": "Q5", "title": "Human", "label": "human",
+                           "description": "", "text_description": "Humans are…",
+                           "created_at": ts("2012-10-29T00:00:00Z")} for snap in (SNAP, OLD)])
+    put(cat, "relations", [{"snapshot": SNAP, "pid": "P31", "label": "instance of",
+                            "description": "that class"}])
     cat.overwrite("stable_statements", cat.frame("stable_statements", [
         {"s": "Q1", "p": "P31", "o": "Q5", "valid_from": ts("2020-01-01T00:00:00Z"), "valid_to": None},
         {"s": "Q2", "p": "P31", "o": "Q5", "valid_from": ts("2021-01-01T00:00:00Z"), "valid_to": None},
@@ -116,9 +131,9 @@ def warehouse(tmp_path_factory, spark) -> Catalog:
 
 
 @pytest.fixture(scope="module")
-def released(warehouse: Catalog, tmp_path_factory) -> tuple[Path, release.ReleaseSummary]:
+def released(warehouse: Catalog, tmp_path_factory) -> tuple[Path, dict[str, Any]]:
     out = tmp_path_factory.mktemp("out")
-    return out, write_release(warehouse, out, [datetime(2024, 1, 1, tzinfo=UTC)], 2, 7)
+    return out, release_to(warehouse, out)
 
 
 def lines(path: Path) -> list[dict[str, Any]]:
@@ -233,10 +248,10 @@ def test_layout_sorting_and_summary(released) -> None:
     assert [r["passage_id"] for r in lines(w2)] == ["p4hash"]
     assert lines(w2)[0]["delta_dates"] == ["2024-01-01T00:00:00Z", "2024-01-15T00:00:00Z"]
     assert lines(w2)[0]["delta_timestamps"] == [1704067200, 1705276800]
-    assert summary.lines == {"snapshot_2024-01-01/delta_2024-01-08.jsonl": 2,
-                             "snapshot_2024-01-01/delta_2024-01-15.jsonl": 1}
-    assert summary.ops == {"E": 1, "D": 1, "X": 2, "EE-KG": 1, "EE": 1}
-    assert summary.orphan_instances == 1 and summary.anchor_mismatches == 0
+    assert summary["lines"] == {"snapshot_2024-01-01/delta_2024-01-08.jsonl": 2,
+                                "snapshot_2024-01-01/delta_2024-01-15.jsonl": 1}
+    assert summary["ops"] == {"D": 1, "E": 1, "EE": 1, "EE-KG": 1, "X": 2}
+    assert summary["orphan_instances"] == 1 and summary["anchor_mismatches"] == 0
     text = w1.read_text(encoding="utf-8")
     assert "café" in text and "\\u" not in text  # UTF-8, not escaped
     assert not list(out.rglob(".*.tmp-*"))
@@ -244,30 +259,46 @@ def test_layout_sorting_and_summary(released) -> None:
 
 def test_rerun_is_byte_identical(released, warehouse: Catalog, tmp_path: Path) -> None:
     out, _ = released
-    write_release(warehouse, tmp_path, [SNAP], 2, 7)
+    release_to(warehouse, tmp_path)
     for rel in ("snapshot_2024-01-01/delta_2024-01-08.jsonl",
-                "snapshot_2024-01-01/delta_2024-01-15.jsonl"):
-        assert (tmp_path / rel).read_bytes() == (out / rel).read_bytes()
+                "snapshot_2024-01-01/delta_2024-01-15.jsonl", LISTING,
+                "snapshot_2024-01-01/kg_triples.parquet", "parquet/instances.parquet"):
+        assert (tmp_path / rel).read_bytes() == (out / rel).read_bytes(), rel
 
 
-def test_parquet_copies(released, warehouse: Catalog) -> None:
+def test_only_released_tables_at_pinned_versions(released, warehouse: Catalog) -> None:
     out, summary = released
     snap = out / "snapshot_2024-01-01"
     assert pq.read_table(snap / "kg_triples.parquet").num_rows == 3  # not the older snapshot's
     assert pq.read_table(snap / "entities.parquet").column("snapshot").to_pylist() == [SNAP]
     assert pq.read_table(snap / "relations.parquet").num_rows == 1
-    expected = {"passages": 4, "instances": 7, "kg_triples": 3, "entities": 1, "relations": 1,
-                "stable_statements": 2}
-    got = {p.stem: pq.read_table(p).num_rows for p in (out / "parquet").glob("*.parquet")}
-    assert got == expected
-    for name in expected:
-        assert pq.read_schema(out / "parquet" / f"{name}.parquet").equals(spec(name).schema)
-        assert summary.parquet_rows[f"parquet/{name}.parquet"] == expected[name]
+    # internal tables (timelines, stable_statements, passages) stay in the warehouse
+    assert sorted(p.name for p in (out / "parquet").iterdir()) == ["instances.parquet"]
+    assert pq.read_table(out / "parquet" / "instances.parquet").num_rows == 7
+    assert pq.read_schema(out / "parquet" / "instances.parquet").equals(spec("instances").schema)
+    assert summary["parquet_rows"]["parquet/instances.parquet"] == 7
+    assert summary["versions"] == {name: warehouse.version(name) for name in
+                                   ("instances", "passages", "kg_triples", "entities", "relations")}
+    assert sorted(summary["files"]) == sorted(
+        p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file() and p.name != LISTING)
     assert warehouse.read_arrow("kg_triples").num_rows == 5  # the old snapshot was left out
 
 
+def test_a_rerun_removes_what_it_no_longer_releases(warehouse: Catalog, tmp_path: Path) -> None:
+    release_to(warehouse, tmp_path, windows=2)
+    old_layout = tmp_path / "parquet" / "statement_timeline.parquet"  # an earlier version's copy
+    old_layout.write_bytes(b"x")
+    mine = tmp_path / "notes.txt"  # not a release file: left alone
+    mine.write_text("keep")
+    listing = release_to(warehouse, tmp_path, windows=1)
+    assert not (tmp_path / "snapshot_2024-01-01" / "delta_2024-01-15.jsonl").exists()
+    assert not old_layout.exists() and mine.read_text() == "keep"
+    assert (tmp_path / "snapshot_2024-01-01" / "delta_2024-01-08.jsonl").exists()
+    assert "snapshot_2024-01-01/delta_2024-01-15.jsonl" not in listing["files"]
+
+
 def test_crash_leaves_no_half_file(warehouse: Catalog, tmp_path: Path, monkeypatch) -> None:
-    write_release(warehouse, tmp_path, [SNAP], 1, 7)
+    release_to(warehouse, tmp_path, windows=1)
     path = tmp_path / "snapshot_2024-01-01" / "delta_2024-01-08.jsonl"
     before = path.read_bytes()
     calls = 0
@@ -281,7 +312,7 @@ def test_crash_leaves_no_half_file(warehouse: Catalog, tmp_path: Path, monkeypat
 
     monkeypatch.setattr(release, "passage_record", failing)
     with pytest.raises(RuntimeError, match="mid-file"):
-        write_release(warehouse, tmp_path, [SNAP], 1, 7, title_prefix=False)
+        release_to(warehouse, tmp_path, windows=1, title_prefix=False)
     assert path.read_bytes() == before
     assert not [p.name for p in path.parent.iterdir() if p.name.startswith(".")]  # no temp left
 
@@ -325,6 +356,6 @@ def test_bad_input_is_refused() -> None:
 def test_clashing_file_names_are_refused(tmp_path: Path) -> None:
     cat = Catalog(tmp_path / "none")
     with pytest.raises(ReleaseError, match="same end date"):
-        write_release(cat, tmp_path / "out", [SNAP], 3, 0.25)
+        release_to(cat, tmp_path / "out", windows=3, days=0.25)
     with pytest.raises(ReleaseError, match="one per day"):
-        write_release(cat, tmp_path / "out", [SNAP, "2024-01-01T12:00:00Z"], 1, 7)
+        release_to(cat, tmp_path / "out", windows=1, snapshots=(SNAP, "2024-01-01T12:00:00Z"))

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from stagekit import run
+
 from emerge_lib.stages.snapshot import triples_at
-from emerge_lib.stages.stability import build_stable_statements
 from emerge_lib.tables import Catalog
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
@@ -37,7 +38,7 @@ def test_fill_short_absences_then_drop_short_presences(catalog: Catalog) -> None
         row("Q1", "P10", "Q2", 3, 3),  # zero length: nothing
     ]
     catalog.merge("statement_timeline", catalog.frame("statement_timeline", rows))
-    build_stable_statements(catalog, kg_hours=168)
+    assert run(catalog, "stability").rows == {"stable_statements": 7}
     got = sorted(
         (r["p"], r["valid_from"], r["valid_to"])
         for r in catalog.read_arrow("stable_statements").to_pylist()
@@ -51,11 +52,13 @@ def test_fill_short_absences_then_drop_short_presences(catalog: Catalog) -> None
         ("P8", day(15), day(30)),
         ("P9", day(0), day(12)),
     ])
-    # rerun: same table
-    build_stable_statements(catalog, kg_hours=168)
+    # rerun: nothing changed, nothing is rebuilt
+    version = catalog.version("stable_statements")
+    assert run(catalog, "stability").note == "up to date"
+    assert catalog.version("stable_statements") == version
     assert catalog.read_arrow("stable_statements").num_rows == len(got)
     # a shorter span keeps the 2-day presence and splits P3
-    build_stable_statements(catalog, kg_hours=24)
+    run(catalog, "stability", stability={"kg_hours": 24})
     p = sorted((r["p"], r["valid_from"]) for r in catalog.read_arrow("stable_statements").to_pylist())
     assert ("P2", day(0)) in p and ("P3", day(7)) in p
 
@@ -73,8 +76,25 @@ def test_triples_at_needs_both_ends_in_v(catalog: Catalog) -> None:
         {"qid": "Q4", "valid_from": day(20), "valid_to": None, "rev_from": 6, "redirect_to": "Q2"},
     ]
     catalog.merge("item_timeline", catalog.frame("item_timeline", items))
-    build_stable_statements(catalog)
+    run(catalog, "stability")
     at10 = {tuple(r) for r in triples_at(catalog, day(10)).collect()}
     assert at10 == {("Q1", "P1", "Q2"), ("Q1", "P1", "Q4")}
     assert {tuple(r) for r in triples_at(catalog, day(25)).collect()} == set()
     assert len(triples_at(catalog, day(25), all_items=True).collect()) == 3
+
+
+def test_two_results_of_triples_at_can_be_used_together(catalog: Catalog) -> None:
+    """Each result binds its own frames (no shared view names a later call rebinds)."""
+    catalog.merge("statement_timeline", catalog.frame("statement_timeline", [
+        row("Q1", "P1", "Q2", 0, 10), row("Q1", "P1", "Q3", 0, None), row("Q1", "P1", "Q4", 20, None),
+        row("P5", "P1", "Q2", 0, None),  # a property page's statement: not an item's
+    ]))
+    items = [{"qid": q, "valid_from": day(0), "valid_to": None, "rev_from": i, "enwiki_title": q}
+             for i, q in enumerate(["Q1", "Q2", "Q3", "Q4"])]
+    catalog.merge("item_timeline", catalog.frame("item_timeline", items))
+    run(catalog, "stability", stability={"kg_hours": 0})
+    early, late = triples_at(catalog, day(5)), triples_at(catalog, day(25))
+    assert {tuple(r) for r in early.subtract(late).collect()} == {("Q1", "P1", "Q2")}
+    assert {tuple(r) for r in late.subtract(early).collect()} == {("Q1", "P1", "Q4")}
+    everything = triples_at(catalog, day(5), all_items=True)
+    assert {tuple(r) for r in everything.collect()} == {("Q1", "P1", "Q2"), ("Q1", "P1", "Q3")}

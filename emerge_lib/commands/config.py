@@ -9,7 +9,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "config",
         help="print the effective configuration as YAML",
-        description="Validate a configuration file, apply EMERGE__* overrides, print the result.",
+        description=("Validate a configuration file, apply EMERGE__* overrides, print the result "
+                     "(secrets are shown as **********)."),
     )
     p.add_argument("--config", "-c", help="YAML configuration file (default: built-in defaults)")
     p.set_defaults(func=run)
@@ -21,5 +22,5 @@ def run(args: argparse.Namespace) -> int:
     from emerge_lib.config import load_config
 
     cfg = load_config(args.config)
-    print(yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False), end="")
+    print(yaml.safe_dump(cfg.redacted(), sort_keys=False), end="")
     return 0

@@ -29,8 +29,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                     help="do not restrict s and o to V_τ")
     st.add_argument("--no-stability", action="store_true",
                     help="raw revision states, without the KG stability rule")
-    st.add_argument("--kg-hours", type=float, default=168,
-                    help="stability span in hours (default 168)")
+    st.add_argument("--kg-hours", type=float,
+                    help="stability span in hours (default: stability.kg_hours, 168)")
+    st.add_argument("--config", "-c", help="YAML configuration file (workers, stability)")
+    st.add_argument("--workers", type=int,
+                    help="extraction processes (default: dumps.workers, 0 = one per core)")
     st.set_defaults(func=run_statements)
 
 
@@ -38,23 +41,31 @@ def run_statements(args: argparse.Namespace) -> int:
     import sys
     import tempfile
 
-    from emerge_lib.config import parse_utc
-    from emerge_lib.engine import spark_session
-    from emerge_lib.stages.ingest_wikidata import ingest_wikidata
+    from emerge_lib.commands._common import bars, ingest_progress, load
+    from emerge_lib.engine import session_for
+    from emerge_lib.pipeline import StageContext, run_stage
+    from emerge_lib.schedule import parse_utc
+    from emerge_lib.stages.ingest import check_inputs
     from emerge_lib.stages.snapshot import triples_at
-    from emerge_lib.stages.stability import build_stable_statements
     from emerge_lib.tables import Catalog
 
     tau = parse_utc(args.at)
-    with tempfile.TemporaryDirectory(prefix="emerge-inspect-") as tmp, spark_session() as spark:
-        catalog = Catalog(tmp, spark)
-        report = ingest_wikidata(catalog, args.wikidata, max_reject_ratio=1.0)
-        if not args.no_stability:
-            build_stable_statements(catalog, args.kg_hours)
-        rows = triples_at(catalog, tau, all_items=args.all_items,
-                          stable=not args.no_stability).collect()
+    check_inputs(args.wikidata)  # before any engine
+    with tempfile.TemporaryDirectory(prefix="emerge-inspect-") as tmp:
+        stability = {"kg_hours": args.kg_hours} if args.kg_hours is not None else {}
+        # every revision is shown: nothing is held against a reject ratio here
+        cfg = load(args, warehouse=tmp, stability=stability,
+                   dumps={"max_reject_ratio": 1.0})
+        with session_for(cfg) as spark, bars():
+            ctx = StageContext(cfg, Catalog.for_config(cfg, spark), wikidata=args.wikidata)
+            ingest_progress(ctx)
+            ingested = run_stage(ctx, "ingest_wikidata")
+            if not args.no_stability:
+                run_stage(ctx, "stability")
+            rows = triples_at(ctx.catalog, tau, all_items=args.all_items,
+                              stable=not args.no_stability).collect()
         for s, p, o in sorted((r.s, r.p, r.o) for r in rows):
             sys.stdout.write(f"{s}\t{p}\t{o}\n")
-        print(f"# {len(rows)} triples at {tau.isoformat()} from {report.revisions} revisions "
-              f"({report.rejects} rejected)", file=sys.stderr)
+        print(f"# {len(rows)} triples at {tau.isoformat()} from "
+              f"{ingested.metrics.get('revisions', 0):.0f} revisions", file=sys.stderr)
     return 0

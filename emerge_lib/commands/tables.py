@@ -24,21 +24,22 @@ def run(args: argparse.Namespace) -> int:
     from emerge_lib.config import load_config
     from emerge_lib.tables import TABLES, Catalog
 
-    warehouse = args.warehouse
-    if warehouse is None and args.config:
-        warehouse = load_config(args.config).warehouse
-    catalog = Catalog(warehouse) if warehouse else None
+    catalog = None
+    if args.warehouse or args.config:
+        cfg = load_config(args.config, overrides={"warehouse": args.warehouse}
+                          if args.warehouse else None)
+        catalog = Catalog.for_config(cfg)
     header = ["table", "producer", "consumers", "partition_by", "mode"]
     if catalog:
         header += ["version", "rows"]
     print("\t".join(header))
     for name, spec in TABLES.items():
-        row = [name, spec.producer, ",".join(spec.consumers), ",".join(spec.partition_by) or "-",
-               spec.write_mode]
+        row = [name, ",".join(spec.producers), ",".join(spec.consumers),
+               ",".join(spec.partition_by) or "-", spec.write_mode]
         if catalog:
             version = catalog.version(name)
             row += ["-", "-"] if version is None else [
-                str(version), str(catalog.read_arrow(name).num_rows)
+                str(version), str(catalog.row_count(name))
             ]
         print("\t".join(row))
     return 0

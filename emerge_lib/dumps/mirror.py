@@ -29,6 +29,8 @@ from urllib.parse import unquote, urlparse
 import httpx
 import msgspec
 
+from emerge_lib.errors import EmergeError
+
 __all__ = [
     "ChecksumMismatchError",
     "DumpFile",
@@ -48,8 +50,11 @@ _CHUNK = 1 << 20
 Progress = Callable[[int], object]
 
 
-class MirrorError(Exception):
-    """A mirror request failed for good (after retries) or returned something unusable."""
+class MirrorError(EmergeError):
+    """A mirror request failed for good (after retries) or returned something unusable;
+    retryable: a mirror that failed now may answer later."""
+
+    retryable = True
 
 
 class DumpNotReadyError(MirrorError):
@@ -57,7 +62,8 @@ class DumpNotReadyError(MirrorError):
 
 
 class ChecksumMismatchError(MirrorError):
-    """A downloaded file's size, sha1 or md5 differs from the published one."""
+    """A downloaded file's size, sha1 or md5 differs from the published one (a fresh
+    download may be right)."""
 
 
 class DumpFile(msgspec.Struct, frozen=True):

@@ -14,51 +14,36 @@ T_t; it never forms passages × KG.
 
 from __future__ import annotations
 
-import logging
-from datetime import datetime
-
-from emerge_lib.schedule import as_utc, iso
-from emerge_lib.stages.snapshot import valid_at_expr, windows_sql
+from emerge_lib.config import PassageSettings
+from emerge_lib.schedule import SnapshotPlan
+from emerge_lib.stages._sql import created_sql, in_v, literal, valid_at_expr, windows_sql
 from emerge_lib.tables import Catalog
 
-log = logging.getLogger(__name__)
 
-
-def build_instances(
-    catalog: Catalog,
-    snapshot: datetime | str,
-    window_count: int = 5,
-    window_days: float = 7,
-    article_entity_counts: bool = True,
-) -> dict[int, int]:
+def build_instances(catalog: Catalog, plan: SnapshotPlan,
+                    settings: PassageSettings) -> dict[int, int]:
     """Write the instances partitions (t, k) of one snapshot; returns rows per window."""
     spark = catalog.session()
-    t = as_utc(snapshot)
-    key = iso(t)
-    catalog.read("passages").createOrReplaceTempView("emerge_passages")
-    catalog.read("delta_triples").createOrReplaceTempView("emerge_delta")
-    catalog.read("kg_triples").createOrReplaceTempView("emerge_kg")
-    catalog.read("stable_statements").createOrReplaceTempView("emerge_stable")
-    catalog.read("item_timeline").createOrReplaceTempView("emerge_items")
-    catalog.read("property_timeline").createOrReplaceTempView("emerge_props")
-    own = "page_qid" if article_entity_counts else "CAST(NULL AS STRING)"
-    w = windows_sql(t, window_count, window_days)
+    key = literal(plan.key)
+    own = "page_qid" if settings.article_entity_counts else "CAST(NULL AS STRING)"
+    w = windows_sql(plan)
     df = spark.sql(f"""
         WITH w AS {w},
         m AS (  -- the mentioned set of every passage of the snapshot
           SELECT DISTINCT window, passage_id, qid FROM (
             SELECT window, passage_id, mq.qid AS qid
-            FROM (SELECT window, passage_id, explode(mentions) AS mq FROM emerge_passages
-                  WHERE snapshot = '{key}')
+            FROM (SELECT window, passage_id, explode(mentions) AS mq FROM {{passages}}
+                  WHERE snapshot = {key})
             UNION ALL
-            SELECT window, passage_id, {own} AS qid FROM emerge_passages
-            WHERE snapshot = '{key}'
+            SELECT window, passage_id, {own} AS qid FROM {{passages}}
+            WHERE snapshot = {key}
           ) WHERE qid IS NOT NULL
         ),
-        dk AS (SELECT * FROM emerge_delta WHERE snapshot = '{key}'),
+        dk AS (SELECT * FROM {{delta}} WHERE snapshot = {key}),
+        created AS ({created_sql()}),
         v_k AS (
-          SELECT w.window, i.qid FROM emerge_items i JOIN w ON {valid_at_expr('i', 'w.tau')}
-          WHERE i.enwiki_title IS NOT NULL AND i.redirect_to IS NULL
+          SELECT w.window, i.qid FROM {{items}} i JOIN w ON {valid_at_expr('i', 'w.tau')}
+          WHERE {in_v('i')}
         ),
         pairs AS (
           SELECT a.window, a.passage_id, a.qid AS s, b.qid AS o
@@ -73,12 +58,12 @@ def build_instances(
         ),
         x_kg AS (  -- T_t triples between mentioned pairs
           SELECT pr.window, pr.passage_id, kg.s, kg.p, kg.o
-          FROM pairs pr JOIN emerge_kg kg ON kg.snapshot = '{key}' AND kg.s = pr.s
+          FROM pairs pr JOIN {{kg}} kg ON kg.snapshot = {key} AND kg.s = pr.s
                                         AND kg.o = pr.o
         ),
         x_still AS (  -- ... still in T_τk: the key present at τ_k and both ends in V_τk
           SELECT x.* FROM x_kg x JOIN w ON w.window = x.window
-          JOIN emerge_stable st ON st.s = x.s AND st.p = x.p AND st.o = x.o
+          JOIN {{stable}} st ON st.s = x.s AND st.p = x.p AND st.o = x.o
                AND {valid_at_expr('st', 'w.tau')}
           JOIN v_k vs ON vs.window = x.window AND vs.qid = x.s
           JOIN v_k vo ON vo.window = x.window AND vo.qid = x.o
@@ -93,12 +78,10 @@ def build_instances(
           LEFT ANTI JOIN dk d ON d.window = x.window AND d.op = 'D' AND d.s = x.s
                              AND d.p = x.p AND d.o = x.o
           JOIN w ON w.window = x.window
-          LEFT JOIN emerge_stable st ON st.s = x.s AND st.p = x.p AND st.o = x.o
+          LEFT JOIN {{stable}} st ON st.s = x.s AND st.p = x.p AND st.o = x.o
                AND {valid_at_expr('st', 'w.tau')}
-          LEFT JOIN (SELECT qid, MIN(created_at) AS created_at FROM emerge_items
-                     GROUP BY qid) hs ON hs.qid = x.s
-          LEFT JOIN (SELECT qid, MIN(created_at) AS created_at FROM emerge_items
-                     GROUP BY qid) ho ON ho.qid = x.o
+          LEFT JOIN created hs ON hs.qid = x.s
+          LEFT JOIN created ho ON ho.qid = x.o
         ),
         single AS (  -- EE-KG: one end mentioned and emerging, the other in V_t, unmentioned
           SELECT m.window, m.passage_id, 'EE-KG' AS op, d.s, d.p, d.o, d.signal,
@@ -116,14 +99,14 @@ def build_instances(
           UNION ALL SELECT * FROM single
         ),
         labels AS (
-          SELECT w.window, i.qid, i.label_en FROM emerge_items i
+          SELECT w.window, i.qid, i.label_en FROM {{items}} i
           JOIN w ON {valid_at_expr('i', 'w.tau')}
         ),
         props AS (
-          SELECT w.window, p.pid, p.label_en FROM emerge_props p
+          SELECT w.window, p.pid, p.label_en FROM {{props}} p
           JOIN w ON {valid_at_expr('p', 'w.tau')}
         )
-        SELECT '{key}' AS snapshot, CAST(f.window AS INT) AS window, f.passage_id, f.op,
+        SELECT {key} AS snapshot, CAST(f.window AS INT) AS window, f.passage_id, f.op,
                f.s, f.p, f.o, f.signal, ls.label_en AS s_label, lp.label_en AS p_label,
                lo.label_en AS o_label, f.emerging_head, f.emerging_tail,
                f.head_created_at, f.tail_created_at, f.lifespan_from, f.lifespan_to,
@@ -133,10 +116,10 @@ def build_instances(
         LEFT JOIN labels lo ON lo.window = f.window AND lo.qid = f.o
         LEFT JOIN props lp ON lp.window = f.window AND lp.pid = f.p
         LEFT JOIN props lq ON lq.window = f.window AND lq.pid = f.qualifier_pid
-    """)
-    counts = catalog.replace_partitions(
-        "instances", df, {"snapshot": key}, "window", range(1, window_count + 1),
+    """, passages=catalog.read("passages"), delta=catalog.read("delta_triples"),
+        kg=catalog.read("kg_triples"), stable=catalog.read("stable_statements"),
+        items=catalog.read("item_timeline"), props=catalog.read("property_timeline"))
+    return catalog.replace_partitions(
+        "instances", df, {"snapshot": plan.key}, "window", [w.k for w in plan.windows],
         clear_others=True,
     )
-    log.info("instances %s: %s per window", key, counts)
-    return counts

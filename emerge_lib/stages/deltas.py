@@ -21,80 +21,64 @@ unchanged at every τ_k, so it can be neither added nor deprecated.
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Sequence
-from datetime import datetime
-
-from emerge_lib.schedule import iso, window_end
-from emerge_lib.stages.snapshot import (
-    entities_at,
+from emerge_lib.config import QualifierSettings
+from emerge_lib.schedule import SnapshotPlan
+from emerge_lib.stages._sql import (
+    created_sql,
+    in_v,
+    literal,
+    literal_list,
     sql_timestamp,
-    triples_at,
     valid_at,
     valid_at_expr,
     windows_sql,
 )
+from emerge_lib.stages.snapshot import entities_at, triples_at
 from emerge_lib.tables import Catalog
 
-log = logging.getLogger(__name__)
 
-
-def _pid_list(pids: Sequence[str]) -> str:
-    return ", ".join(f"'{p}'" for p in pids) or "''"
-
-
-def build_deltas(
-    catalog: Catalog,
-    snapshot: datetime,
-    window_count: int = 5,
-    window_days: float = 7,
-    end_qualifiers: Sequence[str] = ("P582",),
-    start_qualifiers: Sequence[str] = ("P580",),
-) -> dict[int, int]:
+def build_deltas(catalog: Catalog, plan: SnapshotPlan,
+                 qualifiers: QualifierSettings) -> dict[int, int]:
     """Write delta_triples for every window of one snapshot (one query for all windows);
     returns rows per window."""
     spark = catalog.session()
-    t_key = iso(snapshot)
+    snapshot = plan.t
     t = sql_timestamp(snapshot)
-    catalog.read("statement_timeline").createOrReplaceTempView("emerge_raw")
-    catalog.read("stable_statements").createOrReplaceTempView("emerge_stable")
-    catalog.read("item_timeline").createOrReplaceTempView("emerge_items")
-    entities_at(catalog, snapshot).createOrReplaceTempView("emerge_v_t")
-    triples_at(catalog, snapshot).createOrReplaceTempView("emerge_t_t_all")
-    horizon = sql_timestamp(window_end(snapshot, window_count, window_days))
-    w = windows_sql(snapshot, window_count, window_days)
+    horizon = sql_timestamp(plan.horizon)
+    w = windows_sql(plan)
+    end_pids, start_pids = literal_list(qualifiers.end), literal_list(qualifiers.start)
     df = spark.sql(f"""
         WITH w AS {w},
         changed_items AS (  -- items whose state changes inside the windows
-          SELECT DISTINCT qid FROM emerge_items
+          SELECT DISTINCT qid FROM {{items}}
           WHERE valid_from > {t} AND valid_from <= {horizon}
         ),
         end_marked AS (  -- statements carrying an end qualifier dated inside the windows
           SELECT DISTINCT s, p, o FROM (
-            SELECT s, p, o, explode(qualifiers) AS q FROM emerge_raw
+            SELECT s, p, o, explode(qualifiers) AS q FROM {{raw}}
             WHERE valid_to IS NULL OR valid_to > {t}
-          ) WHERE q.pid IN ({_pid_list(end_qualifiers)})
+          ) WHERE q.pid IN ({end_pids})
               AND q.instant > {t} AND q.instant <= {horizon}
         ),
         cand AS (  -- the only keys whose delta status can differ from "no change"
-          SELECT s, p, o FROM emerge_stable
+          SELECT s, p, o FROM {{stable}}
           WHERE (valid_from > {t} AND valid_from <= {horizon})
              OR (valid_to > {t} AND valid_to <= {horizon})
-          UNION SELECT k.s, k.p, k.o FROM emerge_stable k JOIN changed_items c ON c.qid = k.s
-          UNION SELECT k.s, k.p, k.o FROM emerge_stable k JOIN changed_items c ON c.qid = k.o
+          UNION SELECT k.s, k.p, k.o FROM {{stable}} k JOIN changed_items c ON c.qid = k.s
+          UNION SELECT k.s, k.p, k.o FROM {{stable}} k JOIN changed_items c ON c.qid = k.o
           UNION SELECT s, p, o FROM end_marked
         ),
         t_t AS (
-          SELECT t.s, t.p, t.o FROM emerge_t_t_all t
+          SELECT t.s, t.p, t.o FROM {{t_t_all}} t
           LEFT SEMI JOIN cand c ON c.s = t.s AND c.p = t.p AND c.o = t.o
         ),
         v_k AS (  -- V at every window end
-          SELECT w.window, i.qid FROM emerge_items i JOIN w ON {valid_at_expr('i', 'w.tau')}
-          WHERE i.enwiki_title IS NOT NULL AND i.redirect_to IS NULL
+          SELECT w.window, i.qid FROM {{items}} i JOIN w ON {valid_at_expr('i', 'w.tau')}
+          WHERE {in_v('i')}
         ),
         t_k AS (  -- T at every window end, on the candidate keys
           SELECT DISTINCT w.window, k.s, k.p, k.o
-          FROM emerge_stable k
+          FROM {{stable}} k
           LEFT SEMI JOIN cand c ON c.s = k.s AND c.p = k.p AND c.o = k.o
           JOIN w ON {valid_at_expr('k', 'w.tau')}
           JOIN v_k vs ON vs.window = w.window AND vs.qid = k.s
@@ -102,7 +86,7 @@ def build_deltas(
         ),
         raw_k AS (  -- the raw statements of s's state at every window end (any rank)
           SELECT w.window, w.tau, r.s, r.p, r.o, r.rank, r.qualifiers
-          FROM emerge_raw r JOIN w ON {valid_at_expr('r', 'w.tau')}
+          FROM {{raw}} r JOIN w ON {valid_at_expr('r', 'w.tau')}
         ),
         quals AS (
           SELECT window, tau, s, p, o, rank, q.pid AS qualifier_pid, q.instant AS qualifier_at
@@ -112,7 +96,7 @@ def build_deltas(
           SELECT window, s, p, o, MIN(qualifier_at) AS qualifier_at,
                  MIN_BY(qualifier_pid, qualifier_at) AS qualifier_pid
           FROM quals
-          WHERE qualifier_pid IN ({_pid_list(end_qualifiers)})
+          WHERE qualifier_pid IN ({end_pids})
             AND qualifier_at > {t} AND qualifier_at <= tau
           GROUP BY window, s, p, o
         ),
@@ -120,7 +104,7 @@ def build_deltas(
           SELECT window, s, p, o, MIN(qualifier_at) AS qualifier_at,
                  MIN_BY(qualifier_pid, qualifier_at) AS qualifier_pid
           FROM quals
-          WHERE rank <> 'deprecated' AND qualifier_pid IN ({_pid_list(start_qualifiers)})
+          WHERE rank <> 'deprecated' AND qualifier_pid IN ({start_pids})
             AND qualifier_at IS NOT NULL
           GROUP BY window, s, p, o
         ),
@@ -135,8 +119,8 @@ def build_deltas(
                  vs.qid IS NULL AS emerging_head, vo.qid IS NULL AS emerging_tail,
                  q.qualifier_pid, q.qualifier_at
           FROM added a
-          LEFT JOIN emerge_v_t vs ON vs.qid = a.s
-          LEFT JOIN emerge_v_t vo ON vo.qid = a.o
+          LEFT JOIN {{v_t}} vs ON vs.qid = a.s
+          LEFT JOIN {{v_t}} vo ON vo.qid = a.o
           LEFT JOIN start_q q ON q.window = a.window AND q.s = a.s AND q.p = a.p AND q.o = a.o
         ),
         old_in_v AS (  -- keys of T_t whose ends are both still in V at τ_k
@@ -169,12 +153,12 @@ def build_deltas(
         lifespans AS (  -- the stable presence interval that makes the triple what it is
           SELECT x.window, x.s, x.p, x.o, x.op, st.valid_from, st.valid_to
           FROM all_rows x JOIN w ON w.window = x.window
-          JOIN emerge_stable st ON st.s = x.s AND st.p = x.p AND st.o = x.o
+          JOIN {{stable}} st ON st.s = x.s AND st.p = x.p AND st.o = x.o
           WHERE (x.op = 'D' AND {valid_at('st', snapshot)})
              OR (x.op <> 'D' AND {valid_at_expr('st', 'w.tau')})
         ),
-        created AS (SELECT qid, MIN(created_at) AS created_at FROM emerge_items GROUP BY qid)
-        SELECT '{t_key}' AS snapshot, CAST(x.window AS INT) AS window,
+        created AS ({created_sql()})
+        SELECT {literal(plan.key)} AS snapshot, CAST(x.window AS INT) AS window,
                x.s, x.p, x.o, x.op, x.signal, x.emerging_head, x.emerging_tail,
                hs.created_at AS head_created_at, ho.created_at AS tail_created_at,
                l.valid_from AS lifespan_from, l.valid_to AS lifespan_to,
@@ -184,10 +168,10 @@ def build_deltas(
           ON l.window = x.window AND l.s = x.s AND l.p = x.p AND l.o = x.o AND l.op = x.op
         LEFT JOIN created hs ON hs.qid = x.s
         LEFT JOIN created ho ON ho.qid = x.o
-    """)
-    counts = catalog.replace_partitions(
-        "delta_triples", df, {"snapshot": t_key}, "window", range(1, window_count + 1),
-        clear_others=True,
+    """, raw=catalog.read("statement_timeline"), stable=catalog.read("stable_statements"),
+        items=catalog.read("item_timeline"), v_t=entities_at(catalog, snapshot),
+        t_t_all=triples_at(catalog, snapshot))
+    return catalog.replace_partitions(
+        "delta_triples", df, {"snapshot": plan.key}, "window",
+        [w.k for w in plan.windows], clear_others=True,
     )
-    log.info("delta_triples %s: %s rows per window", t_key, counts)
-    return counts

@@ -16,10 +16,13 @@ import re
 import sys
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from contextlib import nullcontext
+from dataclasses import dataclass
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Any, TypeVar
+
+from emerge_lib.errors import EmergeError
 
 log = logging.getLogger(__name__)
 
@@ -30,24 +33,30 @@ S = TypeVar("S")
 M = TypeVar("M")
 
 
-class IngestError(RuntimeError):
-    """A file failed, or the share of rejected revisions exceeded its limit."""
+class IngestError(EmergeError):
+    """A file failed, or the share of rejected revisions or pages exceeded its limit."""
 
 
 @dataclass(frozen=True)
 class DumpFileRef:
-    """A local dump file and the dump date it belongs to."""
+    """A local dump file, the dump date it belongs to, and its published sha1 (a mirror's)."""
 
     path: Path
     dump_date: str = ""
+    sha1: str | None = None
 
     @classmethod
-    def of(cls, path: str | Path, dump_date: str | None = None) -> DumpFileRef:
+    def of(cls, path: str | Path, dump_date: str | None = None,
+           sha1: str | None = None) -> DumpFileRef:
         p = Path(path)
         if dump_date is None:
             m = _DATE.search(p.name)
             dump_date = m.group(1) if m else ""
-        return cls(p, dump_date)
+        return cls(p, dump_date, sha1)
+
+    @property
+    def name(self) -> str:
+        return self.path.name
 
     @property
     def page_range(self) -> tuple[int, int] | None:
@@ -55,54 +64,13 @@ class DumpFileRef:
         return (int(m.group(1)), int(m.group(2))) if m else None
 
 
-@dataclass
-class IngestReport:
-    """Per-file summaries of one ingest call, with totals."""
-
-    files: list[Any] = field(default_factory=list)
-    seconds: float = 0.0
-
-    @property
-    def revisions(self) -> int:
-        return sum(f.revisions for f in self.files)
-
-    @property
-    def rejects(self) -> int:
-        return sum(f.rejects for f in self.files)
-
-    @property
-    def pages(self) -> int:
-        return sum(f.pages for f in self.files)
-
-    @property
-    def bytes(self) -> int:
-        return sum(f.bytes for f in self.files)
-
-    @property
-    def failed(self) -> list[Any]:
-        return [f for f in self.files if f.error]
-
-
-def refs_by_date(files: Sequence[str | Path | DumpFileRef]) -> dict[str, list[DumpFileRef]]:
+def refs_by_date(files: Sequence[DumpFileRef]) -> dict[str, list[DumpFileRef]]:
     """Files grouped by dump date, oldest first: each newer dump must see the watermarks
     the older one left."""
-    refs = sorted(
-        (f if isinstance(f, DumpFileRef) else DumpFileRef.of(f) for f in files),
-        key=lambda r: (r.dump_date, r.path.name),
-    )
     out: dict[str, list[DumpFileRef]] = {}
-    for r in refs:
+    for r in sorted(files, key=lambda r: (r.dump_date, r.path.name)):
         out.setdefault(r.dump_date, []).append(r)
     return out
-
-
-def watermarks_for(ref: DumpFileRef, marks: dict[int, M]) -> dict[int, M]:
-    """Only the watermarks of the file's page-id range travel to its worker."""
-    rng = ref.page_range
-    if rng is None:
-        return marks
-    lo, hi = rng
-    return {pid: wm for pid, wm in marks.items() if lo <= pid <= hi}
 
 
 def _run_in_spark(worker: Callable[..., Any]):
@@ -123,6 +91,9 @@ def _run_in_spark(worker: Callable[..., Any]):
 
 
 def _file_size(job: tuple) -> int:
+    size = getattr(job[0], "bytes", None) if job else None
+    if size is not None:
+        return size
     try:
         return os.path.getsize(job[0])
     except (OSError, TypeError, IndexError):
@@ -175,17 +146,45 @@ def _init_worker() -> None:
     keep_freed_memory()
 
 
+class WorkerPool:
+    """A spawned process pool started on first use and kept for the caller's later batches
+    (a spawn costs about half a second of start-up per process); spawn, not fork: the
+    parent runs an embedded engine's threads, which fork would copy half-alive."""
+
+    def __init__(self, workers: int) -> None:
+        self.workers = workers
+        self._pool: ProcessPoolExecutor | None = None
+
+    def executor(self) -> ProcessPoolExecutor:
+        if self._pool is None:
+            self._pool = ProcessPoolExecutor(max_workers=self.workers,
+                                             mp_context=get_context("spawn"),
+                                             initializer=_init_worker)
+        return self._pool
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(cancel_futures=True)
+            self._pool = None
+
+    def __enter__(self) -> WorkerPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 def run_workers(
     worker: Callable[..., S],
     jobs: Sequence[tuple],
     workers: int,
     on_done: Callable[[S], None] | None = None,
     spark=None,
+    pool: WorkerPool | None = None,
 ) -> list[S]:
     """Run ``worker(*job, threads=...)`` for every job: one Spark task per job when
-    ``spark`` is given, else here, in a spawned process pool when ``workers`` > 1 (spawn,
-    not fork: the parent runs an embedded engine's threads, which fork would copy
-    half-alive). With one job, the decompressor gets the cores instead.
+    ``spark`` is given, else here, in a process pool when ``workers`` > 1 (``pool``, or
+    one for this call). With one job, the decompressor gets the cores instead.
 
     Jobs run largest file first (``job[0]`` is the dump file): a big file started last
     would run alone while the other workers idle.
@@ -210,9 +209,9 @@ def run_workers(
         for job in jobs:
             done(worker(*job, threads=threads))
         return results
-    with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"),
-                             initializer=_init_worker) as pool:
-        for fut in as_completed([pool.submit(worker, *job, threads=1) for job in jobs]):
+    with WorkerPool(workers) if pool is None else nullcontext(pool) as active:
+        executor = active.executor()
+        for fut in as_completed([executor.submit(worker, *job, threads=1) for job in jobs]):
             done(fut.result())
     return results
 
@@ -229,48 +228,3 @@ def log_file(summary: Any) -> None:
         summary.revisions / seconds if seconds else 0.0,
         f" FAILED: {summary.error}" if summary.error else "",
     )
-
-
-def finish(report: IngestReport, label: str, max_reject_ratio: float) -> IngestReport:
-    """Log the totals, then fail loudly (after everything readable was committed) when a
-    file failed or the share of rejected revisions is over the limit."""
-    log.info(
-        "%s ingest: %d files, %d pages, %d revisions, %d rejects, %.1f MB in %.1fs "
-        "(%.1f MB/s compressed)", label, len(report.files), report.pages, report.revisions,
-        report.rejects, report.bytes / 1e6, report.seconds,
-        report.bytes / 1e6 / report.seconds if report.seconds else 0.0,
-    )
-    if report.failed:
-        names = ", ".join(f"{f.dump_file} ({f.error})" for f in report.failed)
-        raise IngestError(f"{len(report.failed)} of {len(report.files)} files failed: {names}")
-    if report.revisions and report.rejects / report.revisions > max_reject_ratio:
-        raise IngestError(
-            f"{report.rejects} of {report.revisions} revisions rejected "
-            f"({report.rejects / report.revisions:.2%} > max_reject_ratio "
-            f"{max_reject_ratio:.2%}); see the ingest_rejects table"
-        )
-    return report
-
-
-REJECT_KEY = ("wiki", "dump_file", "page_id", "rev_id", "reason")
-
-
-def commit_rejects(catalog: Any, summaries: Sequence[Any], wiki: str) -> None:
-    """Quarantine rows accumulate (MERGE on what was rejected), so an incremental rerun
-    that does not decode old revisions again keeps their rows; a file that now reads to
-    its end loses its earlier ``file_error`` row."""
-    spark = catalog.session()
-    paths = [s.outputs["ingest_rejects"] for s in summaries if "ingest_rejects" in s.outputs]
-    if paths:
-        # a replayed page can reject the same revision twice
-        catalog.merge("ingest_rejects", spark.read.parquet(*paths).dropDuplicates(list(REJECT_KEY)))
-    recovered = [s.dump_file for s in summaries if not s.error]
-    if recovered and catalog.exists("ingest_rejects"):
-        catalog.frame("ingest_rejects", [
-            {"wiki": wiki, "dump_file": f, "reason": "file_error"} for f in recovered
-        ]).select("wiki", "dump_file", "reason").createOrReplaceTempView("emerge_recovered")
-        spark.sql(
-            f"MERGE INTO delta.`{catalog.path('ingest_rejects')}` AS t "
-            "USING emerge_recovered AS c ON t.wiki = c.wiki AND t.dump_file = c.dump_file "
-            "AND t.reason = c.reason WHEN MATCHED THEN DELETE"
-        )

@@ -12,62 +12,43 @@ whitespace tokens, markup ratio ≤ ``max_markup_ratio``, ≥ ``min_entities`` d
 from __future__ import annotations
 
 import logging
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from pyspark.sql import functions as F
 
-from emerge_lib.config import PassageSettings
-from emerge_lib.schedule import as_utc, horizon, iso, windows
-from emerge_lib.stages.snapshot import sql_timestamp
+from emerge_lib.config import PassageSettings, StabilitySettings
+from emerge_lib.schedule import SnapshotPlan
+from emerge_lib.stages._sql import literal, sql_timestamp, window_end_sql, window_of_sql
 from emerge_lib.stages.titles import resolve_titles, status_counts
 from emerge_lib.tables import Catalog
 
 log = logging.getLogger(__name__)
 
 
-def build_passages(
-    catalog: Catalog,
-    snapshot: datetime | str,
-    window_count: int = 5,
-    window_days: float = 7,
-    settings: PassageSettings | None = None,
-    passage_minutes: float = 30,
-    check_coverage: bool = True,
-) -> dict[int, int]:
-    """Write the passages partitions (t, k) of one snapshot; returns rows per window."""
-    from emerge_lib.stages.ingest_wikipedia import require_coverage
-
-    settings = settings or PassageSettings()
-    spark = catalog.session()
-    t = as_utc(snapshot)
-    key = iso(t)
-    end = horizon(t, window_count, window_days) + timedelta(minutes=passage_minutes)
-    if check_coverage:
-        require_coverage(catalog, t, end)
-    ws = windows(t, window_count, window_days)
-    window_seconds = window_days * 86400
-    survive = int(passage_minutes * 60)
-    tau_cases = " ".join(f"WHEN {w.k} THEN {sql_timestamp(w.end)}" for w in ws)
-    catalog.read("paragraph_timeline").createOrReplaceTempView("emerge_runs")
-    catalog.read("page_timeline").createOrReplaceTempView("emerge_pages")
-    new = spark.sql(f"""
+def new_paragraphs_sql(plan: SnapshotPlan, settings: PassageSettings,
+                       stability: StabilitySettings) -> str:
+    """SQL over ``{runs}`` (paragraph_timeline): each paragraph new in a window of the plan,
+    with the text, index and links of the revision where it first appeared, kept only when
+    its tokens and markup ratio pass the passage filter (the entity count comes later)."""
+    t = sql_timestamp(plan.t)
+    survive = int(stability.passage_minutes * 60)
+    return f"""
         WITH per_par AS (
           SELECT page_id, paragraph_hash,
-                 MAX(CASE WHEN first_seen_at <= {sql_timestamp(t)}
-                           AND (removed_at IS NULL OR removed_at > {sql_timestamp(t)})
+                 MAX(CASE WHEN first_seen_at <= {t}
+                           AND (removed_at IS NULL OR removed_at > {t})
                           THEN 1 ELSE 0 END) AS at_t,
-                 MIN(CASE WHEN first_seen_at > {sql_timestamp(t)} THEN first_seen_at END) AS first_after
-          FROM emerge_runs GROUP BY page_id, paragraph_hash
+                 MIN(CASE WHEN first_seen_at > {t} THEN first_seen_at END) AS first_after
+          FROM {{runs}} GROUP BY page_id, paragraph_hash
         ),
         cand AS (
           SELECT page_id, paragraph_hash, first_after,
-                 CAST(CEIL((unix_timestamp(first_after) - unix_timestamp({sql_timestamp(t)}))
-                           / {window_seconds}) AS INT) AS window
+                 {window_of_sql('first_after', plan)} AS window
           FROM per_par
-          WHERE at_t = 0 AND first_after IS NOT NULL AND first_after <= {sql_timestamp(ws[-1].end)}
+          WHERE at_t = 0 AND first_after IS NOT NULL AND first_after <= {sql_timestamp(plan.horizon)}
         ),
         with_end AS (
-          SELECT c.*, CASE c.window {tau_cases} END AS tau FROM cand c
+          SELECT c.*, {window_end_sql('c.window', plan)} AS tau FROM cand c
         ),
         checks AS (
           SELECT c.page_id, c.paragraph_hash, c.first_after, c.window, c.tau,
@@ -79,40 +60,61 @@ def build_passages(
                            AND (r.removed_at IS NULL OR unix_timestamp(r.removed_at)
                                 > unix_timestamp(c.first_after) + {survive})
                           THEN 1 ELSE 0 END) AS survived
-          FROM with_end c JOIN emerge_runs r
+          FROM with_end c JOIN {{runs}} r
             ON r.page_id = c.page_id AND r.paragraph_hash = c.paragraph_hash
           GROUP BY c.page_id, c.paragraph_hash, c.first_after, c.window, c.tau
         )
         SELECT c.window, c.tau, r.page_id, r.paragraph_hash, r.paragraph_idx, r.text,
                r.mentions, r.tokens, r.markup_ratio, r.first_seen_rev, r.first_seen_at
-        FROM checks c JOIN emerge_runs r
+        FROM checks c JOIN {{runs}} r
           ON r.page_id = c.page_id AND r.paragraph_hash = c.paragraph_hash
          AND r.first_seen_at = c.first_after
         WHERE c.at_tau = 1 AND c.survived = 1
           AND r.tokens BETWEEN {settings.min_tokens} AND {settings.max_tokens}
           AND r.markup_ratio <= {settings.max_markup_ratio}
-    """)
-    new.createOrReplaceTempView("emerge_new")
+    """
+
+
+def build_passages(
+    catalog: Catalog,
+    plan: SnapshotPlan,
+    settings: PassageSettings,
+    stability: StabilitySettings,
+    check_coverage: bool = True,
+) -> dict[int, int]:
+    """Write the passages partitions (t, k) of one snapshot; returns rows per window.
+
+    ``check_coverage``: refuse (CoverageError) when the paragraph timeline was not
+    ingested for this snapshot's range; only tests of the SQL on hand-made tables skip it.
+    """
+    from emerge_lib.stages.ingest_wikipedia import require_coverage
+
+    spark = catalog.session()
+    end = plan.horizon + timedelta(minutes=stability.passage_minutes)
+    if check_coverage:
+        require_coverage(catalog, plan.t, end)
+    pages = catalog.read("page_timeline")
+    new = spark.sql(new_paragraphs_sql(plan, settings, stability),
+                    runs=catalog.read("paragraph_timeline"))
     # the article's title at τ_k, and the titles its links name
-    spark.sql("""
+    new_titles = spark.sql("""
         SELECT n.window, n.tau, n.page_id, n.paragraph_hash, MIN(pg.title) AS page_title
-        FROM emerge_new n JOIN emerge_pages pg ON pg.page_id = n.page_id
+        FROM {new} n JOIN {pages} pg ON pg.page_id = n.page_id
          AND pg.valid_from <= n.tau AND (pg.valid_to IS NULL OR pg.valid_to > n.tau)
          AND NOT pg.is_redirect
         GROUP BY n.window, n.tau, n.page_id, n.paragraph_hash
-    """).createOrReplaceTempView("emerge_new_titles")
+    """, new=new, pages=pages)
     links = spark.sql("""
         SELECT window, tau, page_id, paragraph_hash, m.start AS m_start, m.`end` AS m_end,
                m.anchor, m.target
-        FROM (SELECT window, tau, page_id, paragraph_hash, explode(mentions) AS m FROM emerge_new)
-    """)
-    links.createOrReplaceTempView("emerge_links")
+        FROM (SELECT window, tau, page_id, paragraph_hash, explode(mentions) AS m FROM {new})
+    """, new=new)
     wanted = spark.sql(
-        "SELECT target AS title, tau FROM emerge_links WHERE target IS NOT NULL "
-        "UNION SELECT page_title AS title, tau FROM emerge_new_titles"
-    )
-    resolved = resolve_titles(catalog, wanted)
-    resolved.createOrReplaceTempView("emerge_resolved")
+        "SELECT target AS title, tau FROM {links} WHERE target IS NOT NULL "
+        "UNION SELECT page_title AS title, tau FROM {new_titles}",
+        links=links, new_titles=new_titles)
+    # resolved once (the counts and the passages both read it; Sail does not cache)
+    resolved = catalog.materialize(resolve_titles(catalog, wanted))
     status_counts(resolved)
     own = "t.qid" if settings.article_entity_counts else "CAST(NULL AS STRING)"
     rows = spark.sql(f"""
@@ -121,7 +123,7 @@ def build_passages(
                  named_struct('start', l.m_start, 'end', l.m_end, 'anchor', l.anchor,
                               'target', l.target, 'qid', r.qid) AS mention,
                  r.qid
-          FROM emerge_links l LEFT JOIN emerge_resolved r ON r.title = l.target AND r.tau = l.tau
+          FROM {{links}} l LEFT JOIN {{resolved}} r ON r.title = l.target AND r.tau = l.tau
         ),
         per_passage AS (
           SELECT window, page_id, paragraph_hash,
@@ -131,24 +133,24 @@ def build_passages(
         ),
         titled AS (
           SELECT nt.window, nt.page_id, nt.paragraph_hash, nt.page_title, r.qid
-          FROM emerge_new_titles nt
-          LEFT JOIN emerge_resolved r ON r.title = nt.page_title AND r.tau = nt.tau
+          FROM {{new_titles}} nt
+          LEFT JOIN {{resolved}} r ON r.title = nt.page_title AND r.tau = nt.tau
         )
-        SELECT '{key}' AS snapshot, n.window,
+        SELECT {literal(plan.key)} AS snapshot, n.window,
                concat(CAST(n.page_id AS STRING), '-', n.paragraph_hash) AS passage_id,
                n.page_id, t.page_title, t.qid AS page_qid, n.first_seen_rev AS rev_id,
                n.first_seen_at AS rev_timestamp, n.paragraph_idx, n.text,
                COALESCE(p.mentions, array()) AS mentions,
                size(array_distinct(concat(COALESCE(p.qids, array()),
                     CASE WHEN {own} IS NULL THEN array() ELSE array({own}) END))) AS n_entities
-        FROM emerge_new n
+        FROM {{new}} n
         JOIN titled t ON t.window = n.window AND t.page_id = n.page_id
                       AND t.paragraph_hash = n.paragraph_hash
         LEFT JOIN per_passage p ON p.window = n.window AND p.page_id = n.page_id
                                 AND p.paragraph_hash = n.paragraph_hash
-    """).filter(F.col("n_entities") >= settings.min_entities).drop("n_entities")
-    counts = catalog.replace_partitions(
-        "passages", rows, {"snapshot": key}, "window", [w.k for w in ws], clear_others=True
+    """, links=links, resolved=resolved, new_titles=new_titles, new=new
+    ).filter(F.col("n_entities") >= settings.min_entities).drop("n_entities")
+    return catalog.replace_partitions(
+        "passages", rows, {"snapshot": plan.key}, "window", [w.k for w in plan.windows],
+        clear_others=True,
     )
-    log.info("passages %s: %s per window", key, counts)
-    return counts

@@ -1,4 +1,4 @@
-"""passages + instances (+ every table) → the EMERGE release on disk.
+"""passages + instances + the KG snapshots → the EMERGE release on disk.
 
 Layout under the output folder::
 
@@ -6,7 +6,13 @@ Layout under the output folder::
     snapshot_YYYY-MM-DD/kg_triples.parquet       G_t: T_t, V_t, R_t of that snapshot
     snapshot_YYYY-MM-DD/entities.parquet
     snapshot_YYYY-MM-DD/relations.parquet
-    parquet/<table>.parquet                      every catalog table that exists
+    parquet/instances.parquet                    the released snapshots' instances
+    release.json                                 the files, snapshots and Delta versions read
+
+Only what is released is written (``TableSpec.released``): the internal timelines stay in
+the warehouse. Every table is read at the Delta version it had when the release started
+(recorded in release.json), so a writer working meanwhile cannot mix two states into one
+release; files an earlier release left here that this one does not write are removed.
 
 The JSONL lines follow the authors' instance format (field names, nesting, operation
 names) so their tooling reads ours, but with clean passage text, exact offsets and UTC
@@ -37,7 +43,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from emerge_lib.schedule import as_utc, iso, unix_seconds, window_end
+from emerge_lib.config import PassageSettings
+from emerge_lib.errors import EmergeError
+from emerge_lib.schedule import SnapshotPlan, as_utc, iso, unix_seconds, window_end
 from emerge_lib.tables import TABLES, Catalog, spec
 
 log = logging.getLogger(__name__)
@@ -52,8 +60,12 @@ OP_NAMES: dict[str, str] = {
 }
 EMERGING_OPS = frozenset({"EE", "EE-KG"})
 TITLE_PREFIX = "Excerpt from the Wikipedia page describing {title}: "
-PREFIX_HEAD = "Excerpt from the Wikipedia page describing "
+PREFIX_HEAD = TITLE_PREFIX.split("{title}")[0]
 KG_SNAPSHOT_TABLES = ("kg_triples", "entities", "relations")
+LISTING = "release.json"
+#: What a release reads: its JSONL sources and the released tables (TableSpec.released).
+RELEASE_READS = ("instances", "passages", *KG_SNAPSHOT_TABLES)
+assert {n for n, s in TABLES.items() if s.released} <= set(RELEASE_READS)
 JSON_SEPARATORS = (",", ":")
 
 #: Every field of the authors' instance format (top level and per triple): a test and
@@ -94,7 +106,7 @@ TRIPLE_FIELDS = (
 QUALIFIER_FIELDS = ("qualifier_qid", "qualifier_label", "qualifier_date", "qualifier_timestamp")
 
 
-class ReleaseError(RuntimeError):
+class ReleaseError(EmergeError):
     """Input that must not be published as is (bad offsets, unknown op, name clashes)."""
 
 
@@ -109,14 +121,24 @@ class ReleaseSummary:
     parquet_rows: dict[str, int] = field(default_factory=dict)  # Parquet file → rows
     orphan_instances: int = 0  # instances whose passage is missing from `passages`
     anchor_mismatches: int = 0  # mentions whose anchor differs from text[start:end]
+    versions: dict[str, int | None] = field(default_factory=dict)  # Delta versions read
+    removed: list[str] = field(default_factory=list)  # stale files of an earlier release
+
+    def rows(self) -> dict[str, int]:
+        """Released rows: instances (over the JSONL files), passages (lines), Parquet rows."""
+        out = {"instances": sum(self.ops.values()), "passages": sum(self.lines.values())}
+        for rel, n in self.parquet_rows.items():
+            name = rel.rsplit("/", 1)[-1].removesuffix(".parquet")
+            if name in KG_SNAPSHOT_TABLES:
+                out[name] = out.get(name, 0) + n
+        return out
+
+    def __str__(self) -> str:
+        return (f"release {self.out_dir}: {len(self.files)} files, "
+                f"{sum(self.lines.values())} passages, {sum(self.ops.values())} instances")
 
 
 # --- values ------------------------------------------------------------------------------
-
-
-def canonical_snapshot(snapshot: datetime | str) -> str:
-    """The catalog's snapshot key, ``2024-01-01T00:00:00Z``, from a datetime or any ISO form."""
-    return iso(as_utc(snapshot))
 
 
 def _date(ts: datetime | None) -> str | None:
@@ -129,7 +151,7 @@ def _seconds(ts: datetime | None) -> int | None:
 
 def hash_id(snapshot: datetime | str, window: int, page_id: int, passage_id: str) -> str:
     """Stable line id: the same (snapshot, window, page, paragraph) always hashes the same."""
-    key = f"{canonical_snapshot(snapshot)}|{int(window)}|{int(page_id)}|{passage_id}"
+    key = f"{iso(snapshot)}|{int(window)}|{int(page_id)}|{passage_id}"
     return hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
 
 
@@ -298,10 +320,12 @@ def _atomic(path: Path) -> Iterator[Path]:
 
 
 def _window_rows(
-    catalog: Catalog, name: str, snapshot: str, window: int
+    catalog: Catalog, name: str, snapshot: str, window: int, version: int | None
 ) -> list[dict[str, Any]]:
+    if version is None:
+        return []
     filters = [("snapshot", "=", snapshot), ("window", "=", window)]
-    return catalog.read_arrow(name, filters=filters).to_pylist()
+    return catalog.read_arrow(name, filters=filters, version=version).to_pylist()
 
 
 def _write_window(
@@ -315,11 +339,12 @@ def _write_window(
 ) -> int:
     """Write one window's JSONL; returns its number of lines."""
     by_passage: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for r in _window_rows(catalog, "instances", snapshot, window):
+    versions = summary.versions
+    for r in _window_rows(catalog, "instances", snapshot, window, versions["instances"]):
         by_passage[r["passage_id"]].append(r)
     passages = {
         p["passage_id"]: p
-        for p in _window_rows(catalog, "passages", snapshot, window)
+        for p in _window_rows(catalog, "passages", snapshot, window, versions["passages"])
         if p["passage_id"] in by_passage
     }
     orphans = sum(len(rows) for pid, rows in by_passage.items() if pid not in passages)
@@ -345,27 +370,20 @@ def _write_window(
 
 
 def _write_parquet(
-    catalog: Catalog, name: str, path: Path, snapshots: Sequence[str] | None
+    catalog: Catalog, name: str, path: Path, snapshots: Sequence[str], version: int | None
 ) -> int:
-    """Stream one table (optionally only some snapshots) into one Parquet file.
+    """Stream one table's rows of ``snapshots`` (at a pinned version) into one Parquet file.
 
     Batches are cast to the catalog's declared schema, so a release's Parquet types do not
     depend on how the engine happened to write the Delta files.
     """
-    from deltalake import DeltaTable
-
     schema = spec(name).schema
     rows = 0
     with _atomic(path) as tmp, pq.ParquetWriter(tmp, schema, compression="zstd") as writer:
-        if catalog.exists(name):
-            dt = DeltaTable(catalog.path(name), storage_options=catalog.storage_options)
-            pruning = None
-            row_filter = None
-            if snapshots is not None:
-                # prune files by partition, and filter rows too in case a table is unpartitioned
-                pruning = [("snapshot", "in", list(snapshots))]
-                row_filter = pc.field("snapshot").isin(list(snapshots))
-            dataset = dt.to_pyarrow_dataset(file_pruning_predicate=pruning)
+        if version is not None:
+            # prune files by partition, and filter rows too in case a table is unpartitioned
+            dataset = catalog.dataset(name, version, [("snapshot", "in", list(snapshots))])
+            row_filter = pc.field("snapshot").isin(list(snapshots))
             for batch in dataset.to_batches(columns=schema.names, filter=row_filter):
                 if batch.num_rows:
                     writer.write_table(pa.Table.from_batches([batch]).cast(schema))
@@ -373,55 +391,96 @@ def _write_parquet(
     return rows
 
 
-def _per_snapshot(name: str) -> bool:
-    return "snapshot" in spec(name).partition_by
+def _ours(rel: str) -> bool:
+    """Is this release-relative path one a release writes (and may therefore remove)?"""
+    parts = rel.split("/")
+    if parts == [LISTING]:
+        return True
+    if len(parts) != 2:
+        return False
+    folder, name = parts
+    if folder == "parquet":
+        return name.endswith(".parquet") and name.removesuffix(".parquet") in TABLES
+    return folder.startswith("snapshot_") and (
+        (name.startswith("delta_") and name.endswith(".jsonl"))
+        or name.removesuffix(".parquet") in KG_SNAPSHOT_TABLES and name.endswith(".parquet"))
+
+
+def _remove_stale(out: Path, keep: set[str]) -> list[str]:
+    """Delete the release files in ``out`` this release did not write (an earlier release's
+    windows, snapshots or tables), then the folders left empty."""
+    removed = []
+    if not out.is_dir():
+        return removed
+    for path in sorted(out.glob("*/*")) + sorted(out.glob("*")):
+        rel = path.relative_to(out).as_posix()
+        if path.is_file() and _ours(rel) and rel not in keep:
+            path.unlink()
+            removed.append(rel)
+    for folder in out.iterdir():
+        if folder.is_dir() and (folder.name == "parquet" or folder.name.startswith("snapshot_")) \
+                and not any(folder.iterdir()):
+            folder.rmdir()
+    return removed
 
 
 def write_release(
     catalog: Catalog,
     out_dir: str | Path,
-    snapshots: Sequence[datetime | str],
-    window_count: int = 5,
-    window_days: float = 7,
-    title_prefix: bool = True,
+    plans: Sequence[SnapshotPlan],
+    settings: PassageSettings,
 ) -> ReleaseSummary:
-    """Write the release of ``snapshots`` (windows 1..window_count) under ``out_dir``.
+    """Write the release of the snapshots of ``plans`` (each with its windows) under
+    ``out_dir``.
 
     Every window gets a file, even one without instances (0 lines), so a reader can tell
     "nothing aligned" from "not released". Rerunning over the same tables rewrites
-    byte-identical JSONL files.
+    byte-identical files.
     """
-    if window_count < 1:
-        raise ReleaseError(f"window_count must be >= 1, got {window_count}")
     out = Path(out_dir)
     summary = ReleaseSummary(out_dir=out)
-    keys = sorted({canonical_snapshot(s) for s in snapshots})
+    summary.versions = {name: catalog.version(name) for name in RELEASE_READS}
+    by_key = {p.key: p for p in plans}
+    keys = sorted(by_key)
     dirs = [snapshot_dir_name(s) for s in keys]
     if len(set(dirs)) != len(dirs):
         raise ReleaseError(f"two snapshots share a release folder (one per day): {keys}")
 
     for snap, folder in zip(keys, dirs, strict=True):
-        names = [delta_file_name(snap, k, window_days) for k in range(1, window_count + 1)]
+        plan = by_key[snap]
+        names = [delta_file_name(snap, w.k, plan.window_days) for w in plan.windows]
         if len(set(names)) != len(names):
             raise ReleaseError(
-                f"windows of {window_days} days give two files with the same end date: {names}"
+                f"windows of {plan.window_days} days give two files with the same end date: "
+                f"{names}"
             )
-        for k, fname in enumerate(names, start=1):
+        for w, fname in zip(plan.windows, names, strict=True):
             rel = f"{folder}/{fname}"
-            n = _write_window(catalog, out / rel, snap, k, window_days, title_prefix, summary)
+            n = _write_window(catalog, out / rel, snap, w.k, plan.window_days,
+                              settings.title_prefix, summary)
             summary.files.append(rel)
             summary.lines[rel] = n
-            log.info("release: %s, %d passages", rel, n)
+            log.debug("release: %s, %d passages", rel, n)
         for name in KG_SNAPSHOT_TABLES:
             rel = f"{folder}/{name}.parquet"
-            summary.parquet_rows[rel] = _write_parquet(catalog, name, out / rel, [snap])
+            summary.parquet_rows[rel] = _write_parquet(catalog, name, out / rel, [snap],
+                                                       summary.versions[name])
             summary.files.append(rel)
 
-    for name in sorted(TABLES):
-        if not catalog.exists(name):
-            continue
+    for name in sorted(n for n, s in TABLES.items() if s.released and n not in KG_SNAPSHOT_TABLES):
         rel = f"parquet/{name}.parquet"
-        only = keys if _per_snapshot(name) else None
-        summary.parquet_rows[rel] = _write_parquet(catalog, name, out / rel, only)
+        summary.parquet_rows[rel] = _write_parquet(catalog, name, out / rel, keys,
+                                                   summary.versions[name])
         summary.files.append(rel)
+    summary.files.append(LISTING)
+    summary.removed = _remove_stale(out, set(summary.files))
+    listing = {"snapshots": keys, "files": summary.files[:-1], "versions": summary.versions,
+               "lines": summary.lines, "parquet_rows": summary.parquet_rows,
+               "ops": dict(sorted(summary.ops.items())),
+               "orphan_instances": summary.orphan_instances,
+               "anchor_mismatches": summary.anchor_mismatches}
+    with _atomic(out / LISTING) as tmp:
+        tmp.write_text(json.dumps(listing, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    if summary.removed:
+        log.info("release: removed %d stale files of an earlier release", len(summary.removed))
     return summary

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 
+from emerge_lib.config import StabilitySettings
 from emerge_lib.tables import Catalog
 
 log = logging.getLogger(__name__)
@@ -19,13 +20,14 @@ log = logging.getLogger(__name__)
 OPEN_END = "TIMESTAMP '9999-12-31 00:00:00'"
 
 
-def stable_statements_sql(source_view: str, span_seconds: float) -> str:
-    """SQL that turns raw statement intervals into stable presence intervals per key."""
+def stable_statements_sql(source: str, span_seconds: float) -> str:
+    """SQL that turns raw statement intervals (the relation ``source``: a table name, or a
+    ``{frame}`` argument) into stable presence intervals per key."""
     span = float(span_seconds)
     return f"""
     WITH present AS (
       SELECT s, p, o, valid_from AS f, COALESCE(valid_to, {OPEN_END}) AS t
-      FROM {source_view}
+      FROM {source}
       WHERE rank <> 'deprecated' AND (valid_to IS NULL OR valid_to > valid_from)
     ),
     ordered AS (
@@ -58,12 +60,9 @@ def stable_statements_sql(source_view: str, span_seconds: float) -> str:
     """
 
 
-def build_stable_statements(catalog: Catalog, kg_hours: float = 168) -> int:
+def build_stable_statements(catalog: Catalog, settings: StabilitySettings) -> int:
     """Recompute stable_statements from statement_timeline; returns its row count."""
-    spark = catalog.session()
-    catalog.read("statement_timeline").createOrReplaceTempView("emerge_statement_timeline")
-    df = spark.sql(stable_statements_sql("emerge_statement_timeline", kg_hours * 3600))
+    df = catalog.session().sql(stable_statements_sql("{raw}", settings.kg_hours * 3600),
+                               raw=catalog.read("statement_timeline"))
     catalog.overwrite("stable_statements", df)
-    rows = catalog.read_arrow("stable_statements").num_rows
-    log.info("stable_statements: %d presence intervals (span %.0f h)", rows, kg_hours)
-    return rows
+    return catalog.row_count("stable_statements")

@@ -1,21 +1,27 @@
 """Staged worker output: per-output row buffers flushed to one Parquet file per dump file.
 
 Extraction workers (stages.wikidata_extract, stages.wikipedia_extract) write here, in any
-process; the ingest stages commit the staged files to Delta. Pure pyarrow: nothing here
-needs an engine.
+process and on any machine; the ingest's commit step reads the staged files into Delta.
+The staging folder is a local path or any pyarrow filesystem URI (``s3://…`` where
+extraction runs on other machines than the commit). Pure pyarrow: no engine needed.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from pyarrow import fs as pafs
 
-from emerge_lib.dumps.xmlstream import PageReject
+from emerge_lib.dumps.compressed import DumpReadError
+from emerge_lib.dumps.xmlstream import Dump, MalformedXMLError, PageReject
 from emerge_lib.tables import spec
 
 log = logging.getLogger(__name__)
@@ -37,8 +43,12 @@ class FileSummary:
     replayed_pages: int = 0
     bytes: int = 0
     seconds: float = 0.0
-    outputs: dict[str, str] = field(default_factory=dict)
+    outputs: dict[str, str] = field(default_factory=dict)  # output → staged Parquet (URI)
+    rows: dict[str, int] = field(default_factory=dict)  # output → rows staged
     error: str | None = None
+    sha1: str | None = None  # the mirror's, carried into ingested_files
+    basis: str = ""  # digest of the stored state the extraction read (see stages.ingest)
+    staging: str = ""  # this file's staging folder, removed after the commit
 
 
 class StagedOutputs:
@@ -53,8 +63,9 @@ class StagedOutputs:
     NAMES: tuple[str, ...] = ()  # the outputs, each a catalog table or one of EXTRA
     EXTRA: dict[str, pa.Schema] = {}  # outputs that are not catalog tables
 
-    def __init__(self, staging: Path, stem: str, flush_rows: int = 200_000) -> None:
-        self.staging = staging
+    def __init__(self, staging: str, stem: str, flush_rows: int = 200_000) -> None:
+        self.staging = str(staging).rstrip("/")
+        self.fs, self.root = filesystem_of(self.staging)
         self.stem = stem
         self.flush_rows = flush_rows
         self.rows: dict[str, list[dict[str, Any]]] = {n: [] for n in self.NAMES}
@@ -96,9 +107,9 @@ class StagedOutputs:
         schema = self.schema(name)
         writer = self.writers.get(name)
         if writer is None:
-            folder = self.staging / name
-            folder.mkdir(parents=True, exist_ok=True)
-            writer = pq.ParquetWriter(folder / f"{self.stem}.parquet", schema)
+            folder = f"{self.root}/{name}"
+            self.fs.create_dir(folder, recursive=True)
+            writer = pq.ParquetWriter(f"{folder}/{self.stem}.parquet", schema, filesystem=self.fs)
             self.writers[name] = writer
         if rows:
             writer.write_table(pa.Table.from_pylist(rows, schema=schema))
@@ -114,18 +125,94 @@ class StagedOutputs:
             self.flush(name)
             if name in self.writers:
                 self.writers[name].close()
-                out[name] = str(self.staging / name / f"{self.stem}.parquet")
+                out[name] = f"{self.staging}/{name}/{self.stem}.parquet"
         return out
+
+
+def filesystem_of(uri: str) -> tuple[pafs.FileSystem, str]:
+    """(filesystem, path inside it) of a local path or a filesystem URI."""
+    if "://" in uri:
+        return pafs.FileSystem.from_uri(uri)
+    import os
+
+    return pafs.LocalFileSystem(), os.path.abspath(uri)
+
+
+def missing_outputs(summaries: Any) -> list[str]:
+    """Staged files the summaries name that do not exist (Spark's parquet reader would
+    silently read a missing file as no rows)."""
+    missing = []
+    for summary in summaries:
+        for uri in summary.outputs.values():
+            filesystem, path = filesystem_of(uri)
+            if filesystem.get_file_info(path).type != pafs.FileType.File:
+                missing.append(uri)
+    return missing
+
+
+def remove_staging(uri: str) -> None:
+    """Delete a staging folder and everything in it (missing is fine)."""
+    if not uri:
+        return
+    filesystem, path = filesystem_of(uri)
+    with suppress(FileNotFoundError):
+        filesystem.delete_dir(path)
+
+
+class WrongWikiError(DumpReadError):
+    """The file is a dump of another wiki than the one being ingested (its <dbname>)."""
+
+
+class NothingReadError(DumpReadError):
+    """The file held no revision that could be read: not a history dump, or all broken."""
 
 
 class Quarantine:
     """Reject rows for a file worker: what could not be read is counted and kept,
-    never dropped. Needs ``wiki``, ``dump_file``, ``summary`` and ``out``."""
+    never dropped. Needs ``path``, ``wiki``, ``dump_file``, ``threads``, ``summary`` and
+    ``out``."""
 
+    path: Any
     wiki: str
     dump_file: str
+    threads: int | None
     summary: FileSummary
     out: StagedOutputs
+
+    @contextmanager
+    def open_dump(self, **options: Any) -> Iterator[Dump]:
+        """The file as a Dump; refused when its <dbname> names another wiki."""
+        with Dump.from_file(self.path, on_reject=self._on_page_reject, threads=self.threads,
+                            **options) as dump:
+            dbname = dump.site_info.dbname
+            if dbname and dbname != self.wiki:
+                raise WrongWikiError(
+                    f"{self.dump_file} is a dump of {dbname}, not of {self.wiki} "
+                    "(its <dbname>); pass it as the other wiki's file"
+                )
+            yield dump
+
+    def read_guarded(self, body: Callable[[], None]) -> FileSummary:
+        """Run ``body`` (the file's pages) so that any failure fails this file only: what
+        was read before it is kept, and a ``file_error`` row says what went wrong. A file
+        that yields no revision at all fails too (a loud error, not an empty success)."""
+        started = time.monotonic()
+        try:
+            self.summary.bytes = os.path.getsize(self.path)
+            body()
+            if self.summary.revisions == 0:
+                raise NothingReadError(
+                    f"{self.dump_file}: no revision could be read from {self.summary.pages} "
+                    "page(s): not a MediaWiki history dump, or every page is broken"
+                )
+        except (MalformedXMLError, DumpReadError, OSError, EOFError) as exc:
+            self.fail_file(exc)  # truncated, corrupt, unreadable, or not a dump
+        except Exception as exc:  # noqa: BLE001 - anything else fails this file, not the run
+            self.fail_file(exc, expected=False)
+        self.summary.outputs = self.out.close()
+        self.summary.rows = {k: v for k, v in self.out.counts.items() if v}
+        self.summary.seconds = time.monotonic() - started
+        return self.summary
 
     def reject(self, page_id: int | None, title: str | None, rev_id: int | None,
                reason: str, detail: str = "") -> None:

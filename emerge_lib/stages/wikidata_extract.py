@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -28,8 +27,7 @@ import msgspec
 import pyarrow as pa
 
 from emerge_lib.dumps import wikidata
-from emerge_lib.dumps.compressed import DumpReadError
-from emerge_lib.dumps.xmlstream import Dump, MalformedXMLError, Page, Revision
+from emerge_lib.dumps.xmlstream import Page, Revision
 from emerge_lib.stages.staging import FileSummary, Quarantine, StagedOutputs
 
 log = logging.getLogger(__name__)
@@ -205,6 +203,7 @@ class WikidataFileExtractor(Quarantine):
         watermarks: dict[int, Watermark] | None = None,
         threads: int | None = 1,
         scan_entities: bool = True,
+        replace_pages: bool = False,
     ) -> None:
         self.path = Path(path)
         self.wiki = wiki
@@ -212,8 +211,11 @@ class WikidataFileExtractor(Quarantine):
         self.dump_date = dump_date or ""
         self.watermarks = watermarks or {}
         self.threads = threads
+        # a re-ingest: every page's stored rows are replaced (unless the warehouse holds a
+        # newer state of it), not continued from its watermark
+        self.replace_pages = replace_pages
         stem = self.dump_file.replace("/", "_")
-        self.out = _Outputs(Path(staging), stem)
+        self.out = _Outputs(str(staging), stem)
         # consecutive revisions mostly share their claims: the parser reuses the decoded
         # statements (same object), and so do we
         self.parser = wikidata.EntityParser()
@@ -405,6 +407,8 @@ class WikidataFileExtractor(Quarantine):
         if wm is not None:
             if max_rev < wm.seen_up_to:
                 return True  # an older dump than the one already ingested: nothing new
+            if self.replace_pages:
+                return False  # a re-ingest rewrites the page whole
             if wm.revisions is not None and old_count != wm.revisions:
                 # a revision with a small id appeared (an import) or one vanished (deleted):
                 # the history before the watermark changed, so replay the page
@@ -425,7 +429,7 @@ class WikidataFileExtractor(Quarantine):
             state.watermark_rev = wm.last_rev_id
             self.replay(state, new, already_written=True)
         else:
-            if replay_all:
+            if replay_all or self.replace_pages:
                 self.out.add("replayed_entities", {"id": eid})
             self.replay(state, new, already_written=False)
         self.out.add_values("page_watermarks", (
@@ -435,32 +439,24 @@ class WikidataFileExtractor(Quarantine):
         return True
 
     def _pages(self, only: set[int] | None = None) -> Iterator[Page]:
-        with Dump.from_file(self.path, on_reject=self._on_page_reject, threads=self.threads,
-                            text_bytes=True, entity_scanner=self.entity_scanner()) as dump:
+        with self.open_dump(text_bytes=True, entity_scanner=self.entity_scanner()) as dump:
             for page in dump:
                 if only is not None and page.page_id not in only:
                     continue
                 yield page
 
-    def run(self) -> FileSummary:
-        started = time.monotonic()
+    def _read(self) -> None:
         replay: set[int] = set()
-        try:
-            for page in self._pages():
-                if not self.process_page(page):
-                    replay.add(page.page_id)
-            if replay:
-                self.summary.replayed_pages = len(replay)
-                for page in self._pages(replay):
-                    self.process_page(page, replay_all=True)
-        except (MalformedXMLError, DumpReadError, OSError, EOFError) as exc:
-            self.fail_file(exc)  # truncated, corrupt or unreadable
-        except Exception as exc:  # noqa: BLE001 - anything else fails this file, not the run
-            self.fail_file(exc, expected=False)
-        self.summary.outputs = self.out.close()
-        self.summary.bytes = self.path.stat().st_size
-        self.summary.seconds = time.monotonic() - started
-        return self.summary
+        for page in self._pages():
+            if not self.process_page(page):
+                replay.add(page.page_id)
+        if replay:
+            self.summary.replayed_pages = len(replay)
+            for page in self._pages(replay):
+                self.process_page(page, replay_all=True)
+
+    def run(self) -> FileSummary:
+        return self.read_guarded(self._read)
 
 
 def _qualifier_row(q: tuple[Any, ...]) -> dict[str, Any]:

@@ -38,19 +38,17 @@ from __future__ import annotations
 
 import logging
 import re
-import time
 from bisect import bisect_left
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
-from emerge_lib.dumps.compressed import DumpReadError
 from emerge_lib.dumps.wikitext import Paragraph, extract_paragraphs
 from emerge_lib.dumps.wikitext_titles import is_redirect, normalize_title, redirect_target
-from emerge_lib.dumps.xmlstream import Dump, MalformedXMLError, Page
+from emerge_lib.dumps.xmlstream import Page
 from emerge_lib.stages.staging import FileSummary, Quarantine, StagedOutputs
 
 log = logging.getLogger(__name__)
@@ -181,7 +179,7 @@ class WikipediaFileExtractor(Quarantine):
         self.dump_date = dump_date or ""
         self.marks = marks or {}
         self.threads = threads
-        self.out = _Outputs(Path(staging), self.dump_file.replace("/", "_"))
+        self.out = _Outputs(str(staging), self.dump_file.replace("/", "_"))
         self.summary = WikipediaFileSummary(self.dump_file, self.dump_date)
 
     # -- one page ------------------------------------------------------------------------
@@ -375,24 +373,13 @@ class WikipediaFileExtractor(Quarantine):
         })
 
     # -- the file ------------------------------------------------------------------------
-    def _pages(self) -> Iterator[Page]:
-        with Dump.from_file(self.path, on_reject=self._on_page_reject,
-                            threads=self.threads) as dump:
-            yield from dump
+    def _read(self) -> None:
+        with self.open_dump() as dump:
+            for page in dump:
+                self.process_page(page)
 
     def run(self) -> WikipediaFileSummary:
-        started = time.monotonic()
-        try:
-            for page in self._pages():
-                self.process_page(page)
-        except (MalformedXMLError, DumpReadError, OSError, EOFError) as exc:
-            self.fail_file(exc)  # truncated, corrupt or unreadable
-        except Exception as exc:  # noqa: BLE001 - anything else fails this file, not the run
-            self.fail_file(exc, expected=False)
-        self.summary.outputs = self.out.close()
-        self.summary.bytes = self.path.stat().st_size
-        self.summary.seconds = time.monotonic() - started
-        return self.summary
+        return self.read_guarded(self._read)  # type: ignore[return-value]
 
 
 class _Cleaner:

@@ -1,0 +1,76 @@
+"""What the sub-commands share: flags → configuration, and progress bars that log lines
+do not tear (log records are written through tqdm while a bar is shown)."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from emerge_lib.config import Config
+    from emerge_lib.pipeline import StageContext, StageResult
+
+
+def load(args: argparse.Namespace, **sections: Any) -> Config:
+    """The configuration of ``--config`` with the common flags (and ``sections``) on top."""
+    from emerge_lib.config import load_config
+
+    overrides: dict[str, Any] = {k: v for k, v in sections.items() if v}
+    if getattr(args, "warehouse", None):
+        overrides["warehouse"] = args.warehouse
+    if getattr(args, "engine", None):
+        overrides["engine"] = {"url": args.engine}
+    dumps: dict[str, Any] = dict(overrides.pop("dumps", {}) or {})
+    if getattr(args, "workers", None) is not None:
+        dumps["workers"] = args.workers
+    if dumps:
+        overrides["dumps"] = dumps
+    return load_config(getattr(args, "config", None), overrides=overrides)
+
+
+@contextmanager
+def bars() -> Iterator[None]:
+    """Route log records through tqdm while progress bars are drawn."""
+    from tqdm.contrib.logging import logging_redirect_tqdm
+
+    with logging_redirect_tqdm():
+        yield
+
+
+def ingest_progress(ctx: StageContext) -> None:
+    """Per-file byte bars for the ingest stages of ``ctx`` (one bar per plan)."""
+    from tqdm import tqdm
+
+    state: dict[str, Any] = {}
+
+    def on_plan(plan: Any) -> None:
+        if state.get("bar") is not None:
+            state["bar"].close()
+        pending = plan.pending
+        state["bar"] = tqdm(total=sum(f.bytes for f in pending), unit="B", unit_scale=True,
+                            desc=plan.wiki, leave=False, disable=None) if pending else None
+
+    def on_file(summary: Any) -> None:
+        if state.get("bar") is not None:
+            state["bar"].update(summary.bytes)
+
+    ctx.on_plan, ctx.on_file = on_plan, on_file
+
+
+def run_with_bar(ctx: StageContext, desc: str = "build") -> list[StageResult]:
+    """build_dataset with a bar over its steps (the exact step list, advanced as each one
+    finishes) and byte bars inside the ingest stages."""
+    from tqdm import tqdm
+
+    from emerge_lib.pipeline import build_dataset, build_steps
+
+    steps = build_steps(ctx)
+    ingest_progress(ctx)
+    # disable=None: no bar where stderr is not a terminal (CI, task logs: the log lines say it)
+    with bars(), tqdm(total=len(steps), unit="stage", desc=desc, disable=None) as bar:
+        def on_step(name: str, plan: Any) -> None:
+            bar.set_postfix_str(f"{name} {plan.key}" if plan is not None else name)
+
+        return build_dataset(ctx, on_step=on_step, on_result=lambda _: bar.update(1))

@@ -1,0 +1,317 @@
+"""The stage registry: every stage, what it reads and writes, and one way to run it.
+
+The CLI, the demo, the tests and the Airflow tasks all call stages through
+:func:`run_stage` (or :func:`build_dataset`, a loop over :data:`STAGES`), so the wiring of
+configuration to stage parameters exists once, here. Each stage is a pure function of the
+catalog tables it declares in ``reads`` writing those in ``writes`` (its own partitions,
+idempotently); ``settings`` names the configuration sections it uses. A test checks the
+catalog's producers and consumers against these declarations.
+
+Scopes: ``ingest`` stages read dump files (given paths, or the configured mirror);
+``global`` stages rebuild a whole table; ``snapshot`` stages run once per snapshot t;
+``release`` writes files outside the warehouse.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from emerge_lib.config import Config
+from emerge_lib.errors import EmergeError
+from emerge_lib.schedule import SnapshotPlan
+from emerge_lib.tables import Catalog
+
+log = logging.getLogger(__name__)
+
+Scope = Literal["ingest", "global", "snapshot", "release"]
+
+
+@dataclass
+class StageContext:
+    """What a stage runs with: the configuration, the catalog, and where inputs and
+    outputs are (``wikidata``/``wikipedia``: dump file paths; None: the configured
+    mirror's dump dates)."""
+
+    cfg: Config
+    catalog: Catalog
+    wikidata: Sequence[str | Path] | None = None
+    wikipedia: Sequence[str | Path] | None = None
+    release_dir: str | Path | None = None
+    on_file: Callable[[Any], None] | None = None  # after each dump file is extracted
+    on_plan: Callable[[Any], None] | None = None  # with each ingest plan, before extraction
+    progress_factory: Any = None  # per-download progress (http mirrors)
+
+    def inputs(self, kind: str) -> Sequence[str | Path] | None:
+        return self.wikidata if kind == "wikidata" else self.wikipedia
+
+    def has_inputs(self, kind: str) -> bool:
+        dumps = self.cfg.dumps.wikidata if kind == "wikidata" else self.cfg.dumps.wikipedia
+        return bool(self.inputs(kind)) or bool(dumps.dates)
+
+
+@dataclass(frozen=True)
+class StageResult:
+    """What one stage run did: rows written per table, seconds, and a few figures."""
+
+    stage: str
+    snapshot: str | None
+    rows: dict[str, int]
+    seconds: float
+    metrics: dict[str, float] = field(default_factory=dict)
+    note: str = ""  # e.g. "up to date": nothing was written
+    # the stage's own report (per-file ingest summaries, the release summary), for callers
+    # in this process; not part of to_dict()
+    detail: Any = field(default=None, compare=False, repr=False)
+
+    def brief(self) -> str:
+        """One line for logs: rows per table and a rate."""
+        where = f" {self.snapshot}" if self.snapshot else ""
+        parts = [f"{name} {n:,} rows" for name, n in self.rows.items()]
+        total = sum(self.rows.values())
+        rate = ""
+        if self.metrics.get("MB") and self.seconds:
+            rate = f", {self.metrics['MB'] / self.seconds:.1f} MB/s"
+        elif total and self.seconds:
+            rate = f", {total / self.seconds:,.0f} rows/s"
+        extra = "".join(f", {v:,.0f} {k}" for k, v in self.metrics.items() if k != "MB")
+        what = "; ".join(parts) or "nothing written"
+        note = f" ({self.note})" if self.note else ""
+        return f"{self.stage}{where}: {what}{extra} in {self.seconds:.1f}s{rate}{note}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data (for Airflow's XCom and JSON reports)."""
+        out = asdict(replace(self, detail=None))
+        out.pop("detail")
+        return out
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a stage function returns to the runner."""
+
+    rows: dict[str, int]
+    metrics: dict[str, float] = field(default_factory=dict)
+    note: str = ""
+    detail: Any = None
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    scope: Scope
+    reads: tuple[str, ...]
+    writes: tuple[str, ...]
+    settings: tuple[str, ...]
+    run: Callable[[StageContext, SnapshotPlan | None], Outcome]
+    summary: str
+
+
+# -- the stages ----------------------------------------------------------------------------
+def _ingest(kind: str) -> Callable[[StageContext, SnapshotPlan | None], Outcome]:
+    def run(ctx: StageContext, _: SnapshotPlan | None) -> Outcome:
+        from emerge_lib.stages.ingest import describe, run_ingest
+
+        report = run_ingest(ctx.cfg, ctx.catalog, kind, ctx.inputs(kind),  # type: ignore[arg-type]
+                            on_file=ctx.on_file, progress_factory=ctx.progress_factory,
+                            on_plan=ctx.on_plan)
+        log.info("%s", describe(report))
+        metrics = {"files": len(report.files), "revisions": report.revisions,
+                   "MB": report.bytes / 1e6}
+        note = "" if report.files else f"{len(report.done)} files already ingested"
+        return Outcome(report.rows(), metrics, note, report)
+
+    return run
+
+
+def _stability(ctx: StageContext, _: SnapshotPlan | None) -> Outcome:
+    from emerge_lib.stages.stability import build_stable_statements
+
+    catalog, settings = ctx.catalog, ctx.cfg.stability
+    state = {"statement_timeline": catalog.version("statement_timeline"),
+             "kg_hours": settings.kg_hours}
+    if catalog.exists("stable_statements") and read_state(catalog, "stability") == state:
+        return Outcome({}, note="up to date")
+    rows = build_stable_statements(catalog, settings)
+    write_state(catalog, "stability", state)
+    return Outcome({"stable_statements": rows})
+
+
+def _snapshot(ctx: StageContext, plan: SnapshotPlan | None) -> Outcome:
+    from emerge_lib.stages.snapshot import build_snapshot, require_kg_coverage
+
+    assert plan is not None
+    require_kg_coverage(ctx.catalog, plan, ctx.cfg.dumps.wikidata.wiki)
+    return Outcome(build_snapshot(ctx.catalog, plan))
+
+
+def _windows(table: str, rows: dict[int, int]) -> Outcome:
+    return Outcome({table: sum(rows.values())}, {"windows": len(rows)})
+
+
+def _deltas(ctx: StageContext, plan: SnapshotPlan | None) -> Outcome:
+    from emerge_lib.stages.deltas import build_deltas
+
+    assert plan is not None
+    return _windows("delta_triples", build_deltas(ctx.catalog, plan, ctx.cfg.qualifiers))
+
+
+def _passages(ctx: StageContext, plan: SnapshotPlan | None) -> Outcome:
+    from emerge_lib.stages.passages import build_passages
+
+    assert plan is not None
+    rows = build_passages(ctx.catalog, plan, ctx.cfg.passages, ctx.cfg.stability)
+    if not sum(rows.values()):
+        log.warning("passages %s: no new passage in any window; does the Wikipedia history "
+                    "reach into (t, τ_n]?", plan.key)
+    return _windows("passages", rows)
+
+
+def _align(ctx: StageContext, plan: SnapshotPlan | None) -> Outcome:
+    from emerge_lib.stages.align import build_instances
+
+    assert plan is not None
+    return _windows("instances", build_instances(ctx.catalog, plan, ctx.cfg.passages))
+
+
+def _release(ctx: StageContext, _: SnapshotPlan | None) -> Outcome:
+    from emerge_lib.stages.release import write_release
+
+    if ctx.release_dir is None:
+        raise EmergeError("the release stage needs an output folder (--out)")
+    summary = write_release(ctx.catalog, ctx.release_dir, ctx.cfg.plans(), ctx.cfg.passages)
+    return Outcome(summary.rows(), {"files": len(summary.files)}, detail=summary)
+
+
+INGEST_READS = ("page_watermarks", "ingested_files", "ingest_rejects")
+STAGES: dict[str, Stage] = {s.name: s for s in (
+    Stage("ingest_wikidata", "ingest", INGEST_READS,
+          ("statement_timeline", "item_timeline", "property_timeline", "page_watermarks",
+           "ingested_files", "ingest_rejects"),
+          ("dumps",), _ingest("wikidata"),
+          "Wikidata history files → statement, item and property timelines"),
+    Stage("ingest_wikipedia", "ingest", (*INGEST_READS, "paragraph_coverage"),
+          ("page_timeline", "paragraph_timeline", "paragraph_coverage", "page_watermarks",
+           "ingested_files", "ingest_rejects"),
+          ("dumps", "snapshots", "stability"), _ingest("wikipedia"),
+          "Wikipedia history files → page and paragraph timelines for the snapshots' ranges"),
+    Stage("stability", "global", ("statement_timeline",), ("stable_statements",),
+          ("stability",), _stability, "the 168 h KG stability rule over statement_timeline"),
+    Stage("snapshot", "snapshot",
+          ("stable_statements", "item_timeline", "property_timeline", "page_timeline",
+           "paragraph_timeline", "ingested_files"),
+          ("kg_triples", "entities", "relations"), ("snapshots", "dumps"), _snapshot,
+          "G_t: T_t, V_t and R_t of a snapshot"),
+    Stage("deltas", "snapshot", ("statement_timeline", "stable_statements", "item_timeline"),
+          ("delta_triples",), ("snapshots", "qualifiers"), _deltas,
+          "the cumulative KG delta of every window, with operation candidates"),
+    Stage("passages", "snapshot",
+          ("paragraph_timeline", "page_timeline", "item_timeline", "paragraph_coverage",
+           "page_watermarks", "ingested_files"),
+          ("passages",), ("snapshots", "passages", "stability"), _passages,
+          "new paragraphs of every window, links resolved to QIDs"),
+    Stage("align", "snapshot",
+          ("passages", "delta_triples", "kg_triples", "stable_statements", "item_timeline",
+           "property_timeline"),
+          ("instances",), ("snapshots", "passages"), _align,
+          "passages × deltas → the TKGU instances"),
+    Stage("release", "release", ("instances", "passages", "kg_triples", "entities", "relations"),
+          (), ("snapshots", "passages"), _release,
+          "the EMERGE-format release (JSONL + Parquet) of every configured snapshot"),
+)}
+
+
+def stage(name: str) -> Stage:
+    try:
+        return STAGES[name]
+    except KeyError:
+        raise EmergeError(f"no stage named {name!r}; stages: {', '.join(STAGES)}") from None
+
+
+def run_stage(ctx: StageContext, name: str,
+              snapshot: SnapshotPlan | datetime | str | None = None) -> StageResult:
+    """Run one stage; a snapshot stage needs ``snapshot`` (a plan, or t with the
+    configured windows), the others refuse one. Logs the stage's one-line brief."""
+    st = stage(name)
+    if st.scope == "snapshot":
+        if snapshot is None:
+            raise EmergeError(f"stage {name} runs per snapshot: give the snapshot t")
+        plan = snapshot if isinstance(snapshot, SnapshotPlan) else ctx.cfg.plan(snapshot)
+    elif snapshot is not None:
+        raise EmergeError(f"stage {name} is not per snapshot; it takes no snapshot")
+    else:
+        plan = None
+    started = time.monotonic()
+    outcome = st.run(ctx, plan)
+    result = StageResult(name, plan.key if plan else None, outcome.rows,
+                         time.monotonic() - started, outcome.metrics, outcome.note,
+                         outcome.detail)
+    log.info("stage %s", result.brief())
+    return result
+
+
+def build_steps(ctx: StageContext) -> list[tuple[str, SnapshotPlan | None]]:
+    """The (stage, snapshot) steps of a whole build, in order: ingest what inputs exist,
+    stability, every configured snapshot's stages, and the release when asked for."""
+    plans = ctx.cfg.plans()
+    if not plans:
+        raise EmergeError("no snapshot timestamps configured (snapshots.timestamps / --snapshot)")
+    steps: list[tuple[str, SnapshotPlan | None]] = []
+    for st in STAGES.values():
+        if st.scope == "ingest":
+            kind = st.name.removeprefix("ingest_")
+            if ctx.has_inputs(kind):
+                steps.append((st.name, None))
+        elif st.scope == "global":
+            steps.append((st.name, None))
+    for plan in plans:
+        steps += [(st.name, plan) for st in STAGES.values() if st.scope == "snapshot"]
+    if ctx.release_dir is not None:
+        steps.append(("release", None))
+    return steps
+
+
+def build_dataset(ctx: StageContext,
+                  on_step: Callable[[str, SnapshotPlan | None], None] | None = None,
+                  on_result: Callable[[StageResult], None] | None = None) -> list[StageResult]:
+    """Every step of :func:`build_steps`, in order; returns their results."""
+    results = []
+    for name, plan in build_steps(ctx):
+        if on_step:
+            on_step(name, plan)
+        result = run_stage(ctx, name, plan)
+        results.append(result)
+        if on_result:
+            on_result(result)
+    return results
+
+
+# -- small stage state (what a global stage was last built from) ---------------------------
+def _state_path(catalog: Catalog, name: str) -> str:
+    return f"{catalog.warehouse}/_state/{name}.json"
+
+
+def read_state(catalog: Catalog, name: str) -> dict[str, Any] | None:
+    from emerge_lib.stages.staging import filesystem_of
+
+    filesystem, path = filesystem_of(_state_path(catalog, name))
+    try:
+        with filesystem.open_input_stream(path) as fh:
+            return json.loads(fh.read().decode("utf-8"))
+    except (FileNotFoundError, OSError, ValueError):
+        return None
+
+
+def write_state(catalog: Catalog, name: str, state: dict[str, Any]) -> None:
+    from emerge_lib.stages.staging import filesystem_of
+
+    filesystem, path = filesystem_of(_state_path(catalog, name))
+    filesystem.create_dir(path.rsplit("/", 1)[0], recursive=True)
+    with filesystem.open_output_stream(path) as fh:
+        fh.write(json.dumps(state, sort_keys=True).encode("utf-8"))
