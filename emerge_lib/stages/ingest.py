@@ -361,10 +361,12 @@ def check_rejects(catalog: Catalog, plan: IngestPlan, max_reject_ratio: float) -
               for k in ("pages", "revisions", "rejects", "rejected_pages", "deleted_revisions")}
     failed = [r for r in rows if r["error"]]
     if failed:
-        listed = "; ".join(f"{r['dump_file']}: {r['error']}" for r in failed[:3])
+        listed = "; ".join(r["error"] if r["dump_file"] in r["error"] else
+                           f"{r['dump_file']}: {r['error']}" for r in failed[:3])
         more = f" (and {len(failed) - 3} more)" if len(failed) > 3 else ""
+        rest = "; the other files are committed" if len(failed) < len(names) else ""
         raise IngestError(f"{len(failed)} of {len(names)} {plan.wiki} files failed: "
-                          f"{listed}{more}; the other files are committed")
+                          f"{listed}{more}{rest}")
     bad_revisions = totals["rejects"] - totals["deleted_revisions"]
     checks = [("revisions", bad_revisions, totals["revisions"]),
               ("pages", totals["rejected_pages"], totals["pages"])]

@@ -228,9 +228,9 @@ class Quarantine:
         nobody foresaw, logged with its traceback. Either fails this file, not the run."""
         if not expected:
             log.exception("%s: unexpected error; the file is marked failed", self.dump_file)
-        self.reject(None, None, None, "file_error",
-                    str(exc) if expected else f"{type(exc).__name__}: {exc}")
-        self.summary.error = f"{type(exc).__name__}: {exc}"
+        text = str(exc) if expected else f"{type(exc).__name__}: {exc}"
+        self.reject(None, None, None, "file_error", text)
+        self.summary.error = text
 
     def _on_page_reject(self, r: PageReject) -> None:
         self.reject(r.page_id, r.title, None, "malformed_xml", f"{r.reason} at byte {r.offset}")

@@ -1,0 +1,105 @@
+"""The stage registry: one calling convention, lineage that agrees with the catalog, and no
+stage wired anywhere else."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from stagekit import context
+
+from emerge_lib.config import Config
+from emerge_lib.errors import EmergeError
+from emerge_lib.pipeline import STAGES, StageContext, StageResult, build_steps, run_stage
+from emerge_lib.schedule import SnapshotPlan, window_of
+from emerge_lib.stages._sql import window_of_sql
+from emerge_lib.tables import TABLES, Catalog
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_catalog_lineage_is_the_registry_lineage() -> None:
+    for name, spec in TABLES.items():
+        writers = {s.name for s in STAGES.values() if name in s.writes}
+        readers = {s.name for s in STAGES.values() if name in s.reads}
+        assert set(spec.producers) == writers, name
+        assert set(spec.consumers) == readers, name
+    for st in STAGES.values():
+        assert set(st.reads) | set(st.writes) <= set(TABLES), st.name
+        assert set(st.settings) <= set(Config.model_fields), st.name
+        assert st.summary
+
+
+def test_the_registry_is_the_only_wiring() -> None:
+    """Stage functions are called from the registry only: no second copy of the wiring
+    (config unpacked into stage arguments) in the CLI, the demo, the tests or benchmarks."""
+    stage_functions = ["build_stable_statements", "build_snapshot", "build_deltas",
+                       "build_passages", "build_instances", "write_release", "run_ingest"]
+    defined_in = {"emerge_lib/pipeline.py"} | {
+        f"emerge_lib/stages/{m}.py" for m in
+        ("stability", "snapshot", "deltas", "passages", "align", "release", "ingest")}
+    call = re.compile(r"\b(" + "|".join(stage_functions) + r")\(")
+    offenders = []
+    for folder in ("emerge_lib", "tests", "benchmarks", "dags", "plugins"):
+        for path in sorted((REPO / folder).rglob("*.py")):
+            rel = path.relative_to(REPO).as_posix()
+            if rel in defined_in or rel == "tests/test_pipeline.py":
+                continue
+            for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+                if call.search(line) and not line.lstrip().startswith(("def ", "#")):
+                    offenders.append(f"{rel}:{n}: {line.strip()}")
+    assert offenders == []
+
+
+def test_run_stage_checks_the_snapshot_argument(catalog: Catalog) -> None:
+    ctx = context(catalog)
+    with pytest.raises(EmergeError, match="runs per snapshot"):
+        run_stage(ctx, "deltas")
+    with pytest.raises(EmergeError, match="takes no snapshot"):
+        run_stage(ctx, "stability", "2024-01-01T00:00:00Z")
+    with pytest.raises(EmergeError, match="no stage named 'nope'"):
+        run_stage(ctx, "nope")
+
+
+def test_build_steps_follow_the_inputs_and_the_snapshots(catalog: Catalog, tmp_path: Path) -> None:
+    ctx = context(catalog, snapshots={"timestamps": ["2024-04-01T00:00:00Z", "2024-01-01T00:00:00Z"]},
+                  release_dir=tmp_path)
+    steps = [(name, plan.key if plan else None) for name, plan in build_steps(ctx)]
+    per = ["snapshot", "deltas", "passages", "align"]
+    assert steps == [("stability", None)] + [
+        (s, t) for t in ("2024-01-01T00:00:00Z", "2024-04-01T00:00:00Z") for s in per
+    ] + [("release", None)]
+    with_files = StageContext(ctx.cfg, catalog, wikipedia=["x.xml"])
+    assert [n for n, _ in build_steps(with_files)][:2] == ["ingest_wikipedia", "stability"]
+    with pytest.raises(EmergeError, match="no snapshot timestamps"):
+        build_steps(context(catalog))
+
+
+def test_a_result_is_one_line_and_plain_data() -> None:
+    r = StageResult("deltas", "2024-01-01T00:00:00Z", {"delta_triples": 1200}, 2.0,
+                    {"windows": 5}, detail=object())
+    assert r.brief() == ("deltas 2024-01-01T00:00:00Z: delta_triples 1,200 rows, 5 windows "
+                         "in 2.0s, 600 rows/s")
+    assert "\n" not in r.brief()
+    data = r.to_dict()
+    assert "detail" not in data and json.loads(json.dumps(data))["rows"] == {"delta_triples": 1200}
+    mb = StageResult("ingest_wikidata", None, {}, 4.0, {"MB": 100.0}, note="8 files already ingested")
+    assert mb.brief() == "ingest_wikidata: nothing written in 4.0s, 25.0 MB/s (8 files already ingested)"
+
+
+@pytest.mark.parametrize("days", [7, 0.5, 10 / 3])
+def test_window_membership_in_sql_equals_the_schedule(spark, days: float) -> None:
+    plan = SnapshotPlan(datetime(2024, 1, 1, tzinfo=UTC), 4, days)
+    ends = [w.end for w in plan.windows]
+    probes = [plan.t - timedelta(seconds=1), plan.t, plan.t + timedelta(seconds=1)]
+    for end in ends:  # both sides of every window end
+        probes += [end - timedelta(seconds=1), end, end + timedelta(seconds=1)]
+    frame = spark.createDataFrame([(i, ts) for i, ts in enumerate(probes)], "i int, ts timestamp")
+    got = {r.i: r.k for r in spark.sql(
+        f"SELECT i, {window_of_sql('ts', plan)} AS k FROM {{probes}}", probes=frame).collect()}
+    assert got == {i: window_of(plan.t, ts, plan.window_count, plan.window_days)
+                   for i, ts in enumerate(probes)}
+    assert set(got.values()) == {None, 1, 2, 3, 4}
