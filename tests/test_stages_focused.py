@@ -1,0 +1,232 @@
+"""Deltas, passages and align on small hand-made tables: each DESIGN.md §1.1-1.2 rule on a
+case a reader can check by eye (the generated worlds test them together, at scale).
+
+The snapshot is t = 2024-01-01 with two windows of 7 days (τ_1 = day 7, τ_2 = day 14);
+the KG stability span is one hour here, so presence is the raw timeline's, with touching
+intervals joined (stability has its own tests).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from stagekit import run
+
+from emerge_lib.tables import Catalog
+
+T0 = datetime(2024, 1, 1, tzinfo=UTC)
+T = "2024-01-01T00:00:00Z"
+SETTINGS = {"snapshots": {"timestamps": [T], "windows": 2, "window_days": 7},
+            "stability": {"kg_hours": 1, "passage_minutes": 30}}
+
+
+def day(n: float) -> datetime:
+    return T0 + timedelta(days=n)
+
+
+def stmt(s: str, p: str, o: str, start: float, end: float | None, *, sid: str = "a",
+         rank: str = "normal", end_at: float | None = None) -> dict[str, Any]:
+    quals = [] if end_at is None else [{"pid": "P582", "kind": "time", "time": "t",
+                                        "precision": 11, "instant": day(end_at), "item": None}]
+    return {"s": s, "p": p, "o": o, "statement_id": f"{s}${p}{o}{sid}", "rank": rank,
+            "version_hash": f"{s}{p}{o}{sid}{rank}{start}{end_at}", "qualifiers": quals,
+            "valid_from": day(start), "valid_to": None if end is None else day(end),
+            "rev_from": int((start + 200) * 10), "rev_to": None, "s_bucket": 0}
+
+
+def item_row(qid: str, start: float, end: float | None, title: str | None,
+             rev: int) -> dict[str, Any]:
+    return {"qid": qid, "valid_from": day(start), "valid_to": None if end is None else day(end),
+            "rev_from": rev, "enwiki_title": title, "label_en": f"label {qid}",
+            "description_en": None, "created_at": day(-100), "redirect_to": None, "qid_bucket": 0}
+
+
+STATEMENTS = [
+    stmt("Q1", "P1", "Q2", -50, None),  # unchanged: T_t, never in the delta
+    stmt("Q1", "P2", "Q3", -50, 2),  # removed on day 2
+    stmt("Q1", "P3", "Q4", -50, 9), stmt("Q1", "P3", "Q4", 9, None, rank="deprecated"),
+    # an end qualifier dated day 3, added on day 5
+    stmt("Q1", "P4", "Q5", -50, 5), stmt("Q1", "P4", "Q5", 5, None, end_at=3),
+    # deprecated with an end qualifier inside window 1: the qualifier is the signal
+    stmt("Q1", "P5", "Q6", -50, 1), stmt("Q1", "P5", "Q6", 1, None, rank="deprecated", end_at=2),
+    # deprecated on day 3 (rank), then removed on day 10
+    stmt("Q1", "P6", "Q7", -50, 3), stmt("Q1", "P6", "Q7", 3, 10, rank="deprecated"),
+    stmt("Q1", "P7", "Q8", -50, None, end_at=-5),  # ended before t: still in T_t
+    stmt("Q2", "P1", "Q3", 2, None),  # added: E
+    stmt("Q2", "P2", "Q10", 1, None),  # Q10 enters V on day 3: EE, emerging tail
+    stmt("Q11", "P1", "Q1", -50, None),  # Q11 leaves V on day 4: neither D nor X
+    # one key, two statements: present throughout, no change
+    stmt("Q3", "P1", "Q4", -50, 5, sid="a"), stmt("Q3", "P1", "Q4", -50, None, sid="b"),
+    # one key, two statements: gone once the second ends on day 6
+    stmt("Q3", "P2", "Q5", -50, 4, sid="a"), stmt("Q3", "P2", "Q5", 3, 6, sid="b"),
+    stmt("Q4", "P1", "Q5", 8, None),  # added in window 2 only
+]
+ITEMS = [item_row(f"Q{i}", -100, None, f"Title {i}", i) for i in range(1, 10)] + [
+    item_row("Q10", -100, 3, None, 100), item_row("Q10", 3, None, "Title 10", 101),
+    item_row("Q11", -100, 4, "Title 11", 110), item_row("Q11", 4, None, None, 111),
+]
+PROPS = [{"pid": f"P{i}", "valid_from": day(-100), "valid_to": None, "rev_from": i,
+          "label_en": f"prop {i}", "description_en": "d", "datatype": "wikibase-item"}
+         for i in range(1, 8)]
+
+
+@pytest.fixture(scope="module")
+def kg(tmp_path_factory, spark) -> Catalog:
+    catalog = Catalog(tmp_path_factory.mktemp("focused") / "warehouse", spark)
+    catalog.merge("statement_timeline", catalog.frame("statement_timeline", STATEMENTS))
+    catalog.merge("item_timeline", catalog.frame("item_timeline", ITEMS))
+    catalog.merge("property_timeline", catalog.frame("property_timeline", PROPS))
+    run(catalog, "stability", **SETTINGS)
+    run(catalog, "snapshot", T, **SETTINGS)
+    run(catalog, "deltas", T, **SETTINGS)
+    return catalog
+
+
+def deltas(catalog: Catalog) -> set[tuple]:
+    return {(r["window"], r["s"], r["p"], r["o"], r["op"], r["signal"])
+            for r in catalog.read_arrow("delta_triples").to_pylist()}
+
+
+def test_delta_operations_and_signals(kg: Catalog) -> None:
+    both = {("Q1", "P2", "Q3", "D", "removed"), ("Q1", "P4", "Q5", "D", "qualifier:P582"),
+            ("Q2", "P1", "Q3", "E", None), ("Q2", "P2", "Q10", "EE", None),
+            ("Q3", "P2", "Q5", "D", "removed"), ("Q1", "P5", "Q6", "D", "qualifier:P582")}
+    assert deltas(kg) == {(1, *r) for r in both} | {(2, *r) for r in both} | {
+        (1, "Q1", "P6", "Q7", "D", "rank"),  # rank over removed: both hold at τ_1
+        (2, "Q1", "P6", "Q7", "D", "removed"),  # gone from s's state at τ_2
+        (2, "Q1", "P3", "Q4", "D", "rank"),
+        (2, "Q4", "P1", "Q5", "E", None),
+    }
+
+
+def test_delta_details(kg: Catalog) -> None:
+    rows = {(r["window"], r["s"], r["p"], r["o"]): r for r in kg.read_arrow("delta_triples").to_pylist()}
+    ee = rows[(1, "Q2", "P2", "Q10")]
+    assert (ee["emerging_head"], ee["emerging_tail"]) == (False, True)
+    # the lifespan is the key's stable presence, from its statement on day 1
+    assert (ee["lifespan_from"], ee["lifespan_to"]) == (day(1), None)
+    d = rows[(2, "Q1", "P4", "Q5")]
+    assert (d["qualifier_pid"], d["qualifier_at"]) == ("P582", day(3))
+    assert (d["lifespan_from"], d["lifespan_to"]) == (day(-50), None)
+    assert rows[(1, "Q2", "P1", "Q3")]["head_created_at"] == day(-100)
+    kg_t = {(r["s"], r["p"], r["o"]) for r in kg.read_arrow("kg_triples").to_pylist()}
+    assert ("Q1", "P7", "Q8") in kg_t and ("Q11", "P1", "Q1") in kg_t  # T_t
+    assert ("Q2", "P2", "Q10") not in kg_t  # Q10 not in V_t
+
+
+# -- passages ------------------------------------------------------------------------------
+def paragraph(page: int, key: str, text: str, first: float, removed: float | None,
+              links: list[tuple[str, str]], markup: float = 0.1, idx: int = 0) -> dict[str, Any]:
+    mentions = []
+    for anchor, target in links:
+        start = text.index(anchor)
+        mentions.append({"start": start, "end": start + len(anchor), "anchor": anchor,
+                         "target": target})
+    return {"page_id": page, "paragraph_hash": key, "paragraph_idx": idx, "text": text,
+            "mentions": mentions, "tokens": len(text.split()), "markup_ratio": markup,
+            "first_seen_rev": int(first * 100) + page * 10_000, "first_seen_at": day(first),
+            "removed_rev": None if removed is None else int(removed * 100) + page * 10_000,
+            "removed_at": None if removed is None else day(removed)}
+
+
+def words(n: int, *names: str) -> str:
+    """A paragraph of exactly ``n`` whitespace tokens holding ``names``."""
+    taken = sum(len(name.split()) for name in names)
+    return " ".join([*names, *(f"w{i}" for i in range(n - taken))])
+
+
+ARTICLE = {p: f"Title {p}" for p in range(1, 11)}  # page p is the article of item Qp
+LINKS = [("Title 2", "Title 2"), ("Title 3", "Title 3")]
+PARAGRAPHS = [
+    paragraph(1, "new-w1", words(30, "Title 2", "Title 3"), 2, None, LINKS),  # window 1
+    paragraph(1, "new-w2", words(30, "Title 2", "Title 3"), 9, None, LINKS),  # window 2
+    paragraph(1, "old", words(30, "Title 2", "Title 3"), -10, None, LINKS),  # present at t
+    paragraph(1, "reverted", words(30, "Title 2", "Title 3"), 3, 3.01, LINKS),  # 14 minutes
+    paragraph(1, "gone-by-tau", words(30, "Title 2", "Title 3"), 4, 6, LINKS),  # not at τ_1
+    paragraph(1, "short", words(24, "Title 2", "Title 3"), 2, None, LINKS),  # < 25 tokens
+    paragraph(1, "long", words(1001, "Title 2", "Title 3"), 2, None, LINKS),  # > 1000 tokens
+    paragraph(1, "markup", words(30, "Title 2", "Title 3"), 2, None, LINKS, markup=0.6),
+    # one linked entity plus the article's own item: 2 only when the article counts
+    paragraph(2, "one-link", words(30, "Title 3"), 2, None, [("Title 3", "Title 3")]),
+    paragraph(9, "ee-kg", words(30, "Title 10"), 5, None, [("Title 10", "Title 10")]),
+    paragraph(3, "pair-q1-q5", words(30, "Title 1", "Title 5"), 6, None,
+              [("Title 1", "Title 1"), ("Title 5", "Title 5")]),
+]
+
+
+def with_passages(kg: Catalog, **passages: Any) -> Catalog:
+    """The KG fixture plus page and paragraph timelines with coverage for the snapshot."""
+    catalog = Catalog(kg.warehouse.replace("warehouse", f"warehouse-{len(passages)}-"
+                                           + "-".join(f"{k}{v}" for k, v in passages.items())),
+                      kg.spark)
+    for name in ("statement_timeline", "item_timeline", "property_timeline"):
+        catalog.merge(name, catalog.frame(name, kg.read_arrow(name)))
+    pages = [{"page_id": p, "title": title, "valid_from": day(-100), "valid_to": None,
+              "rev_from": p, "rev_to": None, "is_redirect": False, "redirect_target": None}
+             for p, title in ARTICLE.items()]
+    catalog.merge("page_timeline", catalog.frame("page_timeline", pages))
+    catalog.merge("paragraph_timeline", catalog.frame("paragraph_timeline", PARAGRAPHS))
+    # what the Wikipedia ingest leaves: the pages' file covered the snapshot's range
+    catalog.merge("page_watermarks", catalog.frame("page_watermarks", [
+        {"wiki": "enwiki", "page_id": p, "title": ARTICLE[p], "last_rev_id": p,
+         "last_timestamp": day(-100), "dump_file": "enwiki-f1"} for p in ARTICLE]))
+    catalog.merge("paragraph_coverage", catalog.frame("paragraph_coverage", [
+        {"wiki": "enwiki", "dump_file": "enwiki-f1", "dump_date": "", "range_from": day(0),
+         "range_to": day(15), "ingested_at": day(0)}]))
+    settings = {**SETTINGS, "passages": passages}
+    for stage in ("stability", "snapshot", "deltas", "passages", "align"):
+        run(catalog, stage, None if stage == "stability" else T, **settings)
+    return catalog
+
+
+def passages_of(catalog: Catalog) -> set[tuple]:
+    return {(r["window"], r["passage_id"].split("-", 1)[1], tuple(sorted(
+        m["qid"] for m in r["mentions"] if m["qid"]))) for r in catalog.read_arrow("passages").to_pylist()}
+
+
+def test_passage_windows_filters_and_entities(kg: Catalog) -> None:
+    catalog = with_passages(kg)
+    assert passages_of(catalog) == {
+        (1, "new-w1", ("Q2", "Q3")), (2, "new-w2", ("Q2", "Q3")),
+        (1, "one-link", ("Q3",)),  # the article's own item Q2 makes it two
+        (1, "ee-kg", ("Q10",)), (1, "pair-q1-q5", ("Q1", "Q5")),
+    }
+    rows = {r["passage_id"].split("-", 1)[1]: r for r in catalog.read_arrow("passages").to_pylist()}
+    assert (rows["one-link"]["page_title"], rows["one-link"]["page_qid"]) == ("Title 2", "Q2")
+    assert rows["new-w2"]["rev_timestamp"] == day(9)
+
+
+def test_passage_filters_follow_the_configuration(kg: Catalog) -> None:
+    catalog = with_passages(kg, article_entity_counts=False, min_tokens=20, max_tokens=1001,
+                            max_markup_ratio=0.7)
+    got = {key for _, key, _ in passages_of(catalog)}
+    # "short" and "long" and "markup" now pass; the single-link ones do not
+    assert got == {"new-w1", "new-w2", "short", "long", "markup", "pair-q1-q5"}
+
+
+def test_alignment_of_every_operation(kg: Catalog) -> None:
+    catalog = with_passages(kg)
+    got = {(r["window"], r["passage_id"].split("-", 1)[1], r["op"], r["s"], r["p"], r["o"])
+           for r in catalog.read_arrow("instances").to_pylist()}
+    assert got == {
+        # page 1 mentions Q1 (its own item), Q2, Q3
+        (1, "new-w1", "X", "Q1", "P1", "Q2"),
+        (1, "new-w1", "D", "Q1", "P2", "Q3"),
+        (1, "new-w1", "E", "Q2", "P1", "Q3"),
+        (2, "new-w2", "X", "Q1", "P1", "Q2"),
+        (2, "new-w2", "D", "Q1", "P2", "Q3"),
+        (2, "new-w2", "E", "Q2", "P1", "Q3"),
+        # page 2 mentions Q2 and Q3
+        (1, "one-link", "E", "Q2", "P1", "Q3"),
+        # page 9 mentions Q9 and Q10: Q10 is emerging, Q2 is in V_t and not mentioned
+        (1, "ee-kg", "EE-KG", "Q2", "P2", "Q10"),
+        # page 3 mentions Q3 (its own item), Q1 and Q5: D, and not also X
+        (1, "pair-q1-q5", "D", "Q1", "P4", "Q5"),
+        (1, "pair-q1-q5", "D", "Q1", "P2", "Q3"),
+        (1, "pair-q1-q5", "D", "Q3", "P2", "Q5"),
+    }
+    labels = {(r["op"], r["s_label"], r["p_label"], r["o_label"])
+              for r in catalog.read_arrow("instances").to_pylist()}
+    assert ("EE-KG", "label Q2", "prop 2", "label Q10") in labels
