@@ -39,7 +39,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
@@ -369,25 +368,36 @@ def _write_window(
     return len(keyed)
 
 
+#: Each released table's row order: a rebuild, on any engine or partitioning, writes the
+#: same bytes.
+RELEASE_ORDER: dict[str, tuple[str, ...]] = {
+    "kg_triples": ("snapshot", "s", "p", "o"),
+    "entities": ("snapshot", "qid"),
+    "relations": ("snapshot", "pid"),
+    "instances": ("snapshot", "window", "passage_id", "op", "s", "p", "o"),
+}
+
+
 def _write_parquet(
     catalog: Catalog, name: str, path: Path, snapshots: Sequence[str], version: int | None
 ) -> int:
-    """Stream one table's rows of ``snapshots`` (at a pinned version) into one Parquet file.
+    """Write one table's rows of ``snapshots`` (at a pinned version) into one Parquet file,
+    one snapshot at a time, each sorted (``RELEASE_ORDER``).
 
     Batches are cast to the catalog's declared schema, so a release's Parquet types do not
     depend on how the engine happened to write the Delta files.
     """
     schema = spec(name).schema
+    order = [(c, "ascending") for c in RELEASE_ORDER[name]]
     rows = 0
     with _atomic(path) as tmp, pq.ParquetWriter(tmp, schema, compression="zstd") as writer:
-        if version is not None:
+        for snap in sorted(snapshots) if version is not None else ():
             # prune files by partition, and filter rows too in case a table is unpartitioned
-            dataset = catalog.dataset(name, version, [("snapshot", "in", list(snapshots))])
-            row_filter = pc.field("snapshot").isin(list(snapshots))
-            for batch in dataset.to_batches(columns=schema.names, filter=row_filter):
-                if batch.num_rows:
-                    writer.write_table(pa.Table.from_batches([batch]).cast(schema))
-                    rows += batch.num_rows
+            dataset = catalog.dataset(name, version, [("snapshot", "=", snap)])
+            table = dataset.to_table(columns=schema.names, filter=pc.field("snapshot") == snap)
+            if table.num_rows:
+                writer.write_table(table.cast(schema).sort_by(order))
+                rows += table.num_rows
     return rows
 
 
