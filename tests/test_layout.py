@@ -32,6 +32,10 @@ def test_library_never_imports_airflow() -> None:
 
 def test_dag_and_plugin_files_do_no_heavy_work_at_import() -> None:
     files = python_files("dags") + python_files("plugins")
+    if not files:
+        import pytest
+
+        pytest.skip("no DAG or plugin files yet (the [airflow] issue adds them)")
     for path in files:
         code = (
             "import runpy, sys, time; t = time.monotonic(); "
@@ -52,7 +56,9 @@ def test_layout_exists() -> None:
               "Dockerfile", "requirements.txt", "Makefile", ".ci/run", "pyproject.toml"]:
         assert (REPO / p).exists(), p
     readme = (REPO / "README.md").read_text()
-    assert readme.index("make demo") < readme.index("make test") < 600
+    first_block = readme.split("```bash\n", 1)[1].split("```", 1)[0]
+    commands = [line.split("#")[0].strip() for line in first_block.splitlines() if line.strip()]
+    assert commands == ["make demo", "make test"]  # the newcomer's two set-up commands
     assert "make test" in (REPO / ".ci/run").read_text()
 
 
