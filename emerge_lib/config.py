@@ -194,6 +194,7 @@ class PassageSettings(_Strict):
     min_entities: int = Field(default=2, ge=1)
     article_entity_counts: bool = True
     title_prefix: bool = True
+    max_redirect_hops: int = Field(default=5, ge=0)  # redirects followed per link target
 
     @model_validator(mode="after")
     def _range(self) -> PassageSettings:

@@ -186,6 +186,13 @@ def plan_ingest(cfg: Config, catalog: Catalog, kind: Kind,
     files = []
     for ref in refs:
         size = ref.path.stat().st_size
+        row = stored.get(ref.name)
+        if row is not None and (row["bytes"] != size or (ref.sha1 and row["sha1"]
+                                                         and row["sha1"] != ref.sha1)):
+            log.warning("%s: the warehouse %s already holds a different file of this name "
+                        "(%s bytes, now %s): it is read again, and pages only the other one "
+                        "had stay; use a fresh warehouse for unrelated dumps", ref.name,
+                        catalog.warehouse, row["bytes"], size)
         files.append(PlannedFile(ref, size, kept, is_done(ref.name, size, ref.sha1)))
     return IngestPlan(kind, wiki, files, needed, rewrite=cfg.dumps.reingest)
 

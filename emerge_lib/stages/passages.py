@@ -114,7 +114,8 @@ def build_passages(
         "UNION SELECT page_title AS title, tau FROM {new_titles}",
         links=links, new_titles=new_titles)
     # resolved once (the counts and the passages both read it; Sail does not cache)
-    resolved = catalog.materialize(resolve_titles(catalog, wanted))
+    resolved = catalog.materialize(
+        resolve_titles(catalog, wanted, max_hops=settings.max_redirect_hops))
     status_counts(resolved)
     own = "t.qid" if settings.article_entity_counts else "CAST(NULL AS STRING)"
     rows = spark.sql(f"""

@@ -44,13 +44,17 @@ def _valid_at(frame: DataFrame, tau) -> object:
 
 
 def resolve_titles(catalog: Catalog, titles: DataFrame, tau: datetime | str | None = None,
-                   max_hops: int = 5) -> DataFrame:
+                   max_hops: int | None = None) -> DataFrame:
     """Resolve normalized article titles to QIDs as of τ.
 
     ``titles`` has a ``title`` column; with ``tau`` None it also needs a timestamp column
     ``tau`` (each row resolved as of its own τ, e.g. every window end at once). Returns one
     row per distinct input: (title, [tau,] qid, status, hops), hops = redirects followed.
     """
+    if max_hops is None:  # the configuration's default (passages.max_redirect_hops)
+        from emerge_lib.config import PassageSettings
+
+        max_hops = PassageSettings().max_redirect_hops
     if max_hops < 0:
         raise ValueError(f"max_hops must be >= 0, got {max_hops}")
     per_row = tau is None
