@@ -1,4 +1,5 @@
-"""The one compiled part: XML unescaping in C (emerge_lib/dumps/_xmlfast.c).
+"""The one compiled part (emerge_lib/dumps/_xmlfast.c): XML unescaping, the canonical
+revision layout and the Wikidata entity scanner, in C.
 
 Optional: where no C compiler exists the build goes on without it and
 ``emerge_lib.dumps.xmlstream`` uses its pure-Python twin (same output, slower).

@@ -294,8 +294,8 @@ def main() -> None:
     for name, summary in results.items():
         if name.startswith("ours"):
             assert summary.error is None and summary.revisions == revisions, summary
-            print(f"{name}: cleaned {summary.cleaned} of {revisions} revisions "
-                  f"({summary.cleaned / revisions:.1%}; {summary.decoded} distinct texts), "
+            print(f"{name}: cleaned {summary.in_range} of {revisions} revisions "
+                  f"({summary.in_range / revisions:.1%}; {summary.decoded} distinct texts), "
                   f"{summary.page_runs} page runs, {summary.paragraph_runs} paragraph runs")
     print(f"\n{'path':38} {'CPU s':>7} {'wall s':>7} {'MB/s XML':>9} {'rev/s':>7} "
           f"{'x floor':>8} {'x naive':>8}")

@@ -1,4 +1,8 @@
-/* XML text unescaping in C: the hottest step of reading a dump.
+/* The hot loops of reading a dump, in C: XML text unescaping (this header), the batch of
+ * canonical <revision> elements, and the Wikidata entity scanner (their own sections
+ * below). Each is an accelerator: the Python code stays the specification.
+ *
+ * XML text unescaping: the hottest step of reading a dump.
  *
  * Wikidata revision texts are JSON with a `&quot;` every dozen bytes; CPython's
  * bytes.replace spends ~25 ns per match, which made unescaping a third of the Wikidata
@@ -505,8 +509,7 @@ text_attrs(span attrs, span *bytes_v, span *sha1_v, int *has_bytes, int *has_sha
  * language of labels/descriptions/aliases/sitelinks and each claims group byte-identical
  * to the previous scan's (memcmp) is taken over, what was read from it included, so an
  * edit costs about the size of what it changed. Whatever the scanner is not sure msgspec
- * accepts the
- * same way (legacy keys, escapes in keys, duplicate fields, surrogate escapes, numeric
+ * accepts the same way (legacy keys, escapes in keys, duplicate fields, surrogate escapes, numeric
  * references, carriage returns, unexpected types, deep nesting, ...) is declined (None),
  * and the caller takes the Python path, which stays the specification. Skipped strings are
  * not UTF-8-checked: msgspec does not check them either; decoded ones are, strictly.

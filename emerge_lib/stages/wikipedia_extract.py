@@ -36,6 +36,7 @@ deleted by the commit), which keeps increments simple and exact.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import re
 from bisect import bisect_left
@@ -88,7 +89,7 @@ class WikipediaFileSummary(FileSummary):
     stale_pages: int = 0  # skipped: the stored state is newer than this file
     moves: int = 0  # title changes rebuilt from move comments
     unexplained_moves: int = 0  # titles taken from an earlier dump's watermark
-    cleaned: int = 0  # revisions in the ranges (cleaned, or their text seen before)
+    in_range: int = 0  # revisions in the ranges (cleaned, or their text seen before)
     page_runs: int = 0
     paragraph_runs: int = 0
 
@@ -336,7 +337,7 @@ class WikipediaFileExtractor(Quarantine):
     def _paragraph_runs(self, page_id: int, metas: list[_Meta],
                         titles: list[tuple[str, bool]],
                         cleaned: dict[int, list[Paragraph]]) -> None:
-        self.summary.cleaned += len(cleaned)
+        self.summary.in_range += len(cleaned)
         if not cleaned:
             return
         open_runs: dict[str, tuple[Paragraph, tuple[int, int]]] = {}
@@ -388,11 +389,13 @@ class _Cleaner:
 
     def __init__(self, summary: WikipediaFileSummary) -> None:
         self.summary = summary
-        self.by_text: dict[tuple[int, int], list[Paragraph]] = {}
+        self.by_text: dict[bytes, list[Paragraph]] = {}
         self.interned: dict[tuple[Any, ...], Paragraph] = {}
 
     def clean(self, text: str) -> list[Paragraph]:
-        k = (len(text), hash(text))
+        # a digest, not (len, hash): a collision must not hand out another text's
+        # paragraphs, and the texts themselves are not kept alive by the cache
+        k = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
         hit = self.by_text.get(k)
         if hit is not None:
             return hit
