@@ -413,3 +413,27 @@ def test_pool_workers_reuse_freed_memory() -> None:
     assert default > pages * 3 // 4  # the premise: by default every block faults again
     in_workers = run_workers(_faults_reallocating, [(8,), (8,)], workers=2)
     assert max(in_workers) < pages // 6  # the first block, then 16 new pages per block
+
+
+def test_extract_and_commit_as_separate_steps(tmp_path: Path, catalog: Catalog) -> None:
+    """What mapped tasks do: plan, extract each file on its own, commit what was staged.
+    An extraction whose page range changed meanwhile is not committed (it is stale), and a
+    file that vanished after the plan fails that file only, with a clear reason."""
+    from stagekit import config
+
+    from emerge_lib.stages.ingest import commit, extract, job_for, plan_ingest
+
+    f = write_bz2(tmp_path / "wikidatawiki-20240201-pages-meta-history1.xml-p1p10.bz2", pages_v1())
+    cfg = config(catalog, dumps={"max_reject_ratio": 1.0})
+    plan = plan_ingest(cfg, catalog, "wikidata", [f])
+    (planned,) = plan.files
+    assert (planned.bytes, planned.done, planned.ref.page_range) == (f.stat().st_size, False, (1, 10))
+    first, second = (extract(job_for(plan, planned, cfg.staging, catalog)) for _ in range(2))
+    assert first.staging != second.staging and first.basis == second.basis
+    assert commit(catalog, plan, [second]) == []
+    assert commit(catalog, plan, [first]) == [first]  # the watermarks it read are gone
+    assert not Path(first.staging).exists() and not Path(second.staging).exists()
+    assert plan_ingest(cfg, catalog, "wikidata", [f]).files[0].done
+    f.unlink()
+    lost = extract(job_for(plan, planned, cfg.staging, catalog))
+    assert lost.error and "No such file" in lost.error and lost.outputs.get("ingest_rejects")
