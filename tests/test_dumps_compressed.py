@@ -4,13 +4,23 @@ from __future__ import annotations
 
 import bz2
 import gzip
+import re
 import shutil
 from pathlib import Path
 
 import pytest
 
 from emerge_lib.dumps import compressed
-from emerge_lib.dumps.compressed import CorruptDumpError, MissingToolError, detect_codec, open_dump
+from emerge_lib.dumps.compressed import (
+    CorruptDumpError,
+    DumpInputError,
+    DumpNotFoundError,
+    DumpReadError,
+    MissingToolError,
+    detect_codec,
+    open_dump,
+)
+from emerge_lib.dumps.xmlstream import Dump
 
 HAS_LBZIP2 = shutil.which("lbzip2") is not None
 HAS_7Z = any(shutil.which(t) for t in ("7z", "7za", "7zz"))
@@ -120,12 +130,12 @@ def test_truncated_gz_raises(tmp_path: Path) -> None:
         _read(p)
 
 
-def test_wrong_magic_for_extension_is_corrupt(tmp_path: Path) -> None:
+def test_wrong_magic_for_extension_is_not_that_format(tmp_path: Path) -> None:
     p = tmp_path / "fake.xml.bz2"
     p.write_bytes(b"<mediawiki></mediawiki>")
-    with pytest.raises(CorruptDumpError, match="magic"):
+    with pytest.raises(DumpInputError, match=r"not a bz2 file \(starts with b'<mediawi'"):
         open_dump(p)
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(FileNotFoundError):  # as before, for callers that catch that
         open_dump(tmp_path / "missing.xml")
 
 
@@ -135,3 +145,51 @@ def test_lbzip2_missing_is_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(compressed, "_external_bz2", lambda: None)
     with pytest.raises(MissingToolError, match="lbzip2"):
         open_dump(p, bz2_backend="lbzip2")
+
+
+# -- a path that is no dump at all: one line naming the path and what is wrong ---------------
+PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"
+BAD_INPUTS = {
+    # name: (how to make it, the message after "<path>: ")
+    "missing": (None, "not found"),
+    "directory": ("dir", "is a directory, not a dump file"),
+    "empty.xml.bz2": (b"", r"empty file \(0 bytes\)"),
+    "empty": (b"", r"empty file \(0 bytes\)"),
+    "picture.xml.bz2": (PNG, r"not a bz2 file \(starts with b'\\x89PNG\\r\\n\\x1a\\n', not b'BZh'\)"),
+    "error-page.xml.gz": (b"<html>404</html>", r"not a gzip file \(starts with b'<html>40'"),
+    "picture.xml": (PNG, r"not a dump file \(starts with b'\\x89PNG.*neither XML nor bz2, gzip"),
+    "notes": (b"hello, this is text", r"not a dump file \(starts with b'hello, t'"),
+}
+
+
+@pytest.mark.parametrize("name", BAD_INPUTS)
+def test_bad_inputs_say_what_is_wrong_in_one_line(tmp_path: Path, name: str) -> None:
+    content, message = BAD_INPUTS[name]
+    p = tmp_path / name
+    if content == "dir":
+        p.mkdir()
+    elif content is not None:
+        p.write_bytes(content)
+    for opener in (open_dump, Dump.from_file):
+        with pytest.raises(DumpInputError) as info:
+            opener(p)
+        assert re.fullmatch(re.escape(str(p)) + ": " + message + ".*", str(info.value))
+        assert "\n" not in str(info.value) and info.value.path == str(p)
+        assert isinstance(info.value, DumpReadError)
+        assert isinstance(info.value, FileNotFoundError) == (name == "missing")
+
+
+def test_missing_file_is_also_a_file_not_found_error(tmp_path: Path) -> None:
+    with pytest.raises(DumpNotFoundError) as info:
+        open_dump(tmp_path / "gone.xml.bz2")
+    assert isinstance(info.value, FileNotFoundError) and info.value.errno == 2
+    assert str(info.value) == f"{tmp_path / 'gone.xml.bz2'}: not found"
+
+
+def test_xml_that_is_no_mediawiki_export_is_malformed_xml(tmp_path: Path) -> None:
+    from emerge_lib.dumps.xmlstream import MalformedXMLError
+
+    p = tmp_path / "feed.xml"
+    p.write_bytes(b'<?xml version="1.0"?>\n<rss><channel></channel></rss>\n')
+    with pytest.raises(MalformedXMLError, match="no <mediawiki> root element"):
+        Dump.from_file(p)

@@ -11,12 +11,15 @@ ends too soon would otherwise look like a dump with fewer revisions.
 from __future__ import annotations
 
 import bz2
+import codecs
+import errno
 import gzip
 import io
 import logging
 import lzma
 import os
 import shutil
+import stat
 import subprocess
 import tempfile
 import zlib
@@ -42,10 +45,31 @@ _EXTENSIONS: dict[str, Codec] = {
     ".lzma": "lzma",
 }
 _CHUNK = 1 << 20
+_NAMES: dict[str, str] = {
+    "bz2": "bz2", "gz": "gzip", "xz": "xz", "lzma": "lzma", "7z": "7z", "plain": "XML",
+}
 
 
 class DumpReadError(Exception):
     """Base class of the errors raised while opening or reading a dump file."""
+
+
+class DumpInputError(DumpReadError):
+    """``path`` cannot be a dump at all (missing, a directory, empty, another kind of file):
+    said in one line before any decoder runs, since a decoder would only say "corrupt"."""
+
+    def __init__(self, path: str | os.PathLike[str], problem: str) -> None:
+        self.path = str(path)
+        self.problem = problem
+        super().__init__(f"{self.path}: {problem}")
+
+
+class DumpNotFoundError(DumpInputError, FileNotFoundError):
+    """No file at ``path``. Also a FileNotFoundError, which open_dump raised before."""
+
+    def __init__(self, path: str | os.PathLike[str], problem: str = "not found") -> None:
+        super().__init__(path, problem)
+        self.errno = errno.ENOENT
 
 
 class CorruptDumpError(DumpReadError):
@@ -72,20 +96,71 @@ def cpu_count() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def _looks_like_xml(head: bytes) -> bool:
+    """XML starts with ``<`` after an optional BOM and whitespace; UTF-16 without a BOM
+    shows a NUL next to its first ``<``."""
+    if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)) or head[:2] in (
+        b"\x00<", b"<\x00"
+    ):
+        return True
+    text = head.removeprefix(codecs.BOM_UTF8).lstrip(b" \t\r\n")
+    return not text or text.startswith(b"<")
+
+
 def detect_codec(path: str | os.PathLike[str]) -> Codec:
-    """Codec by magic bytes (trustworthy), else by extension (``.lzma`` has no magic)."""
-    with open(path, "rb") as fh:
-        head = fh.read(8)
+    """Codec by magic bytes (trustworthy), else by extension (``.lzma`` has no magic).
+
+    A file with a compressed extension but not its magic, or with no known magic and no
+    XML start (a PNG, a text file, an HTML error page saved as ``.bz2``), raises
+    :class:`DumpInputError`: it is some other file, not a damaged dump.
+    """
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(64)
+    except FileNotFoundError:
+        raise DumpNotFoundError(path) from None
+    except IsADirectoryError:
+        raise DumpInputError(path, "is a directory, not a dump file") from None
+    except OSError as exc:
+        raise DumpInputError(path, f"cannot be read: {exc.strerror or exc}") from exc
     for magic, codec in _MAGIC:
         if head.startswith(magic):
             return codec
     suffix = Path(path).suffix.lower()
     if suffix == ".lzma":
         return "lzma"
-    if suffix in _EXTENSIONS and head:
-        # A known compressed extension whose magic does not match is corrupt, not plain.
-        raise CorruptDumpError(path, 0, f"extension {suffix} but magic bytes {head[:6]!r}")
+    if not head:
+        return "plain"  # empty: nothing to tell (open_dump says "empty file")
+    if suffix in _EXTENSIONS:
+        codec = _EXTENSIONS[suffix]
+        magic = next(m for m, c in _MAGIC if c == codec)
+        raise DumpInputError(
+            path, f"not a {_NAMES[codec]} file (starts with {head[:8]!r}, not {magic!r})"
+        )
+    if not _looks_like_xml(head):
+        raise DumpInputError(
+            path,
+            f"not a dump file (starts with {head[:8]!r}: neither XML nor bz2, gzip, xz, 7z)",
+        )
     return "plain"
+
+
+def _check_input(p: Path) -> None:
+    """One clear error for a path that cannot be a dump, before a decoder gets it."""
+    try:
+        st = p.stat()
+    except FileNotFoundError:
+        raise DumpNotFoundError(
+            p, "not found (a broken symbolic link)" if p.is_symlink() else "not found"
+        ) from None
+    except OSError as exc:
+        raise DumpInputError(p, f"cannot be read: {exc.strerror or exc}") from exc
+    if stat.S_ISDIR(st.st_mode):
+        raise DumpInputError(p, "is a directory, not a dump file")
+    if not stat.S_ISREG(st.st_mode):
+        raise DumpInputError(p, "is not a regular file")
+    if st.st_size == 0:
+        raise DumpInputError(p, "empty file (0 bytes)")
 
 
 class _CheckedReader(io.RawIOBase):
@@ -202,13 +277,13 @@ def open_dump(
 ) -> io.BufferedReader:
     """Open ``path`` for reading decompressed bytes, choosing the codec from its magic bytes.
 
-    ``threads`` (default: usable cores) is the bz2 parallelism. Reading a truncated or
-    corrupt archive raises :class:`CorruptDumpError`; a 7z file without a ``7z``/``7za``
-    program raises :class:`MissingToolError` naming the package to install.
+    ``threads`` (default: usable cores) is the bz2 parallelism. A path that cannot be a dump
+    raises :class:`DumpInputError` (:class:`DumpNotFoundError` when missing). Reading a
+    truncated or corrupt archive raises :class:`CorruptDumpError`; a 7z file without a
+    ``7z``/``7za`` program raises :class:`MissingToolError` naming the package to install.
     """
     p = Path(path)
-    if not p.is_file():
-        raise FileNotFoundError(p)
+    _check_input(p)
     codec = codec or detect_codec(p)
     threads = threads or cpu_count()
     proc: subprocess.Popen[bytes] | None = None
