@@ -258,6 +258,27 @@ def test_flipped_bytes_in_a_bz2_block_say_what_and_where(
         assert err.offset == good and set(done) == {i for i, end in ends.items() if end <= good}
 
 
+@pytest.mark.parametrize("reader", READERS)
+@pytest.mark.parametrize("damage", ["first block magic", "garbage after the header"])
+def test_damaged_first_bz2_block_is_reported_not_skipped(
+    tmp_path: Path, paged_bz2: Paged, reader: str, damage: str
+) -> None:
+    """indexed_bzip2's parallel reader skips a first block whose magic is gone (and reads
+    b"BZh9" + garbage as empty): the header parser would then say "not a MediaWiki export"."""
+    p, _, _ = paged_bz2
+    raw = bytearray(p.read_bytes())
+    if damage == "first block magic":
+        raw[5] ^= 0xFF
+    else:
+        raw[4:] = b"this is not bz2 data"
+    bad = tmp_path / "bad.xml.bz2"
+    bad.write_bytes(bytes(raw))
+    with pytest.raises(CorruptDumpError) as info:
+        READERS[reader](bad)
+    assert f"{bad}: corrupt bz2 data at decompressed byte 0, compressed byte 4 (in bz2 block 1, " \
+        "which starts at compressed byte 4): bad block header" in str(info.value)
+
+
 @pytest.mark.parametrize("codec", ["gz", "xz"])
 def test_cut_gz_and_xz_yield_everything_a_streaming_decoder_gets(tmp_path: Path, codec: str) -> None:
     xml, ends = _paged_xml(30)

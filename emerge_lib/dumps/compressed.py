@@ -336,7 +336,7 @@ def _stdlib_decode(path: Path, codec: str, hints: Iterable[int] = ()) -> Iterato
 def _what(codec: str, cause: BaseException | None, fast: BaseException, decoder: str) -> str:
     """What is wrong, in words: alone, indexed_bzip2 often says ``std::exception`` and the
     stdlib bz2 ``Invalid data stream``; the fast decoder's text is added where it says more."""
-    fast_text = str(fast).strip()
+    fast_text = " ".join(str(fast).split())  # one line (indexed_bzip2 may end with one)
     if cause is None:
         what = f"unexpected end of data: the file ends inside a {_NAMES[codec]} stream (truncated)"
     elif codec == "bz2":
@@ -485,7 +485,7 @@ class _CheckedReader(io.RawIOBase):
         rc = self._proc.wait()
         errfile = self._proc.errfile  # type: ignore[attr-defined]
         errfile.seek(0)
-        err = errfile.read().decode("utf-8", "replace").strip()
+        err = " ".join(errfile.read().decode("utf-8", "replace").split())  # one line
         errfile.close()
         self._proc = None
         if rc != 0:
@@ -567,6 +567,23 @@ def _spawn(args: list[str]) -> subprocess.Popen[bytes]:
     return proc
 
 
+def _check_bz2_start(path: Path) -> None:
+    """The first block must follow the stream header at byte 4. indexed_bzip2's parallel
+    reader finds blocks by their magic, so a damaged first one is skipped without a word
+    (the rest comes out, shifted); a bz2 header before garbage reads as empty."""
+    with open(path, "rb") as fh:
+        head = fh.read(10)
+    magics = [m.to_bytes(6, "big") for m, _ in _BZ2_MARKS]
+    if len(head) < 10:
+        reason = "unexpected end of data: the file ends in the first block header (truncated)"
+    elif head[3:4] not in tuple(b"%d" % i for i in range(1, 10)) or head[4:10] not in magics:
+        reason = f"bad block header (the file starts {head!r}: not BZh1-9 and a block magic)"
+    else:
+        return
+    raise CorruptDumpError(path, 0, reason, codec="bz2", compressed_offset=min(4, len(head)),
+                           block=1, block_start=4)
+
+
 def _open_bz2(
     path: Path, backend: Bz2Backend, threads: int
 ) -> tuple[BinaryIO, subprocess.Popen[bytes] | None, str]:
@@ -614,6 +631,7 @@ def open_dump(
         codec, ""
     )
     if codec == "bz2":
+        _check_bz2_start(p)
         inner, proc, decoder = _open_bz2(p, bz2_backend, threads)
     elif codec == "gz":
         inner = gzip.open(p, "rb")
