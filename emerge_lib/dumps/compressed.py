@@ -338,7 +338,7 @@ def _what(codec: str, cause: BaseException | None, fast: BaseException, decoder:
     stdlib bz2 ``Invalid data stream``; the fast decoder's text is added where it says more."""
     fast_text = " ".join(str(fast).split())  # one line (indexed_bzip2 may end with one)
     if cause is None:
-        what = f"unexpected end of data: the file ends inside a {_NAMES[codec]} stream (truncated)"
+        what = f"unexpected end of data: the file ends inside the {_NAMES[codec]} stream (truncated)"
     elif codec == "bz2":
         low = fast_text.lower()
         if "crc" in low:
