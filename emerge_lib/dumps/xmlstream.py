@@ -290,6 +290,9 @@ class _Scanner:
 
     Data before ``mark`` may be dropped on refill; any offset at or after ``mark`` stays
     valid across refills, so callers never have to re-locate what they found.
+
+    A read error (a damaged archive) ends the data like EOF, so that the complete pages
+    before it are parsed as in a cut plain file; it is raised where the data runs out.
     """
 
     def __init__(self, stream: BinaryIO, chunk: int = _CHUNK) -> None:
@@ -299,6 +302,7 @@ class _Scanner:
         self.base = 0  # absolute stream offset of buf[0]
         self.mark = 0
         self.eof = False
+        self.error: Exception | None = None
 
     def fill(self) -> None:
         """Append the next chunk (at least as large as what is kept: amortized linear)."""
@@ -306,7 +310,10 @@ class _Scanner:
             return
         keep = max(0, self.mark - self.base)
         kept = self.buf[keep:]
-        data = self.stream.read(max(self.chunk, len(kept)))
+        try:
+            data = self.stream.read(max(self.chunk, len(kept)))
+        except Exception as exc:  # noqa: BLE001 - raised by out_of_data()
+            self.error, data = exc, b""
         if not data:
             self.eof = True
         self.buf = kept + data if kept else data
@@ -315,6 +322,19 @@ class _Scanner:
     @property
     def end(self) -> int:
         return self.base + len(self.buf)
+
+    def out_of_data(self) -> None:
+        """Where the data ran out: a read error, not the end of the stream, may be why."""
+        if self.error is not None:
+            raise self.error
+
+    def drain(self) -> None:
+        """Read on to the end of the stream, dropping the data, and raise a read error met
+        there (a cut archive trailer, a decompressor's exit status) that no find reached."""
+        while not self.eof:
+            self.mark = self.end
+            self.fill()
+        self.out_of_data()
 
     def find(self, needle: bytes, start: int, *, discard: bool = False) -> int:
         """Absolute offset of needle at or after start, refilling; -1 at EOF.
@@ -327,6 +347,7 @@ class _Scanner:
             if i >= 0:
                 return i + self.base
             if self.eof:
+                self.out_of_data()
                 return -1
             start = max(start, self.end - len(needle) + 1)
             if discard:
@@ -351,6 +372,7 @@ class _Scanner:
             if best >= 0:
                 return best + self.base, which
             if self.eof:
+                self.out_of_data()
                 return -1, None
             start = max(start, self.end - longest + 1)
             if discard:
@@ -558,6 +580,7 @@ class Dump:
             sc.fill()  # the root element must come early: never scan a whole non-dump
         i = sc.buf.find(b"<mediawiki", 0, _HEADER_WINDOW)
         if i < 0:
+            sc.out_of_data()
             raise MalformedXMLError("no <mediawiki> root element: not a MediaWiki export", 0)
         lt, gt = sc.next_tag(i)
         if gt < 0:
@@ -617,6 +640,7 @@ class Dump:
             elif name == b"/mediawiki":
                 self._pos = gt + 1
                 self._finished = True
+                sc.drain()  # a damaged end of the file still fails it
             elif name.startswith((b"?", b"!")):
                 self._pos = gt + 1
             else:
