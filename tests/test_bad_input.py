@@ -63,27 +63,36 @@ def test_paths_that_cannot_be_read_are_named_before_anything_starts(
     assert not (tmp_path / "wh").exists()
 
 
-def test_files_that_are_not_dumps_fail_their_file_with_what_and_where(tmp_path: Path, capsys) -> None:
+def test_files_that_are_not_dumps_are_refused_with_what_and_where(tmp_path: Path, capsys) -> None:
     good = wikidata_file(tmp_path)
     text = tmp_path / "notes.xml"
     text.write_text("just some notes\n")
     fake = tmp_path / "wikidatawiki-20240301-pages-meta-history2.xml-p10p19.bz2"
     fake.write_bytes(b"PNG not a bz2 file at all")
+    other_xml = tmp_path / "feed.xml"
+    other_xml.write_text("<rss><channel><title>news</title></channel></rss>\n")
     cut = tmp_path / "wikidatawiki-20240301-pages-meta-history3.xml-p20p29.bz2"
     cut.write_bytes(good.read_bytes()[:60])
     enwiki = tmp_path / "enwiki-20240301-pages-meta-history1.xml-p1p9.bz2"
     enwiki.write_bytes(bz2.compress(render([WPage(1, "Alpha", [WRev(1, "2024-01-01T00:00:00Z",
                                                                  article("Alpha."))])]).encode()))
-    expected = {text: "not a MediaWiki export", fake: "magic bytes", cut: "corrupt or truncated",
-                enwiki: "is a dump of enwiki, not of wikidatawiki"}
-    for path, message in expected.items():
+    # told before anything starts: the bytes say it is no dump
+    for path, message in {text: "not a dump file (starts with b'just som'",
+                          fake: "not a bz2 file (starts with b'PNG not ', not b'BZh')"}.items():
+        rc, line = cli(capsys, "inspect", "statements", "--wikidata", str(path), "--at", AT)
+        assert rc == 1 and line == f"emerge: cannot read {path}: {message}: neither XML nor " \
+            "bz2, gzip, xz, 7z)" if path is text else line == f"emerge: cannot read {path}: {message}"
+    # found when read: the file fails, saying what and where
+    for path, message in {other_xml: "not a MediaWiki export",
+                          cut: "corrupt bz2 data at decompressed byte 0",
+                          enwiki: "is a dump of enwiki, not of wikidatawiki"}.items():
         rc, line = cli(capsys, "inspect", "statements", "--wikidata", str(path), "--at", AT)
         assert rc == 1 and message in line and path.name in line, line
     # among good files: the good one is committed, the run fails and says which file
     wh = tmp_path / "wh"
-    rc, line = cli(capsys, "ingest", "--wiki", "wikidata", "--wikidata", str(good), str(fake),
+    rc, line = cli(capsys, "ingest", "--wiki", "wikidata", "--wikidata", str(good), str(cut),
                    "--warehouse", str(wh))
-    assert rc == 1 and "1 of 2 wikidatawiki files failed" in line and fake.name in line
+    assert rc == 1 and "1 of 2 wikidatawiki files failed" in line and cut.name in line
     assert "the other files are committed" in line
     assert {r["qid"] for r in Catalog(wh).read_arrow("item_timeline").to_pylist()} == {"Q1", "Q2"}
 
@@ -95,9 +104,13 @@ def test_a_browser_saved_export_fails_loudly_and_covers_nothing(tmp_path: Path, 
     body = "Salt & pepper [[Spice]] and [[Food]] are good<ref>A book</ref> to eat. " * 4
     xml = render([WPage(7, "Ampersand", [WRev(701, "2024-01-03T00:00:00Z", article(body))])])
     xml = xml.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+    banner = tmp_path / "enwiki-20240301-pages-meta-history2.xml-p7p9.saved"
+    banner.write_text("This XML file does not appear to have any style information associated "
+                      "with it. The document tree is shown below.\n" + xml)
+    rc, line = cli(capsys, "inspect", "statements", "--wikidata", str(banner), "--at", AT)
+    assert rc == 1 and "not a dump file (starts with b'This XML'" in line  # before any engine
     saved = tmp_path / "enwiki-20240301-pages-meta-history2.xml-p7p9"
-    saved.write_text("This XML file does not appear to have any style information associated "
-                     "with it. The document tree is shown below.\n" + xml)
+    saved.write_text(xml)  # the same without its banner line: it reads, but yields nothing
     good = tmp_path / "enwiki-20240301-pages-meta-history1.xml-p1p6.bz2"
     good.write_bytes(bz2.compress(render([WPage(1, "Alpha", [WRev(1, "2024-01-02T00:00:00Z",
                                                                 article("Alpha [[Beta]]."))])]).encode()))

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import indexed_bzip2
 import pytest
-from test_ingest_wikipedia import RANGES, world_v1
+from test_ingest_wikipedia import ingest_wikipedia, world_v1
 from wikipedia_builder import render, write_bz2
 
-from emerge_lib.stages.ingest_wikipedia import IngestError, ingest_wikipedia
+from emerge_lib.stages.ingest_common import IngestError
 from emerge_lib.tables import Catalog
 
 
@@ -31,8 +31,8 @@ def test_cut_bz2_keeps_the_pages_of_its_complete_blocks(tmp_path: Path, catalog:
         blocks = sorted(fh.raw.bz2reader.block_offsets())
     assert len(blocks) >= 4  # the last offset is the end of the stream
     bad.write_bytes(data[: (blocks[-2] + blocks[-1]) // 16])  # page 4 is in the cut block
-    with pytest.raises(IngestError, match="1 of 2 files failed"):
-        ingest_wikipedia(catalog, [good, bad], RANGES, max_reject_ratio=1.0)
+    with pytest.raises(IngestError, match="1 of 2 enwiki files failed"):
+        ingest_wikipedia(catalog, [good, bad], max_reject_ratio=1.0)
     assert {r["page_id"] for r in catalog.read_arrow("page_watermarks").to_pylist()} == {1, 2, 3}
     rejects = catalog.read_arrow("ingest_rejects").to_pylist()
     errors = [r for r in rejects if (r["dump_file"], r["reason"]) == (bad.name, "file_error")]

@@ -37,6 +37,8 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO, Literal
 
+from emerge_lib.errors import EmergeError
+
 logger = logging.getLogger(__name__)
 
 Codec = Literal["bz2", "gz", "xz", "lzma", "7z", "plain"]
@@ -67,7 +69,7 @@ _BZ2_MARKS = ((0x314159265359, True), (0x177245385090, False))  # block start, s
 _IB2_AT = re.compile(r"at offset (\d+) B (\d+) b")  # indexed_bzip2: where a bad block starts
 
 
-class DumpReadError(Exception):
+class DumpReadError(EmergeError):
     """Base class of the errors raised while opening or reading a dump file."""
 
 
@@ -191,7 +193,7 @@ def detect_codec(path: str | os.PathLike[str]) -> Codec:
     return "plain"
 
 
-def _check_input(p: Path) -> None:
+def check_input(p: Path) -> None:
     """One clear error for a path that cannot be a dump, before a decoder gets it."""
     try:
         st = p.stat()
@@ -622,7 +624,7 @@ def open_dump(
     :class:`MissingToolError` naming the package to install.
     """
     p = Path(path)
-    _check_input(p)
+    check_input(p)
     codec = codec or detect_codec(p)
     threads = threads or cpu_count()
     proc: subprocess.Popen[bytes] | None = None

@@ -89,18 +89,19 @@ class IngestPlan:
 
 
 def check_inputs(paths: Sequence[str | Path]) -> list[Path]:
-    """Every path must be a non-empty regular file; one InputError lists every bad one."""
+    """Every path must be a non-empty regular file that looks like a dump (XML or a known
+    compression by its magic bytes); one InputError names every bad one, before any
+    engine starts or any file is read."""
+    from emerge_lib.dumps.compressed import DumpInputError, check_input, detect_codec
+
     problems, out = [], []
     for raw in paths:
         p = Path(raw)
-        if not p.exists():
-            problems.append(f"{p}: not found")
-        elif p.is_dir():
-            problems.append(f"{p}: is a directory, not a dump file")
-        elif not p.is_file():
-            problems.append(f"{p}: not a regular file")
-        elif p.stat().st_size == 0:
-            problems.append(f"{p}: empty file (0 bytes)")
+        try:
+            check_input(p)
+            detect_codec(p)
+        except DumpInputError as exc:
+            problems.append(str(exc))
         else:
             out.append(p)
     if len(problems) == 1:
