@@ -32,6 +32,8 @@ from typing import Any, BinaryIO
 
 import msgspec
 
+from emerge_lib.errors import EmergeError
+
 __all__ = [
     "Dump",
     "MalformedXMLError",
@@ -53,7 +55,7 @@ _AMP_OR_NUMREF = re.compile(rb"&(?:#(x[0-9a-fA-F]+|[0-9]+)|amp);")
 _EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
 
 
-class MalformedXMLError(ValueError):
+class MalformedXMLError(EmergeError, ValueError):
     """The XML is not a MediaWiki export (or strict mode met a broken page)."""
 
     def __init__(self, message: str, offset: int | None = None) -> None:
