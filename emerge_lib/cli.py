@@ -20,6 +20,7 @@ COMMAND_MODULES = [
     "emerge_lib.commands.demo",
     "emerge_lib.commands.sample",
     "emerge_lib.commands.build",
+    "emerge_lib.commands.curate",
     "emerge_lib.commands.ingest",
     "emerge_lib.commands.inspect",
     "emerge_lib.commands.tables",

@@ -188,6 +188,9 @@ class StabilitySettings(_Strict):
 
 
 class PassageSettings(_Strict):
+    # cumulative (the released data): a passage of delta k is new since t and first appeared
+    # in (t, τ_k]; first_appearance (DESIGN §1.1): it first appeared in (τ_{k-1}, τ_k]
+    windows: Literal["cumulative", "first_appearance"] = "cumulative"
     min_tokens: int = Field(default=25, ge=1)
     max_tokens: int = Field(default=1000, ge=1)
     max_markup_ratio: float = Field(default=0.5, ge=0, le=1)
@@ -215,6 +218,86 @@ def _pid_list(v: list[str]) -> list[str]:
 PidList = Annotated[list[str], BeforeValidator(lambda v: _pid_list(list(v)))]
 
 
+class DeltaSettings(_Strict):
+    """How additions and deprecations are classified (defaults: what the released data shows,
+    DESIGN.md §1.3; the §1.1-1.2 rule is ``not_in_snapshot`` without window additions)."""
+
+    # created_after_snapshot: an entity is emerging when its item was created at or after t;
+    # not_in_snapshot: when it is not in V_t
+    emerging: Literal["created_after_snapshot", "not_in_snapshot"] = "created_after_snapshot"
+    # a triple added inside the window whose end qualifier is dated inside it is also D
+    deprecate_window_additions: bool = True
+
+
+class LLMRoute(_Strict):
+    """One model of curation: the name the release records (``llm_name``), where it is
+    served (an OpenAI-compatible base URL, ``…/v1``), its served name and dialect."""
+
+    name: str
+    url: str | None = None
+    model: str | None = None  # the served model name (default: name)
+    backend: Literal["vllm", "llamacpp", "openai"] = "vllm"
+    api_key: SecretStr | None = None
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, v: str | None) -> str | None:
+        return None if v is None else _check_url(v, ("http", "https"), "curation url")
+
+    @property
+    def served(self) -> str:
+        return self.model or self.name
+
+
+Judge = Literal["additions", "deprecations"]
+# the models the released data names (the paper: Llama 3.1 8B for additions, 405B for
+# deprecations); the names a release records unless a route says otherwise
+RELEASED_LLM: dict[str, str] = {"additions": "Meta-Llama-3.1-8B",
+                                "deprecations": "Meta-Llama-3.1-405B"}
+
+
+class CurationSettings(_Strict):
+    """LLM curation (the paper's Appendix B prompts): which models judge which prompt,
+    where they are served, and how hard to try. Off unless ``enabled`` (or ``--llm-url``)."""
+
+    enabled: bool = False
+    additions: LLMRoute = Field(default_factory=lambda: LLMRoute(name=RELEASED_LLM["additions"]))
+    deprecations: LLMRoute = Field(
+        default_factory=lambda: LLMRoute(name=RELEASED_LLM["deprecations"]))
+    # who judges what (the paper: additions by the additions model; deprecations by the
+    # deprecations model, and also by the additions model when there is no end qualifier);
+    # a triple is asserted when every judge of its rule says YES
+    assertion_judges: list[Judge] = Field(default_factory=lambda: ["additions"])
+    deprecation_judges: list[Judge] = Field(default_factory=lambda: ["deprecations"])
+    deprecation_without_qualifier_judges: list[Judge] = Field(
+        default_factory=lambda: ["deprecations", "additions"])
+    structured: bool = True  # constrained decoding: every answer parses
+    concurrency: int = Field(default=64, ge=1)
+    timeout_s: float = Field(default=300.0, gt=0)
+    retries: int = Field(default=3, ge=0)  # per request, transient failures and unparsed answers
+    max_requests: int | None = Field(default=None, ge=1)  # a budget per run
+    max_tokens_per_triple: int = Field(default=64, ge=8)
+    temperature: float = Field(default=0.0, ge=0, le=2)
+    flush_seconds: float = Field(default=5.0, gt=0)  # verdicts reach the table this often
+    flush_rows: int = Field(default=1000, ge=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _route_names(cls, data: Any) -> Any:
+        """A route given only where it is served (``{url: …}``) keeps the name the release
+        records: overriding the endpoint must not rename the judge."""
+        if isinstance(data, dict):
+            data = dict(data)
+            for judge, name in RELEASED_LLM.items():
+                route = data.get(judge)
+                if isinstance(route, dict) and "name" not in route:
+                    data[judge] = {"name": name, **route}
+        return data
+
+    def route(self, judge: Judge) -> LLMRoute:
+        return self.additions if judge == "additions" else self.deprecations
+
+
 class QualifierSettings(_Strict):
     end: PidList = Field(default_factory=lambda: list(DEFAULT_END_QUALIFIERS))
     start: PidList = Field(default_factory=lambda: list(DEFAULT_START_QUALIFIERS))
@@ -230,7 +313,9 @@ class Config(_Strict):
     snapshots: SnapshotSettings = Field(default_factory=SnapshotSettings)
     stability: StabilitySettings = Field(default_factory=StabilitySettings)
     passages: PassageSettings = Field(default_factory=PassageSettings)
+    deltas: DeltaSettings = Field(default_factory=DeltaSettings)
     qualifiers: QualifierSettings = Field(default_factory=QualifierSettings)
+    curation: CurationSettings = Field(default_factory=CurationSettings)
 
     @field_validator("warehouse")
     @classmethod
@@ -260,6 +345,21 @@ class Config(_Strict):
     @property
     def staging(self) -> str:
         return self.dumps.staging or f"{self.warehouse.rstrip('/')}/_staging"
+
+    def dataset_settings(self) -> dict[str, Any]:
+        """The settings that decide a release's content (not where it runs): snapshots,
+        windows, stability, passage and delta semantics, qualifiers, and curation's judges
+        and model names (not their endpoints). The release manifest records them."""
+        c = self.curation
+        return {**self.model_dump(mode="json", include={
+                    "snapshots", "stability", "passages", "deltas", "qualifiers"}),
+                "curation": {"enabled": c.enabled, "additions": c.additions.name,
+                             "deprecations": c.deprecations.name,
+                             "assertion_judges": c.assertion_judges,
+                             "deprecation_judges": c.deprecation_judges,
+                             "deprecation_without_qualifier_judges":
+                                 c.deprecation_without_qualifier_judges,
+                             "structured": c.structured, "temperature": c.temperature}}
 
     def redacted(self) -> dict[str, Any]:
         """The configuration as plain data with secrets masked (for printing and logs)."""

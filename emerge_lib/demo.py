@@ -1,8 +1,9 @@
 """The demo job: the whole pipeline on a generated world, on the embedded defaults.
 
 Generates a sample world (a Wikimedia-style dump mirror with planted truth), builds the
-dataset from its mirror on the embedded Sail engine into a local Delta warehouse, writes
-the EMERGE release, and checks the instances against the world's truth.
+dataset from its mirror on the embedded Sail engine into a local Delta warehouse, curates
+it with the local LLM server (llama.cpp with SmolLM2-135M, when installed), writes the
+EMERGE release, and checks the instances against the world's truth.
 """
 
 from __future__ import annotations
@@ -50,19 +51,30 @@ def world_for(out: str | Path, seed: int = 1, on_generate: Callable[[Path], None
 
 def run_demo(out: str | Path, seed: int = 1,
              build: Callable[[StageContext], list[StageResult]] | None = None,
-             on_generate: Callable[[Path], None] | None = None) -> DemoResult:
+             on_generate: Callable[[Path], None] | None = None,
+             curate: bool | None = None) -> DemoResult:
     """Generate (once) and build the demo world; ``build`` runs the stages (default:
-    ``pipeline.build_dataset``), so a caller can draw progress around it."""
+    ``pipeline.build_dataset``), so a caller can draw progress around it. ``curate``:
+    curate with the local LLM server (default: when it is installed)."""
+    from contextlib import ExitStack
+
+    from emerge_lib.curation import endpoint_overrides, local_server
     from emerge_lib.engine import session_for
     from emerge_lib.pipeline import build_dataset
     from emerge_lib.sample.compare import built, planted
 
     started = time.monotonic()
     world = world_for(out, seed, on_generate)
-    cfg = load_config(world / "config.yaml")
     release = Path(out).resolve() / "release"
-    result = DemoResult(cfg, world, release)
-    with session_for(cfg) as spark:
+    with ExitStack() as stack:
+        overrides = {}
+        if curate or (curate is None and local_server.available()):
+            server = stack.enter_context(local_server.start())
+            overrides["curation"] = endpoint_overrides(
+                server.url, backend="llamacpp", model=server.model, concurrency=1)
+        cfg = load_config(world / "config.yaml", overrides=overrides)
+        result = DemoResult(cfg, world, release)
+        spark = stack.enter_context(session_for(cfg))
         ctx = StageContext(cfg, Catalog.for_config(cfg, spark), release_dir=release)
         result.results = (build or build_dataset)(ctx)
         got, _ = built(ctx.catalog)

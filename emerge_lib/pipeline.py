@@ -46,6 +46,7 @@ class StageContext:
     release_dir: str | Path | None = None
     on_file: Callable[[Any], None] | None = None  # after each dump file is extracted
     on_plan: Callable[[Any], None] | None = None  # with each ingest plan, before extraction
+    on_curation: Callable[[Any], None] | None = None  # curation progress (a CurateReport)
     progress_factory: Any = None  # per-download progress (http mirrors)
 
     def inputs(self, kind: str) -> Sequence[str | Path] | None:
@@ -111,6 +112,7 @@ class Stage:
     settings: tuple[str, ...]
     run: Callable[[StageContext, SnapshotPlan | None], Outcome]
     summary: str
+    when: Callable[[Config], bool] | None = None  # a build runs it only when this holds
 
 
 # -- the stages ----------------------------------------------------------------------------
@@ -159,7 +161,8 @@ def _deltas(ctx: StageContext, plan: SnapshotPlan | None) -> Outcome:
     from emerge_lib.stages.deltas import build_deltas
 
     assert plan is not None
-    return _windows("delta_triples", build_deltas(ctx.catalog, plan, ctx.cfg.qualifiers))
+    return _windows("delta_triples", build_deltas(ctx.catalog, plan, ctx.cfg.qualifiers,
+                                                  ctx.cfg.deltas))
 
 
 def _passages(ctx: StageContext, plan: SnapshotPlan | None) -> Outcome:
@@ -177,7 +180,23 @@ def _align(ctx: StageContext, plan: SnapshotPlan | None) -> Outcome:
     from emerge_lib.stages.align import build_instances
 
     assert plan is not None
-    return _windows("instances", build_instances(ctx.catalog, plan, ctx.cfg.passages))
+    return _windows("instances", build_instances(ctx.catalog, plan, ctx.cfg.passages,
+                                                 ctx.cfg.qualifiers))
+
+
+def _curate(ctx: StageContext, plan: SnapshotPlan | None) -> Outcome:
+    from emerge_lib.stages.curate import build_verdicts
+
+    assert plan is not None
+    report = build_verdicts(ctx.catalog, plan, ctx.cfg.curation, ctx.cfg.passages,
+                            on_progress=ctx.on_curation)
+    metrics = {"requests": report.requests, "asked": report.answered,
+               "already answered": report.answered_before, "unparsed": report.unparsed,
+               "left": report.left, "tokens out": report.tokens_out}
+    if report.seconds and report.answered:
+        metrics["requests/s"] = report.answered / report.seconds
+        metrics["tokens/s"] = report.tokens_out / report.seconds
+    return Outcome({"verdicts": report.rows}, metrics, detail=report)
 
 
 def _release(ctx: StageContext, _: SnapshotPlan | None) -> Outcome:
@@ -185,7 +204,8 @@ def _release(ctx: StageContext, _: SnapshotPlan | None) -> Outcome:
 
     if ctx.release_dir is None:
         raise EmergeError("the release stage needs an output folder (--out)")
-    summary = write_release(ctx.catalog, ctx.release_dir, ctx.cfg.plans(), ctx.cfg.passages)
+    summary = write_release(ctx.catalog, ctx.release_dir, ctx.cfg.plans(), ctx.cfg.passages,
+                            ctx.cfg.curation, ctx.cfg.dataset_settings())
     return Outcome(summary.rows(), {"files": len(summary.files)}, detail=summary)
 
 
@@ -209,7 +229,7 @@ STAGES: dict[str, Stage] = {s.name: s for s in (
           ("kg_triples", "entities", "relations"), ("snapshots", "dumps"), _snapshot,
           "G_t: T_t, V_t and R_t of a snapshot"),
     Stage("deltas", "snapshot", ("statement_timeline", "stable_statements", "item_timeline"),
-          ("delta_triples",), ("snapshots", "qualifiers"), _deltas,
+          ("delta_triples",), ("snapshots", "qualifiers", "deltas"), _deltas,
           "the cumulative KG delta of every window, with operation candidates"),
     Stage("passages", "snapshot",
           ("paragraph_timeline", "page_timeline", "item_timeline", "paragraph_coverage",
@@ -217,13 +237,21 @@ STAGES: dict[str, Stage] = {s.name: s for s in (
           ("passages",), ("snapshots", "passages", "stability"), _passages,
           "new paragraphs of every window, links resolved to QIDs"),
     Stage("align", "snapshot",
-          ("passages", "delta_triples", "kg_triples", "stable_statements", "item_timeline",
-           "property_timeline"),
-          ("instances",), ("snapshots", "passages"), _align,
+          ("passages", "delta_triples", "kg_triples", "stable_statements", "statement_timeline",
+           "item_timeline", "property_timeline", "page_timeline", "paragraph_timeline"),
+          ("instances",), ("snapshots", "passages", "qualifiers"), _align,
           "passages × deltas → the TKGU instances"),
-    Stage("release", "release", ("instances", "passages", "kg_triples", "entities", "relations"),
-          (), ("snapshots", "passages"), _release,
-          "the EMERGE-format release (JSONL + Parquet) of every configured snapshot"),
+    Stage("curate", "snapshot", ("instances", "passages", "verdicts"), ("verdicts",),
+          ("curation", "passages"), _curate,
+          "the paper's prompts to the configured LLMs: a verdict per instance triple",
+          when=lambda cfg: cfg.curation.enabled),
+    Stage("release", "release",
+          ("instances", "passages", "verdicts", "ingested_files", "kg_triples", "entities",
+           "relations"),
+          (), ("snapshots", "stability", "passages", "deltas", "qualifiers", "curation"),
+          _release,
+          "the EMERGE-format release (JSONL + Parquet + manifest.json) of every configured "
+          "snapshot"),
 )}
 
 
@@ -271,7 +299,8 @@ def build_steps(ctx: StageContext) -> list[tuple[str, SnapshotPlan | None]]:
         elif st.scope == "global":
             steps.append((st.name, None))
     for plan in plans:
-        steps += [(st.name, plan) for st in STAGES.values() if st.scope == "snapshot"]
+        steps += [(st.name, plan) for st in STAGES.values() if st.scope == "snapshot"
+                  and (st.when is None or st.when(ctx.cfg))]
     if ctx.release_dir is not None:
         steps.append(("release", None))
     return steps

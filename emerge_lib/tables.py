@@ -195,7 +195,7 @@ STATEMENT_TIMELINE = _register(
         key=("s", "version_hash", "rev_from"),
         partition_by=("s_bucket",),
         producers=("ingest_wikidata",),
-        consumers=("stability", "deltas"),
+        consumers=("stability", "deltas", "align"),
         description="Item-valued statements of every item revision, as validity intervals.",
     )
 )
@@ -291,7 +291,7 @@ INGESTED_FILES = _register(
         key=("wiki", "dump_file"),
         partition_by=("wiki",),
         producers=("ingest_wikidata", "ingest_wikipedia"),
-        consumers=("ingest_wikidata", "ingest_wikipedia", "snapshot", "passages"),
+        consumers=("ingest_wikidata", "ingest_wikipedia", "snapshot", "passages", "release"),
         description="One row per ingested dump file with counts, rejects, timing and its sha1.",
     )
 )
@@ -333,7 +333,7 @@ PAGE_TIMELINE = _register(
         write_mode="merge",
         key=("page_id", "rev_from"),
         producers=("ingest_wikipedia",),
-        consumers=("snapshot", "passages"),
+        consumers=("snapshot", "passages", "align"),
         description=(
             "Per article page: maximal runs of (title, is_redirect, redirect_target) over "
             "every revision; page moves change the title. Runs while the page was outside "
@@ -361,7 +361,7 @@ PARAGRAPH_TIMELINE = _register(
         write_mode="merge",
         key=("page_id", "paragraph_hash", "first_seen_rev"),
         producers=("ingest_wikipedia",),
-        consumers=("snapshot", "passages"),
+        consumers=("snapshot", "passages", "align"),
         description=(
             "Presence runs of each paragraph (by text hash) of each article, only over the "
             "revisions the configured snapshots need (see paragraph_coverage)."
@@ -518,7 +518,7 @@ PASSAGES = _register(
         write_mode="replace_partition",
         partition_by=("snapshot", "window"),
         producers=("passages",),
-        consumers=("align", "release"),
+        consumers=("align", "curate", "release"),
         description="New paragraphs of each window with mentions resolved to QIDs.",
     )
 )
@@ -547,15 +547,56 @@ INSTANCES = _register(
             ("qualifier_pid", pa.string()),
             ("qualifier_label", pa.string()),
             ("qualifier_at", TS),
+            # wikipedia_intersection | emerging | all: which of the authors' deltas finds it
+            # first (NULL for X)
+            ("source_delta_type", pa.string()),
         ),
         write_mode="replace_partition",
         partition_by=("snapshot", "window"),
         producers=("align",),
-        consumers=("release",),
+        consumers=("curate", "release"),
         released=True,
         description=(
             "(snapshot, window, passage, op, s, p, o): the benchmark's instances, with the "
             "labels, creation times, lifespan and qualifier the release prints."
+        ),
+    )
+)
+
+VERDICTS = _register(
+    TableSpec(
+        name="verdicts",
+        schema=_schema(
+            ("snapshot", pa.string()),
+            ("window", pa.int32()),
+            ("passage_id", pa.string()),
+            ("s", pa.string()),
+            ("p", pa.string()),
+            ("o", pa.string()),
+            ("prompt_type", pa.string()),  # triple_assertion | triple_deprecation
+            ("judge", pa.string()),  # the route: additions | deprecations
+            ("llm_name", pa.string()),  # the configured name the release records
+            ("served_model", pa.string()),
+            ("prompt_sha", pa.string()),  # the prompt text's identity (one request)
+            ("verdict", pa.string()),  # YES | NO | UNPARSED
+            ("explanation", pa.string()),
+            ("raw_answer", pa.string()),
+            ("tokens_in", pa.int64()),
+            ("tokens_out", pa.int64()),
+            ("latency_s", pa.float64()),
+            ("attempts", pa.int32()),
+            ("answered_at", TS),
+        ),
+        write_mode="merge",
+        key=("snapshot", "window", "passage_id", "s", "p", "o", "llm_name", "prompt_type",
+             "prompt_sha"),
+        partition_by=("snapshot",),
+        producers=("curate",),
+        consumers=("curate", "release"),
+        description=(
+            "LLM verdicts per instance triple, model and prompt (one request per passage, "
+            "prompt type and model), written as answers arrive: a rerun asks only what is "
+            "not answered yet."
         ),
     )
 )

@@ -68,6 +68,19 @@ def test_environment_overrides_file(tmp_path: Path) -> None:
     assert cfg.engine.url == "sc://127.0.0.1:15002"
 
 
+def test_a_curation_endpoint_alone_keeps_the_released_judge_names(tmp_path: Path) -> None:
+    """Pointing a route at a server (as docker-compose does) must not rename the model the
+    release records; naming it explicitly does."""
+    p = write(tmp_path, "curation: {deprecations: {url: 'http://b:8000/v1', name: Big}}\n")
+    cfg = load_config(p, environ={"EMERGE__CURATION__ADDITIONS__URL": "http://a:8000/v1"})
+    assert (cfg.curation.additions.name, cfg.curation.additions.url) == (
+        "Meta-Llama-3.1-8B", "http://a:8000/v1")
+    assert (cfg.curation.deprecations.name, cfg.curation.deprecations.served) == ("Big", "Big")
+    assert load_config(p).curation.additions.url is None
+    with pytest.raises(ConfigError, match="curation.additions.url"):
+        load_config(p, overrides={"curation": {"additions": {"url": "ftp://x"}}})
+
+
 @pytest.mark.parametrize(
     ("text", "field", "reason"),
     [

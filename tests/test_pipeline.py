@@ -103,3 +103,16 @@ def test_window_membership_in_sql_equals_the_schedule(spark, days: float) -> Non
     assert got == {i: window_of(plan.t, ts, plan.window_count, plan.window_days)
                    for i, ts in enumerate(probes)}
     assert set(got.values()) == {None, 1, 2, 3, 4}
+
+
+def test_every_delta_write_goes_through_the_catalog() -> None:
+    """Raw MERGE/DataFrame writes and session-wide temp views appear only in tables.py."""
+    raw = re.compile(r"MERGE INTO|\.write\.format|createOrReplaceTempView|\.saveAsTable\(")
+    offenders = [
+        f"{path.relative_to(REPO)}:{n}"
+        for path in sorted((REPO / "emerge_lib").rglob("*.py"))
+        if path.name != "tables.py"
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if raw.search(line)
+    ]
+    assert offenders == []

@@ -11,6 +11,8 @@ import pyarrow.parquet as pq
 import pytest
 from stagekit import run
 
+from emerge_lib.manifest import MANIFEST, read_manifest, verify_release
+from emerge_lib.release_format import FormatError, authors_timestamp_to_utc
 from emerge_lib.stages import release
 from emerge_lib.stages.release import (
     LISTING,
@@ -69,6 +71,7 @@ def inst(p: dict, op: str, s: str, pr: str, o: str, **kw: Any) -> dict[str, Any]
         "head_created_at": ts("2012-10-29T00:00:00Z"), "tail_created_at": ts("2013-01-02T03:04:05Z"),
         "lifespan_from": None, "lifespan_to": None,
         "qualifier_pid": None, "qualifier_label": None, "qualifier_at": None,
+        "source_delta_type": None,
     }
     row.update(kw)
     return row
@@ -78,16 +81,20 @@ D_KW = {"signal": "qualifier:P582", "qualifier_pid": "P582", "qualifier_label": 
         "qualifier_at": ts("2024-01-05T00:00:00Z"), "lifespan_from": ts("2020-05-01T00:00:00Z"),
         "lifespan_to": ts("2024-01-05T00:00:00Z")}
 INSTANCES_W1 = [
-    inst(P1, "E", "Q7259", "P1327", "Q46633", lifespan_from=ts("2024-01-04T00:00:00Z")),
-    # one (s, p, o) under two ops: one entry, both ops, the D row's signal and qualifier
-    inst(P1, "D", "Q46633", "P800", "Q1857044", **D_KW),
-    inst(P1, "X", "Q46633", "P800", "Q1857044", lifespan_from=ts("2020-05-01T00:00:00Z")),
+    inst(P1, "E", "Q7259", "P1327", "Q46633", lifespan_from=ts("2024-01-04T00:00:00Z"),
+         source_delta_type="all"),
+    # one (s, p, o) under two ops: one entry, both ops (D first, as the authors write it),
+    # the D row's signal and qualifier
+    inst(P1, "D", "Q46633", "P800", "Q1857044", **D_KW, source_delta_type="wikipedia_intersection"),
+    inst(P1, "E", "Q46633", "P800", "Q1857044", lifespan_from=ts("2020-05-01T00:00:00Z"),
+         source_delta_type="wikipedia_intersection"),
     inst(P1, "X", "Q46633", "P27", "Q145"),
     inst(P2, "EE-KG", "Q900", "P17", "Q142", emerging_head=True,
-         head_created_at=ts("2024-01-04T00:00:00Z")),
+         head_created_at=ts("2024-01-04T00:00:00Z"), source_delta_type="emerging"),
     inst({**P2, "passage_id": "ghost"}, "E", "Q1", "P2", "Q3"),  # no passage: an orphan
 ]
-INSTANCES_W2 = [inst(P4, "EE", "Q900", "P112", "Q901", emerging_head=True)]
+INSTANCES_W2 = [inst(P4, "EE", "Q900", "P112", "Q901", emerging_head=True,
+                     source_delta_type="emerging")]
 
 
 def put(cat: Catalog, name: str, rows: list[dict[str, Any]]) -> None:
@@ -153,11 +160,11 @@ def test_one_line_exactly(released) -> None:
         "hash_id": hash_id(SNAP, 1, 10, "p1hash"),
         "passage": PREFIX + TEXT1,
         "mentions": [
-            {"mention_text": "Ada Lovelace", "target_entity": "Ada Lovelace", "start_char": 43,
+            {"mention_text": "Ada Lovelace", "target_entity": "Ada_Lovelace", "start_char": 43,
              "end_char": 55, "qid": "Q7259"},
-            {"mention_text": "Charles Babbage", "target_entity": "Charles Babbage",
+            {"mention_text": "Charles Babbage", "target_entity": "Charles_Babbage",
              "start_char": off + cb, "end_char": off + cb + 15, "qid": "Q46633"},
-            {"mention_text": "Analytical Engine", "target_entity": "Analytical Engine",
+            {"mention_text": "Analytical Engine", "target_entity": "Analytical_Engine",
              "start_char": off + ae, "end_char": off + ae + 17, "qid": "Q1857044"},
         ],
         "revision_id": 111,
@@ -167,7 +174,7 @@ def test_one_line_exactly(released) -> None:
         "anchor_page_id": 10,
         "anchor_page_qid": "Q7259",
         "paragraph_idx": 2,
-        "delta_dates": ["2024-01-01T00:00:00Z", "2024-01-08T00:00:00Z"],
+        "delta_dates": ["2024-01-01", "2024-01-08"],
         "delta_timestamps": [1704067200, 1704672000],
         "tkgu_triples": [
             {
@@ -175,38 +182,39 @@ def test_one_line_exactly(released) -> None:
                 "triple_labels": ["label Q46633", "label P27", "label Q145"],
                 "tkgu_operations": ["x-triples"],
                 "emerging_head": False, "emerging_tail": False,
-                "head_creation_date": "2012-10-29T00:00:00Z", "head_creation_timestamp": 1351468800,
-                "tail_creation_date": "2013-01-02T03:04:05Z", "tail_creation_timestamp": 1357095845,
+                "head_creation_date": "2012-10-29", "head_creation_timestamp": 1351468800,
+                "tail_creation_date": "2013-01-02", "tail_creation_timestamp": 1357095845,
                 "triple_lifespan_date": [None, None], "triple_lifespan_timestamp": [None, None],
-                "llm_assessment": [], "source_delta_type": "wikipedia_intersection",
-                "qualifier_info": {}, "deprecation_signal": None,
+                "llm_assessment": [], "human_assessment": [],
+                "qualifier_info": {}, "deprecation_signal": None, "asserted_operations": None,
             },
             {
                 "triple": ["Q46633", "P800", "Q1857044"],
                 "triple_labels": ["label Q46633", "label P800", "label Q1857044"],
-                "tkgu_operations": ["x-triples", "d-triples"],
+                "tkgu_operations": ["d-triples", "e-triples"],
                 "emerging_head": False, "emerging_tail": False,
-                "head_creation_date": "2012-10-29T00:00:00Z", "head_creation_timestamp": 1351468800,
-                "tail_creation_date": "2013-01-02T03:04:05Z", "tail_creation_timestamp": 1357095845,
-                "triple_lifespan_date": ["2020-05-01T00:00:00Z", None],
-                "triple_lifespan_timestamp": [1588291200, None],
-                "llm_assessment": [], "source_delta_type": "wikipedia_intersection",
+                "head_creation_date": "2012-10-29", "head_creation_timestamp": 1351468800,
+                "tail_creation_date": "2013-01-02", "tail_creation_timestamp": 1357095845,
+                "triple_lifespan_date": ["2020-05-01", "2024-01-05"],
+                "triple_lifespan_timestamp": [1588291200, 1704412800],
+                "llm_assessment": [], "human_assessment": [],
+                "source_delta_type": "wikipedia_intersection",
                 "qualifier_info": {"qualifier_qid": "P582", "qualifier_label": "end time",
-                                   "qualifier_date": "2024-01-05T00:00:00Z",
+                                   "qualifier_date": "2024-01-05",
                                    "qualifier_timestamp": 1704412800},
-                "deprecation_signal": "qualifier:P582",
+                "deprecation_signal": "qualifier:P582", "asserted_operations": None,
             },
             {
                 "triple": ["Q7259", "P1327", "Q46633"],
                 "triple_labels": ["label Q7259", "label P1327", "label Q46633"],
                 "tkgu_operations": ["e-triples"],
                 "emerging_head": False, "emerging_tail": False,
-                "head_creation_date": "2012-10-29T00:00:00Z", "head_creation_timestamp": 1351468800,
-                "tail_creation_date": "2013-01-02T03:04:05Z", "tail_creation_timestamp": 1357095845,
-                "triple_lifespan_date": ["2024-01-04T00:00:00Z", None],
+                "head_creation_date": "2012-10-29", "head_creation_timestamp": 1351468800,
+                "tail_creation_date": "2013-01-02", "tail_creation_timestamp": 1357095845,
+                "triple_lifespan_date": ["2024-01-04", None],
                 "triple_lifespan_timestamp": [1704326400, None],
-                "llm_assessment": [], "source_delta_type": "wikipedia_intersection",
-                "qualifier_info": {}, "deprecation_signal": None,
+                "llm_assessment": [], "human_assessment": [], "source_delta_type": "all",
+                "qualifier_info": {}, "deprecation_signal": None, "asserted_operations": None,
             },
         ],
         "predictions": {},
@@ -231,7 +239,8 @@ def test_offsets_and_fields_of_every_line(released) -> None:
             assert r["passage"][m["start_char"] : m["end_char"]] == m["mention_text"]
         assert r["mentions"][0]["qid"] == r["anchor_page_qid"]  # the article's own item
         for t in r["tkgu_triples"]:
-            assert set(TRIPLE_FIELDS) <= set(t)
+            assert set(TRIPLE_FIELDS) - {"source_delta_type"} <= set(t)
+            assert ("source_delta_type" in t) == (t["tkgu_operations"] != ["x-triples"])
             assert set(t["qualifier_info"]) in (set(), set(QUALIFIER_FIELDS))
     nova = next(r for r in recs if r["passage_id"] == "p2hash")
     assert nova["tkgu_triples"][0]["tkgu_operations"] == ["ee-kg-triples"]
@@ -246,11 +255,11 @@ def test_layout_sorting_and_summary(released) -> None:
     ids = [r["hash_id"] for r in lines(w1)]
     assert ids == sorted(ids) and {r["passage_id"] for r in lines(w1)} == {"p1hash", "p2hash"}
     assert [r["passage_id"] for r in lines(w2)] == ["p4hash"]
-    assert lines(w2)[0]["delta_dates"] == ["2024-01-01T00:00:00Z", "2024-01-15T00:00:00Z"]
+    assert lines(w2)[0]["delta_dates"] == ["2024-01-01", "2024-01-15"]
     assert lines(w2)[0]["delta_timestamps"] == [1704067200, 1705276800]
     assert summary["lines"] == {"snapshot_2024-01-01/delta_2024-01-08.jsonl": 2,
                                 "snapshot_2024-01-01/delta_2024-01-15.jsonl": 1}
-    assert summary["ops"] == {"D": 1, "E": 1, "EE": 1, "EE-KG": 1, "X": 2}
+    assert summary["ops"] == {"D": 1, "E": 2, "EE": 1, "EE-KG": 1, "X": 1}
     assert summary["orphan_instances"] == 1 and summary["anchor_mismatches"] == 0
     text = w1.read_text(encoding="utf-8")
     assert "café" in text and "\\u" not in text  # UTF-8, not escaped
@@ -261,7 +270,7 @@ def test_rerun_is_byte_identical(released, warehouse: Catalog, tmp_path: Path) -
     out, _ = released
     release_to(warehouse, tmp_path)
     for rel in ("snapshot_2024-01-01/delta_2024-01-08.jsonl",
-                "snapshot_2024-01-01/delta_2024-01-15.jsonl", LISTING,
+                "snapshot_2024-01-01/delta_2024-01-15.jsonl", LISTING, MANIFEST,
                 "snapshot_2024-01-01/kg_triples.parquet", "parquet/instances.parquet"):
         assert (tmp_path / rel).read_bytes() == (out / rel).read_bytes(), rel
 
@@ -278,9 +287,18 @@ def test_only_released_tables_at_pinned_versions(released, warehouse: Catalog) -
     assert pq.read_schema(out / "parquet" / "instances.parquet").equals(spec("instances").schema)
     assert summary["parquet_rows"]["parquet/instances.parquet"] == 7
     assert summary["versions"] == {name: warehouse.version(name) for name in
-                                   ("instances", "passages", "kg_triples", "entities", "relations")}
-    assert sorted(summary["files"]) == sorted(
-        p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file() and p.name != LISTING)
+                                   ("instances", "passages", "kg_triples", "entities", "relations",
+                                    "verdicts", "ingested_files")}
+    assert summary["versions"]["verdicts"] is None  # not curated: no table
+    written = sorted(p.relative_to(out).as_posix() for p in out.rglob("*")
+                     if p.is_file() and p.name not in (LISTING, MANIFEST))
+    assert sorted(summary["files"]) == written
+    # manifest.json lists every file written (release.json included) with its checksum
+    manifest = read_manifest(out)
+    assert [f["path"] for f in manifest["files"]] == sorted([*written, LISTING])
+    assert verify_release(out).ok and manifest["delta_versions"] == summary["versions"]
+    assert manifest["files"][[f["path"] for f in manifest["files"]].index(
+        "parquet/instances.parquet")]["rows"] == 7
     assert warehouse.read_arrow("kg_triples").num_rows == 5  # the old snapshot was left out
 
 
@@ -341,16 +359,22 @@ def test_hash_id_is_stable_and_distinguishes() -> None:
 
 def test_non_day_windows_and_local_offsets_are_utc() -> None:
     rec = passage_record(P2, INSTANCES_W1[4:5], "2024-03-31T23:00:00-02:00", 2, 0.5)
-    assert rec["delta_dates"] == ["2024-04-01T01:00:00Z", "2024-04-02T01:00:00Z"]
-    assert rec["delta_timestamps"] == [1711933200, 1712019600]
+    assert rec["delta_dates"] == ["2024-04-01", "2024-04-02"]  # UTC dates
+    assert rec["delta_timestamps"] == [1711933200, 1712019600]  # exact, UTC
+
+
+def test_authors_timestamps_are_paris_local_time() -> None:
+    """Their 2019-01-01 (winter, +1 h) and 2019-07-01 (summer, +2 h) as true UTC."""
+    assert authors_timestamp_to_utc(1546297200) == 1546300800
+    assert authors_timestamp_to_utc(1561932000) == 1561939200
 
 
 def test_bad_input_is_refused() -> None:
     bad = {**P2, "mentions": [{"start": 30, "end": 99, "anchor": "x", "target": "X", "qid": "Q1"}]}
-    with pytest.raises(ReleaseError, match="outside"):
-        passage_record(bad, [], SNAP, 1)
-    with pytest.raises(ReleaseError, match="unknown op"):
-        passage_record(P2, [inst(P2, "ADD", "Q1", "P1", "Q2")], SNAP, 1)
+    with pytest.raises(FormatError, match="outside"):
+        passage_record(bad, [], SNAP, 1, 7)
+    with pytest.raises(FormatError, match="unknown op"):
+        passage_record(P2, [inst(P2, "ADD", "Q1", "P1", "Q2")], SNAP, 1, 7)
 
 
 def test_clashing_file_names_are_refused(tmp_path: Path) -> None:

@@ -1,9 +1,11 @@
-"""Deltas, passages and align on small hand-made tables: each DESIGN.md §1.1-1.2 rule on a
-case a reader can check by eye (the generated worlds test them together, at scale).
+"""Deltas, passages and align on small hand-made tables: each rule on a case a reader can
+check by eye (the generated worlds test them together, at scale), under both settings:
+DESIGN.md §1.1-1.2 (``DESIGN``) and what the released data shows (the defaults, §1.3).
 
 The snapshot is t = 2024-01-01 with two windows of 7 days (τ_1 = day 7, τ_2 = day 14);
 the KG stability span is one hour here, so presence is the raw timeline's, with touching
-intervals joined (stability has its own tests).
+intervals joined (stability has its own tests). Every item was created on day -100 but
+Q12, created on day 2.
 """
 
 from __future__ import annotations
@@ -18,8 +20,11 @@ from emerge_lib.tables import Catalog
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 T = "2024-01-01T00:00:00Z"
-SETTINGS = {"snapshots": {"timestamps": [T], "windows": 2, "window_days": 7},
-            "stability": {"kg_hours": 1, "passage_minutes": 30}}
+BASE = {"snapshots": {"timestamps": [T], "windows": 2, "window_days": 7},
+        "stability": {"kg_hours": 1, "passage_minutes": 30}}
+DESIGN = {**BASE, "passages": {"windows": "first_appearance"},
+          "deltas": {"emerging": "not_in_snapshot", "deprecate_window_additions": False}}
+RELEASED = BASE  # the defaults
 
 
 def day(n: float) -> datetime:
@@ -36,11 +41,11 @@ def stmt(s: str, p: str, o: str, start: float, end: float | None, *, sid: str = 
             "rev_from": int((start + 200) * 10), "rev_to": None, "s_bucket": 0}
 
 
-def item_row(qid: str, start: float, end: float | None, title: str | None,
-             rev: int) -> dict[str, Any]:
+def item_row(qid: str, start: float, end: float | None, title: str | None, rev: int,
+             created: float = -100) -> dict[str, Any]:
     return {"qid": qid, "valid_from": day(start), "valid_to": None if end is None else day(end),
             "rev_from": rev, "enwiki_title": title, "label_en": f"label {qid}",
-            "description_en": None, "created_at": day(-100), "redirect_to": None, "qid_bucket": 0}
+            "description_en": None, "created_at": day(created), "redirect_to": None, "qid_bucket": 0}
 
 
 STATEMENTS = [
@@ -55,33 +60,49 @@ STATEMENTS = [
     stmt("Q1", "P6", "Q7", -50, 3), stmt("Q1", "P6", "Q7", 3, 10, rank="deprecated"),
     stmt("Q1", "P7", "Q8", -50, None, end_at=-5),  # ended before t: still in T_t
     stmt("Q2", "P1", "Q3", 2, None),  # added: E
-    stmt("Q2", "P2", "Q10", 1, None),  # Q10 enters V on day 3: EE, emerging tail
+    # Q10 (created long ago) enters V on day 3: EE by V_t, E by its creation time
+    stmt("Q2", "P2", "Q10", 1, None),
     stmt("Q11", "P1", "Q1", -50, None),  # Q11 leaves V on day 4: neither D nor X
     # one key, two statements: present throughout, no change
     stmt("Q3", "P1", "Q4", -50, 5, sid="a"), stmt("Q3", "P1", "Q4", -50, None, sid="b"),
     # one key, two statements: gone once the second ends on day 6
     stmt("Q3", "P2", "Q5", -50, 4, sid="a"), stmt("Q3", "P2", "Q5", 3, 6, sid="b"),
     stmt("Q4", "P1", "Q5", 8, None),  # added in window 2 only
+    # added on day 2 with an end qualifier dated day 4: an addition, and (released) also D
+    stmt("Q5", "P1", "Q6", 2, None, end_at=4),
+    # Q12 is new (created day 2): its statement added then is EE, ended on day 5 as well
+    stmt("Q12", "P1", "Q1", 2, None, end_at=5),
 ]
 ITEMS = [item_row(f"Q{i}", -100, None, f"Title {i}", i) for i in range(1, 10)] + [
     item_row("Q10", -100, 3, None, 100), item_row("Q10", 3, None, "Title 10", 101),
     item_row("Q11", -100, 4, "Title 11", 110), item_row("Q11", 4, None, None, 111),
+    item_row("Q12", 2, None, "Title 12", 120, created=2),
 ]
 PROPS = [{"pid": f"P{i}", "valid_from": day(-100), "valid_to": None, "rev_from": i,
           "label_en": f"prop {i}", "description_en": "d", "datatype": "wikibase-item"}
-         for i in range(1, 8)]
+         for i in range(1, 8)] + [
+    {"pid": "P582", "valid_from": day(-100), "valid_to": None, "rev_from": 582,
+     "label_en": "end time", "description_en": "d", "datatype": "time"}]
+
+
+def kg_catalog(spark, folder, settings: dict[str, Any]) -> Catalog:
+    catalog = Catalog(folder, spark)
+    catalog.merge("statement_timeline", catalog.frame("statement_timeline", STATEMENTS))
+    catalog.merge("item_timeline", catalog.frame("item_timeline", ITEMS))
+    catalog.merge("property_timeline", catalog.frame("property_timeline", PROPS))
+    for stage in ("stability", "snapshot", "deltas"):
+        run(catalog, stage, None if stage == "stability" else T, **settings)
+    return catalog
 
 
 @pytest.fixture(scope="module")
 def kg(tmp_path_factory, spark) -> Catalog:
-    catalog = Catalog(tmp_path_factory.mktemp("focused") / "warehouse", spark)
-    catalog.merge("statement_timeline", catalog.frame("statement_timeline", STATEMENTS))
-    catalog.merge("item_timeline", catalog.frame("item_timeline", ITEMS))
-    catalog.merge("property_timeline", catalog.frame("property_timeline", PROPS))
-    run(catalog, "stability", **SETTINGS)
-    run(catalog, "snapshot", T, **SETTINGS)
-    run(catalog, "deltas", T, **SETTINGS)
-    return catalog
+    return kg_catalog(spark, tmp_path_factory.mktemp("focused") / "design", DESIGN)
+
+
+@pytest.fixture(scope="module")
+def kg_released(tmp_path_factory, spark) -> Catalog:
+    return kg_catalog(spark, tmp_path_factory.mktemp("focused") / "released", RELEASED)
 
 
 def deltas(catalog: Catalog) -> set[tuple]:
@@ -89,16 +110,35 @@ def deltas(catalog: Catalog) -> set[tuple]:
             for r in catalog.read_arrow("delta_triples").to_pylist()}
 
 
+BOTH_WINDOWS = {("Q1", "P2", "Q3", "D", "removed"), ("Q1", "P4", "Q5", "D", "qualifier:P582"),
+                ("Q2", "P1", "Q3", "E", None), ("Q3", "P2", "Q5", "D", "removed"),
+                ("Q1", "P5", "Q6", "D", "qualifier:P582"), ("Q5", "P1", "Q6", "E", None),
+                ("Q12", "P1", "Q1", "EE", None)}
+ONE_WINDOW = {
+    (1, "Q1", "P6", "Q7", "D", "rank"),  # rank over removed: both hold at τ_1
+    (2, "Q1", "P6", "Q7", "D", "removed"),  # gone from s's state at τ_2
+    (2, "Q1", "P3", "Q4", "D", "rank"),
+    (2, "Q4", "P1", "Q5", "E", None),
+}
+
+
 def test_delta_operations_and_signals(kg: Catalog) -> None:
-    both = {("Q1", "P2", "Q3", "D", "removed"), ("Q1", "P4", "Q5", "D", "qualifier:P582"),
-            ("Q2", "P1", "Q3", "E", None), ("Q2", "P2", "Q10", "EE", None),
-            ("Q3", "P2", "Q5", "D", "removed"), ("Q1", "P5", "Q6", "D", "qualifier:P582")}
-    assert deltas(kg) == {(1, *r) for r in both} | {(2, *r) for r in both} | {
-        (1, "Q1", "P6", "Q7", "D", "rank"),  # rank over removed: both hold at τ_1
-        (2, "Q1", "P6", "Q7", "D", "removed"),  # gone from s's state at τ_2
-        (2, "Q1", "P3", "Q4", "D", "rank"),
-        (2, "Q4", "P1", "Q5", "E", None),
+    both = BOTH_WINDOWS | {("Q2", "P2", "Q10", "EE", None)}  # Q10 is not in V_t
+    assert deltas(kg) == {(w, *r) for r in both for w in (1, 2)} | ONE_WINDOW
+
+
+def test_released_deltas_date_emerging_by_creation_and_end_window_additions(
+        kg_released: Catalog) -> None:
+    both = BOTH_WINDOWS | {
+        ("Q2", "P2", "Q10", "E", None),  # Q10 existed before t: not emerging
+        ("Q5", "P1", "Q6", "D", "qualifier:P582"),  # added and ended inside the window
+        ("Q12", "P1", "Q1", "D", "qualifier:P582"),
     }
+    assert deltas(kg_released) == {(w, *r) for r in both for w in (1, 2)} | ONE_WINDOW
+    rows = {(r["window"], r["s"], r["op"]): r for r in kg_released.read_arrow("delta_triples").to_pylist()}
+    d = rows[(1, "Q12", "D")]
+    assert (d["emerging_head"], d["emerging_tail"]) == (True, False)  # the addition's flags
+    assert (d["qualifier_pid"], d["qualifier_at"], d["lifespan_from"]) == ("P582", day(5), day(2))
 
 
 def test_delta_details(kg: Catalog) -> None:
@@ -137,7 +177,7 @@ def words(n: int, *names: str) -> str:
     return " ".join([*names, *(f"w{i}" for i in range(n - taken))])
 
 
-ARTICLE = {p: f"Title {p}" for p in range(1, 11)}  # page p is the article of item Qp
+ARTICLE = {p: f"Title {p}" for p in range(1, 13)}  # page p is the article of item Qp
 LINKS = [("Title 2", "Title 2"), ("Title 3", "Title 3")]
 PARAGRAPHS = [
     paragraph(1, "new-w1", words(30, "Title 2", "Title 3"), 2, None, LINKS),  # window 1
@@ -153,16 +193,19 @@ PARAGRAPHS = [
     paragraph(9, "ee-kg", words(30, "Title 10"), 5, None, [("Title 10", "Title 10")]),
     paragraph(3, "pair-q1-q5", words(30, "Title 1", "Title 5"), 6, None,
               [("Title 1", "Title 1"), ("Title 5", "Title 5")]),
+    # Q8's article mentions Q1: the X triple (Q1, P7, Q8) ended before t
+    paragraph(8, "x-ended", words(30, "Title 1"), 3, None, [("Title 1", "Title 1")]),
+    # Q12's article mentions Q9 only: (Q12, P1, Q1) is EE-KG here
+    paragraph(12, "ee-kg-d", words(30, "Title 9"), 3, None, [("Title 9", "Title 9")]),
 ]
 
 
-def with_passages(kg: Catalog, **passages: Any) -> Catalog:
-    """The KG fixture plus page and paragraph timelines with coverage for the snapshot."""
-    catalog = Catalog(kg.warehouse.replace("warehouse", f"warehouse-{len(passages)}-"
-                                           + "-".join(f"{k}{v}" for k, v in passages.items())),
-                      kg.spark)
-    for name in ("statement_timeline", "item_timeline", "property_timeline"):
-        catalog.merge(name, catalog.frame(name, kg.read_arrow(name)))
+def with_passages(kg: Catalog, settings: dict[str, Any], name: str) -> Catalog:
+    """A copy of the KG fixture plus page and paragraph timelines with coverage for the
+    snapshot, built through passages and align under ``settings``."""
+    catalog = Catalog(f"{kg.warehouse}-{name}", kg.spark)
+    for table in ("statement_timeline", "item_timeline", "property_timeline"):
+        catalog.merge(table, catalog.frame(table, kg.read_arrow(table)))
     pages = [{"page_id": p, "title": title, "valid_from": day(-100), "valid_to": None,
               "rev_from": p, "rev_to": None, "is_redirect": False, "redirect_target": None}
              for p, title in ARTICLE.items()]
@@ -175,7 +218,6 @@ def with_passages(kg: Catalog, **passages: Any) -> Catalog:
     catalog.merge("paragraph_coverage", catalog.frame("paragraph_coverage", [
         {"wiki": "enwiki", "dump_file": "enwiki-f1", "dump_date": "", "range_from": day(0),
          "range_to": day(15), "ingested_at": day(0)}]))
-    settings = {**SETTINGS, "passages": passages}
     for stage in ("stability", "snapshot", "deltas", "passages", "align"):
         run(catalog, stage, None if stage == "stability" else T, **settings)
     return catalog
@@ -186,47 +228,96 @@ def passages_of(catalog: Catalog) -> set[tuple]:
         m["qid"] for m in r["mentions"] if m["qid"]))) for r in catalog.read_arrow("passages").to_pylist()}
 
 
+DESIGN_PASSAGES = {
+    (1, "new-w1", ("Q2", "Q3")), (2, "new-w2", ("Q2", "Q3")),
+    (1, "one-link", ("Q3",)),  # the article's own item Q2 makes it two
+    (1, "ee-kg", ("Q10",)), (1, "pair-q1-q5", ("Q1", "Q5")),
+    (1, "x-ended", ("Q1",)), (1, "ee-kg-d", ("Q9",)),
+}
+
+
 def test_passage_windows_filters_and_entities(kg: Catalog) -> None:
-    catalog = with_passages(kg)
-    assert passages_of(catalog) == {
-        (1, "new-w1", ("Q2", "Q3")), (2, "new-w2", ("Q2", "Q3")),
-        (1, "one-link", ("Q3",)),  # the article's own item Q2 makes it two
-        (1, "ee-kg", ("Q10",)), (1, "pair-q1-q5", ("Q1", "Q5")),
-    }
+    catalog = with_passages(kg, DESIGN, "design")
+    assert passages_of(catalog) == DESIGN_PASSAGES
     rows = {r["passage_id"].split("-", 1)[1]: r for r in catalog.read_arrow("passages").to_pylist()}
     assert (rows["one-link"]["page_title"], rows["one-link"]["page_qid"]) == ("Title 2", "Q2")
     assert rows["new-w2"]["rev_timestamp"] == day(9)
 
 
+def test_cumulative_windows_hold_every_passage_new_since_t(kg_released: Catalog) -> None:
+    catalog = with_passages(kg_released, RELEASED, "cumulative")
+    later = {(2, key, qids) for w, key, qids in DESIGN_PASSAGES if w == 1}
+    assert passages_of(catalog) == DESIGN_PASSAGES | later
+
+
 def test_passage_filters_follow_the_configuration(kg: Catalog) -> None:
-    catalog = with_passages(kg, article_entity_counts=False, min_tokens=20, max_tokens=1001,
-                            max_markup_ratio=0.7)
+    catalog = with_passages(kg, {**DESIGN, "passages": {
+        "windows": "first_appearance", "article_entity_counts": False, "min_tokens": 20,
+        "max_tokens": 1001, "max_markup_ratio": 0.7}}, "filters")
     got = {key for _, key, _ in passages_of(catalog)}
     # "short" and "long" and "markup" now pass; the single-link ones do not
     assert got == {"new-w1", "new-w2", "short", "long", "markup", "pair-q1-q5"}
 
 
+def instances_of(catalog: Catalog) -> set[tuple]:
+    return {(r["window"], r["passage_id"].split("-", 1)[1], r["op"], r["s"], r["p"], r["o"])
+            for r in catalog.read_arrow("instances").to_pylist()}
+
+
+DESIGN_INSTANCES = {
+    # page 1 mentions Q1 (its own item), Q2, Q3
+    (1, "new-w1", "X", "Q1", "P1", "Q2"),
+    (1, "new-w1", "D", "Q1", "P2", "Q3"),
+    (1, "new-w1", "E", "Q2", "P1", "Q3"),
+    (2, "new-w2", "X", "Q1", "P1", "Q2"),
+    (2, "new-w2", "D", "Q1", "P2", "Q3"),
+    (2, "new-w2", "E", "Q2", "P1", "Q3"),
+    # page 2 mentions Q2 and Q3
+    (1, "one-link", "E", "Q2", "P1", "Q3"),
+    # page 9 mentions Q9 and Q10: Q10 is emerging, Q2 is in V_t and not mentioned
+    (1, "ee-kg", "EE-KG", "Q2", "P2", "Q10"),
+    # page 3 mentions Q3 (its own item), Q1 and Q5: D, and not also X
+    (1, "pair-q1-q5", "D", "Q1", "P4", "Q5"),
+    (1, "pair-q1-q5", "D", "Q1", "P2", "Q3"),
+    (1, "pair-q1-q5", "D", "Q3", "P2", "Q5"),
+    # page 8 mentions Q8 and Q1
+    (1, "x-ended", "X", "Q1", "P7", "Q8"),
+    # page 12 mentions Q12 (new) and Q9: Q1 is old and not mentioned
+    (1, "ee-kg-d", "EE-KG", "Q12", "P1", "Q1"),
+}
+
+
 def test_alignment_of_every_operation(kg: Catalog) -> None:
-    catalog = with_passages(kg)
-    got = {(r["window"], r["passage_id"].split("-", 1)[1], r["op"], r["s"], r["p"], r["o"])
-           for r in catalog.read_arrow("instances").to_pylist()}
-    assert got == {
-        # page 1 mentions Q1 (its own item), Q2, Q3
-        (1, "new-w1", "X", "Q1", "P1", "Q2"),
-        (1, "new-w1", "D", "Q1", "P2", "Q3"),
-        (1, "new-w1", "E", "Q2", "P1", "Q3"),
-        (2, "new-w2", "X", "Q1", "P1", "Q2"),
-        (2, "new-w2", "D", "Q1", "P2", "Q3"),
-        (2, "new-w2", "E", "Q2", "P1", "Q3"),
-        # page 2 mentions Q2 and Q3
-        (1, "one-link", "E", "Q2", "P1", "Q3"),
-        # page 9 mentions Q9 and Q10: Q10 is emerging, Q2 is in V_t and not mentioned
-        (1, "ee-kg", "EE-KG", "Q2", "P2", "Q10"),
-        # page 3 mentions Q3 (its own item), Q1 and Q5: D, and not also X
-        (1, "pair-q1-q5", "D", "Q1", "P4", "Q5"),
-        (1, "pair-q1-q5", "D", "Q1", "P2", "Q3"),
-        (1, "pair-q1-q5", "D", "Q3", "P2", "Q5"),
-    }
+    catalog = with_passages(kg, DESIGN, "design-align")
+    assert instances_of(catalog) == DESIGN_INSTANCES
     labels = {(r["op"], r["s_label"], r["p_label"], r["o_label"])
               for r in catalog.read_arrow("instances").to_pylist()}
     assert ("EE-KG", "label Q2", "prop 2", "label Q10") in labels
+
+
+def test_released_alignment_two_operation_triples_and_sources(kg_released: Catalog) -> None:
+    catalog = with_passages(kg_released, RELEASED, "released-align")
+    window_1 = {r for r in DESIGN_INSTANCES if r[0] == 1} - {
+        (1, "ee-kg", "EE-KG", "Q2", "P2", "Q10")}  # Q10 is not emerging: no EE-KG
+    window_1 |= {(1, "ee-kg-d", "D", "Q12", "P1", "Q1")}  # the addition ended in the window
+    # cumulative: window 1's passages again in window 2, where new-w2 joins them
+    window_2 = {(2, *r[1:]) for r in window_1} | {r for r in DESIGN_INSTANCES if r[0] == 2}
+    assert instances_of(catalog) == window_1 | window_2
+    rows = {(r["window"], r["passage_id"].split("-", 1)[1], r["op"], r["s"], r["p"]): r
+            for r in catalog.read_arrow("instances").to_pylist()}
+    x = rows[(1, "x-ended", "X", "Q1", "P7")]
+    assert (x["qualifier_pid"], x["qualifier_at"], x["source_delta_type"]) == ("P582", day(-5), None)
+    sources = {k[2:]: r["source_delta_type"] for k, r in rows.items() if k[0] == 1}
+    assert sources == {
+        ("X", "Q1", "P1"): None,
+        ("X", "Q1", "P7"): None,
+        # Q1's article links to Q3 at τ_1 (its new paragraph): the intersection delta
+        ("D", "Q1", "P2"): "wikipedia_intersection",
+        # Q2's article gains a link to Q3 on day 2, with the triple
+        ("E", "Q2", "P1"): "wikipedia_intersection",
+        # Q3's article links to Q5 at τ_1
+        ("D", "Q3", "P2"): "wikipedia_intersection",
+        ("D", "Q1", "P4"): "all",  # Q1's article never links to Q5; nobody is new
+        # Q12's article links to neither end: found in the delta of new entities
+        ("EE-KG", "Q12", "P1"): "emerging", ("D", "Q12", "P1"): "emerging",
+    }

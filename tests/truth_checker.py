@@ -13,9 +13,15 @@ every EE-KG candidate of them) is listed, so nothing is missing from a listed pa
 Traps without a paragraph are checked the same way: the op must not hold in the window.
 
 Passage side (simple): the listed paragraph is found (by naively cleaned text) in the
-article at τ_k, is absent at t, first appears inside (τ_{k-1}, τ_k], is still there 30
-minutes later, has 25+ tokens, and its links resolve (title normalization, redirects at
-τ_k, sitelinks at τ_k, the article's own item) to exactly the listed mentioned QIDs.
+article at τ_k, is absent at t, first appears inside (τ_{k-1}, τ_k] (inside (t, τ_k] with
+cumulative windows), is still there 30 minutes later, has 25+ tokens, and its links
+resolve (title normalization, redirects at τ_k, sitelinks at τ_k, the article's own item)
+to exactly the listed mentioned QIDs.
+
+Both semantics are checked: "released" (the defaults, what the released data shows:
+cumulative windows, emerging = the item was created at or after t, an addition ended by an
+in-window end qualifier is also D; truth.jsonl) and "design" (DESIGN §1.1-1.2: first
+appearance, emerging = not in V_t, D only from T_t; truth-design.jsonl).
 Traps with a paragraph must fail one of those rules. NOT verified: that no other
 (unlisted) paragraph of the dumps is a passage -- that needs a full cleaner, which is
 the pipeline's job (the generator's filler rules are tested separately).
@@ -110,14 +116,19 @@ def history_files(mirror: Path, wiki: str, date: str) -> list[Path]:
 class Checker:
     """Loads one dump date of both wikis (small worlds only: everything in memory)."""
 
-    def __init__(self, mirror: Path, date: str) -> None:
+    def __init__(self, mirror: Path, date: str, variant: str = "released") -> None:
+        self.released = variant == "released"
         self.entities: dict[str, list[tuple[int, int, Entity]]] = {}
+        self.created: dict[str, int] = {}  # the item's first revision, readable or not
         for path in history_files(mirror, "wikidatawiki", date):
             for page in mwxml.Dump.from_file(bz2.open(path)):
                 if page.namespace != 0:
                     continue
+                all_revs = list(page)
+                if all_revs:
+                    self.created[page.title] = min(seconds(str(r.timestamp)) for r in all_revs)
                 revs = [(seconds(str(r.timestamp)), r.id, parse_entity(r.text))
-                        for r in page if r.text is not None]
+                        for r in all_revs if r.text is not None]
                 self.entities[page.title] = sorted(revs, key=lambda x: (x[0], x[1]))
         self.pages: dict[int, tuple[str, list[tuple[int, int, str]]]] = {}
         for path in history_files(mirror, "enwiki", date):
@@ -182,49 +193,66 @@ class Checker:
             return False
         return any(a <= tau and (b is None or tau < b) for a, b in self._timelines.get(triple, []))
 
-    def classify(self, triple: tuple[str, str, str], t: int, k: int) -> tuple[str | None, str | None]:
-        """(op, signal) of a triple in window k of snapshot t: X, D, E, EE or None."""
+    def emerging(self, qid: str, t: int) -> bool:
+        if self.released:
+            return self.created.get(qid, 0) >= t
+        return qid not in self.v(t)
+
+    def end_signal(self, triple: tuple[str, str, str], t: int, tau: int) -> str | None:
+        s, p, o = triple
+        state = self.state(s, tau)
+        same = [x for x in (state.statements if state else []) if x[0] == p and x[1] == o]
+        for q in END_QUALIFIERS:
+            for x in same:
+                if any(qp == q and t < instant(val, prec) <= tau for qp, val, prec in x[3]):
+                    return f"qualifier:{q}"
+        return None
+
+    def classify(self, triple: tuple[str, str, str], t: int, k: int) -> list[tuple[str, str | None]]:
+        """The (op, signal) pairs of a triple in window k of snapshot t: X, D, E or EE, and
+        with the released semantics an addition ended inside the window is E/EE and D."""
         tau = t + k * WEEK
         before, after = self.in_t(triple, t), self.in_t(triple, tau)
         s, p, o = triple
         if before:
             if s not in self.v(tau) or o not in self.v(tau):
-                return None, None
+                return []
+            signal = self.end_signal(triple, t, tau)
+            if signal is not None:
+                return [("D", signal)]
+            if after:
+                return [("X", None)]
             state = self.state(s, tau)
             same = [x for x in (state.statements if state else []) if x[0] == p and x[1] == o]
-            for q in END_QUALIFIERS:
-                for x in same:
-                    if any(qp == q and t < instant(val, prec) <= tau for qp, val, prec in x[3]):
-                        return "D", f"qualifier:{q}"
-            if after:
-                return "X", None
             if same and all(x[2] == "deprecated" for x in same):
-                return "D", "rank"
-            return "D", "removed"
+                return [("D", "rank")]
+            return [("D", "removed")]
         if after:
-            vt = self.v(t)
-            return ("E" if s in vt and o in vt else "EE"), None
-        return None, None
+            out = [("EE" if self.emerging(s, t) or self.emerging(o, t) else "E", None)]
+            signal = self.end_signal(triple, t, tau) if self.released else None
+            return out + ([("D", signal)] if signal else [])
+        return []
 
     def candidates(self, t: int, k: int, mentioned: set[str]) -> set[tuple]:
         """Every (op, s, p, o, signal) the mentioned set implies in window k."""
         tau = t + k * WEEK
-        vt = self.v(t)
         triples = {tr for tr in self._timelines if tr[0] in mentioned or tr[2] in mentioned}
         out = set()
         for tr in triples:
             if not (self.in_t(tr, t) or self.in_t(tr, tau)):
                 continue
-            op, sig = self.classify(tr, t, k)
-            if op is None:
+            ops = self.classify(tr, t, k)
+            if not ops:
                 continue
             s_in, o_in = tr[0] in mentioned, tr[2] in mentioned
-            if s_in and o_in:
-                out.add((op, *tr, sig))
-            elif op == "EE":
-                inside, outside = (tr[0], tr[2]) if s_in else (tr[2], tr[0])
-                if inside not in vt and outside in vt:
-                    out.add(("EE-KG", *tr, None))
+            added = ops[0][0] in ("E", "EE")
+            for op, sig in ops:
+                if s_in and o_in:
+                    out.add((op, *tr, sig))
+                elif added and s_in != o_in:
+                    inside, outside = (tr[0], tr[2]) if s_in else (tr[2], tr[0])
+                    if self.emerging(inside, t) and not self.emerging(outside, t):
+                        out.add(("EE-KG" if op != "D" else "D", *tr, sig))
         return out
 
     # ---- passages
@@ -269,7 +297,7 @@ class Checker:
 
     def passage_problems(self, t: int, k: int, page_id: int, plain: str) -> list[str]:
         """Why this paragraph is not a passage of window k ([] = it is one)."""
-        tau, lo = t + k * WEEK, t + (k - 1) * WEEK
+        tau, lo = t + k * WEEK, (t if self.released else t + (k - 1) * WEEK)
         block = self.paragraph(page_id, tau, plain)
         if block is None:
             return ["not present at τ_k"]
@@ -308,16 +336,19 @@ def clean(block: str) -> str:
     return " ".join(text.split())
 
 
-def check_world(out: Path, date: str | None = None, snapshots: set[str] | None = None) -> list[str]:
-    """All problems found (an empty list means truth.jsonl and traps.jsonl check out).
+def check_world(out: Path, date: str | None = None, snapshots: set[str] | None = None,
+                variant: str = "released") -> list[str]:
+    """All problems found (an empty list means the truth and traps files check out).
 
-    ``date`` picks the dump (default: the newest); ``snapshots`` limits the check.
+    ``date`` picks the dump (default: the newest); ``snapshots`` limits the check;
+    ``variant`` the semantics: "released" (truth.jsonl) or "design" (truth-design.jsonl).
     """
     mirror = out / "mirror"
     dates = sorted(p.name for p in (mirror / "wikidatawiki").iterdir() if p.is_dir())
-    checker = Checker(mirror, date or dates[-1])
-    truth = [json.loads(line) for line in (out / "truth.jsonl").read_text().splitlines()]
-    traps = [json.loads(line) for line in (out / "traps.jsonl").read_text().splitlines()]
+    checker = Checker(mirror, date or dates[-1], variant)
+    suffix = "" if variant == "released" else f"-{variant}"
+    truth = [json.loads(line) for line in (out / f"truth{suffix}.jsonl").read_text().splitlines()]
+    traps = [json.loads(line) for line in (out / f"traps{suffix}.jsonl").read_text().splitlines()]
     if snapshots is not None:
         truth = [r for r in truth if r["snapshot"] in snapshots]
         traps = [r for r in traps if r["snapshot"] in snapshots]
@@ -325,14 +356,15 @@ def check_world(out: Path, date: str | None = None, snapshots: set[str] | None =
     passages: dict[tuple, list[dict]] = defaultdict(list)
     for row in truth:
         t = seconds(row["snapshot"])
-        op, sig = checker.classify((row["s"], row["p"], row["o"]), t, row["window"])
+        ops = checker.classify((row["s"], row["p"], row["o"]), t, row["window"])
+        m = set(row["mentioned"])
+        single = (row["s"] in m) != (row["o"] in m)
         if row["op"] == "EE-KG":
-            m = set(row["mentioned"])
-            ok = op == "EE" and ((row["s"] in m) != (row["o"] in m))
+            ok = ("EE", None) in ops and single
         else:
-            ok = (op, sig) == (row["op"], row["signal"])
+            ok = (row["op"], row["signal"]) in ops and (not single or row["op"] == "D")
         if not ok:
-            problems.append(f"KG disagrees ({op}, {sig}): {row['op']} {row['s']} {row['p']} {row['o']} "
+            problems.append(f"KG disagrees ({ops}): {row['op']} {row['s']} {row['p']} {row['o']} "
                             f"{row['signal']} w{row['window']} {row['snapshot']}")
         state = checker.state(row["s"], t + row["window"] * WEEK)
         quals = {(qp, instant(v, n), n) for x in (state.statements if state else [])
@@ -363,13 +395,13 @@ def check_world(out: Path, date: str | None = None, snapshots: set[str] | None =
                     problems.append(f"trap {trap['kind']}: paragraph is a passage in w{k}")
         elif trap["op"] is not None:
             for k in windows:
-                op, _ = checker.classify((trap["s"], trap["p"], trap["o"]), t, k)
-                if op == trap["op"] or (trap["op"] == "EE-KG" and op == "EE"):
+                ops = {op for op, _ in checker.classify((trap["s"], trap["p"], trap["o"]), t, k)}
+                if trap["op"] in ops or (trap["op"] == "EE-KG" and "EE" in ops):
                     problems.append(f"trap {trap['kind']}: {trap['op']} holds in w{k}")
         listed = [r for r in truth if r["snapshot"] == trap["snapshot"]
                   and (trap["window"] is None or r["window"] == trap["window"])
                   and (trap["paragraph"] is None or r["paragraph"] == trap["paragraph"])
                   and (trap["op"] is None or (r["op"], r["s"], r["p"], r["o"]) == (trap["op"], trap["s"], trap["p"], trap["o"]))]
         if listed and (trap["op"] is not None or trap["paragraph"] is not None):
-            problems.append(f"trap {trap['kind']} appears in truth.jsonl: {listed[0]}")
+            problems.append(f"trap {trap['kind']} appears in the truth: {listed[0]}")
     return problems

@@ -4,6 +4,7 @@ do not tear (log records are written through tqdm while a bar is shown)."""
 from __future__ import annotations
 
 import argparse
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -59,6 +60,30 @@ def ingest_progress(ctx: StageContext) -> None:
     ctx.on_plan, ctx.on_file = on_plan, on_file
 
 
+def curation_progress(ctx: StageContext) -> None:
+    """A bar over the curation requests of each snapshot: done, left, tokens/s, failures."""
+    from tqdm import tqdm
+
+    state: dict[str, Any] = {}
+
+    def on_curation(report: Any) -> None:
+        bar = state.get("bar")
+        if bar is None or state.get("total") != report.requests:
+            if bar is not None:
+                bar.close()
+            bar = state["bar"] = tqdm(total=report.requests, unit="req", desc="curate",
+                                      leave=False, disable=None)
+            state["total"] = report.requests
+            state["started"] = time.monotonic()
+        done = report.answered_before + report.answered + report.failed + report.left
+        bar.update(done - bar.n)
+        seconds = time.monotonic() - state["started"]
+        bar.set_postfix_str(f"{report.tokens_out / seconds if seconds else 0:.0f} tok/s, "
+                            f"{report.unparsed} unparsed, {report.failed} failed")
+
+    ctx.on_curation = on_curation
+
+
 def run_with_bar(ctx: StageContext, desc: str = "build") -> list[StageResult]:
     """build_dataset with a bar over its steps (the exact step list, advanced as each one
     finishes) and byte bars inside the ingest stages."""
@@ -68,6 +93,7 @@ def run_with_bar(ctx: StageContext, desc: str = "build") -> list[StageResult]:
 
     steps = build_steps(ctx)
     ingest_progress(ctx)
+    curation_progress(ctx)
     # disable=None: no bar where stderr is not a terminal (CI, task logs: the log lines say it)
     with bars(), tqdm(total=len(steps), unit="stage", desc=desc, disable=None) as bar:
         def on_step(name: str, plan: Any) -> None:

@@ -37,14 +37,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--warehouse", help="Delta warehouse root (default: the configuration's)")
     p.add_argument("--workers", type=int,
                    help="extraction processes (default: dumps.workers, 0 = one per core)")
+    from emerge_lib.commands.curate import add_llm_flags
+
+    add_llm_flags(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     import logging
     import os
+    from contextlib import ExitStack
 
     from emerge_lib.commands._common import load, run_with_bar
+    from emerge_lib.commands.curate import curation_overrides
     from emerge_lib.engine import session_for
     from emerge_lib.pipeline import StageContext
     from emerge_lib.stages.ingest import check_inputs
@@ -52,10 +57,18 @@ def run(args: argparse.Namespace) -> int:
 
     snapshots = {k: v for k, v in (("timestamps", args.snapshots), ("windows", args.weeks),
                                    ("window_days", args.window_days)) if v is not None}
-    cfg = load(args, snapshots=snapshots)
+    load(args, snapshots=snapshots)  # a bad configuration is told before anything starts
     check_inputs([*(args.wikidata or []), *(args.wikipedia or [])])  # before any engine
-    logging.getLogger("emerge_lib").info("building into warehouse %s", cfg.warehouse)
-    with session_for(cfg) as spark:
+    with ExitStack() as stack:
+        server = None
+        if args.local_llm:
+            from emerge_lib.curation import local_server
+
+            server = stack.enter_context(local_server.start())
+        curation = curation_overrides(args, server)
+        cfg = load(args, snapshots=snapshots, curation=curation)
+        logging.getLogger("emerge_lib").info("building into warehouse %s", cfg.warehouse)
+        spark = stack.enter_context(session_for(cfg))
         ctx = StageContext(cfg, Catalog.for_config(cfg, spark), args.wikidata, args.wikipedia,
                            release_dir=args.out)
         results = run_with_bar(ctx)

@@ -11,13 +11,18 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="run the pipeline end to end on generated sample data (embedded engine)",
         description=(
             "Generate a small sample world with planted truth (once), then run every stage "
-            "on the embedded Sail engine into a local Delta warehouse, write the release, "
-            "and compare the instances with the planted truth. Rerunning is safe: every "
-            "stage is idempotent, and files already ingested are not read again."
+            "on the embedded Sail engine into a local Delta warehouse, curate it with the "
+            "local LLM server (llama.cpp with SmolLM2-135M: it answers at chance, the demo "
+            "shows the machinery), write the release, and compare the instances with the "
+            "planted truth. Rerunning is safe: every stage is idempotent, files already "
+            "ingested are not read again, and answered prompts are not asked again."
         ),
     )
     p.add_argument("--out", default="demo", help="output folder (default: ./demo)")
     p.add_argument("--seed", type=int, default=1, help="sample-world seed (default 1)")
+    p.add_argument("--no-llm", action="store_true",
+                   help="skip curation (by default the local llama.cpp server curates the "
+                        "release when it is installed)")
     p.set_defaults(func=run)
 
 
@@ -28,6 +33,7 @@ def run(args: argparse.Namespace) -> int:
     result = run_demo(
         args.out, seed=args.seed, build=lambda ctx: run_with_bar(ctx, desc="demo"),
         on_generate=lambda w: print(f"generating a sample world (seed {args.seed}) in {w} ..."),
+        curate=False if args.no_llm else None,
     )
     print(f"instances: {result.built} built, {result.planted} planted, {result.missing} "
           f"missing, {result.unexpected} unexpected")

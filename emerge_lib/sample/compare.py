@@ -13,9 +13,17 @@ from typing import Any
 InstanceKey = tuple[str, int, int, str, str, str, str, str | None]
 
 
-def planted(world: str | Path) -> set[InstanceKey]:
-    """The instances ``truth.jsonl`` lists."""
-    lines = (Path(world) / "truth.jsonl").read_text(encoding="utf-8").splitlines()
+#: Configuration overrides that select the DESIGN §1.1-1.2 semantics (truth-design.jsonl);
+#: the defaults are what the released data shows (truth.jsonl).
+DESIGN_SETTINGS = {"passages": {"windows": "first_appearance"},
+                   "deltas": {"emerging": "not_in_snapshot", "deprecate_window_additions": False}}
+
+
+def planted(world: str | Path, variant: str = "released") -> set[InstanceKey]:
+    """The instances ``truth.jsonl`` (``variant`` "released", the defaults) or
+    ``truth-design.jsonl`` ("design") lists."""
+    name = "truth.jsonl" if variant == "released" else f"truth-{variant}.jsonl"
+    lines = (Path(world) / name).read_text(encoding="utf-8").splitlines()
     rows = [json.loads(line) for line in lines if line]
     return {(r["snapshot"], r["window"], r["page_id"], r["op"], r["s"], r["p"], r["o"],
              r["signal"]) for r in rows}

@@ -320,6 +320,7 @@ class TrapSpec:
     o: str | None = None
     page: str | None = None  # PlanPage key
     paragraph: str | None = None
+    settings: str = "both"  # as Expectation.settings
 
 
 @dataclass
@@ -335,6 +336,9 @@ class Expectation:
     page: str
     signal: str | None = None
     tags: tuple[str, ...] = ()
+    # which semantics promise the row: "both", "released" (the defaults: what the released
+    # data shows, DESIGN §1.3) or "design" (DESIGN §1.1-1.2)
+    settings: str = "both"
 
 
 @dataclass

@@ -403,18 +403,22 @@ class Cast:
         return self.t + int(days * DAY + hours * HOUR + minutes * MINUTE)
 
     def expect(self, window: int, op: str, s: str, p: str, o: str, page: str,
-               signal: str | None = None, tags: tuple[str, ...] = ()) -> None:
+               signal: str | None = None, tags: tuple[str, ...] = (),
+               settings: str = "both") -> None:
+        """A row the truth must hold: under both semantics, or only "released" (the
+        defaults, DESIGN §1.3) or "design" (DESIGN §1.1-1.2)."""
         self.b.plan.expectations.append(
             Expectation(self.t, window, op, self.k(s) if ":" not in s else s, p,
-                        self.k(o) if ":" not in o else o, self.k(page), signal, tags))
+                        self.k(o) if ":" not in o else o, self.k(page), signal, tags, settings))
 
     def trap(self, kind: str, reason: str, *, window: int | None = None, op: str | None = None,
              s: str | None = None, p: str | None = None, o: str | None = None,
-             page: str | None = None, paragraph: str | None = None) -> None:
+             page: str | None = None, paragraph: str | None = None,
+             settings: str = "both") -> None:
         def key(x: str | None) -> str | None:
             return None if x is None else (x if x.startswith("core:") else self.k(x))
         self.b.plan.traps.append(TrapSpec(self.t, kind, reason, window, op, key(s), p, key(o),
-                                          key(page), paragraph))
+                                          key(page), paragraph, settings))
 
     def scenario(self, page: str, block: Block, name: str) -> None:
         self.b.plan.scenario_of[(self.k("page:" + page), block.identity)] = name
@@ -523,7 +527,9 @@ class Cast:
         # scenarios around t
         for scenario in (self.s_x_basic, self.s_e_basic, self.s_ee_new, self.s_ee_sitelink,
                          self.s_ee_object, self.s_ee_kg, self.s_d_qualifier, self.s_d_removed,
-                         self.s_d_rank, self.s_d_month, self.s_e_underscore, self.s_e_redirect,
+                         # before s_e_underscore: both edit Oskar, in time order
+                         self.s_d_rank, self.s_d_month, self.s_window_addition_ended,
+                         self.s_e_underscore, self.s_e_redirect,
                          self.s_x_move, self.s_end_outside, self.s_merge, self.s_vandalism,
                          self.s_no_english, self.s_after_last, self.s_single_entity,
                          self.s_rank_restored):
@@ -582,6 +588,11 @@ class Cast:
         )
         self.add_para("lena", self.at(11), para, "Career update", scenario="e-basic")
         self.expect(2, "E", "lena", "P108", "bw", "page:lena")
+        for w in range(3, WINDOWS + 1):  # cumulative deltas: new since t, still present
+            self.expect(w, "E", "lena", "P108", "bw", "page:lena", tags=("cumulative",),
+                        settings="released")
+        self.trap("first-appearance", "the paragraph first appeared in window 2",
+                  window=3, page="page:lena", paragraph=para.identity, settings="design")
         self.expect(2, "X", "lena", "P69", "nu", "page:lena")
         short = prose(self.n("lena").split()[1] + " joined ", Link(self.n("bw")), " in 2024.")
         self.add_para("lena", self.at(11, 0, 40), short, "short note", scenario="too-short",
@@ -654,7 +665,16 @@ class Cast:
         self.scenario("abbey", lead, "ee-sitelink-added")
         b.edit(k("abbey"), created + HOUR, lambda s: s.with_sitelink("enwiki", name),
                f"/* wbsetsitelink-add:1|enwiki */ {name}", user="NewPageAuthor")
-        self.expect(2, "EE", "abbey", "P131", "pel", "page:abbey", tags=("entered-V",))
+        self.expect(2, "EE", "abbey", "P131", "pel", "page:abbey", tags=("entered-V",),
+                    settings="design")
+        # the released data dates emerging entities by their item's creation: the abbey's
+        # item is older than t, so the addition is E (and the passage stays in deltas 2-5)
+        for w in range(2, WINDOWS + 1):
+            self.expect(w, "E", "abbey", "P131", "pel", "page:abbey",
+                        tags=("entered-V", "created-before-t"), settings="released")
+        self.trap("created-before-t", "the item existed before t: not emerging when "
+                  "emerging means created at or after t", window=2, op="EE", s="abbey",
+                  p="P131", o="pel", settings="released")
 
     def s_ee_object(self) -> None:
         """EE with the emerging entity as object (an award created in window 4)."""
@@ -967,6 +987,30 @@ class Cast:
         self.add_para("hugo", self.at(24), para, "Citizenship", scenario="rank-restored")
         self.expect(4, "E", "hugo", "P27", "core:ostrand", "page:hugo", tags=("rank-restored",))
         self.expect(4, "X", "hugo", "P19", "pel", "page:hugo")
+
+
+    def s_window_addition_ended(self) -> None:
+        """An addition whose end qualifier lies inside the window: a two-operation triple
+        (E and D) in the released data; only E by the DESIGN §1.1 rule (D comes from T_t)."""
+        b, k = self.b, self.k
+        end = Qualifier("P582", day_time(self.at(5)), 11)
+        b.edit(k("oskar"), self.at(2, 6), lambda s: s.add(st("P54", k("club"), qualifiers=(
+            Qualifier("P580", day_time(self.at(1)), 11), end))),
+            f"/* wbcreateclaim-create:1| */ [[Property:P54]]: [[{k('club')}]]", user="Wikiwalker")
+        para = prose(
+            "In the first days of 2024 ", self.n("oskar").split()[1], " played a short trial ",
+            "spell with ", Link(self.n("club")), ", which ended after four days when the club ",
+            "chose not to offer him a contract. He returned to coaching youth teams and wrote a ",
+            "column about the trial for the regional sports pages.",
+        )
+        self.add_para("oskar", self.at(6), para, "Trial", scenario="window-addition-ended")
+        self.expect(1, "E", "oskar", "P54", "club", "page:oskar", settings="design")
+        for w in range(1, WINDOWS + 1):  # cumulative: the passage is in every delta
+            self.expect(w, "E", "oskar", "P54", "club", "page:oskar", settings="released")
+            self.expect(w, "D", "oskar", "P54", "club", "page:oskar", signal="qualifier:P582",
+                        tags=("two-operations",), settings="released")
+        self.trap("window-addition-ended", "D comes from T_t only by the DESIGN rule",
+                  window=1, op="D", s="oskar", p="P54", o="club", settings="design")
 
 
 def kind_word(kind: str) -> str:

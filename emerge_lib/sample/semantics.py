@@ -33,6 +33,10 @@ END_QUALIFIERS = ("P582", "P1326", "P576", "P570", "P730", "P2032", "P2669", "P3
 
 @dataclass(frozen=True)
 class TruthSettings:
+    """The semantics the truth follows; the defaults are what the released data shows
+    (DESIGN.md §1.3, emerge's defaults), ``DESIGN`` is the §1.1-1.2 rule."""
+
+    name: str = "released"
     windows: int = 5
     window_seconds: int = 7 * DAY
     kg_span: int = 168 * HOUR
@@ -42,6 +46,14 @@ class TruthSettings:
     max_markup_ratio: float = 0.5
     min_entities: int = 2
     end_qualifiers: tuple[str, ...] = END_QUALIFIERS
+    passage_windows: str = "cumulative"  # or "first_appearance"
+    emerging: str = "created_after_snapshot"  # or "not_in_snapshot"
+    deprecate_window_additions: bool = True
+
+
+RELEASED = TruthSettings()
+DESIGN = TruthSettings(name="design", passage_windows="first_appearance",
+                       emerging="not_in_snapshot", deprecate_window_additions=False)
 
 
 def normalize_title(target: str) -> str:
@@ -103,6 +115,9 @@ class PlanTruth:
         self.plan = plan
         self.s = settings or TruthSettings()
         self.entities = {k: _timeline(e.revs) for k, e in plan.entities.items() if not e.is_property}
+        # an item's creation: its first revision (readable or not), as the ingest records it
+        self.created = {k: min(r.ts for r in e.revs) for k, e in plan.entities.items()
+                        if not e.is_property and e.revs}
         self.pages = {k: _timeline(p.revs) for k, p in plan.pages.items()}
         self.presence = self._presence()
 
@@ -143,8 +158,9 @@ class PlanTruth:
         v = self.in_v(tau) if v is None else v
         return {t for t in self.presence if t[0] in v and t[2] in v and self.present(t, tau)}
 
-    def d_signal(self, triple: Triple, t: int, tau: int, t_tau: set[Triple]) -> str | None:
-        """The D signal of a triple of T_t in window ending tau (None: not deprecated)."""
+    def end_signal(self, triple: Triple, t: int, tau: int) -> str | None:
+        """``qualifier:Pxxx`` when a statement for the key in s's state at tau carries an
+        end qualifier dated in (t, tau]."""
         s, p, o = triple
         state = self.state(s, tau)
         same = [x for x in (state.statements if state else ()) if x.pid == p and x.target == o]
@@ -153,6 +169,16 @@ class PlanTruth:
                             if q.pid in self.s.end_qualifiers else 99):
                 if q.pid in self.s.end_qualifiers and t < time_instant(q.time, q.precision) <= tau:
                     return f"qualifier:{q.pid}"
+        return None
+
+    def d_signal(self, triple: Triple, t: int, tau: int, t_tau: set[Triple]) -> str | None:
+        """The D signal of a triple of T_t in window ending tau (None: not deprecated)."""
+        s, p, o = triple
+        state = self.state(s, tau)
+        same = [x for x in (state.statements if state else ()) if x.pid == p and x.target == o]
+        signal = self.end_signal(triple, t, tau)
+        if signal is not None:
+            return signal
         if triple in t_tau:
             return None
         if same and all(x.rank == "deprecated" for x in same):
@@ -187,9 +213,12 @@ class PlanTruth:
         return sitelinks.get(title)
 
     def passages(self, t: int, k: int) -> list[dict]:
-        """New paragraphs of window k with their mentioned entity keys."""
+        """New paragraphs of window k with their mentioned entity keys: first seen in
+        (τ_{k-1}, τ_k], or in (t, τ_k] with cumulative windows."""
         s = self.s
         lo, hi = t + (k - 1) * s.window_seconds, t + k * s.window_seconds
+        if s.passage_windows == "cumulative":
+            lo = t
         titles, sitelinks = self._titles_at(hi), self._sitelinks_at(hi)
         out = []
         for key, page in self.plan.pages.items():
@@ -231,29 +260,42 @@ class PlanTruth:
         s = self.s
         v_t = self.in_v(t)
         t_t = self.triples(t, v_t)
+
+        def emerging(e: str) -> bool:
+            if s.emerging == "created_after_snapshot":
+                return self.created[e] >= t
+            return e not in v_t
+
         rows = []
         for k in range(1, s.windows + 1):
             tau = t + k * s.window_seconds
             v_k = self.in_v(tau)
             t_k = self.triples(tau, v_k)
-            ops: dict[Triple, tuple[str, str | None]] = {}
+            ops: dict[Triple, list[tuple[str, str | None]]] = {}
             for tr in t_t:
                 if not (tr[0] in v_k and tr[2] in v_k):
                     continue  # left V: neither D nor X
                 sig = self.d_signal(tr, t, tau, t_k)
-                ops[tr] = ("D", sig) if sig else ("X", None)
-            added = {tr: ("E" if tr[0] in v_t and tr[2] in v_t else "EE", None) for tr in t_k - t_t}
-            ops.update(added)
+                ops[tr] = [("D", sig) if sig else ("X", None)]
+            for tr in t_k - t_t:
+                ops[tr] = [("EE" if emerging(tr[0]) or emerging(tr[2]) else "E", None)]
+                if s.deprecate_window_additions:  # an addition ended inside the window
+                    sig = self.end_signal(tr, t, tau)
+                    if sig is not None:
+                        ops[tr].append(("D", sig))
             for passage in self.passages(t, k):
                 m = passage["mentioned"]
-                for tr, (op, sig) in ops.items():
+                for tr, found in ops.items():
                     s_in, o_in = tr[0] in m, tr[2] in m
-                    if s_in and o_in:
-                        rows.append(self._row(t, k, passage, op, tr, sig, self.qualifiers(tr, tau)))
-                    elif op == "EE" and s_in != o_in:
-                        inside, outside = (tr[0], tr[2]) if s_in else (tr[2], tr[0])
-                        if inside not in v_t and outside in v_t:
-                            rows.append(self._row(t, k, passage, "EE-KG", tr, None, self.qualifiers(tr, tau)))
+                    added = found[0][0] in ("E", "EE")
+                    for op, sig in found:
+                        if s_in and o_in:
+                            rows.append(self._row(t, k, passage, op, tr, sig, self.qualifiers(tr, tau)))
+                        elif added and s_in != o_in:
+                            inside, outside = (tr[0], tr[2]) if s_in else (tr[2], tr[0])
+                            if emerging(inside) and not emerging(outside):
+                                rows.append(self._row(t, k, passage, "EE-KG" if op != "D" else "D",
+                                                      tr, sig, self.qualifiers(tr, tau)))
         return rows
 
     def qualifiers(self, tr: Triple, tau: int) -> list[tuple[str, str, int]]:

@@ -35,7 +35,7 @@ from emerge_lib.sample.model import (
     ymd,
 )
 from emerge_lib.sample.plan import LEGACY_END, PROPERTY_LABELS, WINDOW, WINDOWS, build_plan
-from emerge_lib.sample.semantics import PlanTruth
+from emerge_lib.sample.semantics import DESIGN, RELEASED, PlanTruth, TruthSettings
 
 DEFAULT_SNAPSHOTS = ("2024-01-01T00:00:00Z", "2024-04-01T00:00:00Z")
 WIKIDATA, ENWIKI = "wikidatawiki", "enwiki"
@@ -192,16 +192,18 @@ class World:
         return self.plan.entities[key].qid
 
     # ---- truth
-    def truth(self) -> tuple[list[dict], list[dict]]:
-        """truth.jsonl and traps.jsonl rows, after checking the plan's promises."""
-        calc = PlanTruth(self.plan)
+    def truth(self, settings: TruthSettings = RELEASED) -> tuple[list[dict], list[dict]]:
+        """truth rows and traps under ``settings`` (RELEASED: the defaults, what the
+        released data shows; DESIGN: DESIGN §1.1-1.2), after checking the plan's promises."""
+        calc = PlanTruth(self.plan, settings)
         rows = []
         for t in self.snapshots:
             rows.extend(calc.instances(t))
-        self._check_promises(rows)
+        self._check_promises(rows, settings.name)
         tags: dict[tuple, list[str]] = {}
         for x in self.plan.expectations:
-            tags.setdefault((x.snapshot, x.window, x.op, x.s, x.p, x.o, x.page), []).extend(x.tags)
+            if x.settings in ("both", settings.name):
+                tags.setdefault((x.snapshot, x.window, x.op, x.s, x.p, x.o, x.page), []).extend(x.tags)
         out = []
         for r in rows:
             page = self.plan.pages[r["page"]]
@@ -220,6 +222,8 @@ class World:
         out.sort(key=lambda r: (r["snapshot"], r["window"], r["page_id"], r["paragraph"], r["op"], r["s"], r["p"], r["o"]))
         traps = []
         for tr in self.plan.traps:
+            if tr.settings not in ("both", settings.name):
+                continue
             page = self.plan.pages[tr.page] if tr.page else None
             traps.append({
                 "snapshot": iso(tr.snapshot), "window": tr.window, "kind": tr.kind, "op": tr.op,
@@ -229,13 +233,17 @@ class World:
             })
         return out, traps
 
-    def _check_promises(self, rows: list[dict]) -> None:
+    def _check_promises(self, rows: list[dict], settings: str) -> None:
         keyed = {(r["snapshot"], r["window"], r["op"], r["s"], r["p"], r["o"], r["page"]): r for r in rows}
         for x in self.plan.expectations:
+            if x.settings not in ("both", settings):
+                continue
             got = keyed.get((x.snapshot, x.window, x.op, x.s, x.p, x.o, x.page))
             if got is None or got["signal"] != x.signal:
-                raise PlanError(f"expected row missing or different: {x} (got {got})")
+                raise PlanError(f"expected row missing or different ({settings}): {x} (got {got})")
         for tr in self.plan.traps:
+            if tr.settings not in ("both", settings):
+                continue
             for r in rows:
                 if r["snapshot"] != tr.snapshot:
                     continue
@@ -247,7 +255,7 @@ class World:
                     continue
                 if tr.op is None and tr.paragraph is None:
                     continue
-                raise PlanError(f"trap {tr.kind} sprung: {r}")
+                raise PlanError(f"trap {tr.kind} sprung ({settings}): {r}")
 
     # ---- pages
     def wikidata_page(self, pid: int) -> tuple[str, int, list[RevOut]]:
@@ -381,9 +389,12 @@ def generate_world(out: str | Path, spec: SampleSpec | None = None, *, progress:
     out.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     world = World(spec)
-    truth, traps = world.truth()
+    truth, traps = world.truth(RELEASED)
     _write_jsonl(out / "truth.jsonl", truth)
     _write_jsonl(out / "traps.jsonl", traps)
+    design_truth, design_traps = world.truth(DESIGN)
+    _write_jsonl(out / "truth-design.jsonl", design_truth)
+    _write_jsonl(out / "traps-design.jsonl", design_traps)
 
     mirror = out / "mirror"
     runs = {(wiki, date): DumpRun(wiki, date) for wiki in (WIKIDATA, ENWIKI) for date in world.dates}

@@ -75,11 +75,6 @@ def window_of_sql(column: str, plan: SnapshotPlan) -> str:
     return f"CAST(CASE {cases} END AS INT)"
 
 
-def window_end_sql(column: str, plan: SnapshotPlan) -> str:
-    """SQL for τ_k of the window number in ``column``."""
-    cases = " ".join(f"WHEN {w.k} THEN {sql_timestamp(w.end)}" for w in plan.windows)
-    return f"CASE {column} {cases} END"
-
 
 def created_sql(items: str = "{items}") -> str:
     """Each item's creation time, the timestamp of its first revision (the earliest

@@ -2,13 +2,19 @@
 
 For snapshot t and window k (τ_k = t + k·window):
 
-- added: in T_{τ_k} and not in T_t; op E when s and o are both in V_t, else EE (the
-  entity not in V_t is emerging).
+- added: in T_{τ_k} and not in T_t; op EE when an end is emerging, else E. Emerging
+  (``deltas.emerging``): the item was created at or after t (``created_after_snapshot``,
+  the released data), or it is not in V_t (``not_in_snapshot``, DESIGN §1.1).
 - deprecated (D): in T_t, s and o still in V_{τ_k} (a key that leaves T because an entity
   left V is neither D nor X), and either a statement for the key in s's state at τ_k
   carries an end qualifier dated in (t, τ_k] (signal ``qualifier:Pxxx``), or the key is
   gone from T_{τ_k} because it became deprecated (``rank``) or was removed (``removed``).
   One signal per triple, preferring qualifier, then rank, then removed.
+- with ``deltas.deprecate_window_additions`` (the released data), an added triple whose
+  statement at τ_k carries an end qualifier dated in (t, τ_k] is D too (a second row,
+  signal ``qualifier:Pxxx``, the addition's emerging flags): a two-operation triple.
+
+Start qualifiers (``qualifiers.start``) dated in (t, τ_k] are reported on additions.
 
 X (in T_t and in T_{τ_k}, not D) is not stored here: it is the KG itself, and the
 alignment stage asks for it only for mentioned pairs.
@@ -21,7 +27,7 @@ unchanged at every τ_k, so it can be neither added nor deprecated.
 
 from __future__ import annotations
 
-from emerge_lib.config import QualifierSettings
+from emerge_lib.config import DeltaSettings, QualifierSettings
 from emerge_lib.schedule import SnapshotPlan
 from emerge_lib.stages._sql import (
     created_sql,
@@ -37,8 +43,8 @@ from emerge_lib.stages.snapshot import entities_at, triples_at
 from emerge_lib.tables import Catalog
 
 
-def build_deltas(catalog: Catalog, plan: SnapshotPlan,
-                 qualifiers: QualifierSettings) -> dict[int, int]:
+def build_deltas(catalog: Catalog, plan: SnapshotPlan, qualifiers: QualifierSettings,
+                 settings: DeltaSettings) -> dict[int, int]:
     """Write delta_triples for every window of one snapshot (one query for all windows);
     returns rows per window."""
     spark = catalog.session()
@@ -47,6 +53,12 @@ def build_deltas(catalog: Catalog, plan: SnapshotPlan,
     horizon = sql_timestamp(plan.horizon)
     w = windows_sql(plan)
     end_pids, start_pids = literal_list(qualifiers.end), literal_list(qualifiers.start)
+    if settings.emerging == "created_after_snapshot":  # created at or after t
+        emerging_head, emerging_tail = (f"COALESCE(cs.created_at >= {t}, false)",
+                                        f"COALESCE(co.created_at >= {t}, false)")
+    else:  # not in V_t
+        emerging_head, emerging_tail = "vs.qid IS NULL", "vo.qid IS NULL"
+    window_additions = "true" if settings.deprecate_window_additions else "false"
     df = spark.sql(f"""
         WITH w AS {w},
         changed_items AS (  -- items whose state changes inside the windows
@@ -100,28 +112,40 @@ def build_deltas(catalog: Catalog, plan: SnapshotPlan,
             AND qualifier_at > {t} AND qualifier_at <= tau
           GROUP BY window, s, p, o
         ),
-        start_q AS (
+        start_q AS (  -- start qualifiers dated inside the (cumulative) window
           SELECT window, s, p, o, MIN(qualifier_at) AS qualifier_at,
                  MIN_BY(qualifier_pid, qualifier_at) AS qualifier_pid
           FROM quals
           WHERE rank <> 'deprecated' AND qualifier_pid IN ({start_pids})
-            AND qualifier_at IS NOT NULL
+            AND qualifier_at > {t} AND qualifier_at <= tau
           GROUP BY window, s, p, o
         ),
+        created AS ({created_sql()}),
         added AS (
           SELECT k.window, k.s, k.p, k.o FROM t_k k
           LEFT ANTI JOIN t_t t ON t.s = k.s AND t.p = k.p AND t.o = k.o
         ),
         added_rows AS (
           SELECT a.window, a.s, a.p, a.o,
-                 CASE WHEN vs.qid IS NULL OR vo.qid IS NULL THEN 'EE' ELSE 'E' END AS op,
+                 CASE WHEN {emerging_head} OR {emerging_tail} THEN 'EE' ELSE 'E' END AS op,
                  CAST(NULL AS STRING) AS signal,
-                 vs.qid IS NULL AS emerging_head, vo.qid IS NULL AS emerging_tail,
-                 q.qualifier_pid, q.qualifier_at
+                 {emerging_head} AS emerging_head, {emerging_tail} AS emerging_tail,
+                 q.qualifier_pid, q.qualifier_at, false AS from_t
           FROM added a
           LEFT JOIN {{v_t}} vs ON vs.qid = a.s
           LEFT JOIN {{v_t}} vo ON vo.qid = a.o
+          LEFT JOIN created cs ON cs.qid = a.s
+          LEFT JOIN created co ON co.qid = a.o
           LEFT JOIN start_q q ON q.window = a.window AND q.s = a.s AND q.p = a.p AND q.o = a.o
+        ),
+        window_d_rows AS (  -- an addition ended inside the window: D as well
+          SELECT a.window, a.s, a.p, a.o, 'D' AS op,
+                 concat('qualifier:', q.qualifier_pid) AS signal,
+                 a.emerging_head, a.emerging_tail, q.qualifier_pid, q.qualifier_at,
+                 false AS from_t
+          FROM added_rows a
+          JOIN end_q q ON q.window = a.window AND q.s = a.s AND q.p = a.p AND q.o = a.o
+          WHERE {window_additions}
         ),
         old_in_v AS (  -- keys of T_t whose ends are both still in V at τ_k
           SELECT vs.window, t.s, t.p, t.o FROM t_t t
@@ -141,7 +165,7 @@ def build_deltas(catalog: Catalog, plan: SnapshotPlan,
                       WHEN r.s IS NOT NULL THEN 'rank'
                       ELSE 'removed' END AS signal,
                  false AS emerging_head, false AS emerging_tail,
-                 q.qualifier_pid, q.qualifier_at
+                 q.qualifier_pid, q.qualifier_at, true AS from_t
           FROM old_in_v o
           LEFT JOIN end_q q ON q.window = o.window AND q.s = o.s AND q.p = o.p AND q.o = o.o
           LEFT JOIN gone g ON g.window = o.window AND g.s = o.s AND g.p = o.p AND g.o = o.o
@@ -149,15 +173,15 @@ def build_deltas(catalog: Catalog, plan: SnapshotPlan,
             ON r.window = o.window AND r.s = o.s AND r.p = o.p AND r.o = o.o
           WHERE q.s IS NOT NULL OR g.s IS NOT NULL
         ),
-        all_rows AS (SELECT * FROM added_rows UNION ALL SELECT * FROM d_rows),
+        all_rows AS (SELECT * FROM added_rows UNION ALL SELECT * FROM d_rows
+                     UNION ALL SELECT * FROM window_d_rows),
         lifespans AS (  -- the stable presence interval that makes the triple what it is
           SELECT x.window, x.s, x.p, x.o, x.op, st.valid_from, st.valid_to
           FROM all_rows x JOIN w ON w.window = x.window
           JOIN {{stable}} st ON st.s = x.s AND st.p = x.p AND st.o = x.o
-          WHERE (x.op = 'D' AND {valid_at('st', snapshot)})
-             OR (x.op <> 'D' AND {valid_at_expr('st', 'w.tau')})
-        ),
-        created AS ({created_sql()})
+          WHERE (x.from_t AND {valid_at('st', snapshot)})
+             OR (NOT x.from_t AND {valid_at_expr('st', 'w.tau')})
+        )
         SELECT {literal(plan.key)} AS snapshot, CAST(x.window AS INT) AS window,
                x.s, x.p, x.o, x.op, x.signal, x.emerging_head, x.emerging_tail,
                hs.created_at AS head_created_at, ho.created_at AS tail_created_at,

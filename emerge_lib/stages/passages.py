@@ -1,8 +1,10 @@
 """paragraph_timeline + page_timeline + item_timeline → passages (DESIGN.md §1.1–1.2).
 
 A paragraph of an article belongs to window k of snapshot t when it is absent at t, first
-appears after t inside (τ_{k-1}, τ_k], is present at τ_k, and is still present
-``passage_minutes`` after it first appeared (vandalism reverted quickly never counts). Its
+appears after t inside (t, τ_k] (``passages.windows: cumulative``, the released data) or
+inside (τ_{k-1}, τ_k] (``first_appearance``, DESIGN §1.1), is present at τ_k, and is still
+present ``passage_minutes`` after it first appeared (vandalism reverted quickly never
+counts). Its
 text, index and links are those of the revision where it first appeared. Links are
 resolved to QIDs as of τ_k (redirects, then enwiki sitelinks; `stages.titles`); the
 article's own item counts as mentioned when configured. Kept: ``min_tokens``..``max_tokens``
@@ -18,7 +20,7 @@ from pyspark.sql import functions as F
 
 from emerge_lib.config import PassageSettings, StabilitySettings
 from emerge_lib.schedule import SnapshotPlan
-from emerge_lib.stages._sql import literal, sql_timestamp, window_end_sql, window_of_sql
+from emerge_lib.stages._sql import literal, sql_timestamp, window_of_sql, windows_sql
 from emerge_lib.stages.titles import resolve_titles, status_counts
 from emerge_lib.tables import Catalog
 
@@ -29,9 +31,15 @@ def new_paragraphs_sql(plan: SnapshotPlan, settings: PassageSettings,
                        stability: StabilitySettings) -> str:
     """SQL over ``{runs}`` (paragraph_timeline): each paragraph new in a window of the plan,
     with the text, index and links of the revision where it first appeared, kept only when
-    its tokens and markup ratio pass the passage filter (the entity count comes later)."""
+    its tokens and markup ratio pass the passage filter (the entity count comes later).
+
+    ``passages.windows``: ``cumulative`` (the released data) puts a paragraph first seen in
+    window j into every window k >= j where it is present at τ_k; ``first_appearance``
+    (DESIGN §1.1) into window j only."""
     t = sql_timestamp(plan.t)
     survive = int(stability.passage_minutes * 60)
+    window_match = ("w.window >= c.first_window" if settings.windows == "cumulative"
+                    else "w.window = c.first_window")
     return f"""
         WITH per_par AS (
           SELECT page_id, paragraph_hash,
@@ -43,12 +51,13 @@ def new_paragraphs_sql(plan: SnapshotPlan, settings: PassageSettings,
         ),
         cand AS (
           SELECT page_id, paragraph_hash, first_after,
-                 {window_of_sql('first_after', plan)} AS window
+                 {window_of_sql('first_after', plan)} AS first_window
           FROM per_par
           WHERE at_t = 0 AND first_after IS NOT NULL AND first_after <= {sql_timestamp(plan.horizon)}
         ),
-        with_end AS (
-          SELECT c.*, {window_end_sql('c.window', plan)} AS tau FROM cand c
+        with_end AS (  -- the windows the passage belongs to (first appearance, or every later one)
+          SELECT c.page_id, c.paragraph_hash, c.first_after, w.window, w.tau
+          FROM cand c JOIN {windows_sql(plan)} w ON {window_match}
         ),
         checks AS (
           SELECT c.page_id, c.paragraph_hash, c.first_after, c.window, c.tau,

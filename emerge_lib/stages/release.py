@@ -14,9 +14,9 @@ the warehouse. Every table is read at the Delta version it had when the release 
 (recorded in release.json), so a writer working meanwhile cannot mix two states into one
 release; files an earlier release left here that this one does not write are removed.
 
-The JSONL lines follow the authors' instance format (field names, nesting, operation
-names) so their tooling reads ours, but with clean passage text, exact offsets and UTC
-timestamps. Output is a pure function of the tables: lines are sorted by ``hash_id``,
+The JSONL lines follow the authors' instance format (``emerge_lib.release_format``: field
+names, nesting, operation names, date-only dates) so their tooling reads ours, but with
+clean passage text, exact offsets and true UTC timestamps. Output is a pure function of the tables: lines are sorted by ``hash_id``,
 triples by (s, p, o), keys are in a fixed order and the JSON encoding is fixed, so a
 rebuild gives byte-identical files. Every file is written under a temporary name and
 renamed, so a crash never leaves a half-written file under a release name.
@@ -27,7 +27,6 @@ no step holds more than one window's passages and instances in memory.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -35,75 +34,41 @@ from collections import Counter, defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from emerge_lib.config import PassageSettings
+from emerge_lib.config import CurationSettings, PassageSettings
+from emerge_lib.curation.rules import asserted_operations
 from emerge_lib.errors import EmergeError
-from emerge_lib.schedule import SnapshotPlan, as_utc, iso, unix_seconds, window_end
+from emerge_lib.manifest import MANIFEST, code_version, config_hash, write_manifest
+from emerge_lib.release_format import (  # noqa: F401  (the format, re-exported)
+    MENTION_FIELDS,
+    OP_NAMES,
+    QUALIFIER_FIELDS,
+    RELEASE_FIELDS,
+    TRIPLE_FIELDS,
+    FormatError,
+    delta_file_name,
+    dumps_line,
+    hash_id,
+    llm_assessment_entry,
+    passage_record,
+    snapshot_dir_name,
+)
+from emerge_lib.schedule import SnapshotPlan
 from emerge_lib.tables import TABLES, Catalog, spec
 
 log = logging.getLogger(__name__)
 
-#: Catalog op code → the authors' release name, in the order ``tkgu_operations`` lists them.
-OP_NAMES: dict[str, str] = {
-    "X": "x-triples",
-    "E": "e-triples",
-    "EE": "ee-triples",
-    "EE-KG": "ee-kg-triples",
-    "D": "d-triples",
-}
-EMERGING_OPS = frozenset({"EE", "EE-KG"})
-TITLE_PREFIX = "Excerpt from the Wikipedia page describing {title}: "
-PREFIX_HEAD = TITLE_PREFIX.split("{title}")[0]
 KG_SNAPSHOT_TABLES = ("kg_triples", "entities", "relations")
 LISTING = "release.json"
 #: What a release reads: its JSONL sources and the released tables (TableSpec.released).
-RELEASE_READS = ("instances", "passages", *KG_SNAPSHOT_TABLES)
+RELEASE_READS = ("instances", "passages", "verdicts", "ingested_files", *KG_SNAPSHOT_TABLES)
 assert {n for n, s in TABLES.items() if s.released} <= set(RELEASE_READS)
 JSON_SEPARATORS = (",", ":")
-
-#: Every field of the authors' instance format (top level and per triple): a test and
-#: the validate stage check that none is missing.
-RELEASE_FIELDS = (
-    "hash_id",
-    "passage",
-    "mentions",
-    "revision_id",
-    "revision_date",
-    "revision_timestamp",
-    "anchor_title",
-    "anchor_page_id",
-    "anchor_page_qid",
-    "paragraph_idx",
-    "delta_dates",
-    "delta_timestamps",
-    "tkgu_triples",
-    "predictions",
-)
-MENTION_FIELDS = ("mention_text", "target_entity", "start_char", "end_char", "qid")
-TRIPLE_FIELDS = (
-    "triple",
-    "triple_labels",
-    "tkgu_operations",
-    "emerging_head",
-    "emerging_tail",
-    "head_creation_date",
-    "head_creation_timestamp",
-    "tail_creation_date",
-    "tail_creation_timestamp",
-    "triple_lifespan_date",
-    "triple_lifespan_timestamp",
-    "llm_assessment",
-    "source_delta_type",
-    "qualifier_info",
-)
-QUALIFIER_FIELDS = ("qualifier_qid", "qualifier_label", "qualifier_date", "qualifier_timestamp")
-
 
 class ReleaseError(EmergeError):
     """Input that must not be published as is (bad offsets, unknown op, name clashes)."""
@@ -122,6 +87,7 @@ class ReleaseSummary:
     anchor_mismatches: int = 0  # mentions whose anchor differs from text[start:end]
     versions: dict[str, int | None] = field(default_factory=dict)  # Delta versions read
     removed: list[str] = field(default_factory=list)  # stale files of an earlier release
+    manifest: dict[str, Any] = field(default_factory=dict)  # manifest.json as written
 
     def rows(self) -> dict[str, int]:
         """Released rows: instances (over the JSONL files), passages (lines), Parquet rows."""
@@ -135,172 +101,6 @@ class ReleaseSummary:
     def __str__(self) -> str:
         return (f"release {self.out_dir}: {len(self.files)} files, "
                 f"{sum(self.lines.values())} passages, {sum(self.ops.values())} instances")
-
-
-# --- values ------------------------------------------------------------------------------
-
-
-def _date(ts: datetime | None) -> str | None:
-    return None if ts is None else iso(ts)
-
-
-def _seconds(ts: datetime | None) -> int | None:
-    return None if ts is None else unix_seconds(ts)
-
-
-def hash_id(snapshot: datetime | str, window: int, page_id: int, passage_id: str) -> str:
-    """Stable line id: the same (snapshot, window, page, paragraph) always hashes the same."""
-    key = f"{iso(snapshot)}|{int(window)}|{int(page_id)}|{passage_id}"
-    return hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
-
-
-def snapshot_dir_name(snapshot: datetime | str) -> str:
-    return f"snapshot_{as_utc(snapshot):%Y-%m-%d}"
-
-
-def delta_file_name(snapshot: datetime | str, window: int, window_days: float) -> str:
-    return f"delta_{window_end(snapshot, window, window_days):%Y-%m-%d}.jsonl"
-
-
-def dumps_line(record: Mapping[str, Any]) -> str:
-    """One JSONL line: fixed separators, UTF-8 text, key order as built (fixed in code)."""
-    return json.dumps(record, ensure_ascii=False, separators=JSON_SEPARATORS, allow_nan=False)
-
-
-# --- records -----------------------------------------------------------------------------
-
-
-def _mentions(passage_row: Mapping[str, Any], offset: int, passage: str) -> list[dict[str, Any]]:
-    text = passage_row["text"]
-    out: list[dict[str, Any]] = []
-    for m in passage_row.get("mentions") or ():
-        if m.get("qid") is None:
-            continue  # unresolved links are not mentions of an entity
-        start, end = m["start"], m["end"]
-        if start is None or end is None or not 0 <= start <= end <= len(text):
-            raise ReleaseError(
-                f"passage {passage_row.get('passage_id')}: mention {m} lies outside its "
-                f"text of {len(text)} characters"
-            )
-        out.append(
-            {
-                "mention_text": passage[offset + start : offset + end],
-                "target_entity": m.get("target"),
-                "start_char": offset + start,
-                "end_char": offset + end,
-                "qid": m["qid"],
-            }
-        )
-    return out
-
-
-def _qualifier_info(row: Mapping[str, Any]) -> dict[str, Any]:
-    if row.get("qualifier_pid") is None:
-        return {}
-    return {
-        "qualifier_qid": row["qualifier_pid"],
-        "qualifier_label": row.get("qualifier_label"),
-        "qualifier_date": _date(row.get("qualifier_at")),
-        "qualifier_timestamp": _seconds(row.get("qualifier_at")),
-    }
-
-
-def _triple(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """One ``tkgu_triples`` entry from the instance rows of one (s, p, o)."""
-    for r in rows:
-        if r["op"] not in OP_NAMES:
-            raise ReleaseError(f"unknown op {r['op']!r} for ({r['s']}, {r['p']}, {r['o']})")
-    order = list(OP_NAMES)
-    rows = sorted(rows, key=lambda r: order.index(r["op"]))
-    first = rows[0]
-    ops = list(dict.fromkeys(r["op"] for r in rows))
-    qualified = next((r for r in rows if r.get("qualifier_pid") is not None), first)
-    signal = next((r.get("signal") for r in rows if r["op"] == "D"), None)
-    return {
-        "triple": [first["s"], first["p"], first["o"]],
-        "triple_labels": [first.get("s_label"), first.get("p_label"), first.get("o_label")],
-        "tkgu_operations": [OP_NAMES[op] for op in ops],
-        "emerging_head": bool(first.get("emerging_head")),
-        "emerging_tail": bool(first.get("emerging_tail")),
-        "head_creation_date": _date(first.get("head_created_at")),
-        "head_creation_timestamp": _seconds(first.get("head_created_at")),
-        "tail_creation_date": _date(first.get("tail_created_at")),
-        "tail_creation_timestamp": _seconds(first.get("tail_created_at")),
-        "triple_lifespan_date": [_date(first.get("lifespan_from")), _date(first.get("lifespan_to"))],
-        "triple_lifespan_timestamp": [
-            _seconds(first.get("lifespan_from")),
-            _seconds(first.get("lifespan_to")),
-        ],
-        "llm_assessment": [],
-        "source_delta_type": (
-            "emerging" if EMERGING_OPS.intersection(ops) else "wikipedia_intersection"
-        ),
-        "qualifier_info": _qualifier_info(qualified),
-        "deprecation_signal": signal,
-    }
-
-
-def passage_record(
-    passage_row: Mapping[str, Any],
-    instance_rows: Sequence[Mapping[str, Any]],
-    snapshot: datetime | str,
-    window: int,
-    window_days: float = 7,
-    title_prefix: bool = True,
-) -> dict[str, Any]:
-    """One release line: a passage with its instances grouped by (s, p, o).
-
-    Pure (no I/O), so the format is testable field by field. With ``title_prefix`` the
-    passage starts with the authors' "Excerpt from the Wikipedia page describing {title}: "
-    and the article's own item is a mention at the title's offsets; mention offsets are
-    shifted by the prefix so ``passage[start_char:end_char] == mention_text`` always.
-    """
-    title = passage_row["page_title"]
-    text = passage_row["text"]
-    prefix = TITLE_PREFIX.format(title=title) if title_prefix else ""
-    passage = prefix + text
-    mentions = _mentions(passage_row, len(prefix), passage)
-    page_qid = passage_row.get("page_qid")
-    if title_prefix and page_qid is not None:
-        start = len(PREFIX_HEAD)
-        mentions.append(
-            {
-                "mention_text": title,
-                "target_entity": title,
-                "start_char": start,
-                "end_char": start + len(title),
-                "qid": page_qid,
-            }
-        )
-    mentions.sort(key=lambda m: (m["start_char"], m["end_char"], m["qid"], m["target_entity"] or ""))
-
-    groups: dict[tuple[str, str, str], list[Mapping[str, Any]]] = defaultdict(list)
-    for r in instance_rows:
-        groups[(r["s"], r["p"], r["o"])].append(r)
-    triples = [_triple(groups[key]) for key in sorted(groups)]
-
-    t, end = as_utc(snapshot), window_end(snapshot, window, window_days)
-    rev_ts = passage_row.get("rev_timestamp")
-    return {
-        "hash_id": hash_id(t, window, passage_row["page_id"], passage_row["passage_id"]),
-        "passage": passage,
-        "mentions": mentions,
-        "revision_id": passage_row.get("rev_id"),
-        "revision_date": _date(rev_ts),
-        "revision_timestamp": _seconds(rev_ts),
-        "anchor_title": title,
-        "anchor_page_id": passage_row["page_id"],
-        "anchor_page_qid": page_qid,
-        "paragraph_idx": passage_row.get("paragraph_idx"),
-        "delta_dates": [iso(t), iso(end)],
-        "delta_timestamps": [unix_seconds(t), unix_seconds(end)],
-        "tkgu_triples": triples,
-        "predictions": {},
-        # ours, beyond the authors' format
-        "passage_id": passage_row["passage_id"],
-        "window": int(window),
-        "paragraph_offset": len(prefix),
-    }
 
 
 # --- files -------------------------------------------------------------------------------
@@ -327,25 +127,72 @@ def _window_rows(
     return catalog.read_arrow(name, filters=filters, version=version).to_pylist()
 
 
+def _curation(catalog: Catalog, snapshot: str, window: int, version: int | None,
+              instances: list[dict[str, Any]], passages: list[dict[str, Any]],
+              settings: CurationSettings, passage_settings: PassageSettings,
+              ) -> dict[str, dict[tuple[str, str, str], tuple[list[dict[str, Any]], list[str] | None]]]:
+    """passage_id → (s, p, o) → (llm_assessment elements, asserted op codes), from the
+    verdicts (the latest answer per model and prompt type); empty when nothing is curated.
+
+    A configured model's verdict counts only for the prompt the instance has now: after a
+    rebuild changed a passage or a label, its old answer is about another text and stays
+    out until ``curate`` asks again. Verdicts of other models (an earlier assessor) are
+    kept as they are."""
+    rows = _window_rows(catalog, "verdicts", snapshot, window, version)
+    if not rows:
+        return {}
+    from emerge_lib.stages.curate import plan_requests
+
+    current = {(r.llm_name, r.sha) for r in
+               plan_requests(settings, passage_settings, instances, passages)}
+    configured = {settings.additions.name, settings.deprecations.name}
+    rows = [r for r in rows
+            if r["llm_name"] not in configured or (r["llm_name"], r["prompt_sha"]) in current]
+    latest: dict[tuple, dict[str, Any]] = {}
+    for r in sorted(rows, key=lambda r: r["answered_at"]):
+        latest[(r["passage_id"], r["s"], r["p"], r["o"], r["llm_name"], r["prompt_type"])] = r
+    entries: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
+    said: dict[tuple, dict[tuple[str, str], bool | None]] = defaultdict(dict)
+    for (pid, s, p, o, name, kind), r in sorted(latest.items()):
+        entries[(pid, s, p, o)].append(llm_assessment_entry(name, kind, r["verdict"], r["explanation"]))
+        said[(pid, s, p, o)][(name, kind)] = (None if r["verdict"] not in ("YES", "NO")
+                                              else r["verdict"] == "YES")
+    ops: dict[tuple, list[str]] = defaultdict(list)
+    qualified: dict[tuple, bool] = defaultdict(bool)
+    for r in instances:
+        key = (r["passage_id"], r["s"], r["p"], r["o"])
+        ops[key].append(r["op"])
+        qualified[key] |= r["op"] == "D" and (r.get("signal") or "").startswith("qualifier:")
+    out: dict[str, dict] = defaultdict(dict)
+    for key, op_list in ops.items():
+        asserted = asserted_operations(settings, op_list, qualified[key], said.get(key, {}))
+        out[key[0]][key[1:]] = (entries.get(key, []), asserted)
+    return out
+
+
 def _write_window(
     catalog: Catalog,
     path: Path,
     snapshot: str,
     window: int,
     window_days: float,
-    title_prefix: bool,
+    passage_settings: PassageSettings,
     summary: ReleaseSummary,
+    curation_settings: CurationSettings,
 ) -> int:
     """Write one window's JSONL; returns its number of lines."""
     by_passage: dict[str, list[dict[str, Any]]] = defaultdict(list)
     versions = summary.versions
-    for r in _window_rows(catalog, "instances", snapshot, window, versions["instances"]):
+    instances = _window_rows(catalog, "instances", snapshot, window, versions["instances"])
+    for r in instances:
         by_passage[r["passage_id"]].append(r)
     passages = {
         p["passage_id"]: p
         for p in _window_rows(catalog, "passages", snapshot, window, versions["passages"])
         if p["passage_id"] in by_passage
     }
+    curated = _curation(catalog, snapshot, window, versions["verdicts"], instances,
+                        list(passages.values()), curation_settings, passage_settings)
     orphans = sum(len(rows) for pid, rows in by_passage.items() if pid not in passages)
     if orphans:
         log.warning("%s window %d: %d instances have no passage", snapshot, window, orphans)
@@ -360,7 +207,12 @@ def _write_window(
             for m in p.get("mentions") or ():
                 if m.get("qid") is not None and p["text"][m["start"] : m["end"]] != m["anchor"]:
                     summary.anchor_mismatches += 1
-            record = passage_record(p, rows, snapshot, window, window_days, title_prefix)
+            try:
+                record = passage_record(p, rows, snapshot, window, window_days,
+                                        passage_settings.title_prefix,
+                                        curated.get(pid))
+            except FormatError as exc:
+                raise ReleaseError(str(exc)) from None
             fh.write(dumps_line(record) + "\n")
             ops.update(r["op"] for r in rows)
     for op, n in ops.items():
@@ -439,6 +291,8 @@ def write_release(
     out_dir: str | Path,
     plans: Sequence[SnapshotPlan],
     settings: PassageSettings,
+    curation: CurationSettings,
+    dataset_settings: Mapping[str, Any] | None = None,
 ) -> ReleaseSummary:
     """Write the release of the snapshots of ``plans`` (each with its windows) under
     ``out_dir``.
@@ -467,7 +321,7 @@ def write_release(
         for w, fname in zip(plan.windows, names, strict=True):
             rel = f"{folder}/{fname}"
             n = _write_window(catalog, out / rel, snap, w.k, plan.window_days,
-                              settings.title_prefix, summary)
+                              settings, summary, curation)
             summary.files.append(rel)
             summary.lines[rel] = n
             log.debug("release: %s, %d passages", rel, n)
@@ -483,7 +337,7 @@ def write_release(
                                                    summary.versions[name])
         summary.files.append(rel)
     summary.files.append(LISTING)
-    summary.removed = _remove_stale(out, set(summary.files))
+    summary.removed = _remove_stale(out, {*summary.files, MANIFEST})
     listing = {"snapshots": keys, "files": summary.files[:-1], "versions": summary.versions,
                "lines": summary.lines, "parquet_rows": summary.parquet_rows,
                "ops": dict(sorted(summary.ops.items())),
@@ -493,4 +347,21 @@ def write_release(
         tmp.write_text(json.dumps(listing, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     if summary.removed:
         log.info("release: removed %d stale files of an earlier release", len(summary.removed))
+    summary.manifest = write_manifest(out, summary.files, meta=_manifest_meta(
+        catalog, summary, dataset_settings or {}))
     return summary
+
+
+def _manifest_meta(catalog: Catalog, summary: ReleaseSummary,
+                   dataset_settings: Mapping[str, Any]) -> dict[str, Any]:
+    """What made the release: the dump files (with their sha1), the Delta versions read,
+    the dataset-defining settings and their hash, the code version."""
+    version = summary.versions.get("ingested_files")
+    dumps = [] if version is None else sorted(
+        ({"wiki": r["wiki"], "dump_date": r["dump_date"], "file": r["dump_file"],
+          "bytes": r["bytes"], "sha1": r["sha1"]}
+         for r in catalog.read_arrow("ingested_files", version=version).to_pylist()),
+        key=lambda d: (d["wiki"], d["dump_date"], d["file"]))
+    return {"code_version": code_version(), "delta_versions": summary.versions,
+            "settings": dict(dataset_settings), "settings_sha256": config_hash(dataset_settings),
+            "dumps": dumps}

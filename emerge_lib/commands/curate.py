@@ -1,0 +1,86 @@
+"""``emerge curate``: LLM curation of an existing build, then the release rewritten."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+def add_llm_flags(p: argparse.ArgumentParser) -> None:
+    """The flags that point every curation route at one OpenAI-compatible server."""
+    p.add_argument("--llm-url", metavar="URL",
+                   help="turn curation on, every model at this OpenAI-compatible base URL "
+                        "(e.g. http://gpu-node:8000/v1); the configuration keeps per-route "
+                        "endpoints")
+    p.add_argument("--llm-backend", choices=["vllm", "llamacpp", "openai"],
+                   help="the server's dialect for constrained decoding (default: the "
+                        "configuration's, vllm)")
+    p.add_argument("--llm-model", metavar="NAME",
+                   help="the model served at --llm-url; the release records it as the judge "
+                        "(default: each route's released name)")
+    p.add_argument("--local-llm", action="store_true",
+                   help="start the local llama.cpp server (SmolLM2-135M) and curate with it")
+
+
+def curation_overrides(args: argparse.Namespace, local: Any = None) -> dict:
+    """Configuration overrides from --llm-url/--llm-backend/--llm-model, or for a started
+    local server (``local``: its URL and model, llama.cpp's dialect); {} when neither."""
+    from emerge_lib.curation import endpoint_overrides
+
+    if local is not None:
+        return endpoint_overrides(local.url, backend="llamacpp", model=local.model)
+    if getattr(args, "llm_url", None):
+        return endpoint_overrides(args.llm_url, backend=args.llm_backend, model=args.llm_model)
+    return {}
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "curate",
+        help="ask the LLMs whether each passage supports its triples; rewrite the release",
+        description=(
+            "Curate an existing build: one request per (passage, prompt type, model) with "
+            "the paper's prompts (Appendix B), to the configured OpenAI-compatible "
+            "endpoints (vLLM in production; --local-llm for llama.cpp here). Verdicts are "
+            "committed as answers arrive, so a rerun asks only what is not answered yet. "
+            "With --out the release is rewritten with llm_assessment filled in."
+        ),
+    )
+    p.add_argument("--config", "-c", help="YAML configuration file")
+    p.add_argument("--warehouse", help="warehouse root (default: the configuration's)")
+    p.add_argument("--engine", help="embedded (default) or sc://host:port")
+    p.add_argument("--snapshot", action="append", dest="snapshots", metavar="ISO_TS",
+                   help="snapshot t to curate (repeatable; default: the configuration's)")
+    p.add_argument("--out", metavar="DIR", help="rewrite the release in DIR afterwards")
+    add_llm_flags(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from contextlib import ExitStack
+
+    from emerge_lib.commands._common import bars, curation_progress, load
+    from emerge_lib.engine import session_for
+    from emerge_lib.pipeline import StageContext, run_stage
+    from emerge_lib.tables import Catalog
+
+    with ExitStack() as stack:
+        server = None
+        if args.local_llm:
+            from emerge_lib.curation import local_server
+
+            server = stack.enter_context(local_server.start())
+        overrides = curation_overrides(args, server)
+        snapshots = {"timestamps": args.snapshots} if args.snapshots else {}
+        cfg = load(args, curation=overrides, snapshots=snapshots)
+        if not overrides:  # curating is what this command is for
+            cfg.curation.enabled = True
+        spark = stack.enter_context(session_for(cfg))
+        stack.enter_context(bars())
+        ctx = StageContext(cfg, Catalog.for_config(cfg, spark), release_dir=args.out)
+        curation_progress(ctx)
+        for plan in cfg.plans():
+            run_stage(ctx, "curate", plan)
+        if args.out:
+            print(run_stage(ctx, "release").brief())
+    return 0

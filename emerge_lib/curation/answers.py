@@ -1,0 +1,96 @@
+"""A model's answer to a curation prompt → one YES/NO verdict and explanation per triple.
+
+Free-text answers break in many ways (the authors re-queried 871 of them). This parser
+reads the forms real answers take: a numbered list with ``1.`` or ``1)``, numbers or
+verdicts in bold, ``Yes.``/``**NO**:``/``YES -``, the triple restated before the verdict
+(``1. (A, b, C): YES``), an intro line before the list, explanations over several lines.
+It never guesses: an answer without exactly one verdict for each of the N triples is
+unparsed (None). With constrained decoding (``answer_regex`` for vLLM, ``answer_grammar``
+for llama.cpp) every answer has the form ``k. YES|NO explanation`` on N lines.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+EXPLANATION_CHARS = 240  # an explanation's length under constrained decoding
+
+_ITEM = re.compile(r"^\s*(?:[-*]\s+)?(?:\*\*|__)?\s*(\d{1,3})\s*(?:\*\*|__)?\s*[.):]\s*(.*)$")
+_MARKUP = re.compile(r"[*_`#]+")
+_VERDICT_AT_START = re.compile(r"^\W*(YES|NO)\b\W*", re.IGNORECASE)
+_VERDICT_ANYWHERE = re.compile(r"\b(YES|NO)\b")  # upper case only: prose says "no" too
+
+
+@dataclass(frozen=True)
+class Verdict:
+    verdict: bool  # YES
+    explanation: str
+
+
+def _skip_restated_triple(text: str) -> str:
+    """``(A, b (x), C): YES …`` → ``: YES …`` (balanced parentheses, labels may hold some)."""
+    if not text.startswith("("):
+        return text
+    depth = 0
+    for i, ch in enumerate(text):
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth == 0:
+                return text[i + 1:]
+    return text
+
+
+def _verdict(item: str) -> Verdict | None:
+    text = _MARKUP.sub("", item).strip()
+    text = _skip_restated_triple(text).strip()
+    text = re.sub(r"^[\s:–—\-.,]+", "", text)
+    m = _VERDICT_AT_START.match(text)
+    if m is None:
+        m = _VERDICT_ANYWHERE.search(text)
+        if m is None:
+            return None
+        explanation = text[m.end():]
+    else:
+        explanation = text[m.end():]
+    explanation = re.sub(r"^[\s:–—\-.,]+", "", explanation).strip()
+    return Verdict(m.group(1).upper() == "YES", explanation)
+
+
+def parse_answer(text: str, n: int) -> list[Verdict] | None:
+    """The N verdicts of an answer in list order, or None when it does not hold exactly
+    items 1..N each with one YES or NO."""
+    items: dict[int, list[str]] = {}
+    current: int | None = None
+    for line in text.splitlines():
+        m = _ITEM.match(line)
+        if m is not None and 1 <= int(m.group(1)) <= max(n, 1) + 50:
+            current = int(m.group(1))
+            if current in items:
+                return None  # the same number twice: not one list
+            items[current] = [m.group(2)]
+        elif current is not None and line.strip():
+            items[current].append(line.strip())
+    if sorted(items) != list(range(1, n + 1)):
+        return None
+    verdicts = [_verdict(" ".join(items[i])) for i in range(1, n + 1)]
+    if any(v is None for v in verdicts):
+        return None
+    return verdicts  # type: ignore[return-value]
+
+
+def answer_regex(n: int) -> str:
+    """The answer's form as a regular expression (vLLM's structured outputs): N lines
+    ``k. YES|NO explanation``."""
+    line = r"{k}\. (YES|NO) [^\n]{{1,{m}}}"
+    return r"\n".join(line.format(k=k, m=EXPLANATION_CHARS) for k in range(1, n + 1))
+
+
+def answer_grammar(n: int) -> str:
+    """The same form as a GBNF grammar (llama.cpp's ``grammar``)."""
+    lines = " \"\\n\" ".join(f'"{k}. " verdict " " explanation' for k in range(1, n + 1))
+    return (f"root ::= {lines}\n"
+            'verdict ::= "YES" | "NO"\n'
+            f"explanation ::= [^\\n]{{1,{EXPLANATION_CHARS}}}\n")

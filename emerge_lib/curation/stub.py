@@ -1,0 +1,174 @@
+"""An instant OpenAI-compatible chat server on 127.0.0.1, for fault drills and for
+measuring the client's own ceiling (``benchmarks/curation.py``).
+
+It speaks the same protocol over the same wire as vLLM's and llama.cpp's servers
+(HTTP/1.1 with keep-alive, ``POST /v1/chat/completions``, ``GET /v1/models``) and answers
+each prompt's numbered triples with ``k. YES …`` lines (or NO for triples whose subject
+label starts with "No"), instantly. ``faults`` scripts what the next requests get instead:
+``"500"``, ``"hang"`` (no answer until the client gives up), ``"close"`` (the connection
+is dropped), ``"prose"`` (an answer without a list), ``"short"`` (one line too few), ``"long"`` (one too many),
+``"400"``, or ``"ok"`` (the normal answer); ``script(…, prompt_with=text)`` aims faults at
+the requests whose prompt holds ``text``. A real model is the local llama.cpp server
+(``curation.local_server``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import re
+import threading
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+_TRIPLE = re.compile(r"^(\d+)\. \((.*)\)$", re.MULTILINE)
+
+
+def answer_for(prompt: str) -> str:
+    """The stub's answer: one verdict line per numbered triple of the prompt."""
+    lines = []
+    for number, inside in _TRIPLE.findall(prompt):
+        verdict = "NO" if inside.startswith("No") else "YES"
+        lines.append(f"{number}. {verdict} the stub says so")
+    return "\n".join(lines)
+
+
+@dataclass
+class StubServer:
+    """``with StubServer() as stub: stub.url`` (…/v1); ``stub.faults.extend([...])``."""
+
+    faults: deque[str] = field(default_factory=deque)
+    # faults for the requests whose prompt holds a given text, taken before ``faults``:
+    # a fault drill that must meet one request whatever the order of arrival
+    faults_for: dict[str, deque[str]] = field(default_factory=dict)
+    requests: int = 0
+    url: str = ""
+    _loop: asyncio.AbstractEventLoop | None = None
+    _thread: threading.Thread | None = None
+    _server: asyncio.AbstractServer | None = None
+
+    def __enter__(self) -> StubServer:
+        ready = threading.Event()
+
+        def serve() -> None:
+            loop = self._loop = asyncio.new_event_loop()
+            asyncio.set_event_loop(loop)
+            self._server = loop.run_until_complete(
+                asyncio.start_server(self._client, "127.0.0.1", 0, backlog=1024))
+            port = self._server.sockets[0].getsockname()[1]
+            self.url = f"http://127.0.0.1:{port}/v1"
+            ready.set()
+            loop.run_forever()
+            pending = asyncio.all_tasks(loop)  # connections still open: end them quietly
+            for task in pending:
+                task.cancel()
+            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+            loop.close()
+
+        self._thread = threading.Thread(target=serve, name="openai-stub", daemon=True)
+        self._thread.start()
+        ready.wait(10)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._loop is not None:
+            def stop() -> None:
+                assert self._server is not None
+                self._server.close()
+                self._loop.stop()  # type: ignore[union-attr]
+            self._loop.call_soon_threadsafe(stop)
+        if self._thread is not None:
+            self._thread.join(10)
+
+    def script(self, faults: Iterable[str], *, prompt_with: str | None = None) -> None:
+        """Queue faults for the next requests, or for those whose prompt holds
+        ``prompt_with``."""
+        if prompt_with is None:
+            self.faults.extend(faults)
+        else:
+            self.faults_for.setdefault(prompt_with, deque()).extend(faults)
+
+    def _fault(self, body: bytes) -> str | None:
+        if self.faults_for:
+            try:
+                text = json.loads(body)["messages"][-1]["content"]
+            except (ValueError, KeyError, IndexError, TypeError):
+                text = ""
+            for needle, queue in self.faults_for.items():
+                if queue and needle in text:
+                    return queue.popleft()
+        return self.faults.popleft() if self.faults else None
+
+    async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                lines = head.decode("latin-1").split("\r\n")
+                method, path = lines[0].split(" ")[:2]
+                length = 0
+                for line in lines[1:]:
+                    if line.lower().startswith("content-length:"):
+                        length = int(line.split(":", 1)[1])
+                body = await reader.readexactly(length) if length else b""
+                self.requests += 1
+                fault = self._fault(body)
+                if fault == "close":
+                    writer.close()
+                    return
+                if fault == "hang":
+                    await asyncio.sleep(3600)
+                status, payload = self._answer(method, path, body, fault)
+                data = json.dumps(payload).encode()
+                writer.write(f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\n"
+                             f"Content-Length: {len(data)}\r\n\r\n".encode() + data)
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError):
+            writer.close()
+
+    def _answer(self, method: str, path: str, body: bytes, fault: str | None
+                ) -> tuple[str, dict]:
+        if method == "GET" and path.endswith("/models"):
+            return "200 OK", {"object": "list", "data": [{"id": "stub", "object": "model"}]}
+        if fault == "500":
+            return "500 Internal Server Error", {"error": "the stub was told to fail"}
+        if fault == "400":
+            return "400 Bad Request", {"error": "the stub refuses this request"}
+        request = json.loads(body or b"{}")
+        prompt = request.get("messages", [{}])[-1].get("content", "")
+        text = answer_for(prompt)
+        if fault == "prose":
+            text = "The text supports some of these triples but not all of them."
+        elif fault == "short":
+            text = "\n".join(text.splitlines()[:-1])
+        elif fault == "long":
+            text += f"\n{len(text.splitlines()) + 1}. YES a triple nobody asked about"
+        return "200 OK", {
+            "id": "stub", "object": "chat.completion", "model": request.get("model", "stub"),
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                         "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": len(prompt.split()),
+                      "completion_tokens": len(text.split())},
+        }
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m emerge_lib.curation.stub``: serve until killed, printing the URL first
+    (a stub in a process of its own does not share the client's core and GIL)."""
+    import argparse
+    import signal
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.parse_args(argv)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    with StubServer() as stub:
+        print(stub.url, flush=True)
+        with contextlib.suppress(KeyboardInterrupt):
+            stop.wait()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,92 @@
+"""The curation prompts are the paper's, word for word; answers parse as real models write
+them; the constrained form always parses."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from emerge_lib.curation.answers import answer_grammar, answer_regex, parse_answer
+from emerge_lib.curation.prompts import (
+    ASSERT_TEMPLATE,
+    ASSERTION,
+    DEPRECATE_TEMPLATE,
+    DEPRECATION,
+    prompt_sha,
+    render,
+)
+
+PROMPTS = Path(__file__).resolve().parents[2] / "shared" / "prompts"
+LABELS = [("Ada Lovelace", "collaborator", "Charles Babbage"),
+          ("Pyrus (brand)", "country", "No Doubt (band)")]
+
+
+@pytest.mark.parametrize(("name", "template"), [("assert.txt", ASSERT_TEMPLATE),
+                                                 ("deprecate.txt", DEPRECATE_TEMPLATE)])
+def test_prompts_are_appendix_b_word_for_word(name: str, template: str) -> None:
+    path = PROMPTS / name
+    if not path.is_file():
+        pytest.skip(f"{path} not found")
+    assert template == path.read_text(encoding="utf-8")
+
+
+def test_a_request_numbers_its_triples_one_per_line() -> None:
+    text = render(ASSERTION, "A {braced} passage.", LABELS)
+    assert text.startswith("You are given the following text:\nA {braced} passage.\n\nCan ")
+    assert "\n1. (Ada Lovelace, collaborator, Charles Babbage)\n" \
+           "2. (Pyrus (brand), country, No Doubt (band))\n\nWrite a numbered list" in text
+    deprecation = render(DEPRECATION, "p", LABELS[:1])
+    assert "no longer valid" in deprecation and "1. (Ada Lovelace" in deprecation
+    assert prompt_sha(text) != prompt_sha(deprecation) and len(prompt_sha(text)) == 24
+
+
+REAL_ANSWERS = [
+    ("1. YES - the text says they worked together.\n2. NO - nothing about a country.",
+     [(True, "the text says they worked together."), (False, "nothing about a country.")]),
+    ("Here is the list:\n\n1) **YES**: They collaborated on the engine.\n2) **NO**: not stated.",
+     [(True, "They collaborated on the engine."), (False, "not stated.")]),
+    ("**1.** Yes. The passage names Babbage as her collaborator.\n**2.** No.",
+     [(True, "The passage names Babbage as her collaborator."), (False, "")]),
+    # the triple restated before the verdict, with parentheses inside a label
+    ("1. (Ada Lovelace, collaborator, Charles Babbage): YES\n"
+     "2. (Pyrus (brand), country, No Doubt (band)) - NO, the text does not mention it",
+     [(True, ""), (False, "the text does not mention it")]),
+    # an explanation over several lines
+    ("1. YES\n   The text directly mentions the collaboration.\n2. NO\n   No evidence.",
+     [(True, "The text directly mentions the collaboration."), (False, "No evidence.")]),
+    ("1. Answer: YES, because the text says so\n2. NO", [(True, "because the text says so"),
+                                                         (False, "")]),
+]
+
+
+@pytest.mark.parametrize(("text", "want"), REAL_ANSWERS)
+def test_real_answers_parse(text: str, want: list[tuple[bool, str]]) -> None:
+    got = parse_answer(text, 2)
+    assert got is not None
+    assert [(v.verdict, v.explanation) for v in got] == want
+
+
+@pytest.mark.parametrize("text", [
+    "The first triple is supported, the second is not.",  # prose, no list
+    "1. YES - supported.",  # fewer lines than triples
+    "1. YES\n2. NO\n3. YES",  # more
+    "1. YES\n1. NO",  # the same number twice
+    "1. Maybe.\n2. NO",  # no verdict for the first
+    "1. (Ada Lovelace, collaborator, Charles Babbage)\n2. (Pyrus, country, No Doubt)",  # restated only
+])
+def test_answers_that_do_not_hold_one_verdict_per_triple_are_unparsed(text: str) -> None:
+    assert parse_answer(text, 2) is None
+
+
+def test_the_constrained_form_always_parses() -> None:
+    regex = re.compile(answer_regex(3))
+    answer = "1. YES the text says so\n2. NO nothing about it\n3. YES implied by the title"
+    assert regex.fullmatch(answer)
+    assert not regex.fullmatch("1. YES ok\n2. NO ok")  # exactly three lines
+    assert not regex.fullmatch("1. yes ok\n2. NO ok\n3. NO ok")
+    assert [v.verdict for v in parse_answer(answer, 3)] == [True, False, True]
+    grammar = answer_grammar(2)
+    assert grammar.startswith('root ::= "1. " verdict " " explanation "\\n" "2. " verdict')
+    assert 'verdict ::= "YES" | "NO"' in grammar
