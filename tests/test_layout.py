@@ -77,5 +77,15 @@ def test_compose_file_is_consistent() -> None:
         for v in volume_user.get("volumes", []):
             src = v.split(":", 1)[0]
             assert src.startswith("./") or src in compose["volumes"], v
+    # the gpu profile serves each curation route under the name the release records,
+    # at the URL the emerge services are given
+    from emerge_lib.config import RELEASED_LLM
+
+    env = compose["x-emerge"]["environment"]
+    for judge, name in RELEASED_LLM.items():
+        svc = services[f"vllm-{judge}"]
+        assert svc["profiles"] == ["gpu"] and f"--served-model-name {name}" in svc["command"]
+        assert env[f"EMERGE__CURATION__{judge.upper()}__URL"] == f"http://vllm-{judge}:8000/v1"
+    assert "--tensor-parallel-size 8" in services["vllm-deprecations"]["command"]
     dockerfile = (REPO / "Dockerfile").read_text()
     assert "requirements.txt" in dockerfile and "torch==2.13.0" in dockerfile
