@@ -168,3 +168,11 @@ def _fingerprint(path: Path) -> str:
         else:
             h.update(str(f.stat().st_size).encode())
     return h.hexdigest()[:12]
+
+
+if __name__ == "__main__":  # `make models`: unpack and check the paper's model
+    import sys
+
+    names = sys.argv[1:] or [MPNET]
+    for n in names:
+        print(ensure(n).path)
