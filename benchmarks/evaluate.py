@@ -100,7 +100,7 @@ def zipf_pick(rng: random.Random, pool: list[str], a: float = 1.1) -> int:
 def synthesize(folder: Path, passages_per_delta: int, seed: int) -> tuple[Path, Path, int]:
     """Write the release (and one model's predictions) under ``folder``."""
     rng = random.Random(seed)
-    pool = entity_pool(rng, 60_000)
+    pool = entity_pool(rng, 200_000)
     ops_pop = [o for o, w in OP_MIX for _ in range(w)]
     folder.mkdir(parents=True)
     preds_path = folder.parent / "predictions.jsonl"
@@ -134,8 +134,15 @@ def _paragraph(rng: random.Random, pool: list[str], ops_pop: list[str]):
     n = min(14, max(1, int(rng.expovariate(1 / 5.4)) + 1))
     triples, preds = [], []
     seen = set()
+    # the article's own entity (any of the pool, uniformly) heads most triples; the other
+    # end is Zipf-distributed (countries, "human", clubs recur everywhere)
+    subject = rng.randrange(len(COMMON), len(pool))
     for _ in range(n):
-        hi, ti = zipf_pick(rng, pool), zipf_pick(rng, pool)
+        hi, ti = subject, zipf_pick(rng, pool)
+        if rng.random() < 0.3:
+            hi, ti = zipf_pick(rng, pool), subject
+        if rng.random() < 0.2:
+            hi = zipf_pick(rng, pool)
         rel = rng.choice(RELATIONS)
         key = (hi, rel, ti)
         if key in seen or hi == ti:
@@ -164,7 +171,7 @@ def _paragraph(rng: random.Random, pool: list[str], ops_pop: list[str]):
                                                         rng.choice(RELATIONS),
                                                         pool[zipf_pick(rng, pool)]],
                       "operation": rng.choice(["add", "infer", None])})
-    text = "Excerpt from the Wikipedia page describing " + pool[rng.randrange(len(pool))]
+    text = "Excerpt from the Wikipedia page describing " + pool[subject]
     return text, triples, preds
 
 
