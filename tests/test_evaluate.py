@@ -390,8 +390,8 @@ e.close()
 e2 = Embedder(ref, cache_dir=sys.argv[1])
 e2.add(texts)
 assert e2.encoded == 0   # all from the disk cache
-import sentence_transformers, torch
-assert torch.get_num_threads() == 1 or True
+import torch
+assert torch.get_num_threads() == 1   # one torch thread on these shared 2-core machines
 """
     env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONPATH=str(REPO))
     proc = subprocess.run([sys.executable, "-c", script, str(tmp_path / "emb")], env=env,

@@ -305,6 +305,8 @@ def test_relik_re_output_becomes_open_triples_for_four_operations() -> None:
                                        ("Melih Bulu", "doctoral advisor", "Turkish")]
     assert {p.ops for p in got} == {frozenset({"X", "E", "EE", "EE-KG"})}
     assert all(p.triple is None for p in got)
+    later = type("LaterRelikOutput", (), {"triples": _output().triplets})()  # newer relik
+    assert [p.labels for p in parse_output(later, "re")] == [p.labels for p in got]
 
 
 def test_relik_cie_output_is_linked_back_to_qids_and_scored() -> None:

@@ -86,7 +86,9 @@ def parse_output(output: Any, variant: str, inv: Inventory | None = None) -> lis
     """Predicted triples of one ``RelikOutput`` (anything with ``.triplets`` of
     ``(subject, label, object, confidence)`` whose spans have ``.text`` and ``.label``)."""
     out: list[Predicted] = []
-    for t in getattr(output, "triplets", None) or ():
+    # relik 1.0.7 names them ``triplets`` (class ``Triplets``); its later sources ``triples``
+    found = getattr(output, "triplets", None)
+    for t in found if found is not None else getattr(output, "triples", None) or ():
         labels = (str(t.subject.text), str(t.label), str(t.object.text))
         if variant == "re":
             out.append(Predicted(None, labels, RE_OPS))
