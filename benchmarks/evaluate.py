@@ -21,7 +21,7 @@ per-instance completeness hits must be identical on that sample. Default model: 
 all-MiniLM-L6-v2; the mpnet/MiniLM cost ratio is measured on a few hundred texts and the
 mpnet figures are projected too (``--model all-mpnet-base-v2`` runs mpnet itself).
 
-    python benchmarks/evaluate.py                # ~10 min on one core
+    python benchmarks/evaluate.py                # ~15 min on one core (figures: docs/evaluation.md)
 """
 
 from __future__ import annotations
