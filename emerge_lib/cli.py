@@ -25,6 +25,8 @@ COMMAND_MODULES = [
     "emerge_lib.commands.inspect",
     "emerge_lib.commands.tables",
     "emerge_lib.commands.config",
+    "emerge_lib.commands.evaluate",
+    "emerge_lib.commands.predict",
 ]
 
 

@@ -1,0 +1,90 @@
+"""``emerge evaluate``: recall and completeness per operation and snapshot (the paper's
+Tables 3 and 4) of predictions against EMERGE gold files, ours or the authors'."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "evaluate",
+        help="score predictions: recall and completeness per operation and snapshot",
+        description=(
+            "Score predictions against EMERGE gold instances: recall on QID triples and "
+            "completeness (cosine >= threshold between all-mpnet-base-v2 embeddings of the "
+            "lower-cased labels), per operation (X, E, EE, EE-KG, D) and snapshot, as "
+            "micro-averages over gold triples. Writes summary.json, the tables (Markdown, "
+            "CSV), scores.png, instances.jsonl and run.json into --out. See "
+            "docs/evaluation.md."
+        ),
+    )
+    p.add_argument("--gold", action="append", required=True, metavar="PATH",
+                   help="EMERGE JSONL file or folder (a release, or the authors' data/ with "
+                        "evaluation_set/); repeatable")
+    p.add_argument("--predictions", action="append", default=[], metavar="PATH",
+                   help="predictions JSONL (one {hash_id, model, predicted} per line); "
+                        "repeatable; optional when the gold records carry predictions blocks")
+    p.add_argument("--model", action="append", default=[], metavar="NAME",
+                   help="score only this predicted model (repeatable; default: every model)")
+    p.add_argument("--metrics", default="recall,completeness",
+                   help="comma-separated: recall, completeness (default both)")
+    p.add_argument("--threshold", type=float, default=0.9,
+                   help="completeness: cosine similarity threshold (default 0.9)")
+    p.add_argument("--gold-filter", choices=("all", "llm-asserted", "human"), default="all",
+                   help="all gold triples; those the LLM assessor accepted (as the authors "
+                        "score); or those annotator_1 marked true")
+    p.add_argument("--assertion-assessor", default="Meta-Llama-3.1-405B", metavar="LLM",
+                   help="llm-asserted: the llm_name whose triple_assertion verdict decides "
+                        "X, E, EE, EE-KG (default Meta-Llama-3.1-405B, the authors' setting)")
+    p.add_argument("--deprecation-assessor", default="Meta-Llama-3.1-405B", metavar="LLM",
+                   help="llm-asserted: the llm_name whose triple_deprecation verdict decides D")
+    p.add_argument("--annotator", default="annotator_1",
+                   help="human: the annotator whose verdicts decide (default annotator_1)")
+    p.add_argument("--by", choices=("year", "date"), default="year",
+                   help="snapshot columns by year (the paper's tables) or by snapshot date")
+    p.add_argument("--only-predicted", action="store_true",
+                   help="score a model only on the instances it has predictions for "
+                        "(default: a missing instance counts as empty predictions)")
+    p.add_argument("--embedding-model", default="all-mpnet-base-v2", metavar="NAME|PATH",
+                   help="all-mpnet-base-v2 (the paper's, default), all-MiniLM-L6-v2 (fast, "
+                        "for tests), or a sentence-transformers folder")
+    p.add_argument("--model-cache", default=None, metavar="DIR",
+                   help="where packaged models are unpacked (default $EMERGE_MODEL_CACHE or "
+                        "~/.cache/emerge/models)")
+    p.add_argument("--embedding-cache", default=None, metavar="DIR",
+                   help="keep embeddings on disk here, keyed by model and text (a rerun "
+                        "encodes only new texts)")
+    p.add_argument("--batch-size", type=int, default=128)
+    p.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
+    p.add_argument("--out", default="evaluation", metavar="DIR",
+                   help="output folder (default ./evaluation)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from emerge_lib.errors import InputError
+    from emerge_lib.evaluation.data import ASSERTION, DEPRECATION
+    from emerge_lib.evaluation.metrics import Settings
+    from emerge_lib.evaluation.report import markdown
+    from emerge_lib.evaluation.run import evaluate
+
+    metrics = tuple(m.strip() for m in args.metrics.split(",") if m.strip())
+    try:
+        settings = Settings(
+            metrics=metrics, threshold=args.threshold, gold_filter=args.gold_filter,
+            assessors={ASSERTION: args.assertion_assessor,
+                       DEPRECATION: args.deprecation_assessor},
+            annotator=args.annotator, snapshot_key=args.by,
+            only_predicted=args.only_predicted, models=tuple(args.model))
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+    result = evaluate(args.gold, args.predictions, settings, out=args.out,
+                      embedding_model=args.embedding_model, model_cache=args.model_cache,
+                      embedding_cache=args.embedding_cache, batch_size=args.batch_size,
+                      threads=args.threads, progress=True)
+    for m in settings.metrics:
+        print(markdown(result.rows, m))
+    print(f"{result.run['instances']} instances, {len(result.run['models'])} models, "
+          f"{result.run['seconds']:.1f}s; written to {args.out}/")
+    return 0

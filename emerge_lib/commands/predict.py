@@ -1,0 +1,94 @@
+"""``emerge predict``: the paper's baselines (EDC+, ReLiK RE, ReLiK cIE) on EMERGE gold
+passages, written as predictions JSONL for ``emerge evaluate``."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("predict", help="run a baseline (EDC+, ReLiK) into predictions JSONL",
+                       description="Run one of the paper's baselines over the passages of "
+                                   "EMERGE gold files; see docs/evaluation.md.")
+    kinds = p.add_subparsers(dest="baseline", metavar="BASELINE", required=True)
+    e = kinds.add_parser("edc", help="EDC+ through an OpenAI-compatible endpoint")
+    e.add_argument("--endpoint", required=True, help="e.g. http://127.0.0.1:8012 (vLLM, llama.cpp)")
+    e.add_argument("--llm", required=True, help="the endpoint's model name")
+    e.add_argument("--api-key-env", default=None, metavar="VAR",
+                   help="environment variable holding the API key, if the endpoint needs one")
+    e.add_argument("--max-tokens", type=int, default=512)
+    e.add_argument("--examples", default=None, metavar="FILE",
+                   help="few-shot examples (text) instead of the built-in ones")
+    r = kinds.add_parser("relik", help="ReLiK RE or cIE (needs the relik environment)")
+    r.add_argument("--variant", choices=("re", "cie"), required=True)
+    r.add_argument("--release", required=True, metavar="DIR",
+                   help="release with snapshot_*/entities.parquet and relations.parquet")
+    r.add_argument("--relik-model", default=None, help="default: the paper's (Appendix D)")
+    r.add_argument("--device", default="cpu")
+    r.add_argument("--index-dir", default=None, metavar="DIR",
+                   help="build per-snapshot indexes here (default: pass candidates per text)")
+    r.add_argument("--relation-threshold", type=float, default=0.5)
+    for q in (e, r):
+        q.add_argument("--gold", action="append", required=True, metavar="PATH")
+        q.add_argument("--limit", type=int, default=0, help="only the first N instances")
+        q.add_argument("--out", required=True, metavar="FILE", help="predictions JSONL")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import json
+    import os
+    from pathlib import Path
+
+    from tqdm import tqdm
+
+    from emerge_lib.evaluation.data import read_gold
+
+    instances = read_gold(args.gold)
+    if args.limit:
+        instances = instances[: args.limit]
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    n = 0
+    with out.open("w", encoding="utf-8") as fh, tqdm(total=len(instances), unit="inst",
+                                                     disable=None) as bar:
+        for line in _lines(args, instances, os.environ):
+            fh.write(json.dumps(line, ensure_ascii=False) + "\n")
+            n += 1
+            bar.update(1)
+    print(f"{n} prediction lines written to {out}")
+    return 0
+
+
+def _lines(args, instances, environ):
+    if args.baseline == "edc":
+        from pathlib import Path
+
+        from emerge_lib.evaluation.adapters.edc import FEW_SHOT_EXAMPLES, ChatClient, EdcPlus
+
+        key = environ.get(args.api_key_env) if args.api_key_env else None
+        client = ChatClient(args.endpoint, args.llm, api_key=key, max_tokens=args.max_tokens)
+        examples = Path(args.examples).read_text() if args.examples else FEW_SHOT_EXAMPLES
+        try:
+            yield from EdcPlus(client, examples=examples).predict(instances)
+        finally:
+            client.close()
+        return
+    from collections import defaultdict
+    from pathlib import Path
+
+    from emerge_lib.evaluation.adapters.common import release_dictionaries
+    from emerge_lib.evaluation.adapters.relik import RelikAdapter, build_indexes, inventory
+
+    adapter = RelikAdapter(args.variant, model=args.relik_model, device=args.device,
+                           relation_threshold=args.relation_threshold)
+    by_snapshot = defaultdict(list)
+    for inst in instances:
+        by_snapshot[inst.snapshot].append(inst)
+    for snap, group in sorted(by_snapshot.items()):
+        inv = inventory(release_dictionaries(args.release, snap), args.variant)
+        index = None
+        if args.index_dir:
+            index = build_indexes(adapter.model, inv, Path(args.index_dir) / f"snapshot_{snap}",
+                                  args.variant, args.device)
+        yield from adapter.predict(group, inv, index)

@@ -1,0 +1,144 @@
+"""What ``emerge evaluate`` writes into its output folder:
+
+- ``summary.json``: the rows ``{model, operation, snapshot, metric, value, n_gold}``;
+- ``completeness.md`` / ``.csv``, ``recall.md`` / ``.csv``: the paper's Tables 3 and 4
+  (rows: operations × models; columns: snapshots, then "all"), values in percent with one
+  decimal as the paper prints them; the CSV has the same cells with ``n_gold`` columns;
+- ``scores.png``: one panel per metric and operation, a line per model over snapshots;
+- ``instances.jsonl``: per (model, instance, operation) scores;
+- ``run.json``: what was read and how it was scored.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from emerge_lib.evaluation.data import OP_TITLES, OPS
+from emerge_lib.evaluation.metrics import InstanceScore
+
+TABLE_TITLES = {
+    "completeness": "Completeness (the paper's Table 3)",
+    "recall": "Recall on QID triples (the paper's Table 4)",
+}
+
+
+def _snapshots(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    return sorted({r["snapshot"] for r in rows if r["snapshot"] != "all"}) + ["all"]
+
+
+def table(rows: Sequence[Mapping[str, Any]], metric: str
+          ) -> tuple[list[str], list[list[str]], list[list[Any]]]:
+    """(header, Markdown cells, CSV cells) of one metric's table."""
+    rows = [r for r in rows if r["metric"] == metric]
+    snaps = _snapshots(rows)
+    models = sorted({r["model"] for r in rows})
+    cell = {(r["model"], r["operation"], r["snapshot"]): r for r in rows}
+    header = ["TKGU Operations", "Model", *snaps]
+    md_rows: list[list[str]] = []
+    csv_rows: list[list[Any]] = []
+    for op in OPS:
+        first = True
+        for model in models:
+            if not any((model, op, s) in cell for s in snaps):
+                continue
+            vals = [cell.get((model, op, s)) for s in snaps]
+            md_rows.append([OP_TITLES[op] if first else "", model,
+                            *("–" if v is None else f"{100 * v['value']:.1f}" for v in vals)])
+            csv_rows.append([OP_TITLES[op], model,
+                             *("" if v is None else round(100 * v["value"], 1) for v in vals),
+                             *("" if v is None else v["n_gold"] for v in vals)])
+            first = False
+    return header, md_rows, csv_rows
+
+
+def markdown(rows: Sequence[Mapping[str, Any]], metric: str) -> str:
+    header, cells, _ = table(rows, metric)
+    lines = [f"### {TABLE_TITLES[metric]}", "", "| " + " | ".join(header) + " |",
+             "|" + "|".join(["---", "---"] + ["---:"] * (len(header) - 2)) + "|"]
+    lines += ["| " + " | ".join(c) + " |" for c in cells]
+    if not cells:
+        lines.append("| (no gold triples) | | |")
+    return "\n".join(lines) + "\n"
+
+
+def write_csv(rows: Sequence[Mapping[str, Any]], metric: str, path: Path) -> None:
+    header, _, cells = table(rows, metric)
+    snaps = header[2:]
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow([*header, *(f"n_gold {s}" for s in snaps)])
+        w.writerows(cells)
+
+
+def plot(rows: Sequence[Mapping[str, Any]], metrics: Sequence[str], path: Path) -> bool:
+    """One panel per (metric, operation), a line per model across snapshots."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = [(m, op) for m in metrics for op in OPS
+              if any(r["metric"] == m and r["operation"] == op for r in rows)]
+    if not panels:
+        return False
+    snaps = [s for s in _snapshots(rows) if s != "all"]
+    cols = min(5, len(panels))
+    nrows = (len(panels) + cols - 1) // cols
+    fig, axes = plt.subplots(nrows, cols, figsize=(3.2 * cols, 2.8 * nrows), squeeze=False,
+                             sharey=True)
+    for ax, (m, op) in zip(axes.flat, panels, strict=False):
+        for model in sorted({r["model"] for r in rows}):
+            pts = {r["snapshot"]: 100 * r["value"] for r in rows
+                   if r["metric"] == m and r["operation"] == op and r["model"] == model
+                   and r["snapshot"] != "all"}
+            if pts:
+                xs = [i for i, s in enumerate(snaps) if s in pts]
+                ax.plot(xs, [pts[snaps[i]] for i in xs], marker="o", label=model)
+        ax.set_title(f"{OP_TITLES[op]} — {m}", fontsize=9)
+        ax.set_xticks(range(len(snaps)), snaps)
+        ax.tick_params(axis="x", labelrotation=45, labelsize=7)
+        ax.set_ylim(0, 100)
+        ax.grid(alpha=0.3)
+    for ax in list(axes.flat)[len(panels):]:
+        ax.axis("off")
+    axes.flat[0].set_ylabel("%")
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    if handles:
+        fig.legend(handles, labels, loc="lower center", ncol=min(4, len(labels)), fontsize=8)
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def write_outputs(out: str | Path, rows: Sequence[Mapping[str, Any]],
+                  scores: Iterable[InstanceScore], metrics: Sequence[str],
+                  run: Mapping[str, Any], png: bool = True) -> list[Path]:
+    """Write every output file into ``out``; returns the paths written."""
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    p = folder / "summary.json"
+    p.write_text(json.dumps(list(rows), indent=1) + "\n", encoding="utf-8")
+    written.append(p)
+    for m in metrics:
+        md = folder / f"{m}.md"
+        md.write_text(markdown(rows, m), encoding="utf-8")
+        c = folder / f"{m}.csv"
+        write_csv(rows, m, c)
+        written += [md, c]
+    p = folder / "instances.jsonl"
+    with p.open("w", encoding="utf-8") as fh:
+        for s in scores:
+            fh.write(json.dumps(s.to_dict(), ensure_ascii=False) + "\n")
+    written.append(p)
+    if png and plot(rows, metrics, folder / "scores.png"):
+        written.append(folder / "scores.png")
+    p = folder / "run.json"
+    p.write_text(json.dumps(dict(run), indent=1, default=str) + "\n", encoding="utf-8")
+    written.append(p)
+    return written

@@ -1,0 +1,146 @@
+"""``evaluate``: gold + predictions → scores → the output folder (what ``emerge evaluate``
+runs)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from emerge_lib.errors import InputError
+from emerge_lib.evaluation.data import read_gold, read_predictions
+from emerge_lib.evaluation.metrics import (
+    InstanceScore,
+    Settings,
+    model_predictions,
+    score,
+    summarize,
+)
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Result:
+    rows: list[dict[str, Any]]
+    scores: list[InstanceScore]
+    run: dict[str, Any]
+    written: list[Path] = field(default_factory=list)
+
+
+def _bar(enabled: bool):
+    """A progress callback drawing one tqdm bar per stage (embed, score)."""
+    if not enabled:
+        return None, lambda: None
+    from tqdm import tqdm
+
+    bars: dict[str, Any] = {}
+
+    def progress(stage: str, advance: int, total: int | None) -> None:
+        if total is not None:
+            if stage in bars:
+                bars[stage].close()
+            bars[stage] = tqdm(total=total, desc=stage, unit="text" if stage == "embed"
+                               else "inst", leave=False, disable=None)
+        elif stage in bars:
+            bars[stage].update(advance)
+
+    def close() -> None:
+        for b in bars.values():
+            b.close()
+
+    return progress, close
+
+
+def evaluate(gold: str | Path | Sequence[str | Path],
+             predictions: Sequence[str | Path] = (),
+             settings: Settings | None = None, *,
+             out: str | Path | None = None,
+             embedding_model: str = "all-mpnet-base-v2",
+             model_cache: str | Path | None = None,
+             embedding_cache: str | Path | None = None,
+             batch_size: int = 128, threads: int = 1,
+             progress: bool = False, png: bool = True) -> Result:
+    settings = settings or Settings()
+    t0 = time.monotonic()
+    instances = read_gold(gold)
+    if not instances:
+        raise InputError(f"gold: {gold} holds no instance")
+    external = read_predictions(predictions) if predictions else {}
+    try:
+        preds = model_predictions(instances, external, settings.models)
+    except KeyError as exc:
+        raise InputError(str(exc.args[0])) from None
+    if not preds:
+        raise InputError("no predictions: give --predictions, or gold files whose records "
+                         "carry predictions blocks")
+    known = {i.hash_id for i in instances}
+    unmatched = {m: sum(h not in known for h in by) for m, by in preds.items()}
+    for m, n in unmatched.items():
+        if n:
+            log.warning("%s: %d predicted instances are not in the gold set (ignored)", m, n)
+    if settings.gold_filter == "llm-asserted":
+        _check_assessors(instances, settings)
+
+    embedder = None
+    if "completeness" in settings.metrics:
+        from emerge_lib.evaluation.embed import Embedder
+        from emerge_lib.evaluation.models import ensure
+
+        ref = ensure(embedding_model, model_cache)
+        embedder = Embedder(ref, cache_dir=embedding_cache, batch_size=batch_size,
+                            threads=threads)
+    bar, close = _bar(progress)
+    try:
+        scores = score(instances, preds, settings, embedder, bar)
+    finally:
+        close()
+        if embedder is not None:
+            embedder.close()
+    rows = summarize(scores, settings.metrics)
+    run = {
+        "gold": [str(g) for g in ([gold] if isinstance(gold, str | Path) else gold)],
+        "predictions": [str(p) for p in predictions],
+        "instances": len(instances),
+        "models": {m: {"predicted_instances": sum(h in known for h in by),
+                       "not_in_gold": unmatched[m]} for m, by in preds.items()},
+        "metrics": list(settings.metrics), "threshold": settings.threshold,
+        "gold_filter": settings.gold_filter, "assessors": dict(settings.assessors),
+        "annotator": settings.annotator, "snapshot_key": settings.snapshot_key,
+        "only_predicted": settings.only_predicted,
+        "embedding_model": embedder.model.name if embedder else None,
+        "texts_encoded": embedder.encoded if embedder else 0,
+        "seconds": round(time.monotonic() - t0, 2),
+    }
+    result = Result(rows, scores, run)
+    if out is not None:
+        from emerge_lib.evaluation.report import write_outputs
+
+        result.written = write_outputs(out, rows, scores, settings.metrics, run, png=png)
+    return result
+
+
+def _check_assessors(instances, settings: Settings) -> None:
+    """An assessor that judged nothing would silently empty the gold sets: refuse it."""
+    from emerge_lib.evaluation.data import ASSERTION, DEPRECATION, assessor_key, prompt_type
+
+    seen: set[tuple[str, str]] = set()
+    needed: set[str] = set()
+    for inst in instances:
+        for t in inst.triples:
+            seen.update(t.llm)
+            needed.update(prompt_type(op) for op in t.ops)
+    for kind in (ASSERTION, DEPRECATION):
+        if kind not in needed:
+            continue
+        name = assessor_key(settings.assessors[kind])
+        if (name, kind) not in seen:
+            names = sorted({n for n, k in seen if k == kind})
+            raise InputError(
+                f"--gold-filter llm-asserted: no gold triple has a {kind} verdict by {name!r}; "
+                f"the gold files have {names or 'no LLM assessments'} "
+                f"(choose one with --{'assertion' if kind == ASSERTION else 'deprecation'}"
+                "-assessor)")

