@@ -57,6 +57,11 @@ class StageContext:
         return bool(self.inputs(kind)) or bool(dumps.dates)
 
 
+def _figure(v: float) -> str:
+    """A count as 1,234; a small fractional rate with two significant digits (0.33)."""
+    return f"{v:.2g}" if 0 < abs(v) < 10 and v != int(v) else f"{v:,.0f}"
+
+
 @dataclass(frozen=True)
 class StageResult:
     """What one stage run did: rows written per table, seconds, and a few figures."""
@@ -81,7 +86,7 @@ class StageResult:
             rate = f", {self.metrics['MB'] / self.seconds:.1f} MB/s"
         elif total and self.seconds:
             rate = f", {total / self.seconds:,.0f} rows/s"
-        extra = "".join(f", {v:,.0f} {k}" for k, v in self.metrics.items() if k != "MB")
+        extra = "".join(f", {_figure(v)} {k}" for k, v in self.metrics.items() if k != "MB")
         what = "; ".join(parts) or "nothing written"
         note = f" ({self.note})" if self.note else ""
         return f"{self.stage}{where}: {what}{extra} in {self.seconds:.1f}s{rate}{note}"
