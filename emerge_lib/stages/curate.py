@@ -30,9 +30,9 @@ from emerge_lib.config import CurationSettings, PassageSettings
 from emerge_lib.curation.answers import parse_answer
 from emerge_lib.curation.client import BudgetExhausted, ChatClient, Endpoint, EndpointError
 from emerge_lib.curation.prompts import ASSERTION, DEPRECATION, prompt_sha, render
-from emerge_lib.curation.rules import ADDITIONS
+from emerge_lib.curation.rules import ADDITIONS, asserted_operations
 from emerge_lib.errors import EmergeError
-from emerge_lib.release_format import TITLE_PREFIX
+from emerge_lib.release_format import TITLE_PREFIX, llm_assessment_entry
 from emerge_lib.schedule import SnapshotPlan
 from emerge_lib.tables import Catalog
 
@@ -269,3 +269,51 @@ async def _ask_all(todo: list[Request], settings: CurationSettings, plan: Snapsh
         if flushing is not None:
             await flushing
     report.sent = client.sent
+
+
+Assessed = dict[str, dict[Triple, tuple[list[dict[str, Any]], list[str] | None]]]
+
+
+def assessments(catalog: Catalog, snapshot: str, window: int, version: int | None,
+                instances: list[dict[str, Any]], passages: list[dict[str, Any]],
+                settings: CurationSettings, passage_settings: PassageSettings) -> Assessed:
+    """passage_id → (s, p, o) → (llm_assessment elements, asserted op codes), from the
+    verdicts (the latest answer per model and prompt type); empty when nothing is curated.
+
+    A configured model's verdict counts only for the prompt the instance has now: after a
+    rebuild changed a passage or a label, its old answer is about another text and stays
+    out until ``curate`` asks again. Verdicts of other models (an earlier assessor) are
+    kept as they are."""
+    if version is None:
+        return {}
+    rows = catalog.read_arrow("verdicts", filters=[("snapshot", "=", snapshot),
+                                                   ("window", "=", window)],
+                              version=version).to_pylist()
+    if not rows:
+        return {}
+    current = {(r.llm_name, r.sha) for r in
+               plan_requests(settings, passage_settings, instances, passages)}
+    configured = {settings.additions.name, settings.deprecations.name}
+    rows = [r for r in rows
+            if r["llm_name"] not in configured or (r["llm_name"], r["prompt_sha"]) in current]
+    latest: dict[tuple, dict[str, Any]] = {}
+    for r in sorted(rows, key=lambda r: r["answered_at"]):
+        latest[(r["passage_id"], r["s"], r["p"], r["o"], r["llm_name"], r["prompt_type"])] = r
+    entries: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
+    said: dict[tuple, dict[tuple[str, str], bool | None]] = defaultdict(dict)
+    for (pid, s, p, o, name, kind), r in sorted(latest.items()):
+        entries[(pid, s, p, o)].append(
+            llm_assessment_entry(name, kind, r["verdict"], r["explanation"]))
+        said[(pid, s, p, o)][(name, kind)] = (None if r["verdict"] not in ("YES", "NO")
+                                              else r["verdict"] == "YES")
+    ops: dict[tuple, list[str]] = defaultdict(list)
+    qualified: dict[tuple, bool] = defaultdict(bool)
+    for r in instances:
+        key = (r["passage_id"], r["s"], r["p"], r["o"])
+        ops[key].append(r["op"])
+        qualified[key] |= r["op"] == "D" and (r.get("signal") or "").startswith("qualifier:")
+    out: dict[str, dict] = defaultdict(dict)
+    for key, op_list in ops.items():
+        asserted = asserted_operations(settings, op_list, qualified[key], said.get(key, {}))
+        out[key[0]][key[1:]] = (entries.get(key, []), asserted)
+    return out
