@@ -1,0 +1,13 @@
+"""The Great Expectations gate: suites over a snapshot's tables and over the release files.
+
+- ``gate``: runs suites (a name, a Spark Connect DataFrame, a list of checks) through an
+  ephemeral GX context, one checkpoint per suite, with Data Docs HTML; returns plain
+  results (JSON-able) and tells a failed check (bad data) from a check that could not run
+  on this engine (a gate error: GX reports those as ``success=False`` with
+  ``exception_info``, without raising).
+- ``suites``: what must hold for a snapshot (``stages.validate``) and for the release
+  JSONL (``stages.release``).
+
+Great Expectations is imported only when a gate runs (it takes seconds and hundreds of
+MB), so importing this package, or a DAG file, stays cheap.
+"""

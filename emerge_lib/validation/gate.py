@@ -1,0 +1,198 @@
+"""Run checks on Spark Connect DataFrames with Great Expectations 1.x; plain results back.
+
+A check is a GX expectation class name with its arguments and a readable name (its
+``description``, which is what Data Docs and our summaries show). Facts this relies on
+(checked on Sail 0.7, docs/validation.md): GX picks up the active Spark Connect session;
+``persist`` is a no-op on Sail, so suites run on materialized tables (Delta, or scratch
+Delta tables of joined frames) with ``persist=False``; median, quantile and histogram
+metrics are unsupported on Sail and come back as ``success=False`` with
+``exception_info`` instead of raising: any such check fails the gate itself
+(:class:`ValidationGateError`), never passes for bad data or good.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from emerge_lib.errors import EmergeError
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+log = logging.getLogger(__name__)
+
+SAMPLE_ROWS = 5  # unexpected rows kept per failed check
+
+
+class ValidationFailed(EmergeError):
+    """A suite found data that must not be published."""
+
+
+class ValidationGateError(EmergeError):
+    """A check could not run (unsupported on this engine, a bad query): the gate itself is
+    broken, which says nothing about the data; nothing is published."""
+
+
+@dataclass(frozen=True)
+class Check:
+    """One expectation: ``kind`` is a class of ``great_expectations.expectations``."""
+
+    name: str
+    kind: str
+    args: dict[str, Any] = field(default_factory=dict)
+
+
+def rows_check(name: str, query: str) -> Check:
+    """A check that the SQL query over ``{batch}`` returns no row (the rows it returns are
+    the violations, reported as samples)."""
+    return Check(name, "UnexpectedRowsExpectation", {"unexpected_rows_query": query})
+
+
+@dataclass(frozen=True)
+class Suite:
+    name: str
+    frame: DataFrame
+    checks: Sequence[Check]
+
+
+@dataclass
+class CheckResult:
+    suite: str
+    check: str
+    success: bool
+    raised: bool
+    unexpected_count: int | None
+    observed: Any
+
+    def line(self) -> str:
+        what = (f"could not run: {self.observed}" if self.raised
+                else f"{self.unexpected_count} unexpected" if self.unexpected_count
+                else f"observed {self.observed}")
+        return f"{self.suite}: {self.check} ({what})"
+
+
+@dataclass
+class GateReport:
+    results: list[CheckResult] = field(default_factory=list)
+    docs: Path | None = None  # the Data Docs site (index.html inside)
+
+    @property
+    def success(self) -> bool:
+        return all(r.success for r in self.results)
+
+    @property
+    def raised(self) -> list[CheckResult]:
+        return [r for r in self.results if r.raised]
+
+    @property
+    def failed(self) -> list[CheckResult]:
+        return [r for r in self.results if not r.success]
+
+    def to_dict(self) -> dict[str, Any]:
+        suites: dict[str, dict[str, Any]] = {}
+        for r in self.results:
+            entry = suites.setdefault(r.suite, {"success": True, "checks": []})
+            entry["success"] &= r.success
+            entry["checks"].append({"check": r.check, "success": r.success, "raised": r.raised,
+                                    "unexpected_count": r.unexpected_count,
+                                    "observed": r.observed})
+        return {"success": self.success, "suites": suites}
+
+    def summary(self) -> str:
+        """One paragraph a user can act on: what failed, with counts."""
+        n = len(self.results)
+        if self.success:
+            return f"{n} checks passed"
+        failed = self.failed
+        shown = "; ".join(r.line() for r in failed[:6])
+        more = f"; and {len(failed) - 6} more" if len(failed) > 6 else ""
+        return f"{len(failed)} of {n} checks failed: {shown}{more}"
+
+
+def _jsonable(value: Any) -> Any:
+    return json.loads(json.dumps(value, default=str))
+
+
+def _observed(result: dict[str, Any]) -> Any:
+    """What a failed check saw: a few unexpected values or rows, else the observed value."""
+    details = result.get("details") or {}
+    rows = details.get("unexpected_rows")
+    if rows is None:
+        rows = result.get("partial_unexpected_list")
+    if rows:  # in a fixed order: the engine returns them in any
+        return sorted(_jsonable(list(rows)), key=lambda r: json.dumps(r, sort_keys=True))[
+            :SAMPLE_ROWS]
+    return _jsonable(result.get("observed_value"))
+
+
+def _raised(exception_info: Any) -> str | None:
+    """The message of a metric that raised (GX keys them per metric, not at the top)."""
+    if not isinstance(exception_info, dict):
+        return None
+    infos = [exception_info, *exception_info.values()]
+    for info in infos:
+        if isinstance(info, dict) and info.get("raised_exception"):
+            return str(info.get("exception_message") or "an exception")[:300]
+    return None
+
+
+def run_gate(suites: Sequence[Suite], docs_dir: str | Path | None = None) -> GateReport:
+    """Run every suite; Data Docs go to ``docs_dir`` (a temporary folder when None)."""
+    import great_expectations as gx
+    import great_expectations.expectations as gxe
+    from great_expectations.checkpoint import UpdateDataDocsAction
+    from great_expectations.data_context.types.base import (
+        DataContextConfig,
+        InMemoryStoreBackendDefaults,
+        ProgressBarsConfig,
+    )
+
+    docs = Path(docs_dir) if docs_dir else Path(tempfile.mkdtemp(prefix="emerge-gx-"))
+    docs.mkdir(parents=True, exist_ok=True)
+    context = gx.get_context(mode="ephemeral", project_config=DataContextConfig(
+        store_backend_defaults=InMemoryStoreBackendDefaults(),
+        progress_bars=ProgressBarsConfig(globally=False), analytics_enabled=False))
+    # a project_config gives no docs site unless one is added (docs/validation.md)
+    context.add_data_docs_site("emerge", {
+        "class_name": "SiteBuilder",
+        "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"},
+        "store_backend": {"class_name": "TupleFilesystemStoreBackend",
+                          "base_directory": str(docs)}})
+    source = context.data_sources.add_or_update_spark("emerge", persist=False)
+    report = GateReport(docs=docs)
+    for suite in suites:
+        expectations = [getattr(gxe, c.kind)(**c.args, description=c.name)
+                        for c in suite.checks]
+        batch = source.add_dataframe_asset(suite.name).add_batch_definition_whole_dataframe(
+            "all")
+        gx_suite = context.suites.add(gx.ExpectationSuite(name=suite.name,
+                                                          expectations=expectations))
+        definition = context.validation_definitions.add(
+            gx.ValidationDefinition(name=suite.name, data=batch, suite=gx_suite))
+        checkpoint = context.checkpoints.add(gx.Checkpoint(
+            name=suite.name, validation_definitions=[definition],
+            actions=[UpdateDataDocsAction(name="docs", site_names=["emerge"])],
+            result_format={"result_format": "SUMMARY",
+                           "partial_unexpected_count": SAMPLE_ROWS}))
+        outcome = checkpoint.run(batch_parameters={"dataframe": suite.frame})
+        by_name = {c.name: c for c in suite.checks}
+        for validation in outcome.run_results.values():
+            for r in validation.results:
+                name = r.expectation_config.description
+                raised = _raised(r.exception_info)
+                result = r.result or {}
+                count = result.get("unexpected_count")
+                if by_name[name].kind == "UnexpectedRowsExpectation":
+                    count = result.get("observed_value")
+                report.results.append(CheckResult(
+                    suite.name, name, bool(r.success) and raised is None, raised is not None,
+                    None if count is None else int(count),
+                    raised if raised is not None else _observed(result)))
+        log.debug("validation suite %s: %d checks", suite.name, len(suite.checks))
+    return report
