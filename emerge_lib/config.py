@@ -303,6 +303,34 @@ class QualifierSettings(_Strict):
     start: PidList = Field(default_factory=lambda: list(DEFAULT_START_QUALIFIERS))
 
 
+class SelectionSettings(_Strict):
+    """Near-duplicate removal and the test split, as the authors' s07/s07b do them, per
+    delta file: kept passages are pairwise at most ``max_jaccard`` similar (token sets)
+    and at least ``min_edit_distance`` apart (Levenshtein / (len1 + len2))."""
+
+    dedup: bool = True
+    max_jaccard: float = Field(default=0.5, ge=0, le=1)
+    min_edit_distance: float = Field(default=0.2, ge=0, le=1)
+    evaluation_per_delta: int = Field(default=100, ge=0)  # lines per delta file
+    evaluation_min_per_op: int = Field(default=40, ge=0)  # filled first, in this op order
+    evaluation_ops: list[Literal["D", "EE-KG", "EE", "E", "X"]] = Field(
+        default_factory=lambda: ["D", "EE-KG", "EE", "E"])
+    seed: int = 0
+
+
+class ValidationSettings(_Strict):
+    """The Great Expectations gate (docs/validation.md): what must hold before a release
+    may be published."""
+
+    enabled: bool = True
+    required_ops: list[Literal["X", "E", "EE", "EE-KG", "D"]] = Field(
+        default_factory=lambda: ["X", "E", "EE", "EE-KG", "D"])  # each present per snapshot
+    min_instances: int = Field(default=1, ge=0)  # per snapshot
+    max_instances: int | None = Field(default=None, ge=0)
+    max_unparsed_share: float = Field(default=0.05, ge=0, le=1)  # of a snapshot's verdicts
+    passage_median_tokens: tuple[float, float] = (25, 1000)  # bounds of the median length
+
+
 class Config(_Strict):
     """The whole configuration. Every number of DESIGN.md §1.1 is a field here."""
 
@@ -316,6 +344,8 @@ class Config(_Strict):
     deltas: DeltaSettings = Field(default_factory=DeltaSettings)
     qualifiers: QualifierSettings = Field(default_factory=QualifierSettings)
     curation: CurationSettings = Field(default_factory=CurationSettings)
+    selection: SelectionSettings = Field(default_factory=SelectionSettings)
+    validation: ValidationSettings = Field(default_factory=ValidationSettings)
 
     @field_validator("warehouse")
     @classmethod
@@ -352,7 +382,8 @@ class Config(_Strict):
         and model names (not their endpoints). The release manifest records them."""
         c = self.curation
         return {**self.model_dump(mode="json", include={
-                    "snapshots", "stability", "passages", "deltas", "qualifiers"}),
+                    "snapshots", "stability", "passages", "deltas", "qualifiers",
+                    "selection", "validation"}),
                 "curation": {"enabled": c.enabled, "additions": c.additions.name,
                              "deprecations": c.deprecations.name,
                              "assertion_judges": c.assertion_judges,

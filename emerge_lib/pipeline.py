@@ -204,13 +204,29 @@ def _curate(ctx: StageContext, plan: SnapshotPlan | None) -> Outcome:
     return Outcome({"verdicts": report.rows}, metrics, detail=report)
 
 
+def _select(ctx: StageContext, plan: SnapshotPlan | None) -> Outcome:
+    from emerge_lib.stages.select import build_selection
+
+    assert plan is not None
+    return _windows("selection", build_selection(ctx.catalog, plan, ctx.cfg))
+
+
+def _validate(ctx: StageContext, plan: SnapshotPlan | None) -> Outcome:
+    from emerge_lib.stages.validate import validate_snapshot
+
+    assert plan is not None
+    report = validate_snapshot(ctx.catalog, plan, ctx.cfg)
+    return Outcome({"validation_results": len(report.results)},
+                   {"checks passed": sum(r.success for r in report.results)}, detail=report)
+
+
 def _release(ctx: StageContext, _: SnapshotPlan | None) -> Outcome:
     from emerge_lib.stages.release import write_release
 
     if ctx.release_dir is None:
         raise EmergeError("the release stage needs an output folder (--out)")
     summary = write_release(ctx.catalog, ctx.release_dir, ctx.cfg.plans(), ctx.cfg.passages,
-                            ctx.cfg.curation, ctx.cfg.dataset_settings())
+                            ctx.cfg.curation, ctx.cfg.validation, ctx.cfg.dataset_settings())
     return Outcome(summary.rows(), {"files": len(summary.files)}, detail=summary)
 
 
@@ -250,10 +266,21 @@ STAGES: dict[str, Stage] = {s.name: s for s in (
           ("curation", "passages"), _curate,
           "the paper's prompts to the configured LLMs: a verdict per instance triple",
           when=lambda cfg: cfg.curation.enabled),
+    Stage("select", "snapshot", ("instances", "passages", "verdicts"), ("selection",),
+          ("selection", "curation", "passages"), _select,
+          "near-duplicate passages removed, the seeded stratified test split drawn"),
+    Stage("validate", "snapshot",
+          ("kg_triples", "entities", "relations", "passages", "instances", "selection",
+           "verdicts"),
+          ("validation_results",),
+          ("validation", "deltas", "passages", "selection", "curation", "snapshots"),
+          _validate, "the Great Expectations gate over the snapshot's tables",
+          when=lambda cfg: cfg.validation.enabled),
     Stage("release", "release",
-          ("instances", "passages", "verdicts", "ingested_files", "kg_triples", "entities",
-           "relations"),
-          (), ("snapshots", "stability", "passages", "deltas", "qualifiers", "curation"),
+          ("instances", "passages", "verdicts", "selection", "validation_results",
+           "ingested_files", "kg_triples", "entities", "relations"),
+          (), ("snapshots", "stability", "passages", "deltas", "qualifiers", "curation",
+               "selection", "validation"),
           _release,
           "the EMERGE-format release (JSONL + Parquet + manifest.json) of every configured "
           "snapshot"),

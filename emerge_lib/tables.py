@@ -426,7 +426,7 @@ KG_TRIPLES = _register(
         write_mode="replace_partition",
         partition_by=("snapshot",),
         producers=("snapshot",),
-        consumers=("align", "release"),
+        consumers=("align", "validate", "release"),
         released=True,
         description="T_t: item-valued, non-deprecated statements between items of V_t.",
     )
@@ -447,7 +447,7 @@ ENTITIES = _register(
         write_mode="replace_partition",
         partition_by=("snapshot",),
         producers=("snapshot",),
-        consumers=("release",),
+        consumers=("validate", "release"),
         released=True,
         description="V_t with labels, descriptions and the article's first paragraph.",
     )
@@ -465,7 +465,7 @@ RELATIONS = _register(
         write_mode="replace_partition",
         partition_by=("snapshot",),
         producers=("snapshot",),
-        consumers=("release",),
+        consumers=("validate", "release"),
         released=True,
         description="R_t: properties with English label and description at t.",
     )
@@ -518,7 +518,7 @@ PASSAGES = _register(
         write_mode="replace_partition",
         partition_by=("snapshot", "window"),
         producers=("passages",),
-        consumers=("align", "curate", "release"),
+        consumers=("align", "curate", "select", "validate", "release"),
         description="New paragraphs of each window with mentions resolved to QIDs.",
     )
 )
@@ -554,7 +554,7 @@ INSTANCES = _register(
         write_mode="replace_partition",
         partition_by=("snapshot", "window"),
         producers=("align",),
-        consumers=("curate", "release"),
+        consumers=("curate", "select", "validate", "release"),
         released=True,
         description=(
             "(snapshot, window, passage, op, s, p, o): the benchmark's instances, with the "
@@ -592,11 +592,63 @@ VERDICTS = _register(
              "prompt_sha"),
         partition_by=("snapshot",),
         producers=("curate",),
-        consumers=("curate", "release"),
+        consumers=("curate", "select", "validate", "release"),
         description=(
             "LLM verdicts per instance triple, model and prompt (one request per passage, "
             "prompt type and model), written as answers arrive: a rerun asks only what is "
             "not answered yet."
+        ),
+    )
+)
+
+
+SELECTION = _register(
+    TableSpec(
+        name="selection",
+        schema=_schema(
+            ("snapshot", pa.string()),
+            ("window", pa.int32()),
+            ("passage_id", pa.string()),
+            ("kept", pa.bool_()),  # false: a near-duplicate of ``duplicate_of``
+            ("duplicate_of", pa.string()),
+            ("jaccard", pa.float64()),  # with duplicate_of: token-set Jaccard
+            ("edit_distance", pa.float64()),  # with duplicate_of: Levenshtein / (len1 + len2)
+            ("rank", pa.int32()),  # 1 = the passage kept first (most supported triples)
+            ("evaluation_set", pa.bool_()),  # drawn into the test split
+        ),
+        write_mode="replace_partition",
+        partition_by=("snapshot", "window"),
+        producers=("select",),
+        consumers=("validate", "release"),
+        description=(
+            "Every release line's fate: kept or a near-duplicate of which kept passage "
+            "(with the two similarities), and whether the seeded stratified test split "
+            "drew it."
+        ),
+    )
+)
+
+VALIDATION_RESULTS = _register(
+    TableSpec(
+        name="validation_results",
+        schema=_schema(
+            ("snapshot", pa.string()),
+            ("suite", pa.string()),  # the table (or view) checked
+            ("expectation", pa.string()),  # a readable name of the check
+            ("success", pa.bool_()),
+            ("raised", pa.bool_()),  # the check itself failed on this engine (a gate error)
+            ("unexpected_count", pa.int64()),
+            ("observed", pa.string()),  # JSON: observed value or a few unexpected rows
+            ("fingerprints", pa.string()),  # JSON: table → a fingerprint of the rows checked
+            ("validated_at", TS),
+        ),
+        write_mode="replace_partition",
+        partition_by=("snapshot",),
+        producers=("validate",),
+        consumers=("release",),
+        description=(
+            "The Great Expectations results of a snapshot's tables at the versions they "
+            "were checked at: the release publishes only what passed, at those versions."
         ),
     )
 )
@@ -735,6 +787,20 @@ class Catalog:
         if not self.exists(name):
             return None
         return self._delta(name, version).to_pyarrow_dataset(file_pruning_predicate=pruning)
+
+    def partition_digest(self, name: str, version: int | None, snapshot: str) -> str | None:
+        """A fingerprint of one snapshot's rows of a table at ``version``: the Delta data
+        files holding them. Any rewrite of those rows adds new files, while writes to other
+        snapshots leave it as it is, so a check made on a snapshot stays valid until that
+        snapshot's own rows change. None when the table does not exist."""
+        import hashlib
+
+        if version is None or not self.exists(name):
+            return None
+        files = self._delta(name, version).file_uris(
+            file_pruning_predicate=[("snapshot", "=", snapshot)])
+        names = sorted(f.rsplit("/", 1)[-1] for f in files)
+        return hashlib.sha256("\n".join(names).encode()).hexdigest()[:16]
 
     def version(self, name: str) -> int | None:
         if not self.exists(name):

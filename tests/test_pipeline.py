@@ -68,7 +68,7 @@ def test_build_steps_follow_the_inputs_and_the_snapshots(catalog: Catalog, tmp_p
     ctx = context(catalog, snapshots={"timestamps": ["2024-04-01T00:00:00Z", "2024-01-01T00:00:00Z"]},
                   release_dir=tmp_path)
     steps = [(name, plan.key if plan else None) for name, plan in build_steps(ctx)]
-    per = ["snapshot", "deltas", "passages", "align"]
+    per = ["snapshot", "deltas", "passages", "align", "select", "validate"]
     assert steps == [("stability", None)] + [
         (s, t) for t in ("2024-01-01T00:00:00Z", "2024-04-01T00:00:00Z") for s in per
     ] + [("release", None)]
