@@ -53,8 +53,13 @@ class StageContext:
         return self.wikidata if kind == "wikidata" else self.wikipedia
 
     def has_inputs(self, kind: str) -> bool:
-        dumps = self.cfg.dumps.wikidata if kind == "wikidata" else self.cfg.dumps.wikipedia
-        return bool(self.inputs(kind)) or bool(dumps.dates)
+        return has_inputs(self.cfg, kind, self.inputs(kind))
+
+
+def has_inputs(cfg: Config, kind: str, paths: Sequence[str | Path] | None) -> bool:
+    """Whether a wiki has something to ingest: paths, or configured dump dates."""
+    dumps = cfg.dumps.wikidata if kind == "wikidata" else cfg.dumps.wikipedia
+    return bool(paths) or bool(dumps.dates)
 
 
 def _figure(v: float) -> str:

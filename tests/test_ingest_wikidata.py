@@ -437,3 +437,32 @@ def test_extract_and_commit_as_separate_steps(tmp_path: Path, catalog: Catalog) 
     f.unlink()
     lost = extract(job_for(plan, planned, cfg.staging, catalog))
     assert lost.error and "No such file" in lost.error and lost.outputs.get("ingest_rejects")
+
+
+def test_emerge_ingest_of_wikidata_paths_alone_builds_stable_statements(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`--wiki both` (the default) with Wikidata paths only and no snapshots configured:
+    Wikipedia has nothing to read and is skipped; the KG stability rule still runs."""
+    from emerge_lib.cli import main
+
+    f = write_bz2(tmp_path / "wikidatawiki-20240201-pages-meta-history1.xml-p1p10.bz2", pages_v1())
+    wh = tmp_path / "wh"
+    assert main(["ingest", "--wikidata", str(f), "--warehouse", str(wh), "--workers", "1",
+                 "--config", str(_config_file(tmp_path, max_reject_ratio=1.0))]) == 0
+    assert "emerge:" not in capsys.readouterr().err
+    catalog = Catalog(wh)
+    stable = {(r["s"], r["p"], r["o"]) for r in catalog.read_arrow("stable_statements").to_pylist()}
+    assert ("Q2", "P31", "Q5") in stable
+    assert {r["wiki"] for r in catalog.read_arrow("ingested_files").to_pylist()} == {"wikidatawiki"}
+    # a wiki asked for by name with nothing to read is refused, not silently skipped
+    assert main(["ingest", "--wiki", "wikipedia", "--warehouse", str(wh)]) == 1
+    assert "no Wikipedia dump to ingest" in capsys.readouterr().err
+
+
+def _config_file(folder: Path, **dumps: object) -> Path:
+    """A YAML configuration of dumps settings only (no snapshots)."""
+    import yaml
+
+    path = folder / "emerge.yaml"
+    path.write_text(yaml.safe_dump({"dumps": dict(dumps)}))
+    return path
