@@ -116,3 +116,17 @@ def test_every_delta_write_goes_through_the_catalog() -> None:
         if raw.search(line)
     ]
     assert offenders == []
+
+
+def test_v_tau_is_written_once() -> None:
+    """V_τ (an item state with an enwiki sitelink, not a redirect) is `_sql.in_v`; no stage
+    writes the predicate out again, in SQL or with DataFrame columns."""
+    again = re.compile(r"redirect_to\b[\"')\s]*(IS\s+NULL|\.isNull\(\))", re.IGNORECASE)
+    offenders = [
+        f"{path.relative_to(REPO)}:{n}: {line.strip()}"
+        for path in sorted((REPO / "emerge_lib").rglob("*.py"))
+        if path.relative_to(REPO).as_posix() != "emerge_lib/stages/_sql.py"
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if again.search(line)
+    ]
+    assert offenders == []
