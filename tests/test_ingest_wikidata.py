@@ -466,3 +466,19 @@ def _config_file(folder: Path, **dumps: object) -> Path:
     path = folder / "emerge.yaml"
     path.write_text(yaml.safe_dump({"dumps": dict(dumps)}))
     return path
+
+
+def test_the_ingest_stage_logs_one_summary_line(tmp_path: Path, catalog: Catalog,
+                                                caplog: pytest.LogCaptureFixture) -> None:
+    """Besides one rate line per file read, the stage logs one line: rows per table, the
+    files, revisions and stored rejects, and MB/s."""
+    import logging
+
+    f = write_bz2(tmp_path / "wikidatawiki-20240201-pages-meta-history1.xml-p1p10.bz2", pages_v1())
+    with caplog.at_level(logging.INFO, logger="emerge_lib"):
+        ingest_wikidata(catalog, [f], max_reject_ratio=1.0)
+    lines = [r.getMessage() for r in caplog.records if r.levelno >= logging.INFO
+             and not r.getMessage().startswith(f.name)]  # the file's own rate line
+    (line,) = [x for x in lines if "wikidatawiki" in x or "ingest_wikidata" in x]
+    assert line.startswith("stage ingest_wikidata: statement_timeline 6 rows")
+    assert ", 1 files, 10 revisions, 2 rejects in " in line and line.endswith(" MB/s")

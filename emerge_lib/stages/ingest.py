@@ -524,7 +524,8 @@ def ingest_lock(catalog: Catalog, wiki: str) -> Iterator[None]:
 
 
 def describe(report: IngestReport) -> str:
-    """One line for logs and the CLI."""
+    """Every figure of one ingest on one line (logged at DEBUG; the stage line has the
+    essentials)."""
     mb = report.bytes / 1e6
     rate = f", {mb / report.seconds:.1f} MB/s" if report.seconds and mb else ""
     done = f", {len(report.done)} already ingested" if report.done else ""
