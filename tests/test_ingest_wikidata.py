@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import bz2
+import hashlib
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -352,8 +354,17 @@ def test_emerge_ingest_reads_the_configured_mirror(sample_world: Path, tmp_path:
     assert str(tmp_path / "wh") in capsys.readouterr().out
     catalog = Catalog(tmp_path / "wh")
     mirror = sample_world / "mirror"
-    read = {(r["wiki"], r["dump_file"]) for r in catalog.read_arrow("ingested_files").to_pylist()}
-    assert read == {(p.parent.parent.name, p.name) for p in mirror.glob("*/*/*.bz2")}
+    files = catalog.read_arrow("ingested_files").to_pylist()
+    assert {(r["wiki"], r["dump_file"]) for r in files} == {
+        (p.parent.parent.name, p.name) for p in mirror.glob("*/*/*.bz2")}
+    # each file's sha1 is the one the mirror publishes (dumpstatus.json), and is the file's
+    published = {name: entry["sha1"] for status in mirror.glob("*/*/dumpstatus.json")
+                 for job in json.loads(status.read_text())["jobs"].values()
+                 for name, entry in job.get("files", {}).items()}
+    assert {r["dump_file"]: r["sha1"] for r in files} == {r["dump_file"]: published[r["dump_file"]]
+                                                          for r in files}
+    some = next(mirror.glob("*/*/*.bz2"))
+    assert published[some.name] == hashlib.sha1(some.read_bytes()).hexdigest()
     sizes = {n: catalog.read_arrow(n).num_rows
              for n in ("statement_timeline", "paragraph_timeline", "ingest_rejects")}
     assert all(sizes.values())
