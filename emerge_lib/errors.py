@@ -5,6 +5,9 @@ line a user can act on (what is wrong, where, what to do), and ``retryable`` say
 running the same thing again can succeed (a lost commit race, an unreachable engine or
 mirror) or cannot (bad data, bad configuration, a missing file). The CLI prints the
 message without a traceback; an Airflow task retries only what is retryable.
+
+Standard library only, and imports nothing: the pure modules (release_format, manifest)
+derive their errors from here too.
 """
 
 from __future__ import annotations

@@ -21,13 +21,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from emerge_lib.errors import EmergeError  # standard library only, as this module
+
 SCHEMA_VERSION = 1
 MANIFEST = "manifest.json"
 CHUNK = 1 << 20
 
 
-class ManifestError(Exception):
-    """A release does not match its manifest (or has none)."""
+class ManifestError(EmergeError):
+    """A release does not match its manifest (or has none): not retryable, the files are
+    what they are."""
 
 
 def sha256_file(path: str | Path) -> str:

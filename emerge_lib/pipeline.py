@@ -53,8 +53,13 @@ class StageContext:
         return self.wikidata if kind == "wikidata" else self.wikipedia
 
     def has_inputs(self, kind: str) -> bool:
-        dumps = self.cfg.dumps.wikidata if kind == "wikidata" else self.cfg.dumps.wikipedia
-        return bool(self.inputs(kind)) or bool(dumps.dates)
+        return has_inputs(self.cfg, kind, self.inputs(kind))
+
+
+def has_inputs(cfg: Config, kind: str, paths: Sequence[str | Path] | None) -> bool:
+    """Whether a wiki has something to ingest: paths, or configured dump dates."""
+    dumps = cfg.dumps.wikidata if kind == "wikidata" else cfg.dumps.wikipedia
+    return bool(paths) or bool(dumps.dates)
 
 
 def _figure(v: float) -> str:
@@ -128,9 +133,13 @@ def _ingest(kind: str) -> Callable[[StageContext, SnapshotPlan | None], Outcome]
         report = run_ingest(ctx.cfg, ctx.catalog, kind, ctx.inputs(kind),  # type: ignore[arg-type]
                             on_file=ctx.on_file, progress_factory=ctx.progress_factory,
                             on_plan=ctx.on_plan)
-        log.info("%s", describe(report))
-        metrics = {"files": len(report.files), "revisions": report.revisions,
-                   "MB": report.bytes / 1e6}
+        log.debug("%s", describe(report))  # run_stage logs the one summary line
+        metrics: dict[str, float] = {"files": len(report.files)}
+        if report.files and report.done:
+            metrics["already ingested"] = len(report.done)
+        # rejects: stored, over every file of the plan (what the reject-ratio check judged)
+        metrics |= {"revisions": report.revisions, "rejects": report.rejects,
+                    "MB": report.bytes / 1e6}
         note = "" if report.files else f"{len(report.done)} files already ingested"
         return Outcome(report.rows(), metrics, note, report)
 

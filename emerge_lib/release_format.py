@@ -23,6 +23,8 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from emerge_lib.errors import EmergeError  # standard library only, as this module
+
 #: Catalog op code → the authors' release name.
 OP_NAMES: dict[str, str] = {
     "X": "x-triples",
@@ -87,8 +89,9 @@ PROMPT_TYPES = ("triple_assertion", "triple_deprecation")
 SOURCE_DELTA_TYPES = ("wikipedia_intersection", "emerging", "all")
 
 
-class FormatError(ValueError):
-    """A row that cannot become a release line (bad offsets, an unknown op)."""
+class FormatError(EmergeError, ValueError):
+    """A row that cannot become a release line (bad offsets, an unknown op); still a
+    ValueError for callers that catch one."""
 
 
 # --- values ------------------------------------------------------------------------------

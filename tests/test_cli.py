@@ -48,3 +48,38 @@ def test_tables_command_lists_the_catalog(capsys: pytest.CaptureFixture[str]) ->
     assert main(["tables"]) == 0
     out = capsys.readouterr().out
     assert all(name in out for name in TABLES)
+
+
+@pytest.mark.parametrize("command", [["ingest"], ["build", "--snapshot", "2024-01-01T00:00:00Z"],
+                                     ["inspect", "statements", "--at", "2024-01-01T00:00:00Z"]])
+def test_the_default_workers_is_a_pool_of_one_process_per_core(
+        command: list[str], tmp_path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """`dumps.workers: 0` (the default, no --workers) asks the ingest for one extraction
+    process per usable core. The core count is planted (5), and the pool stops the run
+    when it is constructed: no process starts, so one real core is enough."""
+    from dumpbuilder import PageSpec, Rev, claim, item, write_bz2
+
+    import emerge_lib.dumps.compressed as compressed
+    import emerge_lib.stages.ingest as ingest
+    from emerge_lib.config import load_config
+    from emerge_lib.errors import EmergeError
+
+    assert load_config().dumps.workers == 0
+    monkeypatch.setattr(compressed, "cpu_count", lambda: 5)
+    asked: list[int] = []
+
+    class StopAtThePool(ingest.WorkerPool):
+        def __init__(self, workers: int) -> None:
+            asked.append(workers)
+            raise EmergeError(f"a pool of {workers} processes")
+
+    monkeypatch.setattr(ingest, "WorkerPool", StopAtThePool)
+    dump = write_bz2(tmp_path / "wikidatawiki-20240201-pages-meta-history1.xml-p1p1.bz2", [
+        PageSpec(1, "Q1", [Rev(1, "2023-12-01T00:00:00Z", item("Q1", [claim("P31", "Q5", "a")],
+                                                              "One"))])])
+    where = [] if command[0] == "inspect" else ["--warehouse", str(tmp_path / "wh")]
+    out = ["--out", str(tmp_path / "release")] if command[0] == "build" else []
+    assert main([*command, "--wikidata", str(dump), *where, *out]) == 1
+    assert asked == [5]
+    assert capsys.readouterr().err.strip().endswith("emerge: a pool of 5 processes")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import bz2
+import hashlib
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -352,8 +354,17 @@ def test_emerge_ingest_reads_the_configured_mirror(sample_world: Path, tmp_path:
     assert str(tmp_path / "wh") in capsys.readouterr().out
     catalog = Catalog(tmp_path / "wh")
     mirror = sample_world / "mirror"
-    read = {(r["wiki"], r["dump_file"]) for r in catalog.read_arrow("ingested_files").to_pylist()}
-    assert read == {(p.parent.parent.name, p.name) for p in mirror.glob("*/*/*.bz2")}
+    files = catalog.read_arrow("ingested_files").to_pylist()
+    assert {(r["wiki"], r["dump_file"]) for r in files} == {
+        (p.parent.parent.name, p.name) for p in mirror.glob("*/*/*.bz2")}
+    # each file's sha1 is the one the mirror publishes (dumpstatus.json), and is the file's
+    published = {name: entry["sha1"] for status in mirror.glob("*/*/dumpstatus.json")
+                 for job in json.loads(status.read_text())["jobs"].values()
+                 for name, entry in job.get("files", {}).items()}
+    assert {r["dump_file"]: r["sha1"] for r in files} == {r["dump_file"]: published[r["dump_file"]]
+                                                          for r in files}
+    some = next(mirror.glob("*/*/*.bz2"))
+    assert published[some.name] == hashlib.sha1(some.read_bytes()).hexdigest()
     sizes = {n: catalog.read_arrow(n).num_rows
              for n in ("statement_timeline", "paragraph_timeline", "ingest_rejects")}
     assert all(sizes.values())
@@ -437,3 +448,48 @@ def test_extract_and_commit_as_separate_steps(tmp_path: Path, catalog: Catalog) 
     f.unlink()
     lost = extract(job_for(plan, planned, cfg.staging, catalog))
     assert lost.error and "No such file" in lost.error and lost.outputs.get("ingest_rejects")
+
+
+def test_emerge_ingest_of_wikidata_paths_alone_builds_stable_statements(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`--wiki both` (the default) with Wikidata paths only and no snapshots configured:
+    Wikipedia has nothing to read and is skipped; the KG stability rule still runs."""
+    from emerge_lib.cli import main
+
+    f = write_bz2(tmp_path / "wikidatawiki-20240201-pages-meta-history1.xml-p1p10.bz2", pages_v1())
+    wh = tmp_path / "wh"
+    assert main(["ingest", "--wikidata", str(f), "--warehouse", str(wh), "--workers", "1",
+                 "--config", str(_config_file(tmp_path, max_reject_ratio=1.0))]) == 0
+    assert "emerge:" not in capsys.readouterr().err
+    catalog = Catalog(wh)
+    stable = {(r["s"], r["p"], r["o"]) for r in catalog.read_arrow("stable_statements").to_pylist()}
+    assert ("Q2", "P31", "Q5") in stable
+    assert {r["wiki"] for r in catalog.read_arrow("ingested_files").to_pylist()} == {"wikidatawiki"}
+    # a wiki asked for by name with nothing to read is refused, not silently skipped
+    assert main(["ingest", "--wiki", "wikipedia", "--warehouse", str(wh)]) == 1
+    assert "no Wikipedia dump to ingest" in capsys.readouterr().err
+
+
+def _config_file(folder: Path, **dumps: object) -> Path:
+    """A YAML configuration of dumps settings only (no snapshots)."""
+    import yaml
+
+    path = folder / "emerge.yaml"
+    path.write_text(yaml.safe_dump({"dumps": dict(dumps)}))
+    return path
+
+
+def test_the_ingest_stage_logs_one_summary_line(tmp_path: Path, catalog: Catalog,
+                                                caplog: pytest.LogCaptureFixture) -> None:
+    """Besides one rate line per file read, the stage logs one line: rows per table, the
+    files, revisions and stored rejects, and MB/s."""
+    import logging
+
+    f = write_bz2(tmp_path / "wikidatawiki-20240201-pages-meta-history1.xml-p1p10.bz2", pages_v1())
+    with caplog.at_level(logging.INFO, logger="emerge_lib"):
+        ingest_wikidata(catalog, [f], max_reject_ratio=1.0)
+    lines = [r.getMessage() for r in caplog.records if r.levelno >= logging.INFO
+             and not r.getMessage().startswith(f.name)]  # the file's own rate line
+    (line,) = [x for x in lines if "wikidatawiki" in x or "ingest_wikidata" in x]
+    assert line.startswith("stage ingest_wikidata: statement_timeline 6 rows")
+    assert ", 1 files, 10 revisions, 2 rejects in " in line and line.endswith(" MB/s")

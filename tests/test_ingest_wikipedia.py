@@ -196,7 +196,7 @@ def test_titles_resolve_through_moves_and_redirects_as_of_tau(tmp_path: Path, ca
                ("Thing", "2024-01-03T00:00:00Z"), ("Thing", "2024-01-10T00:00:00Z")]
     frame = spark.createDataFrame([(t, d(x)) for t, x in queries], "title string, tau timestamp")
     got = {(r.title, r.tau.astimezone(UTC), r.qid, r.status, r.hops)
-           for r in resolve_titles(catalog, frame).collect()}
+           for r in resolve_titles(catalog, frame, max_hops=5).collect()}
     assert got == {
         ("Old name", d("2024-01-02T00:00:00Z"), "Q1", "ok", 0),  # page 1, before the move
         ("New name", d("2024-01-02T00:00:00Z"), None, "no_page", 0),
@@ -209,7 +209,7 @@ def test_titles_resolve_through_moves_and_redirects_as_of_tau(tmp_path: Path, ca
         ("Thing", d("2024-01-10T00:00:00Z"), "Q3", "ok", 0),
     }
     one_tau = resolve_titles(catalog, spark.createDataFrame([("Old name",), ("Nowhere",)], "title string"),
-                             tau="2024-01-10T00:00:00Z")
+                             tau="2024-01-10T00:00:00Z", max_hops=5)
     assert status_counts(one_tau) == {"ok": 1, "no_page": 1, "no_item": 0, "redirect_loop": 0,
                                       "dead_end": 0, "too_many_hops": 0}
 
@@ -406,7 +406,7 @@ def test_real_redirect_resolves_to_the_target_item(realdata: Path, catalog: Cata
         "created_at": None, "redirect_to": None, "qid_bucket": 0}]))
     frame = catalog.spark.createDataFrame([("AccessibleComputing",), ("Accessibility",)], "title string")
     got = {(r.title, r.qid, r.status, r.hops)
-           for r in resolve_titles(catalog, frame, tau="2015-01-01T00:00:00Z").collect()}
+           for r in resolve_titles(catalog, frame, tau="2015-01-01T00:00:00Z", max_hops=5).collect()}
     assert got == {("AccessibleComputing", "Q1758702", "ok", 1), ("Accessibility", None, "no_item", 0)}
 
 
@@ -471,3 +471,45 @@ def test_generated_world_incremental_equals_fresh_and_carries_the_truth(sample_w
     assert vandalism
     for key in vandalism:
         assert lasted[key] and max(lasted[key]) < 30 * 60
+
+
+def test_extract_and_commit_as_separate_steps(tmp_path: Path, catalog: Catalog) -> None:
+    """What mapped tasks do: files of disjoint page ranges, extracted side by side and
+    committed one after the other, do not invalidate each other (each one's basis covers
+    its own pages only) and equal a one-shot ingest; a writer that changes the coverage
+    of the dump file a page was last read from still makes an extraction stale."""
+    from stagekit import config
+
+    from emerge_lib.stages.ingest import commit, extract, job_for, plan_ingest
+
+    low = write_bz2(tmp_path / "enwiki-20240301-pages-meta-history1.xml-p1p2.bz2", world_v1()[:2])
+    high = write_bz2(tmp_path / "enwiki-20240301-pages-meta-history2.xml-p3p9.bz2", world_v1()[2:])
+    snapshots = {"timestamps": [T], "windows": 2, "window_days": 7}
+    cfg = config(catalog, dumps={"max_reject_ratio": 0.1}, snapshots=snapshots)
+    plan = plan_ingest(cfg, catalog, "wikipedia", [low, high])
+    assert [f.ref.page_range for f in plan.files] == [(1, 2), (3, 9)]
+    staged = [extract(job_for(plan, f, cfg.staging, catalog)) for f in plan.files]
+    assert [commit(catalog, plan, [s]) for s in staged] == [[], []]  # neither is stale
+    one_shot = Catalog(tmp_path / "one-shot", catalog.spark)
+    ingest_wikipedia(one_shot, [low, high], max_reject_ratio=0.1)
+
+    def coverage_rows(c: Catalog) -> set[tuple]:
+        return {(r["dump_file"], r["range_from"], r["range_to"])
+                for r in c.read_arrow("paragraph_coverage").to_pylist()}
+
+    assert state(catalog) == state(one_shot)
+    assert coverage_rows(catalog) == coverage_rows(one_shot) and len(coverage_rows(catalog)) == 2
+
+    # a newer dump of the high pages, extracted; meanwhile another writer reads `high` again
+    # for one more snapshot: its pages' watermarks stay the same, their coverage grows
+    newer = write_bz2(tmp_path / "enwiki-20240401-pages-meta-history2.xml-p3p9.bz2", world_v1()[2:])
+    later_plan = plan_ingest(cfg, catalog, "wikipedia", [newer])
+    (pending,) = later_plan.files
+    behind = extract(job_for(later_plan, pending, cfg.staging, catalog))
+    def marks() -> list[dict]:
+        return sorted(catalog.read_arrow("page_watermarks").to_pylist(), key=lambda r: r["page_id"])
+
+    before = marks()
+    ingest_wikipedia(catalog, [high], ["2023-06-01T00:00:00Z", T], max_reject_ratio=0.1)
+    assert marks() == before
+    assert commit(catalog, later_plan, [behind]) == [behind]

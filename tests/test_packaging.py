@@ -81,3 +81,26 @@ import emerge_lib.schedule, emerge_lib.errors, emerge_lib.config
                           cwd=tmp_path, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "warehouse:" in proc.stdout and "emerge build" not in proc.stderr
+
+
+def test_release_format_and_manifest_errors_are_emerge_errors_and_stay_pure(
+        tmp_path: Path) -> None:
+    """Their errors are in the EmergeError family (the CLI prints one line; Airflow does
+    not retry them), and both modules still import nothing outside the standard library,
+    so the scorer and a release reader need neither Spark nor pyarrow."""
+    script = """
+import sys
+before = set(sys.modules)  # what site and .pth files loaded
+import emerge_lib.manifest, emerge_lib.release_format
+from emerge_lib.errors import EmergeError
+from emerge_lib.manifest import ManifestError
+from emerge_lib.release_format import FormatError
+assert issubclass(ManifestError, EmergeError) and not ManifestError("x").retryable
+assert issubclass(FormatError, EmergeError) and issubclass(FormatError, ValueError)
+outside = sorted({m.split(".")[0] for m in set(sys.modules) - before}
+                 - set(sys.stdlib_module_names) - {"emerge_lib"})
+assert outside == [], outside
+"""
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          cwd=tmp_path, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]

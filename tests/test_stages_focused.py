@@ -200,17 +200,25 @@ PARAGRAPHS = [
 ]
 
 
-def with_passages(kg: Catalog, settings: dict[str, Any], name: str) -> Catalog:
-    """A copy of the KG fixture plus page and paragraph timelines with coverage for the
-    snapshot, built through passages and align under ``settings``."""
+def page_row(page: int, title: str, redirect_target: str | None = None) -> dict[str, Any]:
+    return {"page_id": page, "title": title, "valid_from": day(-100), "valid_to": None,
+            "rev_from": page, "rev_to": None, "is_redirect": redirect_target is not None,
+            "redirect_target": redirect_target}
+
+
+def with_passages(kg: Catalog, settings: dict[str, Any], name: str,
+                  pages: list[dict[str, Any]] = (), paragraphs: list[dict[str, Any]] = ()
+                  ) -> Catalog:
+    """A copy of the KG fixture plus page and paragraph timelines (and ``pages``,
+    ``paragraphs``) with coverage for the snapshot, built through passages and align
+    under ``settings``."""
     catalog = Catalog(f"{kg.warehouse}-{name}", kg.spark)
     for table in ("statement_timeline", "item_timeline", "property_timeline"):
         catalog.merge(table, catalog.frame(table, kg.read_arrow(table)))
-    pages = [{"page_id": p, "title": title, "valid_from": day(-100), "valid_to": None,
-              "rev_from": p, "rev_to": None, "is_redirect": False, "redirect_target": None}
-             for p, title in ARTICLE.items()]
-    catalog.merge("page_timeline", catalog.frame("page_timeline", pages))
-    catalog.merge("paragraph_timeline", catalog.frame("paragraph_timeline", PARAGRAPHS))
+    articles = [page_row(p, title) for p, title in ARTICLE.items()]
+    catalog.merge("page_timeline", catalog.frame("page_timeline", [*articles, *pages]))
+    catalog.merge("paragraph_timeline", catalog.frame("paragraph_timeline",
+                                                      [*PARAGRAPHS, *paragraphs]))
     # what the Wikipedia ingest leaves: the pages' file covered the snapshot's range
     catalog.merge("page_watermarks", catalog.frame("page_watermarks", [
         {"wiki": "enwiki", "page_id": p, "title": ARTICLE[p], "last_rev_id": p,
@@ -321,3 +329,21 @@ def test_released_alignment_two_operation_triples_and_sources(kg_released: Catal
         # Q12's article links to neither end: found in the delta of new entities
         ("EE-KG", "Q12", "P1"): "emerging", ("D", "Q12", "P1"): "emerging",
     }
+
+
+def test_subject_links_follow_the_configured_redirect_hops(kg_released: Catalog) -> None:
+    """Q1's article links to Q5 through a redirect (a short paragraph, no passage of its
+    own): the D (Q1, P4, Q5) is found by the intersection delta when one redirect may be
+    followed (the default), and not when passages.max_redirect_hops is 0."""
+    alias = paragraph(1, "alias-link", words(10, "Alias 5"), -10, None, [("Alias 5", "Alias 5")])
+    catalog = with_passages(kg_released, RELEASED, "hops", pages=[page_row(50, "Alias 5", "Title 5")],
+                            paragraphs=[alias])
+
+    def source() -> str:
+        (found,) = {r["source_delta_type"] for r in catalog.read_arrow("instances").to_pylist()
+                    if (r["window"], r["op"], r["s"], r["p"]) == (1, "D", "Q1", "P4")}
+        return found
+
+    assert source() == "wikipedia_intersection"
+    run(catalog, "align", T, **{**RELEASED, "passages": {"max_redirect_hops": 0}})
+    assert source() == "all"

@@ -3,6 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import logging
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from emerge_lib.config import Config
+
+log = logging.getLogger(__name__)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -41,14 +48,38 @@ def run(args: argparse.Namespace) -> int:
     from emerge_lib.tables import Catalog
 
     cfg = load(args)
-    kinds = ["wikidata", "wikipedia"] if args.wiki == "both" else [args.wiki]
-    check_inputs([*(args.wikidata or []), *(args.wikipedia or [])])  # before any engine
+    kinds = kinds_to_ingest(cfg, args)  # before any engine, as the paths
+    check_inputs([*(args.wikidata or []), *(args.wikipedia or [])])
     with session_for(cfg) as spark, bars():
         ctx = StageContext(cfg, Catalog.for_config(cfg, spark), args.wikidata, args.wikipedia)
         ingest_progress(ctx)
-        results = [run_stage(ctx, f"ingest_{kind}") for kind in kinds]
-        if "wikidata" in kinds:
-            results.append(run_stage(ctx, "stability"))
-    del results  # each stage logged its one-line summary
+        # each stage logs its own one-line summary; the KG stability rule follows the
+        # Wikidata ingest at once, so a failing Wikipedia ingest does not leave it stale
+        for kind in kinds:
+            run_stage(ctx, f"ingest_{kind}")
+            if kind == "wikidata":
+                run_stage(ctx, "stability")
     print(f"warehouse: {cfg.warehouse}")
     return 0
+
+
+NAMES = {"wikidata": "Wikidata", "wikipedia": "Wikipedia"}
+
+
+def kinds_to_ingest(cfg: Config, args: argparse.Namespace) -> list[str]:
+    """The wikis to ingest: with ``--wiki both``, those with input (paths, or configured
+    dump dates), as a build does; a wiki named alone without input, or none with input,
+    is refused with what to give."""
+    from emerge_lib.errors import InputError
+    from emerge_lib.pipeline import has_inputs
+
+    asked = ["wikidata", "wikipedia"] if args.wiki == "both" else [args.wiki]
+    kinds = [k for k in asked if has_inputs(cfg, k, getattr(args, k))]
+    if not kinds:
+        what = " or ".join(NAMES[k] for k in asked)
+        how = "; or ".join(f"--{k} paths, or dumps.{k}.dates with dumps.mirror" for k in asked)
+        raise InputError(f"no {what} dump to ingest: give {how}")
+    for k in asked:
+        if k not in kinds:
+            log.info("%s: no paths and no dumps.%s.dates; not ingested", NAMES[k], k)
+    return kinds

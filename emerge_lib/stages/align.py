@@ -140,7 +140,7 @@ def build_instances(catalog: Catalog, plan: SnapshotPlan, settings: PassageSetti
     """, passages=catalog.read("passages"), delta=catalog.read("delta_triples"),
         kg=catalog.read("kg_triples"), stable=catalog.read("stable_statements"),
         items=catalog.read("item_timeline"), raw=catalog.read("statement_timeline")))
-    links = _subject_links(catalog, plan, found)
+    links = _subject_links(catalog, plan, found, settings.max_redirect_hops)
     df = spark.sql(f"""
         WITH w AS {w},
         kinds AS (  -- per delta triple: is it added, deprecated, and does s link to o?
@@ -189,9 +189,11 @@ def build_instances(catalog: Catalog, plan: SnapshotPlan, settings: PassageSetti
     )
 
 
-def _subject_links(catalog: Catalog, plan: SnapshotPlan, found: DataFrame) -> DataFrame:
+def _subject_links(catalog: Catalog, plan: SnapshotPlan, found: DataFrame,
+                   max_hops: int) -> DataFrame:
     """(window, s, o, at_t, at_k): whether the article of s links to o at t and at τ_k, for
-    the delta triples ``found`` (their link targets resolved as of each instant)."""
+    the delta triples ``found`` (their link targets resolved as of each instant, following
+    up to ``max_hops`` redirects, as the passages stage does)."""
     spark = catalog.session()
     t = sql_timestamp(plan.t)
     targets = spark.sql(f"""
@@ -218,7 +220,8 @@ def _subject_links(catalog: Catalog, plan: SnapshotPlan, found: DataFrame) -> Da
         runs=catalog.read("paragraph_timeline"))
     targets = catalog.materialize(targets)
     resolved = resolve_titles(catalog, targets.select(F.col("target").alias("title"),
-                                                      F.col("at").alias("tau")))
+                                                      F.col("at").alias("tau")),
+                              max_hops=max_hops)
     return spark.sql("""
         SELECT l.window, l.s, l.o,
                MAX(CASE WHEN l.at_which = 't' AND r.qid = l.o THEN true ELSE false END) AS at_t,

@@ -225,16 +225,20 @@ def job_for(plan: IngestPlan, f: PlannedFile, staging_root: str, catalog: Catalo
 
 def basis(catalog: Catalog, kind: Kind, wiki: str, page_range: Range | None) -> str:
     """A digest of the stored state an extraction of ``page_range`` depends on: its pages'
-    watermarks (and, for Wikipedia, the coverage that says which pages may be skipped)."""
+    watermarks and, for Wikipedia, the coverage of the dump files those pages were last
+    read from (what says which pages may be skipped). Only that: files of disjoint page
+    ranges, committed one after the other, leave each other's basis as it was."""
     digest = hashlib.blake2b(digest_size=12)
     marks = catalog.read_arrow(
         "page_watermarks", filters=page_filters(wiki, page_range),
         columns=["page_id", "last_rev_id", "last_timestamp", "max_rev_id", "revisions",
                  "dump_file"])
     parts = [marks.sort_by("page_id")]
-    if kind == "wikipedia":
-        cov = catalog.read_arrow("paragraph_coverage", filters=[("wiki", "=", wiki)],
-                                 columns=["dump_file", "range_from", "range_to"])
+    read_from = sorted(set(marks.column("dump_file").to_pylist()) - {None})
+    if kind == "wikipedia" and read_from:
+        cov = catalog.read_arrow(
+            "paragraph_coverage", filters=[("wiki", "=", wiki), ("dump_file", "in", read_from)],
+            columns=["dump_file", "range_from", "range_to"])
         parts.append(cov.sort_by([("dump_file", "ascending"), ("range_from", "ascending")]))
     for table in parts:
         for column in table.combine_chunks().columns:
@@ -520,7 +524,8 @@ def ingest_lock(catalog: Catalog, wiki: str) -> Iterator[None]:
 
 
 def describe(report: IngestReport) -> str:
-    """One line for logs and the CLI."""
+    """Every figure of one ingest on one line (logged at DEBUG; the stage line has the
+    essentials)."""
     mb = report.bytes / 1e6
     rate = f", {mb / report.seconds:.1f} MB/s" if report.seconds and mb else ""
     done = f", {len(report.done)} already ingested" if report.done else ""

@@ -2,7 +2,7 @@
 
 DESIGN §1.1 Mentions and §1.2 item 7: a link target is followed through redirects as they
 were at τ (page_timeline), then the item whose enwiki sitelink at τ is the final title
-(item_timeline, not an entity redirect) gives the QID. Nothing is guessed; every title
+(an item_timeline state in V_τ, ``_sql.in_v``) gives the QID. Nothing is guessed; every title
 gets one status:
 
 | status | meaning |
@@ -31,6 +31,7 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from emerge_lib.schedule import as_utc
+from emerge_lib.stages._sql import in_v
 from emerge_lib.tables import Catalog
 
 log = logging.getLogger(__name__)
@@ -44,17 +45,15 @@ def _valid_at(frame: DataFrame, tau) -> object:
 
 
 def resolve_titles(catalog: Catalog, titles: DataFrame, tau: datetime | str | None = None,
-                   max_hops: int | None = None) -> DataFrame:
+                   *, max_hops: int) -> DataFrame:
     """Resolve normalized article titles to QIDs as of τ.
 
     ``titles`` has a ``title`` column; with ``tau`` None it also needs a timestamp column
     ``tau`` (each row resolved as of its own τ, e.g. every window end at once). Returns one
     row per distinct input: (title, [tau,] qid, status, hops), hops = redirects followed.
+    ``max_hops`` has no default: callers pass ``passages.max_redirect_hops``, so the
+    configuration is the only place the limit is set.
     """
-    if max_hops is None:  # the configuration's default (passages.max_redirect_hops)
-        from emerge_lib.config import PassageSettings
-
-        max_hops = PassageSettings().max_redirect_hops
     if max_hops < 0:
         raise ValueError(f"max_hops must be >= 0, got {max_hops}")
     per_row = tau is None
@@ -105,9 +104,8 @@ def resolve_titles(catalog: Catalog, titles: DataFrame, tau: datetime | str | No
             F.when(follow, F.concat(F.col("visited"), F.array(target)))
             .otherwise(F.col("visited")).alias("visited"),
         )
-    items = catalog.read("item_timeline").filter(
-        F.col("enwiki_title").isNotNull() & F.col("redirect_to").isNull()
-    ).select("qid", F.col("enwiki_title").alias("i_title"), "valid_from", "valid_to")
+    items = catalog.read("item_timeline").alias("i").filter(F.expr(in_v("i"))).select(
+        "qid", F.col("enwiki_title").alias("i_title"), "valid_from", "valid_to")
     joined = state.join(
         items,
         (state.status == F.lit(_RESOLVED)) & (state.cur == items.i_title)
