@@ -213,7 +213,11 @@ def triple_record(rows: Sequence[Mapping[str, Any]],
     rows = sorted(rows, key=lambda r: OP_ORDER.index(r["op"]))
     first = rows[0]
     ops = list(dict.fromkeys(r["op"] for r in rows))
-    qualified = next((r for r in rows if r.get("qualifier_pid") is not None), first)
+    # a D's end qualifier is what makes it D (and picks its judges): it wins over the start
+    # qualifier of the same triple's addition (``["ee-kg-triples", "d-triples"]`` with a
+    # P580 and a P582 reports the P582, as the authors' released files do)
+    qualified = next((r for r in rows if r["op"] == "D" and r.get("qualifier_pid") is not None),
+                     None) or next((r for r in rows if r.get("qualifier_pid") is not None), first)
     signal = next((r.get("signal") for r in rows if r["op"] == "D"), None)
     source = next((r.get("source_delta_type") for r in rows if r.get("source_delta_type")), None)
     out: dict[str, Any] = {
