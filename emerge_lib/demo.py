@@ -12,11 +12,15 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from emerge_lib.config import Config, load_config
 from emerge_lib.pipeline import StageContext, StageResult
 from emerge_lib.sample import SampleSpec, generate_world
 from emerge_lib.tables import Catalog
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 DEMO_WORLD = dict(items=600, articles=200, revisions=4)
 
@@ -52,10 +56,15 @@ def world_for(out: str | Path, seed: int = 1, on_generate: Callable[[Path], None
 def run_demo(out: str | Path, seed: int = 1,
              build: Callable[[StageContext], list[StageResult]] | None = None,
              on_generate: Callable[[Path], None] | None = None,
-             curate: bool | None = None) -> DemoResult:
+             curate: bool | None = None, *, endpoint: str | None = None,
+             spark: SparkSession | None = None) -> DemoResult:
     """Generate (once) and build the demo world; ``build`` runs the stages (default:
     ``pipeline.build_dataset``), so a caller can draw progress around it. ``curate``:
-    curate with the local LLM server (default: when it is installed)."""
+    curate with the local LLM server (default: when it is installed).
+
+    For tests, with the demo's own wiring: ``endpoint`` curates against that
+    OpenAI-compatible server (``…/v1``, e.g. the instant stub) under the released judge
+    names instead of starting the local one; ``spark``: an open session to build with."""
     from contextlib import ExitStack
 
     from emerge_lib.curation import endpoint_overrides, local_server
@@ -68,13 +77,16 @@ def run_demo(out: str | Path, seed: int = 1,
     release = Path(out).resolve() / "release"
     with ExitStack() as stack:
         overrides = {}
-        if curate or (curate is None and local_server.available()):
+        if endpoint is not None:
+            overrides["curation"] = endpoint_overrides(endpoint)
+        elif curate or (curate is None and local_server.available()):
             server = stack.enter_context(local_server.start())
             overrides["curation"] = endpoint_overrides(
                 server.url, backend="llamacpp", model=server.model, concurrency=1)
         cfg = load_config(world / "config.yaml", overrides=overrides)
         result = DemoResult(cfg, world, release)
-        spark = stack.enter_context(session_for(cfg))
+        if spark is None:
+            spark = stack.enter_context(session_for(cfg))
         ctx = StageContext(cfg, Catalog.for_config(cfg, spark), release_dir=release)
         result.results = (build or build_dataset)(ctx)
         got, _ = built(ctx.catalog)

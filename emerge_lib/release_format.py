@@ -10,6 +10,9 @@ authors' files, it is on purpose and documented (docs/data-model.md):
   Europe/Paris local time (their pipeline parses naive strings on a machine in that zone):
   −3,600 s in winter, −7,200 s in summer, so their ``delta_timestamps`` are Paris midnight.
   :func:`authors_timestamp_to_utc` undoes that for a reader of their files;
+- an ``llm_assessment`` element of an answer that did not parse has ``llm_assessment:
+  null`` (theirs is always a bool); a reader that tests it for truth, as their code does,
+  reads it as False, as their code reads a missing verdict;
 - our extra keys (``passage_id``, ``window``, ``paragraph_offset`` per line;
   ``deprecation_signal`` and ``asserted_operations`` per triple) come after theirs.
 """
@@ -149,8 +152,12 @@ def delta_file_name(snapshot: datetime | str, window: int, window_days: float) -
 
 
 def link_target(title: str | None) -> str | None:
-    """A mention's ``target_entity``: the link target as written (not redirect-resolved),
-    with underscores for spaces and the first letter capitalized (``Republic_of_Ireland``)."""
+    """A mention's ``target_entity`` from the link target as stored in ``passages``: spaces
+    become underscores (``Republic of Ireland`` → ``Republic_of_Ireland``). Nothing else
+    changes here: the stored target is already the target as written, not
+    redirect-resolved, normalized upstream by ``dumps.wikitext_titles.normalize_title``
+    (underscores read as spaces, first letter upper-cased: ``[[northam_University]]`` is
+    stored as ``Northam University``)."""
     if title is None:
         return None
     return title.replace(" ", "_")
@@ -186,7 +193,8 @@ def _mentions(passage_row: Mapping[str, Any], offset: int, passage: str) -> list
 
 def llm_assessment_entry(llm_name: str, prompt_type: str, verdict: str,
                          explanation: str | None) -> dict[str, Any]:
-    """One ``llm_assessment`` element in the authors' shape; an unparsed answer is null."""
+    """One ``llm_assessment`` element in the authors' shape; an unparsed answer is null
+    (issue 14; theirs are always bool, and their code counts a missing verdict False)."""
     return {"llm_name": llm_name,
             "llm_assessment": None if verdict not in ("YES", "NO") else verdict == "YES",
             "llm_prompt_type": prompt_type, "llm_prompt": explanation or ""}
@@ -216,7 +224,11 @@ def triple_record(rows: Sequence[Mapping[str, Any]],
     rows = sorted(rows, key=lambda r: OP_ORDER.index(r["op"]))
     first = rows[0]
     ops = list(dict.fromkeys(r["op"] for r in rows))
-    qualified = next((r for r in rows if r.get("qualifier_pid") is not None), first)
+    # a D's end qualifier is what makes it D (and picks its judges): it wins over the start
+    # qualifier of the same triple's addition (``["ee-kg-triples", "d-triples"]`` with a
+    # P580 and a P582 reports the P582, as the authors' released files do)
+    qualified = next((r for r in rows if r["op"] == "D" and r.get("qualifier_pid") is not None),
+                     None) or next((r for r in rows if r.get("qualifier_pid") is not None), first)
     signal = next((r.get("signal") for r in rows if r["op"] == "D"), None)
     source = next((r.get("source_delta_type") for r in rows if r.get("source_delta_type")), None)
     out: dict[str, Any] = {

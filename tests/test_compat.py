@@ -1,10 +1,19 @@
 """Our release reads like the authors' released EMERGE files: a reader written for theirs
 (dates with date.fromisoformat, assessments keyed by name and prompt type, every key of
-theirs accessed directly) reads their real instances and a release of ours alike."""
+theirs accessed directly) reads their real instances and the demo's curated release alike.
+
+The demo release is built by the demo's own entry point (``emerge_lib.demo.run_demo``, the
+``emerge demo`` wiring, on ``DEMO_WORLD``) with curation through the instant
+OpenAI-compatible stub, whose answers about one planted passage are scripted to never
+parse, so the release holds ``llm_assessment: null`` elements too."""
 
 from __future__ import annotations
 
+import bz2
+import html
 import json
+import re
+from collections import defaultdict
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
@@ -14,6 +23,29 @@ import pytest
 from emerge_lib.release_format import SOURCE_DELTA_TYPES, authors_timestamp_to_utc
 
 OPERATIONS = {"x-triples", "e-triples", "ee-triples", "ee-kg-triples", "d-triples"}
+SMALL, LARGE = "Meta-Llama-3.1-8B", "Meta-Llama-3.1-405B"
+
+
+def needed_verdicts(triple: dict[str, Any]) -> dict[str, list[tuple[str, str]]]:
+    """Per operation, the (llm_name, llm_prompt_type) verdicts the authors' selection reads
+    (s07 ``get_supported_triples``, s07b ``is_valid_d_triple``): an addition the 8B
+    assertion; a deprecation the 405B deprecation, and the 8B one too without a qualifier.
+    x-triples are not selected on a verdict."""
+    out = {}
+    for op in triple["tkgu_operations"]:
+        if op == "d-triples":
+            out[op] = [(LARGE, "triple_deprecation")] + (
+                [] if triple["qualifier_info"] else [(SMALL, "triple_deprecation")])
+        elif op != "x-triples":
+            out[op] = [(SMALL, "triple_assertion")]
+    return out
+
+
+def supported(verdicts: dict[tuple[str, str], tuple[Any, str]], key: tuple[str, str]) -> bool:
+    """Their rule for one verdict: a missing one counts as False, a present one is read
+    for its truth (``if assessments[i]``), so our ``null`` (an unparsed answer) reads as
+    False too, exactly as a missing verdict."""
+    return bool(verdicts.get(key, (False, ""))[0])
 
 
 def read_like_the_authors(record: dict[str, Any]) -> dict[str, Any]:
@@ -48,7 +80,9 @@ def read_like_the_authors(record: dict[str, Any]) -> dict[str, Any]:
         if q:
             date.fromisoformat(q["qualifier_date"])
             q["qualifier_qid"], q["qualifier_label"], q["qualifier_timestamp"]  # noqa: B018
-        triples.append(((s, p, o), created, lifespan, verdicts, humans))
+        selected = {op: all(supported(verdicts, key) for key in keys)
+                    for op, keys in needed_verdicts(t).items()}
+        triples.append(((s, p, o), created, lifespan, verdicts, humans, selected))
     return {"revision": revision, "triples": triples}
 
 
@@ -76,30 +110,49 @@ def theirs(realdata: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
-@pytest.fixture(scope="module")
-def ours(sample_world: Path, tmp_path_factory, spark) -> list[dict[str, Any]]:
-    """Every line of a release built from the generated world with the defaults."""
-    from emerge_lib.config import load_config
-    from emerge_lib.pipeline import StageContext, build_dataset
-    from emerge_lib.tables import Catalog
+UNPARSED_OP = "D"  # the planted passage whose answers never parse holds a D triple
 
-    folder = tmp_path_factory.mktemp("compat")
-    cfg = load_config(sample_world / "config.yaml", overrides={"warehouse": str(folder / "wh")})
-    build_dataset(StageContext(cfg, Catalog(cfg.warehouse, spark), release_dir=folder / "rel"))
-    return [json.loads(line) for f in sorted((folder / "rel").glob("snapshot_*/delta_*.jsonl"))
-            for line in f.read_text(encoding="utf-8").splitlines()]
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory, spark) -> dict[str, Any]:
+    """The demo (its world, its wiring, the defaults) curated through the stub; every
+    answer about one planted D passage is prose, so its verdicts are unparsed."""
+    from emerge_lib.curation.stub import StubServer
+    from emerge_lib.demo import run_demo, world_for
+
+    out = tmp_path_factory.mktemp("demo")
+    world = world_for(out)
+    truth = [json.loads(x) for x in (world / "truth.jsonl").read_text().splitlines()]
+    unparsed = next(r for r in truth if r["op"] == UNPARSED_OP)["paragraph"]
+    with StubServer() as stub:
+        # more than (retries + 1) × every request about that passage
+        stub.script(["prose"] * 64, prompt_with=unparsed)
+        result = run_demo(out, endpoint=stub.url, spark=spark)
+    assert result.ok, (result.missing, result.unexpected)  # the demo still equals its truth
+    files = sorted(result.release.glob("snapshot_*/delta_*.jsonl"))
+    return {"world": world, "files": files, "unparsed": unparsed, "lines": [
+        json.loads(line) for f in files for line in f.read_text(encoding="utf-8").splitlines()]}
+
+
+@pytest.fixture(scope="module")
+def ours(demo: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every line of every ``delta_*.jsonl`` of the curated demo release."""
+    return demo["lines"]
 
 
 def test_their_reader_reads_their_files(theirs: list[dict[str, Any]]) -> None:
     read = [read_like_the_authors(r) for r in theirs]
     assert len(read) == 10 and sum(len(r["triples"]) for r in read) >= 40
     # their files key the assessors by name and prompt type (v1 entries carry no suffix)
-    names = {name for r in read for *_, verdicts, _ in r["triples"] for name, _ in verdicts}
-    assert {"Meta-Llama-3.1-8B", "Meta-Llama-3.1-405B"} <= names
+    names = {name for r in read for *_, verdicts, _, _ in r["triples"] for name, _ in verdicts}
+    assert {SMALL, LARGE} <= names
+    # their selection rule finds its verdicts by key in their own files
+    selected = [ok for r in read for *_, ok in r["triples"] for ok in ok.values()]
+    assert any(selected) and len(selected) >= 10
 
 
-def test_their_reader_reads_our_release(ours: list[dict[str, Any]]) -> None:
-    assert ours
+def test_their_reader_reads_our_release(demo: dict[str, Any], ours: list[dict[str, Any]]) -> None:
+    assert len(demo["files"]) == 10 and ours  # 2 snapshots × 5 deltas
     read = [read_like_the_authors(r) for r in ours]
     ops = {op for r in ours for t in r["tkgu_triples"] for op in t["tkgu_operations"]}
     assert ops == OPERATIONS and read
@@ -110,6 +163,89 @@ def test_their_reader_reads_our_release(ours: list[dict[str, Any]]) -> None:
     # x-triples have no source_delta_type; the others one of the three deltas
     sources = {t.get("source_delta_type") for r in ours for t in r["tkgu_triples"]}
     assert sources <= {None, *SOURCE_DELTA_TYPES} and "emerging" in sources
+
+
+def test_their_selection_finds_every_verdict_it_needs_by_key(ours: list[dict[str, Any]]) -> None:
+    """Every operation's verdicts are there under (llm_name, llm_prompt_type), and what
+    their selection rule reads from them is our ``asserted_operations``."""
+    checked = 0
+    for record in ours:
+        for t, (*_, verdicts, _, selected) in zip(record["tkgu_triples"],
+                                                  read_like_the_authors(record)["triples"],
+                                                  strict=True):
+            for op, keys in needed_verdicts(t).items():
+                assert set(keys) <= set(verdicts), (op, t["triple"], sorted(verdicts))
+                checked += 1
+            if t["asserted_operations"] is not None:
+                ours_ops = [op for op in t["asserted_operations"] if op != "x-triples"]
+                assert ours_ops == [op for op in t["tkgu_operations"] if selected.get(op)]
+                # the stub says NO exactly to triples whose subject label starts with "No"
+                assert not selected or all(selected.values()) != t["triple_labels"][0].startswith("No")
+    assert checked > 100
+
+
+def test_unparsed_verdicts_are_null_and_read_as_missing(demo: dict[str, Any]) -> None:
+    """An unparsed answer is an element with ``llm_assessment: null`` (issue 14; theirs are
+    always bool): a reader keyed like theirs finds the element, and their truth test reads
+    it as False, as their code reads a missing verdict; we do not assert the triple."""
+    nulls, bools = [], []
+    for record in demo["lines"]:
+        held = record["passage"].endswith(demo["unparsed"])
+        for t, (*_, verdicts, _, selected) in zip(record["tkgu_triples"],
+                                                  read_like_the_authors(record)["triples"],
+                                                  strict=True):
+            values = [a["llm_assessment"] for a in t["llm_assessment"]]
+            (nulls if held else bools).extend(values)
+            if held:
+                assert t["asserted_operations"] is None and not any(selected.values())
+                assert all(verdicts[key][0] is None for keys in needed_verdicts(t).values()
+                           for key in keys)
+    assert nulls and all(v is None for v in nulls)
+    assert bools and all(isinstance(v, bool) for v in bools)
+
+
+LINK = re.compile(r"\[\[([^\[\]|#]+)(?:#[^\[\]|]*)?(?:\|([^\[\]]*))?\]\]")
+
+
+def written_links(world: Path) -> dict[str, set[tuple[str, str]]]:
+    """Page title → every (target, anchor) of its ``[[target|anchor]]`` links as written, in
+    any revision of the world's Wikipedia dumps (read as text: a planted bad page must not
+    stop the reading)."""
+    out: dict[str, set[tuple[str, str]]] = defaultdict(set)
+    for path in sorted(world.glob("mirror/enwiki/*/*.bz2")):
+        for page in bz2.open(path).read().decode("utf-8").split("<page>")[1:]:
+            title = re.search(r"<title>(.*?)</title>", page)
+            for target, anchor in LINK.findall(html.unescape(page)):
+                out[html.unescape(title.group(1)) if title else ""].add((target, anchor or target))
+    return out
+
+
+def test_mention_targets_are_the_links_as_written(demo: dict[str, Any]) -> None:
+    """``target_entity`` is the link target written in the wikitext, first letter capitalized
+    and underscores for spaces: ``[[northam_University|Northam]]`` gives
+    ``Northam_University``; a link to a redirect keeps the redirect's title, not the
+    article it resolves to."""
+    truth = [json.loads(x) for x in (demo["world"] / "truth.jsonl").read_text().splitlines()]
+    links = written_links(demo["world"])
+    tagged = [r for r in truth if {"link-via-redirect", "link-underscore-lowercase"} & set(r["tags"])]
+    seen: set[str] = set()
+    for row in tagged:
+        lines = [x for x in demo["lines"] if x["anchor_title"] == row["page_title"]
+                 and x["passage"].endswith(row["paragraph"])]
+        assert lines, row["page_title"]
+        for line in lines:
+            (mention,) = [m for m in line["mentions"] if m["qid"] == row["o"]]
+            written = {t for t, a in links[row["page_title"]] if a == mention["mention_text"]}
+            assert len(written) == 1, written
+            (target,) = written
+            assert mention["target_entity"] == (target[:1].upper() + target[1:]).replace(" ", "_")
+            if "link-underscore-lowercase" in row["tags"]:
+                assert target[0].islower() and "_" in target
+                seen.add("lowercase")
+            if "link-via-redirect" in row["tags"]:  # not the resolved article's title
+                assert mention["target_entity"] != row["o_label"].replace(" ", "_")
+                seen.add("redirect")
+    assert seen == {"lowercase", "redirect"}
 
 
 def test_their_timestamps_are_paris_wall_clock_ours_are_utc(theirs, ours) -> None:

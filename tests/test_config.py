@@ -27,6 +27,21 @@ def test_defaults_follow_design() -> None:
     assert cfg.engine.url == "embedded"
 
 
+def test_semantics_default_to_what_the_released_data_shows(tmp_path: Path) -> None:
+    """The three switches of docs/data-model.md default to the released data, not to the
+    DESIGN §1.1 rule; each can still be set to it."""
+    cfg = load_config(environ={})
+    assert cfg.passages.windows == "cumulative"
+    assert cfg.deltas.emerging == "created_after_snapshot"
+    assert cfg.deltas.deprecate_window_additions is True
+    design = load_config(write(tmp_path, """
+passages: {windows: first_appearance}
+deltas: {emerging: not_in_snapshot, deprecate_window_additions: false}
+"""), environ={})
+    assert (design.passages.windows, design.deltas.emerging,
+            design.deltas.deprecate_window_additions) == ("first_appearance", "not_in_snapshot", False)
+
+
 def test_good_file_with_relative_paths(tmp_path: Path) -> None:
     p = write(
         tmp_path,

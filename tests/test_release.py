@@ -12,7 +12,7 @@ import pytest
 from stagekit import run
 
 from emerge_lib.manifest import MANIFEST, read_manifest, verify_release
-from emerge_lib.release_format import FormatError, authors_timestamp_to_utc
+from emerge_lib.release_format import FormatError, authors_timestamp_to_utc, dumps_line
 from emerge_lib.stages import release
 from emerge_lib.stages.release import (
     LISTING,
@@ -346,6 +346,30 @@ def test_prefix_off_keeps_paragraph_offsets() -> None:
         assert (m["start_char"], m["end_char"]) == (src["start"], src["end"])
     # the line's identity does not depend on the prefix switch
     assert rec["hash_id"] == passage_record(P1, INSTANCES_W1[:1], SNAP, 1, 7)["hash_id"]
+
+
+def test_ee_kg_and_d_line_lists_both_and_reports_the_end_qualifier() -> None:
+    """An emerging entity's statement added inside the window with a start (P580) and an end
+    (P582) qualifier both dated there: one entry, exactly ``["ee-kg-triples", "d-triples"]``
+    whatever the row order, and ``qualifier_info`` is the D's end qualifier (the authors'
+    released EE-KG+D triple carries P582), not the addition's start."""
+    start = {"qualifier_pid": "P580", "qualifier_label": "start time",
+             "qualifier_at": ts("2024-01-02T00:00:00Z")}
+    rows = [inst(P2, "D", "Q900", "P17", "Q142", **D_KW, emerging_head=True,
+                 source_delta_type="emerging"),
+            inst(P2, "EE-KG", "Q900", "P17", "Q142", **start, emerging_head=True,
+                 source_delta_type="emerging")]
+    for order in (rows, rows[::-1]):
+        line = json.loads(dumps_line(passage_record(P2, order, SNAP, 1, 7)))
+        (triple,) = line["tkgu_triples"]
+        assert triple["tkgu_operations"] == ["ee-kg-triples", "d-triples"]
+        assert triple["qualifier_info"] == {"qualifier_qid": "P582", "qualifier_label": "end time",
+                                            "qualifier_date": "2024-01-05",
+                                            "qualifier_timestamp": 1704412800}
+        assert triple["deprecation_signal"] == "qualifier:P582"
+    # an addition alone keeps its start qualifier
+    (alone,) = passage_record(P2, rows[1:], SNAP, 1, 7)["tkgu_triples"]
+    assert alone["qualifier_info"]["qualifier_qid"] == "P580"
 
 
 def test_hash_id_is_stable_and_distinguishes() -> None:

@@ -32,11 +32,14 @@ def day(n: float) -> datetime:
 
 
 def stmt(s: str, p: str, o: str, start: float, end: float | None, *, sid: str = "a",
-         rank: str = "normal", end_at: float | None = None) -> dict[str, Any]:
-    quals = [] if end_at is None else [{"pid": "P582", "kind": "time", "time": "t",
-                                        "precision": 11, "instant": day(end_at), "item": None}]
+         rank: str = "normal", end_at: float | None = None,
+         start_at: float | None = None) -> dict[str, Any]:
+    """A statement version; ``end_at``/``start_at``: a P582 end / P580 start qualifier dated
+    that day."""
+    quals = [{"pid": pid, "kind": "time", "time": "t", "precision": 11, "instant": day(at),
+              "item": None} for pid, at in (("P580", start_at), ("P582", end_at)) if at is not None]
     return {"s": s, "p": p, "o": o, "statement_id": f"{s}${p}{o}{sid}", "rank": rank,
-            "version_hash": f"{s}{p}{o}{sid}{rank}{start}{end_at}", "qualifiers": quals,
+            "version_hash": f"{s}{p}{o}{sid}{rank}{start}{end_at}{start_at}", "qualifiers": quals,
             "valid_from": day(start), "valid_to": None if end is None else day(end),
             "rev_from": int((start + 200) * 10), "rev_to": None, "s_bucket": 0}
 
@@ -70,8 +73,14 @@ STATEMENTS = [
     stmt("Q4", "P1", "Q5", 8, None),  # added in window 2 only
     # added on day 2 with an end qualifier dated day 4: an addition, and (released) also D
     stmt("Q5", "P1", "Q6", 2, None, end_at=4),
-    # Q12 is new (created day 2): its statement added then is EE, ended on day 5 as well
-    stmt("Q12", "P1", "Q1", 2, None, end_at=5),
+    # Q12 is new (created day 2): its statement added then is EE, ended on day 5 as well;
+    # it also starts (P580) on day 2: an EE-KG+D triple reports the D's end qualifier
+    stmt("Q12", "P1", "Q1", 2, None, end_at=5, start_at=2),
+    # additions with a start qualifier (P580): reported only when dated inside the
+    # (cumulative) window: day -3 never, day 4 in both windows, day 9 in window 2 only
+    stmt("Q6", "P1", "Q7", 2, None, start_at=-3),
+    stmt("Q6", "P2", "Q7", 2, None, start_at=4),
+    stmt("Q6", "P3", "Q7", 2, None, start_at=9),
 ]
 ITEMS = [item_row(f"Q{i}", -100, None, f"Title {i}", i) for i in range(1, 10)] + [
     item_row("Q10", -100, 3, None, 100), item_row("Q10", 3, None, "Title 10", 101),
@@ -81,8 +90,9 @@ ITEMS = [item_row(f"Q{i}", -100, None, f"Title {i}", i) for i in range(1, 10)] +
 PROPS = [{"pid": f"P{i}", "valid_from": day(-100), "valid_to": None, "rev_from": i,
           "label_en": f"prop {i}", "description_en": "d", "datatype": "wikibase-item"}
          for i in range(1, 8)] + [
-    {"pid": "P582", "valid_from": day(-100), "valid_to": None, "rev_from": 582,
-     "label_en": "end time", "description_en": "d", "datatype": "time"}]
+    {"pid": pid, "valid_from": day(-100), "valid_to": None, "rev_from": int(pid[1:]),
+     "label_en": label, "description_en": "d", "datatype": "time"}
+    for pid, label in (("P580", "start time"), ("P582", "end time"))]
 
 
 def kg_catalog(spark, folder, settings: dict[str, Any]) -> Catalog:
@@ -113,7 +123,8 @@ def deltas(catalog: Catalog) -> set[tuple]:
 BOTH_WINDOWS = {("Q1", "P2", "Q3", "D", "removed"), ("Q1", "P4", "Q5", "D", "qualifier:P582"),
                 ("Q2", "P1", "Q3", "E", None), ("Q3", "P2", "Q5", "D", "removed"),
                 ("Q1", "P5", "Q6", "D", "qualifier:P582"), ("Q5", "P1", "Q6", "E", None),
-                ("Q12", "P1", "Q1", "EE", None)}
+                ("Q12", "P1", "Q1", "EE", None), ("Q6", "P1", "Q7", "E", None),
+                ("Q6", "P2", "Q7", "E", None), ("Q6", "P3", "Q7", "E", None)}
 ONE_WINDOW = {
     (1, "Q1", "P6", "Q7", "D", "rank"),  # rank over removed: both hold at τ_1
     (2, "Q1", "P6", "Q7", "D", "removed"),  # gone from s's state at τ_2
@@ -154,6 +165,22 @@ def test_delta_details(kg: Catalog) -> None:
     kg_t = {(r["s"], r["p"], r["o"]) for r in kg.read_arrow("kg_triples").to_pylist()}
     assert ("Q1", "P7", "Q8") in kg_t and ("Q11", "P1", "Q1") in kg_t  # T_t
     assert ("Q2", "P2", "Q10") not in kg_t  # Q10 not in V_t
+
+
+START_QUALIFIERS = {  # (window, p) -> the start qualifier an addition (Q6, p, Q7) reports
+    (1, "P1"): (None, None), (2, "P1"): (None, None),  # P580 dated before t: never
+    (1, "P2"): ("P580", day(4)), (2, "P2"): ("P580", day(4)),  # inside window 1 (and 2)
+    (1, "P3"): (None, None), (2, "P3"): ("P580", day(9)),  # after τ_1: window 2 only
+}
+
+
+@pytest.mark.parametrize("fixture", ["kg", "kg_released"])
+def test_start_qualifiers_only_when_dated_inside_the_window(fixture: str, request) -> None:
+    catalog = request.getfixturevalue(fixture)
+    got = {(r["window"], r["p"]): (r["qualifier_pid"], r["qualifier_at"])
+           for r in catalog.read_arrow("delta_triples").to_pylist()
+           if (r["s"], r["o"], r["op"]) == ("Q6", "Q7", "E")}
+    assert got == START_QUALIFIERS
 
 
 # -- passages ------------------------------------------------------------------------------
@@ -197,6 +224,8 @@ PARAGRAPHS = [
     paragraph(8, "x-ended", words(30, "Title 1"), 3, None, [("Title 1", "Title 1")]),
     # Q12's article mentions Q9 only: (Q12, P1, Q1) is EE-KG here
     paragraph(12, "ee-kg-d", words(30, "Title 9"), 3, None, [("Title 9", "Title 9")]),
+    # Q6's article gains a link to Q7 with the three start-qualified additions
+    paragraph(6, "start-quals", words(30, "Title 7"), 2, None, [("Title 7", "Title 7")]),
 ]
 
 
@@ -240,7 +269,7 @@ DESIGN_PASSAGES = {
     (1, "new-w1", ("Q2", "Q3")), (2, "new-w2", ("Q2", "Q3")),
     (1, "one-link", ("Q3",)),  # the article's own item Q2 makes it two
     (1, "ee-kg", ("Q10",)), (1, "pair-q1-q5", ("Q1", "Q5")),
-    (1, "x-ended", ("Q1",)), (1, "ee-kg-d", ("Q9",)),
+    (1, "x-ended", ("Q1",)), (1, "ee-kg-d", ("Q9",)), (1, "start-quals", ("Q7",)),
 }
 
 
@@ -292,6 +321,10 @@ DESIGN_INSTANCES = {
     (1, "x-ended", "X", "Q1", "P7", "Q8"),
     # page 12 mentions Q12 (new) and Q9: Q1 is old and not mentioned
     (1, "ee-kg-d", "EE-KG", "Q12", "P1", "Q1"),
+    # page 6 mentions Q6 and Q7
+    (1, "start-quals", "E", "Q6", "P1", "Q7"),
+    (1, "start-quals", "E", "Q6", "P2", "Q7"),
+    (1, "start-quals", "E", "Q6", "P3", "Q7"),
 }
 
 
@@ -303,8 +336,13 @@ def test_alignment_of_every_operation(kg: Catalog) -> None:
     assert ("EE-KG", "label Q2", "prop 2", "label Q10") in labels
 
 
-def test_released_alignment_two_operation_triples_and_sources(kg_released: Catalog) -> None:
-    catalog = with_passages(kg_released, RELEASED, "released-align")
+@pytest.fixture(scope="module")
+def aligned_released(kg_released: Catalog) -> Catalog:
+    return with_passages(kg_released, RELEASED, "released-align")
+
+
+def test_released_alignment_two_operation_triples_and_sources(aligned_released: Catalog) -> None:
+    catalog = aligned_released
     window_1 = {r for r in DESIGN_INSTANCES if r[0] == 1} - {
         (1, "ee-kg", "EE-KG", "Q2", "P2", "Q10")}  # Q10 is not emerging: no EE-KG
     window_1 |= {(1, "ee-kg-d", "D", "Q12", "P1", "Q1")}  # the addition ended in the window
@@ -328,6 +366,9 @@ def test_released_alignment_two_operation_triples_and_sources(kg_released: Catal
         ("D", "Q1", "P4"): "all",  # Q1's article never links to Q5; nobody is new
         # Q12's article links to neither end: found in the delta of new entities
         ("EE-KG", "Q12", "P1"): "emerging", ("D", "Q12", "P1"): "emerging",
+        # Q6's article gains its link to Q7 on day 2, with the triples
+        ("E", "Q6", "P1"): "wikipedia_intersection", ("E", "Q6", "P2"): "wikipedia_intersection",
+        ("E", "Q6", "P3"): "wikipedia_intersection",
     }
 
 
@@ -347,3 +388,41 @@ def test_subject_links_follow_the_configured_redirect_hops(kg_released: Catalog)
     assert source() == "wikipedia_intersection"
     run(catalog, "align", T, **{**RELEASED, "passages": {"max_redirect_hops": 0}})
     assert source() == "all"
+
+
+def release_lines(catalog: Catalog, key: str) -> dict[int, dict[str, Any]]:
+    """The release line of passage ``key`` in each window (what the release stage writes
+    from these rows, through the same pure function)."""
+    from emerge_lib.release_format import passage_record
+
+    instances = catalog.read_arrow("instances").to_pylist()
+    return {p["window"]: passage_record(p, [r for r in instances if r["passage_id"] == p["passage_id"]
+                                            and r["window"] == p["window"]], T, p["window"], 7)
+            for p in catalog.read_arrow("passages").to_pylist()
+            if p["passage_id"].split("-", 1)[1] == key}
+
+
+def test_release_reports_start_qualifiers_dated_inside_the_window(aligned_released: Catalog) -> None:
+    """A P580 dated before t is not in ``qualifier_info``; one inside the cumulative window
+    is, from the window that holds its date on."""
+    lines = release_lines(aligned_released, "start-quals")
+    assert set(lines) == {1, 2}
+    got = {(w, t["triple"][1]): t["qualifier_info"] for w, line in lines.items()
+           for t in line["tkgu_triples"]}
+    want = {k: {} if pid is None else {
+        "qualifier_qid": pid, "qualifier_label": "start time", "qualifier_date": f"{at:%Y-%m-%d}",
+        "qualifier_timestamp": int(at.timestamp())} for k, (pid, at) in START_QUALIFIERS.items()}
+    assert got == want
+
+
+def test_ee_kg_and_d_triple_reports_the_end_qualifier(aligned_released: Catalog) -> None:
+    """(Q12, P1, Q1) is added on day 2 with a P580 dated day 2 and a P582 dated day 5: one
+    entry, ``["ee-kg-triples", "d-triples"]``, whose qualifier is the D's end qualifier (as
+    the authors' released EE-KG+D triples show P582), not the addition's start."""
+    for line in release_lines(aligned_released, "ee-kg-d").values():
+        (triple,) = line["tkgu_triples"]
+        assert triple["tkgu_operations"] == ["ee-kg-triples", "d-triples"]
+        assert triple["qualifier_info"] == {
+            "qualifier_qid": "P582", "qualifier_label": "end time", "qualifier_date": "2024-01-06",
+            "qualifier_timestamp": int(day(5).timestamp())}
+        assert triple["deprecation_signal"] == "qualifier:P582"
