@@ -176,8 +176,8 @@ class _Fetcher:
                 size: int) -> int:
         """Append the object's bytes from ``have`` to ``part``, hashing them; a dropped
         connection continues where it stopped (``retries`` times). Returns bytes read."""
+        # botocore wraps urllib3's read errors (ResponseStreamingError, ReadTimeoutError)
         from botocore.exceptions import BotoCoreError, ClientError
-        from urllib3.exceptions import HTTPError as Urllib3Error
 
         attempt, fetched, first = 0, 0, True
         while first or have < size:
@@ -212,7 +212,7 @@ class _Fetcher:
                 if not err.retryable:
                     raise err from None
                 attempt = self._again(url, have, attempt, err)
-            except (BotoCoreError, Urllib3Error, OSError) as exc:
+            except (BotoCoreError, OSError) as exc:
                 attempt = self._again(url, have, attempt, exc)
         return fetched
 

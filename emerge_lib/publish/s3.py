@@ -140,7 +140,9 @@ def s3_error(exc: BaseException, where: str) -> PublishError:
         status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
         message = err.get("Message") or code
         if code == "NoSuchBucket":
-            return S3NotFoundError(f"{where}: the bucket does not exist ({message})")
+            bucket = err.get("BucketName") or where.removeprefix("s3://").split("/")[0]
+            return S3NotFoundError(f"{where}: the bucket {bucket!r} does not exist (create "
+                                   "it first; emerge does not create buckets)")
         if code in _ACCESS_CODES or status == 403:
             hint = ("the access key is unknown to the server" if code == "InvalidAccessKeyId"
                     else "the secret key does not match the access key"
@@ -153,7 +155,7 @@ def s3_error(exc: BaseException, where: str) -> PublishError:
             "SlowDown", "RequestTimeout", "ThrottlingException", "InternalError")
         return PublishError(f"{where}: {code or status}: {message}", retryable=retryable)
     if isinstance(exc, BotoCoreError | OSError):
-        return TransferError(f"{where}: {type(exc).__name__}: {exc}")
+        return TransferError(f"{where}: {type(exc).__name__}: {exc}; run again to resume")
     return PublishError(f"{where}: {type(exc).__name__}: {exc}")
 
 

@@ -417,7 +417,6 @@ def publish_release(release_dir: str | Path, target: S3Location | str, client: A
     manifest_key = target.version_key(version, MANIFEST)
     where = target.url()
     try:
-        _check_bucket(client, target)
         published = _get_bytes(client, target.bucket, manifest_key)
         manifest_sha256 = hashlib.sha256(manifest_bytes).hexdigest()
         if published is not None:
@@ -452,19 +451,6 @@ def publish_release(release_dir: str | Path, target: S3Location | str, client: A
     report.seconds = time.monotonic() - started
     log.info("%s", report.brief())
     return report
-
-
-def _check_bucket(client: Any, target: S3Location) -> None:
-    try:
-        client.head_bucket(Bucket=target.bucket)
-    except Exception as exc:
-        if error_code(exc) in ("404", "NoSuchBucket", "NotFound"):
-            from emerge_lib.publish.s3 import S3NotFoundError
-
-            raise S3NotFoundError(f"{target.url()}: the bucket {target.bucket!r} does not "
-                                  "exist (create it first; emerge does not create "
-                                  "buckets)") from None
-        raise
 
 
 def _get_bytes(client: Any, bucket: str, key: str) -> bytes | None:
