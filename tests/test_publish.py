@@ -398,3 +398,19 @@ def test_a_build_publishes_after_the_release_when_configured(tmp_path: Path) -> 
     assert [n for n, _ in build_steps(ctx)][-2:] == ["release", "publish"]
     with pytest.raises(Exception, match="publish.to must be a URL with scheme s3"):
         load_config(overrides={"publish": {"to": "https://bucket/emerge"}})
+
+
+def test_the_local_server_listens_on_loopback_only(s3_server: Any) -> None:
+    """weed mini on 127.0.0.1 only, on the ports it was given (WebDAV, Iceberg, Lance and
+    the admin UI off), with the identities file readable by its owner alone."""
+    import psutil
+
+    from emerge_lib.publish.local_s3 import PORT_FLAGS
+
+    listening = [c.laddr for c in psutil.Process(s3_server.pid).net_connections("inet")
+                 if c.status == psutil.CONN_LISTEN]
+    assert listening and {a.ip for a in listening} == {"127.0.0.1"}
+    assert len({a.port for a in listening}) <= len(PORT_FLAGS)
+    assert int(s3_server.endpoint_url.rsplit(":", 1)[1]) in {a.port for a in listening}
+    config = s3_server.directory / "s3-identities.json"
+    assert config.stat().st_mode & 0o077 == 0

@@ -106,7 +106,8 @@ def check_release(release_dir: str | Path) -> tuple[dict[str, Any], bytes]:
         results = validation.get("results") or "validation/results.json"
         raise ReleaseGateError(f"refusing to publish {root}: validation did not pass{which}; "
                                f"see {root / results}")
-    result = verify_release(root)
+    # the listed files only: an unlisted file is not published, so it needs no hashing
+    result = verify_release(root, [f["path"] for f in manifest["files"]])
     if not result.ok:
         parts = []
         if result.mismatched:
@@ -145,6 +146,7 @@ class _Multipart:
     """A file being sent in parts; the last part to finish completes it."""
 
     key: str
+    rel: str  # the path in the release
     path: Path
     sha256: str
     size: int
@@ -184,7 +186,7 @@ class _Uploader:
         a HEAD of each candidate of the right size: its ``sha256`` metadata)."""
         present: dict[str, int] = {}
         paginator = self.client.get_paginator("list_objects_v2")
-        for page in paginator.paginate(Bucket=self.bucket, Prefix=self.key("")):
+        for page in paginator.paginate(Bucket=self.bucket, Prefix=self.key("") + "/"):
             for obj in page.get("Contents", []):
                 present[obj["Key"]] = obj["Size"]
         todo, candidates = [], []
@@ -249,7 +251,8 @@ class _Uploader:
         for upload in listing.get("Uploads", []):
             if upload["Key"] != key:
                 continue
-            mpu = _Multipart(key, path, f["sha256"], f["bytes"], part_size, upload["UploadId"])
+            mpu = _Multipart(key, f["path"], path, f["sha256"], f["bytes"], part_size,
+                             upload["UploadId"])
             kept = self._kept_parts(mpu)
             if kept:
                 mpu.etags.update(kept)
@@ -264,7 +267,8 @@ class _Uploader:
         created = self.client.create_multipart_upload(
             Bucket=self.bucket, Key=key, ChecksumAlgorithm="SHA256",
             Metadata={"sha256": f["sha256"]}, ContentType=_content_type(f["path"]))
-        mpu = _Multipart(key, path, f["sha256"], f["bytes"], part_size, created["UploadId"])
+        mpu = _Multipart(key, f["path"], path, f["sha256"], f["bytes"], part_size,
+                         created["UploadId"])
         mpu.left = mpu.count
         return mpu
 
@@ -322,16 +326,16 @@ class _Uploader:
         except Exception as exc:
             # another publisher of the same version completed this very upload first
             if error_code(exc) == "NoSuchUpload" and self._same(
-                    {"path": mpu.key.removeprefix(self.key("")), "sha256": mpu.sha256}):
+                    {"path": mpu.rel, "sha256": mpu.sha256}):
                 return
             raise
         expected = f"{_b64(hashlib.sha256(b''.join(digests)).digest())}-{len(digests)}"
         got = r.get("ChecksumSHA256")
         if got is not None and got != expected:
             self.client.delete_object(Bucket=self.bucket, Key=mpu.key)
-            raise PublishError(f"{self.target.url('v', self.version, '')}{mpu.path.name}: the "
-                               f"server's checksum {got} is not the parts' {expected}; "
-                               "deleted it, run again", retryable=True)
+            raise PublishError(f"s3://{self.bucket}/{mpu.key}: the server's checksum {got} is "
+                               f"not the parts' {expected}; deleted it, run again",
+                               retryable=True)
         self._sent(0, file_done=True)
 
     def _sent(self, nbytes: int, file_done: bool = False) -> None:
