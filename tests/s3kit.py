@@ -50,7 +50,7 @@ def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     try:
         yield server
     finally:
-        server.stop()
+        server.stop(timeout_s=5)  # its data is thrown away
 
 
 # -- release folders -----------------------------------------------------------------------

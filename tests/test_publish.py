@@ -414,3 +414,47 @@ def test_the_local_server_listens_on_loopback_only(s3_server: Any) -> None:
     assert int(s3_server.endpoint_url.rsplit(":", 1)[1]) in {a.port for a in listening}
     config = s3_server.directory / "s3-identities.json"
     assert config.stat().st_mode & 0o077 == 0
+
+
+@pytest.mark.slow
+def test_a_killed_publish_is_continued_by_the_next_one(s3_server: Any, tmp_path: Path) -> None:
+    """SIGKILL in the middle of a multipart upload, then the same command again: the parts
+    already in the bucket are kept, the rest is sent, and the download verifies."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    release = tmp_path / "release"
+    manifest = make_release(release, seed=50, big_mb=30)
+    version = manifest["version"]
+    env = {**os.environ, **s3_server.environment("publisher"), "AWS_EC2_METADATA_DISABLED": "true"}
+    cmd = [sys.executable, "-m", "emerge_lib.cli", "publish", "--release", str(release), "--to",
+           f"s3://{BUCKET}/killed", "--part-size-mb", str(PART_MB), "--workers", "1"]
+    admin = s3_server.client("admin")
+    key = f"killed/v/{version}/snapshot_all/passages.jsonl"
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    kept = 0
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None and kept < 2:
+            uploads = admin.list_multipart_uploads(Bucket=BUCKET, Prefix=key).get("Uploads", [])
+            if uploads:
+                parts = admin.list_parts(Bucket=BUCKET, Key=key, UploadId=uploads[0]["UploadId"])
+                kept = len(parts.get("Parts", []))
+            time.sleep(0.02)
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait()
+    assert proc.returncode == -signal.SIGKILL and kept >= 2
+    assert f"killed/v/{version}/{MANIFEST}" not in keys(s3_server, BUCKET, "killed/")
+
+    client = client_of(s3_server)
+    requests = watch(client)
+    report = publish(release, f"s3://{BUCKET}/killed", client, tmp_path)
+    assert report.resumed_parts >= 2 and requests.ops["CreateMultipartUpload"] == 0
+    assert requests.ops["UploadPart"] == 6 - report.resumed_parts  # 30 MiB in 5 MiB parts
+    out = tmp_path / "download"
+    download_release(f"s3://{BUCKET}/killed", out, client_of(s3_server))
+    assert files_of(out) == files_of(release)

@@ -142,15 +142,16 @@ class LocalS3:
     def pid(self) -> int:
         return self.process.pid
 
-    def stop(self) -> None:
-        """Stop the server by its PID (SIGTERM, then SIGKILL after 15 s)."""
+    def stop(self, timeout_s: float = 15.0) -> None:
+        """Stop the server by its PID: SIGTERM, then SIGKILL after ``timeout_s`` (weed's
+        filer waits for connections a killed client left open)."""
         if self._stopped:
             return
         self._stopped = True
         if self.process.poll() is None:
             os.kill(self.process.pid, signal.SIGTERM)
             try:
-                self.process.wait(timeout=15)
+                self.process.wait(timeout=timeout_s)
             except subprocess.TimeoutExpired:
                 os.kill(self.process.pid, signal.SIGKILL)
                 self.process.wait()
