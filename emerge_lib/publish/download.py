@@ -31,6 +31,7 @@ from emerge_lib.publish.s3 import (
     VERSIONS,
     ChecksumMismatchError,
     PublishError,
+    RateLog,
     S3Location,
     S3NotFoundError,
     TransferError,
@@ -299,9 +300,11 @@ def download_release(source: S3Location | str, out: str | Path, client: Any, *,
         root.mkdir(parents=True, exist_ok=True)
         log.info("download %s from %s: %d files (%.1f MB)", version, source, len(files),
                  sum(f["bytes"] for f in files) / 1e6)
-        fetcher = _Fetcher(client, source, version, root, workers, retries, progress)
+        total = sum(f["bytes"] for f in files)
+        fetcher = _Fetcher(client, source, version, root, workers, retries,
+                           RateLog(f"download {version}", total, progress, logger=log))
         fetcher.report.files = len(files)
-        fetcher.report.bytes = sum(f["bytes"] for f in files)
+        fetcher.report.bytes = total
         fetcher.run(files)
     except PublishError:
         raise

@@ -9,7 +9,11 @@ endpoint (SeaweedFS, MinIO) and the region are the configuration's ``s3`` sectio
 
 from __future__ import annotations
 
+import logging
 import re
+import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,6 +83,36 @@ class S3Location:
 
     def __str__(self) -> str:
         return self.url()
+
+
+class RateLog:
+    """Byte increments from many threads → a log line with the rate at most every
+    ``every_s`` seconds (task logs have no progress bar), and the caller's ``progress``."""
+
+    def __init__(self, what: str, total: int, progress: Callable[[int], None] | None = None,
+                 every_s: float = 10.0, logger: logging.Logger | None = None) -> None:
+        self.what, self.total, self.progress, self.every_s = what, total, progress, every_s
+        self.log = logger or logging.getLogger(__name__)
+        self.done = 0
+        self.started = self.last = time.monotonic()
+        self.lock = threading.Lock()
+
+    def __call__(self, n: int) -> None:
+        if not n:
+            return
+        with self.lock:
+            self.done += n
+            now = time.monotonic()
+            due = now - self.last >= self.every_s
+            if due:
+                self.last = now
+            done, seconds = self.done, now - self.started
+        if self.progress is not None:
+            self.progress(n)
+        if due and seconds:
+            share = f" ({100 * done / self.total:.0f}%)" if self.total else ""
+            self.log.info("%s: %.1f of %.1f MB%s, %.1f MB/s", self.what, done / 1e6,
+                          self.total / 1e6, share, done / 1e6 / seconds)
 
 
 def make_client(s3: S3Settings, *, session: Any = None, profile: str | None = None,

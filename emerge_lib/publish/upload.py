@@ -41,6 +41,7 @@ from emerge_lib.manifest import MANIFEST, ManifestError, read_manifest, verify_r
 from emerge_lib.publish.s3 import (
     LATEST,
     PublishError,
+    RateLog,
     ReleaseGateError,
     S3Location,
     error_code,
@@ -434,8 +435,10 @@ def publish_release(release_dir: str | Path, target: S3Location | str, client: A
             uploader = _Uploader(client, target, version, root, workers, part_size_mb * MiB,
                                  progress)
             todo = uploader.missing(files)
+            todo_bytes = sum(f["bytes"] for f in todo)
             if on_total:
-                on_total(sum(f["bytes"] for f in todo))
+                on_total(todo_bytes)
+            uploader.progress = RateLog(f"publish {version}", todo_bytes, progress, logger=log)
             log.info("publish %s → %s: %d of %d files to send (%.1f MB)", version, where,
                      len(todo), len(files), sum(f["bytes"] for f in todo) / 1e6)
             uploader.run(todo)
