@@ -101,8 +101,9 @@ def check_release(release_dir: str | Path) -> tuple[dict[str, Any], bytes]:
         raise ReleaseGateError(f"refusing to publish {root}: its manifest has no validation "
                                "results (run the validate stage before publishing)")
     if validation.get("success") is not True:
-        failed = [name for name, suite in (validation.get("suites") or {}).items()
-                  if isinstance(suite, Mapping) and suite.get("success") is False]
+        suites = validation.get("suites")
+        failed = [name for name, suite in (suites.items() if isinstance(suites, Mapping) else ())
+                  if suite is False or (isinstance(suite, Mapping) and suite.get("success") is False)]
         which = f" (failed: {', '.join(sorted(failed))})" if failed else ""
         results = validation.get("results") or "validation/results.json"
         raise ReleaseGateError(f"refusing to publish {root}: validation did not pass{which}; "
