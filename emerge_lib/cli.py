@@ -27,6 +27,8 @@ COMMAND_MODULES = [
     "emerge_lib.commands.config",
     "emerge_lib.commands.evaluate",
     "emerge_lib.commands.predict",
+    "emerge_lib.commands.publish",
+    "emerge_lib.commands.download",
 ]
 
 

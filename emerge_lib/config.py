@@ -298,6 +298,23 @@ class CurationSettings(_Strict):
         return self.additions if judge == "additions" else self.deprecations
 
 
+class PublishSettings(_Strict):
+    """Where ``emerge publish`` (and the ``publish`` stage of a build) puts a release, and
+    how hard it pushes. Credentials never come from here: the environment, a profile, or
+    a boto3 session handed in (Airflow's connection); the endpoint and region are ``s3``'s."""
+
+    to: str | None = None  # s3://bucket/prefix; unset: a build does not publish
+    profile: str | None = None  # a named AWS profile (default: the environment's chain)
+    workers: int = Field(default=8, ge=1, le=64)  # parallel requests (parts and files)
+    part_size_mb: int = Field(default=16, ge=5, le=5120)  # multipart part size (S3: >= 5 MiB)
+    retries: int = Field(default=5, ge=0, le=20)  # per request, transient failures
+
+    @field_validator("to")
+    @classmethod
+    def _to(cls, v: str | None) -> str | None:
+        return None if v is None else _check_url(v, ("s3",), "publish.to")
+
+
 class QualifierSettings(_Strict):
     end: PidList = Field(default_factory=lambda: list(DEFAULT_END_QUALIFIERS))
     start: PidList = Field(default_factory=lambda: list(DEFAULT_START_QUALIFIERS))
@@ -346,6 +363,7 @@ class Config(_Strict):
     curation: CurationSettings = Field(default_factory=CurationSettings)
     selection: SelectionSettings = Field(default_factory=SelectionSettings)
     validation: ValidationSettings = Field(default_factory=ValidationSettings)
+    publish: PublishSettings = Field(default_factory=PublishSettings)
 
     @field_validator("warehouse")
     @classmethod

@@ -48,6 +48,11 @@ class StageContext:
     on_plan: Callable[[Any], None] | None = None  # with each ingest plan, before extraction
     on_curation: Callable[[Any], None] | None = None  # curation progress (a CurateReport)
     progress_factory: Any = None  # per-download progress (http mirrors)
+    # publish: a boto3 session or S3 client handed in (Airflow's amazon connection); None:
+    # one from the environment's credentials (or publish.profile) on the s3 endpoint
+    s3_client: Any = None
+    on_transfer_total: Callable[[int], None] | None = None  # bytes a transfer will move
+    on_transfer: Callable[[int], None] | None = None  # byte increments as they move
 
     def inputs(self, kind: str) -> Sequence[str | Path] | None:
         return self.wikidata if kind == "wikidata" else self.wikipedia
@@ -239,6 +244,24 @@ def _release(ctx: StageContext, _: SnapshotPlan | None) -> Outcome:
     return Outcome(summary.rows(), {"files": len(summary.files)}, detail=summary)
 
 
+def _publish(ctx: StageContext, _: SnapshotPlan | None) -> Outcome:
+    from emerge_lib.publish import client_for, publish_release
+
+    if ctx.release_dir is None:
+        raise EmergeError("the publish stage needs the release folder (--release)")
+    settings = ctx.cfg.publish
+    if not settings.to:
+        raise EmergeError("nowhere to publish: set publish.to (or --to s3://BUCKET/PREFIX)")
+    report = publish_release(ctx.release_dir, settings.to, client_for(ctx.cfg, ctx.s3_client),
+                             workers=settings.workers, part_size_mb=settings.part_size_mb,
+                             progress=ctx.on_transfer, on_total=ctx.on_transfer_total)
+    note = (f"{report.version} → {report.target}"
+            + (", already published" if report.already_published else "")
+            + (", latest → this version" if report.latest_changed else ", latest unchanged"))
+    return Outcome({}, {"files uploaded": report.uploaded_files,
+                        "MB": report.uploaded_bytes / 1e6}, note, report)
+
+
 INGEST_READS = ("page_watermarks", "ingested_files", "ingest_rejects")
 STAGES: dict[str, Stage] = {s.name: s for s in (
     Stage("ingest_wikidata", "ingest", INGEST_READS,
@@ -293,6 +316,10 @@ STAGES: dict[str, Stage] = {s.name: s for s in (
           _release,
           "the EMERGE-format release (JSONL + Parquet + manifest.json) of every configured "
           "snapshot"),
+    Stage("publish", "release", (), (), ("publish", "s3"), _publish,
+          "a validated release folder to s3://BUCKET/PREFIX/v/<version>/, manifest last, "
+          "then the latest pointer",
+          when=lambda cfg: bool(cfg.publish.to)),
 )}
 
 
@@ -327,7 +354,8 @@ def run_stage(ctx: StageContext, name: str,
 
 def build_steps(ctx: StageContext) -> list[tuple[str, SnapshotPlan | None]]:
     """The (stage, snapshot) steps of a whole build, in order: ingest what inputs exist,
-    stability, every configured snapshot's stages, and the release when asked for."""
+    stability, every configured snapshot's stages, the release when asked for, and its
+    publication when ``publish.to`` is set."""
     plans = ctx.cfg.plans()
     if not plans:
         raise EmergeError("no snapshot timestamps configured (snapshots.timestamps / --snapshot)")
@@ -344,6 +372,8 @@ def build_steps(ctx: StageContext) -> list[tuple[str, SnapshotPlan | None]]:
                   and (st.when is None or st.when(ctx.cfg))]
     if ctx.release_dir is not None:
         steps.append(("release", None))
+        if ctx.cfg.publish.to:  # the release just written, validated, to S3
+            steps.append(("publish", None))
     return steps
 
 

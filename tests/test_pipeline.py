@@ -39,11 +39,12 @@ def test_the_registry_is_the_only_wiring() -> None:
     The ingest's sub-steps are called by its own driver, and by the tests (and the
     benchmark) that exercise them one by one, as mapped Airflow tasks will."""
     stage_functions = ["build_stable_statements", "build_snapshot", "build_deltas",
-                       "build_passages", "build_instances", "build_verdicts", "write_release",
-                       "run_ingest"]
+                       "build_passages", "build_instances", "build_verdicts", "build_selection",
+                       "validate_snapshot", "write_release", "run_ingest", "publish_release"]
     defined_in = {"emerge_lib/pipeline.py"} | {
         f"emerge_lib/stages/{m}.py" for m in
-        ("stability", "snapshot", "deltas", "passages", "align", "curate", "release", "ingest")}
+        ("stability", "snapshot", "deltas", "passages", "align", "curate", "select", "validate",
+         "release", "ingest")} | {"emerge_lib/publish/upload.py"}
     sub_steps = ["plan_ingest", "extract", "commit", "check_rejects"]
     sub_steps_in = {"emerge_lib/pipeline.py", "emerge_lib/stages/ingest.py",
                     "tests/test_ingest_wikidata.py", "tests/test_ingest_wikipedia.py",

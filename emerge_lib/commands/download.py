@@ -1,0 +1,50 @@
+"""``emerge download``: a published release from S3, every file verified."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    from emerge_lib.commands.publish import add_s3_flags
+
+    p = sub.add_parser(
+        "download",
+        help="download a published release from s3://BUCKET/PREFIX, verified",
+        description=(
+            "Fetch a release published with `emerge publish` (the latest, or --version), "
+            "in parallel, resuming interrupted downloads, and check every file's sha256 "
+            "against the manifest before it gets its name; a mismatch fails with the "
+            "file's name. manifest.json is written last. See docs/publishing.md."
+        ),
+    )
+    p.add_argument("--from", dest="source", required=True, metavar="s3://BUCKET/PREFIX",
+                   help="where the release was published")
+    p.add_argument("--to", required=True, metavar="DIR", help="destination folder")
+    p.add_argument("--version", help="a published version (default: latest)")
+    p.add_argument("--snapshot", action="append", default=[], metavar="DATE",
+                   help="only snapshot_DATE/ and evaluation_set/snapshot_DATE/ (repeatable)")
+    p.add_argument("--evaluation-set-only", action="store_true",
+                   help="only evaluation_set/ (the test split)")
+    p.add_argument("--no-sign-request", action="store_true",
+                   help="anonymous requests (a public bucket; no credentials needed)")
+    add_s3_flags(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from emerge_lib.commands._common import bars, load
+    from emerge_lib.commands.publish import byte_bar, quiet_sdk_logs, s3_overrides
+    from emerge_lib.publish import client_for, download_release
+
+    cfg = load(args, **s3_overrides(args))
+    client = client_for(cfg, unsigned=args.no_sign_request)
+    quiet_sdk_logs(args)
+    with bars(), byte_bar("download") as (on_total, on_bytes):
+        report = download_release(args.source, args.to, client, version=args.version,
+                                  snapshots=args.snapshot,
+                                  evaluation_set_only=args.evaluation_set_only,
+                                  workers=cfg.publish.workers, retries=cfg.publish.retries,
+                                  progress=on_bytes, on_total=on_total)
+    print(report.brief())
+    return 0

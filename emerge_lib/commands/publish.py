@@ -1,0 +1,93 @@
+"""``emerge publish``: a validated release folder to S3, through the ``publish`` stage."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+
+def add_s3_flags(p: argparse.ArgumentParser) -> None:
+    """Flags ``publish`` and ``download`` share: configuration, endpoint, profile, workers."""
+    p.add_argument("--config", "-c", help="YAML configuration file (flags override it)")
+    p.add_argument("--endpoint-url", metavar="URL",
+                   help="S3 endpoint (SeaweedFS, MinIO; default: s3.endpoint_url, else "
+                        "AWS_ENDPOINT_URL, else AWS)")
+    p.add_argument("--profile", help="AWS profile for credentials (default: publish.profile, "
+                                     "else the environment's AWS_* variables or AWS_PROFILE)")
+    p.add_argument("--workers", type=int, help="parallel requests (default: publish.workers, 8)")
+
+
+def s3_overrides(args: argparse.Namespace, **publish: object) -> dict[str, object]:
+    sections: dict[str, object] = {}
+    if args.endpoint_url:
+        sections["s3"] = {"endpoint_url": args.endpoint_url}
+    settings = {"profile": args.profile, "workers": args.workers, **publish}
+    settings = {k: v for k, v in settings.items() if v is not None}
+    if settings:
+        sections["publish"] = settings
+    return sections
+
+
+@contextmanager
+def byte_bar(desc: str) -> Iterator[tuple[Callable[[int], None], Callable[[int], None]]]:
+    """A bytes bar fed from many threads: (set the total, add bytes)."""
+    from tqdm import tqdm
+
+    lock = threading.Lock()
+    with tqdm(total=0, unit="B", unit_scale=True, desc=desc, disable=None) as bar:
+        def on_total(n: int) -> None:
+            with lock:
+                bar.reset(total=n)
+
+        def on_bytes(n: int) -> None:
+            with lock:
+                bar.update(n)
+
+        yield on_total, on_bytes
+
+
+def quiet_sdk_logs(args: argparse.Namespace) -> None:
+    """boto's INFO lines ("Found credentials in environment variables") only with -v."""
+    if not getattr(args, "verbose", False):
+        for name in ("botocore", "boto3", "s3transfer", "urllib3"):
+            logging.getLogger(name).setLevel(logging.WARNING)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "publish",
+        help="publish a validated release folder to s3://BUCKET/PREFIX",
+        description=(
+            "Upload a release folder to s3://BUCKET/PREFIX/v/<version>/ (the version is the "
+            "manifest's content hash), manifest.json last, then point PREFIX/latest at it "
+            "with a conditional write. Refuses a release that has not passed validation or "
+            "whose files changed since its manifest. Republishing sends nothing; an "
+            "interrupted publish continues where it stopped. Credentials come from the "
+            "environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY) or a profile, never "
+            "from files of this repository. See docs/publishing.md."
+        ),
+    )
+    p.add_argument("--release", required=True, metavar="DIR", help="the release folder")
+    p.add_argument("--to", metavar="s3://BUCKET/PREFIX",
+                   help="where to publish (default: publish.to)")
+    p.add_argument("--part-size-mb", type=int, help="multipart part size (default 16)")
+    add_s3_flags(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from emerge_lib.commands._common import bars, load
+    from emerge_lib.pipeline import StageContext, run_stage
+    from emerge_lib.tables import Catalog
+
+    cfg = load(args, **s3_overrides(args, to=args.to, part_size_mb=args.part_size_mb))
+    ctx = StageContext(cfg, Catalog.for_config(cfg), release_dir=args.release)
+    quiet_sdk_logs(args)
+    with bars(), byte_bar("publish") as (on_total, on_bytes):
+        ctx.on_transfer_total, ctx.on_transfer = on_total, on_bytes
+        result = run_stage(ctx, "publish")
+    print(result.detail.brief())
+    return 0

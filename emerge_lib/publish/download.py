@@ -1,0 +1,319 @@
+"""``emerge download``: a published release from ``s3://BUCKET/PREFIX`` into a folder,
+every file verified against the manifest.
+
+The version is ``latest``'s (whose ``manifest_sha256`` proves the manifest) or the one
+asked for; the manifest must name itself (its version is the hash of its file list). Files
+are fetched in parallel into ``NAME.part`` and renamed only once their size and sha256
+match the manifest, so no half-written or wrong file ever has its final name. A run that
+is cut off (or a connection that drops) continues each ``.part`` file with a ranged GET;
+files already present and correct are not fetched again. A mismatch fails with one line
+naming the file; the bad ``.part`` is removed. ``manifest.json`` is written last.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from emerge_lib.manifest import MANIFEST, content_version, sha256_file
+from emerge_lib.publish.s3 import (
+    LATEST,
+    VERSIONS,
+    ChecksumMismatchError,
+    PublishError,
+    RateLog,
+    S3Location,
+    S3NotFoundError,
+    TransferError,
+    error_code,
+    s3_error,
+)
+
+log = logging.getLogger(__name__)
+
+CHUNK = 1 << 20
+EVALUATION_SET = "evaluation_set/"
+Progress = Callable[[int], None]
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_SNAPSHOT = re.compile(r"(?:evaluation_set/)?snapshot_(\d{4}-\d{2}-\d{2})/")
+
+
+@dataclass
+class DownloadReport:
+    source: str
+    version: str
+    out: str
+    files: int = 0  # files selected
+    bytes: int = 0
+    downloaded_files: int = 0
+    downloaded_bytes: int = 0
+    present_files: int = 0  # already there and verified
+    resumed_files: int = 0  # continued from a .part file
+    seconds: float = 0.0
+
+    def brief(self) -> str:
+        rate = (f", {self.downloaded_bytes / 1e6 / self.seconds:.1f} MB/s"
+                if self.downloaded_bytes and self.seconds else "")
+        extra = "".join(f", {n} {what}" for n, what in (
+            (self.present_files, "already present"), (self.resumed_files, "resumed")) if n)
+        return (f"downloaded {self.version} from {self.source} to {self.out}: "
+                f"{self.files} file{'s' if self.files != 1 else ''} verified ({self.bytes / 1e6:.1f} MB), "
+                f"{self.downloaded_files} fetched{extra} in {self.seconds:.1f}s{rate}")
+
+
+def snapshot_date(value: str) -> str:
+    """``2024-01-01``, ``2024-01-01T00:00:00Z`` or ``snapshot_2024-01-01`` → 2024-01-01."""
+    match = _DATE.search(value)
+    if match is None:
+        raise PublishError(f"--snapshot {value!r}: expected a date, YYYY-MM-DD")
+    return match.group(0)
+
+
+def select_files(manifest: Mapping[str, Any], snapshots: Sequence[str] = (),
+                 evaluation_set_only: bool = False) -> list[dict[str, Any]]:
+    """The manifest's files under the filters: ``snapshots`` keeps
+    ``snapshot_DATE/…`` and ``evaluation_set/snapshot_DATE/…``; ``evaluation_set_only``
+    keeps ``evaluation_set/…``; both: their intersection. A filter that matches nothing
+    is an error naming what there is."""
+    files = list(manifest["files"])
+    if evaluation_set_only:
+        files = [f for f in files if f["path"].startswith(EVALUATION_SET)]
+        if not files:
+            raise S3NotFoundError("this release has no evaluation_set/ files")
+    if snapshots:
+        dates = {snapshot_date(s) for s in snapshots}
+        present = sorted({m.group(1) for f in manifest["files"]
+                          if (m := _SNAPSHOT.match(f["path"]))})
+        missing = sorted(dates - set(present))
+        if missing:
+            raise S3NotFoundError(f"no snapshot {', '.join(missing)} in this release; it has "
+                                  f"{', '.join(present) or 'none'}")
+        prefixes = tuple(p for d in sorted(dates)
+                         for p in (f"snapshot_{d}/", f"{EVALUATION_SET}snapshot_{d}/"))
+        files = [f for f in files if f["path"].startswith(prefixes)]
+    return files
+
+
+class _Fetcher:
+    """Parallel, resumable, verified fetches of one version's files."""
+
+    def __init__(self, client: Any, source: S3Location, version: str, out: Path,
+                 workers: int, retries: int, progress: Progress | None) -> None:
+        self.client, self.source, self.version, self.out = client, source, version, out
+        self.workers, self.retries, self.progress = workers, retries, progress
+        self.lock = threading.Lock()
+        self.report = DownloadReport(str(source), version, str(out))
+
+    def run(self, files: list[dict[str, Any]]) -> None:
+        with ThreadPoolExecutor(self.workers, thread_name_prefix="download") as pool:
+            futures = [pool.submit(self.fetch, f)
+                       for f in sorted(files, key=lambda f: -f["bytes"])]
+            done, pending = wait(futures, return_when=FIRST_EXCEPTION)
+            failed = [fut.exception() for fut in done if fut.exception() is not None]
+            if failed:
+                for fut in pending:
+                    fut.cancel()
+                mismatch = [e for e in failed if isinstance(e, ChecksumMismatchError)]
+                raise (mismatch or failed)[0]  # type: ignore[misc]
+
+    def _tick(self, n: int) -> None:
+        if self.progress and n:
+            self.progress(n)
+
+    def fetch(self, f: Mapping[str, Any]) -> None:
+        final = self.out / f["path"]
+        part = final.with_name(final.name + ".part")
+        if final.is_file() and final.stat().st_size == f["bytes"] and \
+                sha256_file(final) == f["sha256"]:
+            with self.lock:
+                self.report.present_files += 1
+            self._tick(f["bytes"])
+            return
+        final.parent.mkdir(parents=True, exist_ok=True)
+        key = self.source.version_key(self.version, f["path"])
+        url = f"s3://{self.source.bucket}/{key}"
+        for fresh in (False, True):
+            hasher = hashlib.sha256()
+            have = 0
+            if part.exists():
+                have = part.stat().st_size
+                if fresh or have > f["bytes"]:
+                    part.unlink()
+                    have = 0
+                elif have:
+                    with open(part, "rb") as fh:
+                        while chunk := fh.read(CHUNK):
+                            hasher.update(chunk)
+            self._tick(have)
+            fetched = self._stream(key, url, part, have, hasher, f["bytes"])
+            with self.lock:
+                self.report.downloaded_bytes += fetched
+            if hasher.hexdigest() == f["sha256"]:
+                os.replace(part, final)
+                with self.lock:
+                    self.report.downloaded_files += 1
+                    self.report.resumed_files += bool(have)
+                return
+            part.unlink(missing_ok=True)
+            if not have:
+                break
+            log.warning("%s: resumed download does not verify; fetching it whole", f["path"])
+        raise ChecksumMismatchError(
+            f"{url}: sha256 {hasher.hexdigest()[:16]}… is not the manifest's "
+            f"{f['sha256'][:16]}…: the object in the bucket is not the published file "
+            "(nothing kept under its name)")
+
+    def _stream(self, key: str, url: str, part: Path, have: int, hasher: Any,
+                size: int) -> int:
+        """Append the object's bytes from ``have`` to ``part``, hashing them; a dropped
+        connection continues where it stopped (``retries`` times). Returns bytes read."""
+        # botocore wraps urllib3's read errors (ResponseStreamingError, ReadTimeoutError)
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        attempt, fetched, first = 0, 0, True
+        while first or have < size:
+            first = False
+            args: dict[str, Any] = {"Range": f"bytes={have}-"} if have else {}
+            try:
+                r = self.client.get_object(Bucket=self.source.bucket, Key=key, **args)
+                total = _object_size(r)
+                if total != size:
+                    part.unlink(missing_ok=True)
+                    raise ChecksumMismatchError(
+                        f"{url}: {total:,} bytes in the bucket, the manifest says {size:,}: "
+                        "the object is not the published file")
+                with open(part, "ab" if have else "wb") as out:
+                    for chunk in r["Body"].iter_chunks(CHUNK):
+                        out.write(chunk)
+                        hasher.update(chunk)
+                        have += len(chunk)
+                        fetched += len(chunk)
+                        self._tick(len(chunk))
+                if have < size:
+                    raise TransferError(f"{url}: the body ended at byte {have:,} of {size:,}")
+            except PublishError as exc:
+                if not exc.retryable:
+                    raise
+                attempt = self._again(url, have, attempt, exc)
+            except ClientError as exc:
+                if error_code(exc) in ("NoSuchKey", "404"):
+                    raise S3NotFoundError(f"{url}: listed in the manifest but not in the "
+                                          "bucket (an incomplete or damaged publish)") from None
+                err = s3_error(exc, url)
+                if not err.retryable:
+                    raise err from None
+                attempt = self._again(url, have, attempt, err)
+            except (BotoCoreError, OSError) as exc:
+                attempt = self._again(url, have, attempt, exc)
+        return fetched
+
+    def _again(self, url: str, have: int, attempt: int, exc: BaseException) -> int:
+        attempt += 1
+        if attempt > self.retries:
+            raise TransferError(f"{url}: giving up after {attempt} attempts at byte "
+                                f"{have:,} ({type(exc).__name__}: {exc}); run again to "
+                                "resume") from None
+        delay = min(10.0, 0.2 * 2 ** (attempt - 1))
+        log.warning("%s: %s; continuing at byte %d in %.1fs", url, exc, have, delay)
+        time.sleep(delay)
+        return attempt
+
+
+def _object_size(response: Mapping[str, Any]) -> int:
+    """The whole object's size: Content-Range's total for a ranged GET, else the length."""
+    content_range = response.get("ContentRange")
+    if content_range and "/" in content_range:
+        return int(content_range.rsplit("/", 1)[1])
+    return int(response["ContentLength"])
+
+
+def resolve_version(client: Any, source: S3Location,
+                    version: str | None) -> tuple[str, bytes, dict[str, Any]]:
+    """The version to fetch with its manifest (bytes and parsed), proven: the manifest's
+    sha256 is ``latest``'s (when the version came from there), and its file list hashes
+    to its version."""
+    expected_sha = None
+    if version is None:
+        from emerge_lib.publish.upload import read_latest
+
+        latest, _ = read_latest(client, source)
+        if latest is None:
+            raise S3NotFoundError(f"{source.url(LATEST)}: nothing published there (no "
+                                  "latest pointer); check --from")
+        version, expected_sha = latest["version"], latest.get("manifest_sha256")
+    url = source.url(VERSIONS, version, MANIFEST)
+    try:
+        body = client.get_object(Bucket=source.bucket,
+                                 Key=source.version_key(version, MANIFEST))["Body"].read()
+    except Exception as exc:
+        if error_code(exc) in ("NoSuchKey", "404"):
+            known = published_versions(client, source)
+            raise S3NotFoundError(f"{url}: no such version; published: "
+                                  f"{', '.join(known) or 'none'}") from None
+        raise
+    if expected_sha and hashlib.sha256(body).hexdigest() != expected_sha:
+        raise ChecksumMismatchError(f"{url}: its sha256 is not the one {LATEST} records")
+    try:
+        manifest = json.loads(body)
+        files = manifest["files"]
+    except (ValueError, KeyError, TypeError):
+        raise ChecksumMismatchError(f"{url}: not a release manifest") from None
+    if manifest.get("version") != version or content_version(files) != version:
+        raise ChecksumMismatchError(f"{url}: its file list does not hash to {version}")
+    return version, body, manifest
+
+
+def published_versions(client: Any, source: S3Location) -> list[str]:
+    prefix = source.key(VERSIONS) + "/"
+    versions = []
+    for page in client.get_paginator("list_objects_v2").paginate(
+            Bucket=source.bucket, Prefix=prefix, Delimiter="/"):
+        versions += [p["Prefix"][len(prefix):].rstrip("/") for p in page.get("CommonPrefixes", [])]
+    return sorted(versions)
+
+
+def download_release(source: S3Location | str, out: str | Path, client: Any, *,
+                     version: str | None = None, snapshots: Iterable[str] = (),
+                     evaluation_set_only: bool = False, workers: int = 8, retries: int = 5,
+                     progress: Progress | None = None,
+                     on_total: Callable[[int], None] | None = None) -> DownloadReport:
+    """Fetch a published release (see the module docstring) into ``out``."""
+    started = time.monotonic()
+    if isinstance(source, str):
+        source = S3Location.parse(source)
+    root = Path(out)
+    try:
+        version, manifest_bytes, manifest = resolve_version(client, source, version)
+        files = select_files(manifest, list(snapshots), evaluation_set_only)
+        if on_total:
+            on_total(sum(f["bytes"] for f in files))
+        root.mkdir(parents=True, exist_ok=True)
+        log.info("download %s from %s: %d files (%.1f MB)", version, source, len(files),
+                 sum(f["bytes"] for f in files) / 1e6)
+        total = sum(f["bytes"] for f in files)
+        fetcher = _Fetcher(client, source, version, root, workers, retries,
+                           RateLog(f"download {version}", total, progress, logger=log))
+        fetcher.report.files = len(files)
+        fetcher.report.bytes = total
+        fetcher.run(files)
+    except PublishError:
+        raise
+    except Exception as exc:
+        raise s3_error(exc, source.url()) from exc
+    tmp = root / f".{MANIFEST}.tmp"
+    tmp.write_bytes(manifest_bytes)
+    os.replace(tmp, root / MANIFEST)
+    report = fetcher.report
+    report.seconds = time.monotonic() - started
+    log.info("%s", report.brief())
+    return report
