@@ -67,18 +67,11 @@ def file_entries(out_dir: str | Path, paths: Iterable[str] | None = None) -> lis
     return entries
 
 
-#: Files listed (with checksums) but not part of the content's name: the Data Docs pages
-#: render validation/results.json (which is named) and carry the time they were built.
-UNVERSIONED = ("validation/docs/",)
-
-
 def content_version(files: Iterable[Mapping[str, Any]]) -> str:
     """The release's name from its content: 16 hex digits of sha256 over path and sha256
-    of every file (but the rendered pages of ``UNVERSIONED``)."""
+    of every file."""
     h = hashlib.sha256()
     for f in sorted(files, key=lambda f: f["path"]):
-        if f["path"].startswith(UNVERSIONED):
-            continue
         h.update(f"{f['path']}\t{f['sha256']}\n".encode())
     return h.hexdigest()[:16]
 

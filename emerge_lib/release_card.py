@@ -107,6 +107,7 @@ def _plots(stats: Sequence[SnapshotStats], folder: Path) -> list[str]:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     folder.mkdir(parents=True, exist_ok=True)
     names = []
@@ -131,6 +132,7 @@ def _plots(stats: Sequence[SnapshotStats], folder: Path) -> list[str]:
     for st, name in zip(stats, labels, strict=True):
         windows = sorted(st.per_window)
         ax.plot(windows, [st.per_window[w] for w in windows], marker="o", label=name)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("delta (window k)")
     ax.set_ylabel("instances")
     ax.set_title("Instances per weekly delta (cumulative)")

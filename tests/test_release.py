@@ -288,7 +288,8 @@ def test_only_released_tables_at_pinned_versions(released, warehouse: Catalog) -
     assert summary["parquet_rows"]["parquet/instances.parquet"] == 7
     assert summary["versions"] == {name: warehouse.version(name) for name in
                                    ("instances", "passages", "kg_triples", "entities", "relations",
-                                    "verdicts", "ingested_files")}
+                                    "verdicts", "selection", "validation_results",
+                                    "ingested_files")}
     assert summary["versions"]["verdicts"] is None  # not curated: no table
     written = sorted(p.relative_to(out).as_posix() for p in out.rglob("*")
                      if p.is_file() and p.name not in (LISTING, MANIFEST))

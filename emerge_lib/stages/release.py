@@ -378,16 +378,6 @@ def write_release(
         summary.parquet_rows[rel] = _write_parquet(catalog, name, out / rel, keys,
                                                    summary.versions[name], dropped)
         summary.files.append(rel)
-    summary.files.append(LISTING)
-    listing = {"snapshots": keys, "files": summary.files[:-1], "versions": summary.versions,
-               "lines": summary.lines, "parquet_rows": summary.parquet_rows,
-               "ops": dict(sorted(summary.ops.items())),
-               "orphan_instances": summary.orphan_instances,
-               "anchor_mismatches": summary.anchor_mismatches,
-               "near_duplicates_left_out": summary.duplicates}
-    with _atomic(out / LISTING) as tmp:
-        tmp.write_text(json.dumps(listing, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-
     report = None
     if validation.enabled:
         from emerge_lib.stages.validate import validate_release
@@ -404,7 +394,16 @@ def write_release(
     card_files, summary.card = write_card(out, keys, kg_rows, _validation_line(
         summary.validation))
     summary.files += card_files
+    summary.files.append(LISTING)
     summary.removed = _remove_stale(out, {*summary.files, MANIFEST})
+    listing = {"snapshots": keys, "files": [f for f in summary.files if f != LISTING],
+               "versions": summary.versions, "lines": summary.lines, "parquet_rows": summary.parquet_rows,
+               "ops": dict(sorted(summary.ops.items())),
+               "orphan_instances": summary.orphan_instances,
+               "anchor_mismatches": summary.anchor_mismatches,
+               "near_duplicates_left_out": summary.duplicates}
+    with _atomic(out / LISTING) as tmp:
+        tmp.write_text(json.dumps(listing, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     if summary.removed:
         log.info("release: removed %d stale files of an earlier release", len(summary.removed))
     summary.manifest = write_manifest(out, summary.files, meta=_manifest_meta(

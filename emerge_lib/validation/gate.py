@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +30,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SAMPLE_ROWS = 5  # unexpected rows kept per failed check
+RUN_TIME = datetime(2000, 1, 1, tzinfo=UTC)  # GX names pages by run time: a fixed one
 
 
 class ValidationFailed(EmergeError):
@@ -131,6 +134,14 @@ def _observed(result: dict[str, Any]) -> Any:
     return _jsonable(result.get("observed_value"))
 
 
+def _sample_rows(frame: DataFrame, check: Check) -> list[Any]:
+    """A few of the rows a failed row check returned, in a fixed order."""
+    query = check.args["unexpected_rows_query"].replace("{batch}", "{batch_frame}")
+    rows = [r.asDict(recursive=True) for r in
+            frame.sparkSession.sql(query, batch_frame=frame).limit(50).collect()]
+    return sorted(_jsonable(rows), key=lambda r: json.dumps(r, sort_keys=True))[:SAMPLE_ROWS]
+
+
 def _raised(exception_info: Any) -> str | None:
     """The message of a metric that raised (GX keys them per metric, not at the top)."""
     if not isinstance(exception_info, dict):
@@ -142,11 +153,16 @@ def _raised(exception_info: Any) -> str | None:
     return None
 
 
-def run_gate(suites: Sequence[Suite], docs_dir: str | Path | None = None) -> GateReport:
-    """Run every suite; Data Docs go to ``docs_dir`` (a temporary folder when None)."""
+def run_gate(suites: Sequence[Suite], docs_dir: str | Path | None = None,
+             run_name: str = "emerge") -> GateReport:
+    """Run every suite; Data Docs go to ``docs_dir`` (a temporary folder when None).
+
+    The run is named ``run_name`` at a fixed time, so the pages of the same results are
+    the same files with the same bytes (a release rebuilt is byte-identical, pages too)."""
     import great_expectations as gx
     import great_expectations.expectations as gxe
     from great_expectations.checkpoint import UpdateDataDocsAction
+    from great_expectations.core.run_identifier import RunIdentifier
     from great_expectations.data_context.types.base import (
         DataContextConfig,
         InMemoryStoreBackendDefaults,
@@ -180,19 +196,43 @@ def run_gate(suites: Sequence[Suite], docs_dir: str | Path | None = None) -> Gat
             actions=[UpdateDataDocsAction(name="docs", site_names=["emerge"])],
             result_format={"result_format": "SUMMARY",
                            "partial_unexpected_count": SAMPLE_ROWS}))
-        outcome = checkpoint.run(batch_parameters={"dataframe": suite.frame})
+        outcome = checkpoint.run(batch_parameters={"dataframe": suite.frame},
+                                 run_id=RunIdentifier(run_name=run_name, run_time=RUN_TIME))
         by_name = {c.name: c for c in suite.checks}
         for validation in outcome.run_results.values():
             for r in validation.results:
                 name = r.expectation_config.description
                 raised = _raised(r.exception_info)
                 result = r.result or {}
+                check = by_name[name]
                 count = result.get("unexpected_count")
-                if by_name[name].kind == "UnexpectedRowsExpectation":
+                observed = raised if raised is not None else _observed(result)
+                if check.kind == "UnexpectedRowsExpectation":
                     count = result.get("observed_value")
+                    if count and raised is None:  # GX's SUMMARY has no rows: a few, here
+                        observed = _sample_rows(suite.frame, check)
                 report.results.append(CheckResult(
                     suite.name, name, bool(r.success) and raised is None, raised is not None,
-                    None if count is None else int(count),
-                    raised if raised is not None else _observed(result)))
+                    None if count is None else int(count), observed))
         log.debug("validation suite %s: %d checks", suite.name, len(suite.checks))
+    _steady_pages(docs)
     return report
+
+
+CACHE_BUSTER = re.compile(r"\?d=[0-9]{8}T[0-9]{6}\.[0-9]+Z")
+INSTANT = re.compile(r"[0-9]{8}T[0-9]{6}\.[0-9]{6}Z")
+UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def _steady_pages(docs: Path) -> None:
+    """Make GX's pages a function of the results: its build times (a logo URL's cache
+    buster, the validation time) become the fixed run time, and the random ids of its
+    collapsible blocks are numbered in order of appearance."""
+    fixed = RUN_TIME.strftime("%Y%m%dT%H%M%S.%fZ")
+    for page in docs.rglob("*.html"):
+        text = page.read_text(encoding="utf-8")
+        steady = INSTANT.sub(fixed, CACHE_BUSTER.sub("", text))
+        ids = {u: f"block-{n}" for n, u in enumerate(dict.fromkeys(UUID.findall(steady)), 1)}
+        steady = UUID.sub(lambda m: ids[m.group()], steady)  # noqa: B023 (used at once)
+        if steady != text:
+            page.write_text(steady, encoding="utf-8")
