@@ -16,7 +16,8 @@ import json
 import logging
 import re
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -159,6 +160,31 @@ def run_gate(suites: Sequence[Suite], docs_dir: str | Path | None = None,
 
     The run is named ``run_name`` at a fixed time, so the pages of the same results are
     the same files with the same bytes (a release rebuilt is byte-identical, pages too)."""
+    sessions = {id(suite.frame.sparkSession): suite.frame.sparkSession for suite in suites}
+    if len(sessions) > 1:
+        raise ValidationGateError("the suites' frames belong to different Spark sessions")
+    with _active_session(next(iter(sessions.values()), None)):
+        return _run(suites, docs_dir, run_name)
+
+
+@contextmanager
+def _active_session(session: Any) -> Iterator[None]:
+    """Make ``session`` this thread's active Spark Connect session while GX runs: GX takes
+    ``SparkSession.builder.getOrCreate()``, the first session a process created unless one
+    is active, and registers each batch as a temporary view there; with another session
+    (a test's, a second task's) its queries would read another frame."""
+    from pyspark.sql.connect.session import SparkSession
+
+    local = SparkSession._active_session
+    before = getattr(local, "session", None)
+    local.session = session if session is not None else before
+    try:
+        yield
+    finally:
+        local.session = before
+
+
+def _run(suites: Sequence[Suite], docs_dir: str | Path | None, run_name: str) -> GateReport:
     import great_expectations as gx
     import great_expectations.expectations as gxe
     from great_expectations.checkpoint import UpdateDataDocsAction
