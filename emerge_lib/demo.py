@@ -9,10 +9,10 @@ EMERGE release, and checks the instances against the world's truth.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from emerge_lib.config import Config, load_config
 from emerge_lib.pipeline import StageContext, StageResult
@@ -57,14 +57,16 @@ def run_demo(out: str | Path, seed: int = 1,
              build: Callable[[StageContext], list[StageResult]] | None = None,
              on_generate: Callable[[Path], None] | None = None,
              curate: bool | None = None, *, endpoint: str | None = None,
-             spark: SparkSession | None = None) -> DemoResult:
+             spark: SparkSession | None = None,
+             overrides: Mapping[str, Any] | None = None) -> DemoResult:
     """Generate (once) and build the demo world; ``build`` runs the stages (default:
     ``pipeline.build_dataset``), so a caller can draw progress around it. ``curate``:
     curate with the local LLM server (default: when it is installed).
 
     For tests, with the demo's own wiring: ``endpoint`` curates against that
     OpenAI-compatible server (``…/v1``, e.g. the instant stub) under the released judge
-    names instead of starting the local one; ``spark``: an open session to build with."""
+    names instead of starting the local one; ``spark``: an open session to build with;
+    ``overrides``: configuration on top of the world's."""
     from contextlib import ExitStack
 
     from emerge_lib.curation import endpoint_overrides, local_server
@@ -76,14 +78,14 @@ def run_demo(out: str | Path, seed: int = 1,
     world = world_for(out, seed, on_generate)
     release = Path(out).resolve() / "release"
     with ExitStack() as stack:
-        overrides = {}
+        settings: dict[str, Any] = dict(overrides or {})
         if endpoint is not None:
-            overrides["curation"] = endpoint_overrides(endpoint)
+            settings["curation"] = endpoint_overrides(endpoint)
         elif curate or (curate is None and local_server.available()):
             server = stack.enter_context(local_server.start())
-            overrides["curation"] = endpoint_overrides(
+            settings["curation"] = endpoint_overrides(
                 server.url, backend="llamacpp", model=server.model, concurrency=1)
-        cfg = load_config(world / "config.yaml", overrides=overrides)
+        cfg = load_config(world / "config.yaml", overrides=settings)
         result = DemoResult(cfg, world, release)
         if spark is None:
             spark = stack.enter_context(session_for(cfg))

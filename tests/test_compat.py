@@ -127,7 +127,10 @@ def demo(tmp_path_factory, spark) -> dict[str, Any]:
     with StubServer() as stub:
         # more than (retries + 1) × every request about that passage
         stub.script(["prose"] * 64, prompt_with=unparsed)
-        result = run_demo(out, endpoint=stub.url, spark=spark)
+        # the validation gate refuses more than 5 % unparsed verdicts: this passage's are
+        # unparsed on purpose (about 13 % of the demo's), so the bound is raised here
+        result = run_demo(out, endpoint=stub.url, spark=spark,
+                          overrides={"validation": {"max_unparsed_share": 0.5}})
     assert result.ok, (result.missing, result.unexpected)  # the demo still equals its truth
     files = sorted(result.release.glob("snapshot_*/delta_*.jsonl"))
     return {"world": world, "files": files, "unparsed": unparsed, "lines": [

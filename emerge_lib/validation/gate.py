@@ -75,8 +75,10 @@ class CheckResult:
     observed: Any
 
     def line(self) -> str:
+        sample = (f": {json.dumps(self.observed[0], sort_keys=True, default=str)[:120]}"
+                  if isinstance(self.observed, list) and self.observed else "")
         what = (f"could not run: {self.observed}" if self.raised
-                else f"{self.unexpected_count} unexpected" if self.unexpected_count
+                else f"{self.unexpected_count} unexpected{sample}" if self.unexpected_count
                 else f"observed {self.observed}")
         return f"{self.suite}: {self.check} ({what})"
 
