@@ -187,6 +187,54 @@ def test_llm_and_human_filters_judge_each_operation_by_its_own_verdict() -> None
     assert [op for op in OPS if inst.gold(op)] == ["EE-KG", "D"]
 
 
+def test_our_asserted_operations_decide_unless_assessors_are_named() -> None:
+    """Our releases carry the configured rule's outcome per triple; the authors' files do
+    not, and are judged by the authors' assessors (405B for both prompt types)."""
+    verdicts = [("Meta-Llama-3.1-8B", ASSERTION, True), ("Meta-Llama-3.1-405B", DEPRECATION, True)]
+    ours = triple("Q1", "P39", "Q2", ["a", "position held", "b"], "e-triples", "d-triples",
+                  llm=verdicts)
+    ours["asserted_operations"] = ["e-triples"]  # e.g. 8B said NO to D without a qualifier
+    uncurated = triple("Q3", "P39", "Q4", ["c", "position held", "d"], "e-triples",
+                       llm=verdicts[:1])
+    uncurated["asserted_operations"] = None
+    authors = triple("Q5", "P39", "Q6", ["e", "position held", "f"], "e-triples", "d-triples",
+                     llm=verdicts)
+    inst = record("a", [ours, uncurated, authors])
+    asserted = {op: [t.triple[0] for t in inst.gold(op, "llm-asserted")] for op in ("E", "D")}
+    assert asserted == {"E": ["Q1"], "D": ["Q5"]}  # Q1: D not asserted; Q5: no 405B assertion
+    named = {ASSERTION: "Meta-Llama-3.1-8B", DEPRECATION: "Meta-Llama-3.1-405B"}
+    assert {op: [t.triple[0] for t in inst.gold(op, "llm-asserted", named)]
+            for op in ("E", "D")} == {"E": ["Q1", "Q3", "Q5"], "D": ["Q1", "Q5"]}
+    bad = dict(ours, asserted_operations=["e-triples", "merge"])
+    with pytest.raises(InputError, match="asserted_operations"):
+        record("b", [bad])
+
+
+def test_filters_that_would_keep_nothing_are_refused(tmp_path: Path) -> None:
+    from emerge_lib.evaluation.run import evaluate
+
+    t = triple("Q1", "P1", "Q2", ["a", "r", "b"], "e-triples")
+    t["asserted_operations"] = None
+    gold = tmp_path / "g.jsonl"
+    gold.write_text(json.dumps({"hash_id": "a", "delta_dates": ["2024-01-01", "2024-01-08"],
+                                "tkgu_triples": [t]}) + "\n")
+    p = tmp_path / "p.jsonl"
+    p.write_text('{"hash_id": "a", "model": "m", "predicted": []}\n')
+    with pytest.raises(InputError, match="not curated"):
+        evaluate(gold, [p], Settings(metrics=("recall",), gold_filter="llm-asserted"))
+    with pytest.raises(InputError, match=r"human_annotation/solved_disagreements\.jsonl"):
+        evaluate(gold, [p], Settings(metrics=("recall",), gold_filter="human"))
+    t["human_assessment"] = [{"annotator_name": "annotator_2", "prompt_type": ASSERTION,
+                              "assessment": True}]
+    gold.write_text(json.dumps({"hash_id": "a", "delta_dates": ["2024-01-01", "2024-01-08"],
+                                "tkgu_triples": [t]}) + "\n")
+    with pytest.raises(InputError, match=r"annotations by \['annotator_2'\]"):
+        evaluate(gold, [p], Settings(metrics=("recall",), gold_filter="human"))
+    rows = evaluate(gold, [p], Settings(metrics=("recall",), gold_filter="human",
+                                        annotator="annotator_2")).rows
+    assert [(r["operation"], r["n_gold"]) for r in rows] == [("E", 1), ("E", 1)]
+
+
 def test_snapshots_by_year_or_date_and_both_date_formats() -> None:
     a = record("a", [triple("Q1", "P1", "Q2", ["a", "r", "b"], "e-triples")],
                dates=("2024-01-01T00:00:00Z", "2024-01-08T00:00:00Z"))

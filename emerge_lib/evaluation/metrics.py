@@ -21,13 +21,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from emerge_lib.evaluation.data import (
     DEFAULT_ANNOTATOR,
-    DEFAULT_ASSESSORS,
     GOLD_FILTERS,
     OPS,
     Instance,
@@ -43,7 +42,9 @@ class Settings:
     metrics: tuple[str, ...] = METRICS
     threshold: float = 0.9
     gold_filter: str = "all"
-    assessors: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_ASSESSORS))
+    #: llm-asserted: llm_name per prompt type; None = our releases' asserted_operations
+    #: where a triple has it, else the authors' assessors (DEFAULT_ASSESSORS)
+    assessors: Mapping[str, str] | None = None
     annotator: str = DEFAULT_ANNOTATOR
     snapshot_key: str = "year"  # or "date"
     only_predicted: bool = False
