@@ -20,8 +20,8 @@ from emerge_lib.errors import InputError
 from emerge_lib.evaluation.adapters.common import release_dictionaries
 from emerge_lib.evaluation.adapters.relik import inventory
 from emerge_lib.evaluation.data import ASSERTION, DEPRECATION, OPS, gold_files, read_gold
-from emerge_lib.evaluation.run import evaluate
 from emerge_lib.evaluation.metrics import Settings
+from emerge_lib.evaluation.run import evaluate
 from emerge_lib.pipeline import StageContext, build_dataset, run_stage
 from emerge_lib.sample import SampleSpec, generate_world
 from emerge_lib.stages.release import OP_NAMES
