@@ -328,6 +328,182 @@ def test_relik_cie_output_is_linked_back_to_qids_and_scored() -> None:
     assert "EE" in OPS
 
 
+# --- the adapter against relik's API (tests/fakes/relik: relik 1.0.7's names) --------------
+
+FAKES = Path(__file__).parent / "fakes"
+
+
+@pytest.fixture()
+def fake_relik(monkeypatch):
+    """relik 1.0.7's API on sys.path for one test (the model cannot run here)."""
+    if importlib.util.find_spec("relik") is not None:
+        pytest.skip("relik is installed: the stand-in would not be the one imported")
+    monkeypatch.syspath_prepend(str(FAKES))
+    importlib.invalidate_caches()
+    from relik.inference.annotator import Relik
+
+    Relik.loads.clear()
+    Relik.calls.clear()
+    try:
+        yield Relik
+    finally:
+        for name in [m for m in sys.modules if m == "relik" or m.startswith("relik.")]:
+            del sys.modules[name]
+        importlib.invalidate_caches()
+
+
+#: a snapshot larger than the stand-in reader's slots (4 relations, 6 entities); the
+#: planted triples use entities and relations far down the numeric order
+WORLD = Dictionaries(
+    entities={f"Q{i}": name for i, name in enumerate(
+        ["Human", "Turkey", "India", "Ireland", "Snooker", "Kildare", "Lowell", "Ankara",
+         "Istanbul", "Haliç University", "Melih Bulu", "Boğaziçi University", "Joe Gambardella",
+         "University of Massachusetts Lowell"], start=1)},
+    relations={f"P{i}": (label, f"definition of {label}") for i, label in enumerate(
+        ["instance of", "country", "sport", "located in", "occupation", "employer",
+         "educated at"], start=1)})
+PASSAGES = {
+    "bulu": ("Melih Bulu employer Boğaziçi University. Melih Bulu employer Haliç University.",
+             [("Q11", "P6", "Q12"), ("Q11", "P6", "Q10")]),
+    "joe": ("Joe Gambardella educated at University of Massachusetts Lowell. "
+            "Joe Gambardella plays ice hockey.", [("Q13", "P7", "Q14")]),
+}
+
+
+def _relik_instances():
+    return [instance_from_record({
+        "hash_id": hid, "passage": text, "delta_dates": ["2021-01-01", "2021-01-08"],
+        "tkgu_triples": [{"triple": list(t), "tkgu_operations": ["e-triples"],
+                          "triple_labels": [WORLD.entities[t[0]], WORLD.relations[t[1]][0],
+                                            WORLD.entities[t[2]]]} for t in triples]}, hid)
+        for hid, (text, triples) in PASSAGES.items()]
+
+
+def test_build_indexes_embeds_each_dictionary_with_the_models_retriever(
+        fake_relik, tmp_path: Path) -> None:
+    from emerge_lib.evaluation.adapters.relik import build_indexes
+
+    inv = inventory(WORLD, "cie")
+    paths = build_indexes("relik-ie/relik-cie-large", inv, tmp_path / "idx", "cie")
+    assert paths == {"triplet": str(tmp_path / "idx" / "triplet"),
+                     "span": str(tmp_path / "idx" / "span")}
+    docs = [json.loads(x) for x in (tmp_path / "idx" / "triplet" / "documents.jsonl")
+            .read_text().splitlines()]
+    assert docs == [{"text": label, "id": i, "metadata": {"definition": desc, "pid": pid}}
+                    for i, (pid, (label, desc)) in enumerate(WORLD.relations.items())]
+    config = json.loads((tmp_path / "idx" / "triplet" / "config.yaml").read_text())
+    assert config == {"metadata_fields": ["definition"], "separator": " <def> "}
+    ents = [json.loads(x) for x in (tmp_path / "idx" / "span" / "documents.jsonl")
+            .read_text().splitlines()]
+    assert [(d["text"], d["metadata"]["qid"]) for d in ents] == [
+        (name, qid) for qid, name in WORLD.entities.items()]
+    assert [load["model"] for load in fake_relik.loads] == ["relik-ie/relik-cie-large"]
+    # a rerun with the same model and documents loads and embeds nothing
+    assert build_indexes("relik-ie/relik-cie-large", inv, tmp_path / "idx", "cie") == paths
+    assert len(fake_relik.loads) == 1
+    # another inventory (or model) is embedded again; RE has no entity index
+    re_paths = build_indexes("relik-ie/relik-relation-extraction-large", inventory(WORLD, "re"),
+                             tmp_path / "idx", "re")
+    assert set(re_paths) == {"triplet"} and len(fake_relik.loads) == 2
+    # the index only loads into the model whose encoder embedded it
+    from relik import Relik
+
+    with pytest.raises(ValueError, match="encoder"):
+        Relik.from_pretrained("relik-ie/relik-cie-large", index=paths)
+
+
+def test_relik_cie_predicts_through_per_snapshot_indexes(fake_relik, tmp_path: Path) -> None:
+    from emerge_lib.evaluation.adapters.relik import RelikAdapter, build_indexes
+
+    inv = inventory(WORLD, "cie")
+    instances = _relik_instances()
+    adapter = RelikAdapter("cie", top_k=50)
+    index = build_indexes(adapter.model, inv, tmp_path / "idx", "cie")
+    lines = list(adapter.predict(instances, inv, index))
+    got = {line["hash_id"]: {tuple(p["triple"]) for p in line["predicted"]} for line in lines}
+    assert got == {hid: set(triples) for hid, (_, triples) in PASSAGES.items()}
+    assert {p["operation"] for line in lines for p in line["predicted"]} == {"add"}
+    call = fake_relik.calls[-1]
+    assert call["top_k"] == 6 and not call["given"]  # capped at the reader's slots (6, 4)
+    assert fake_relik.loads[-1]["index"] == index
+
+    # the whole dictionaries as candidates of every text: the reader keeps its first 4
+    # relations and 6 entities and loses the planted triples; the adapter refuses
+    from relik import Relik
+    from relik.inference.data.objects import TaskType
+
+    relik = Relik.from_pretrained(adapter.model)
+    outs = relik([i.passage for i in instances], candidates=candidates(2, inv, "cie", TaskType))
+    assert [parse_output(o, "cie", inv) for o in outs] == [[], []]
+    with pytest.raises(EmergeError, match="7 relation candidates for 4 reader slots, "
+                                          "14 entity candidates for 6 reader slots"):
+        list(adapter.predict(instances, inv, None))
+
+
+def test_relik_candidates_per_text_when_the_inventory_fits(fake_relik) -> None:
+    from emerge_lib.evaluation.adapters.relik import RelikAdapter
+
+    small = Dictionaries(entities={"Q11": "Melih Bulu", "Q12": "Boğaziçi University",
+                                   "Q10": "Haliç University"},
+                         relations={"P6": ("employer", "works for")})
+    inv = inventory(small, "cie")
+    lines = list(RelikAdapter("cie", relation_threshold=0.7).predict(
+        _relik_instances(), inv, None))
+    assert [sorted(tuple(p["triple"]) for p in line["predicted"]) for line in lines] == [
+        [("Q11", "P6", "Q10"), ("Q11", "P6", "Q12")], []]
+    call = fake_relik.calls[-1]
+    assert call["given"] and call["read"] == {"triplet": [1, 1], "span": [3, 3]}
+    assert call["threshold"] == 0.7
+    # RE: relations only, open triples for X, E, EE and EE-KG
+    re_lines = list(RelikAdapter("re").predict(_relik_instances(), inventory(small, "re"), None))
+    assert [p["triple_labels"] for p in re_lines[0]["predicted"]][:2] == [
+        ["Melih Bulu", "employer", "Boğaziçi University"]] * 2
+    assert {p["operation"] for p in re_lines[0]["predicted"]} == {"add", "infer"}
+
+
+def _relik_release(folder: Path) -> Path:
+    """A release-shaped folder: one snapshot's dictionaries and its gold passages."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    snap = folder / "snapshot_2021-01-01"
+    snap.mkdir(parents=True)
+    pq.write_table(pa.table({"qid": list(WORLD.entities), "title": list(WORLD.entities.values()),
+                             "label": list(WORLD.entities.values())}), snap / "entities.parquet")
+    pq.write_table(pa.table({"pid": list(WORLD.relations),
+                             "label": [v[0] for v in WORLD.relations.values()],
+                             "description": [v[1] for v in WORLD.relations.values()]}),
+                   snap / "relations.parquet")
+    (snap / "delta_2021-01-08.jsonl").write_text("".join(json.dumps({
+        "hash_id": i.hash_id, "passage": i.passage, "delta_dates": ["2021-01-01", "2021-01-08"],
+        "tkgu_triples": [{"triple": list(t.triple), "triple_labels": list(t.labels),
+                          "tkgu_operations": ["e-triples"]} for t in i.triples]}) + "\n"
+        for i in _relik_instances()))
+    return folder
+
+
+def test_emerge_predict_relik_end_to_end(fake_relik, tmp_path: Path) -> None:
+    from emerge_lib.cli import main
+
+    release = _relik_release(tmp_path / "release")
+    out = tmp_path / "cie.jsonl"
+    argv = ["predict", "relik", "--variant", "cie", "--gold", str(release), "--release",
+            str(release), "--out", str(out)]
+    assert main(argv) == 0
+    index = tmp_path / "cie.jsonl.relik-indexes" / "cie" / "snapshot_2021-01-01"
+    assert {p.name for p in index.iterdir()} == {"span", "triplet"}
+    first = out.read_bytes()
+    loads = len(fake_relik.loads)
+    assert main(argv) == 0  # a rerun: the same file, the indexes reused (one load: predict)
+    assert out.read_bytes() == first and len(fake_relik.loads) == loads + 1
+    assert main(["evaluate", "--gold", str(release), "--predictions", str(out), "--metrics",
+                 "recall", "--out", str(tmp_path / "ev")]) == 0
+    rows = json.loads((tmp_path / "ev" / "summary.json").read_text())
+    assert {(r["operation"], r["snapshot"], r["value"], r["n_gold"]) for r in rows} == {
+        ("E", "2021", 1.0, 3), ("E", "all", 1.0, 3)}
+    assert main([*argv[:-2], "--candidates", "--out", str(tmp_path / "c.jsonl")]) == 1
+
+
 @pytest.mark.skipif(importlib.util.find_spec("relik") is not None,
                     reason="relik is installed: the adapter runs for real there")
 def test_the_relik_adapter_says_where_relik_lives(tmp_path: Path) -> None:

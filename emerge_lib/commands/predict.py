@@ -26,11 +26,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--relik-model", default=None, help="default: the paper's (Appendix D)")
     r.add_argument("--device", default="cpu")
     r.add_argument("--index-dir", default=None, metavar="DIR",
-                   help="build per-snapshot indexes here (default: pass candidates per text)")
+                   help="per-snapshot entity and relation indexes, built here once and reused "
+                        "(default: OUT.relik-indexes/ next to --out)")
+    r.add_argument("--candidates", action="store_true",
+                   help="pass the snapshot's whole dictionaries as candidates of every text "
+                        "instead of indexes; refused when they exceed the reader's slots")
+    r.add_argument("--top-k", type=int, default=None,
+                   help="candidates retrieved per window (default 100, capped at the reader's "
+                        "slots)")
     r.add_argument("--relation-threshold", type=float, default=0.5)
     for q in (e, r):
         q.add_argument("--gold", action="append", required=True, metavar="PATH")
-        q.add_argument("--limit", type=int, default=0, help="only the first N instances")
+        q.add_argument("--limit", type=int, default=0, metavar="N",
+                       help="N random instances per delta (the paper ran EDC+ on 200 per "
+                            "delta); default all")
+        q.add_argument("--seed", type=int, default=0, help="the --limit sample's seed")
         q.add_argument("--out", required=True, metavar="FILE", help="predictions JSONL")
     p.set_defaults(func=run)
 
@@ -46,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
 
     instances = read_gold(args.gold)
     if args.limit:
-        instances = instances[: args.limit]
+        instances = sample_per_delta(instances, args.limit, args.seed)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     n = 0
@@ -58,6 +68,23 @@ def run(args: argparse.Namespace) -> int:
             bar.update(1)
     print(f"{n} prediction lines written to {out}")
     return 0
+
+
+def sample_per_delta(instances, n: int, seed: int):
+    """``n`` instances drawn at random (seeded) from each delta (snapshot, delta end),
+    kept in gold order: the same sample on every run with the same seed."""
+    import random
+    from collections import defaultdict
+
+    by_delta = defaultdict(list)
+    for pos, inst in enumerate(instances):
+        by_delta[(inst.snapshot, inst.delta_end)].append(pos)
+    keep: set[int] = set()
+    for key in sorted(by_delta, key=lambda k: (k[0], k[1] or "")):
+        members = by_delta[key]
+        rng = random.Random(f"{seed}:{key[0]}:{key[1]}")
+        keep.update(members if len(members) <= n else rng.sample(members, n))
+    return [inst for pos, inst in enumerate(instances) if pos in keep]
 
 
 def _lines(args, instances, environ):
@@ -81,14 +108,15 @@ def _lines(args, instances, environ):
     from emerge_lib.evaluation.adapters.relik import RelikAdapter, build_indexes, inventory
 
     adapter = RelikAdapter(args.variant, model=args.relik_model, device=args.device,
-                           relation_threshold=args.relation_threshold)
+                           relation_threshold=args.relation_threshold, top_k=args.top_k)
+    index_dir = Path(args.index_dir or f"{args.out}.relik-indexes")
     by_snapshot = defaultdict(list)
     for inst in instances:
         by_snapshot[inst.snapshot].append(inst)
     for snap, group in sorted(by_snapshot.items()):
         inv = inventory(release_dictionaries(args.release, snap), args.variant)
         index = None
-        if args.index_dir:
-            index = build_indexes(adapter.model, inv, Path(args.index_dir) / f"snapshot_{snap}",
+        if not args.candidates:
+            index = build_indexes(adapter.model, inv, index_dir / args.variant / f"snapshot_{snap}",
                                   args.variant, args.device)
         yield from adapter.predict(group, inv, index)
