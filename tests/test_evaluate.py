@@ -236,6 +236,35 @@ def test_filters_that_would_keep_nothing_are_refused(tmp_path: Path) -> None:
     assert [(r["operation"], r["n_gold"]) for r in rows] == [("E", 1), ("E", 1)]
 
 
+def test_rows_zero_by_construction_are_left_out_of_the_tables() -> None:
+    from emerge_lib.evaluation.metrics import zero_by_construction
+    from emerge_lib.evaluation.report import markdown, table
+
+    inst = record("a", [triple("Q1", "P1", "Q2", ["a", "r", "b"], "e-triples"),
+                        triple("Q1", "P2", "Q3", ["a", "s", "c"], "d-triples")])
+    preds = {"cie": {"a": [pred(["Q1", "P1", "Q2"], ["a", "r", "b"], "add")]},  # X, E, EE
+             "oie": {"a": [pred(None, ["a", "s", "c"], None)]},
+             "empty": {"a": []},
+             "elsewhere": {"zz": [pred(["Q1", "P2", "Q3"], None, "deprecate")]}}
+    hidden = zero_by_construction(preds, ["a"])
+    assert hidden == {("cie", "EE-KG", "recall"), ("cie", "D", "recall"),
+                      ("cie", "EE-KG", "completeness"), ("cie", "D", "completeness"),
+                      *{("oie", op, "recall") for op in OPS}}
+    rows, _ = run([inst], preds)
+    _, cells, _ = table(list(rows_of(rows)), "recall", hidden)
+    assert [(c[0], c[1]) for c in cells] == [("E-Triples", "cie"), ("", "elsewhere"),
+                                             ("", "empty"), ("D-Triples", "elsewhere"),
+                                             ("", "empty")]
+    assert markdown(list(rows_of(rows)), "recall", hidden).rstrip().endswith(
+        "(no predicted QID triples for the operation): cie: D; oie: E, D.")
+
+
+def rows_of(rows: dict):
+    for (model, op, snap, metric), (value, n) in rows.items():
+        yield {"model": model, "operation": op, "snapshot": snap, "metric": metric,
+               "value": value, "n_gold": n}
+
+
 def test_snapshots_by_year_or_date_and_both_date_formats() -> None:
     a = record("a", [triple("Q1", "P1", "Q2", ["a", "r", "b"], "e-triples")],
                dates=("2024-01-01T00:00:00Z", "2024-01-08T00:00:00Z"))
@@ -425,6 +454,12 @@ def test_emerge_evaluate_end_to_end_on_a_synthetic_gold(tmp_path: Path, capsys) 
     csv_rows = (out / "recall.csv").read_text().splitlines()
     assert csv_rows[0] == "TKGU Operations,Model,2023,2024,all,n_gold 2023,n_gold 2024,n_gold all"
     assert "X-Triples,oracle,100.0,100.0,100.0,1,1,2" in csv_rows
+    # open predicts no QIDs: its recall rows are zero by construction, kept in
+    # summary.json, left out of the recall table with a note
+    recall_md = (out / "recall.md").read_text()
+    assert "| open |" not in recall_md and not any(",open," in r for r in csv_rows)
+    assert "zero by construction (no predicted QID triples for the operation): " \
+           "open: X, E, EE, D." in recall_md  # EE-KG: its one triple is not asserted
     png = (out / "scores.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000
     run = json.loads((out / "run.json").read_text())

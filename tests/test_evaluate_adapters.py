@@ -158,6 +158,28 @@ def test_edc_plus_lines_are_scored(tmp_path: Path) -> None:
     assert all(r["value"] == 0.0 for r in rows)  # open triples have no QIDs
 
 
+def test_limit_draws_a_seeded_random_sample_per_delta() -> None:
+    from emerge_lib.commands.predict import sample_per_delta
+
+    deltas = [("2021-01-01", "2021-01-08"), ("2021-01-01", "2021-01-15"),
+              ("2022-01-01", "2022-01-08")]
+    instances = [instance_from_record({"hash_id": f"{d[1]}-{i}", "passage": f"p{i}",
+                                       "delta_dates": list(d), "tkgu_triples": []}, "w")
+                 for d in deltas for i in range(30 if d[1] != "2021-01-15" else 3)]
+    got = sample_per_delta(instances, 5, seed=1)
+    per = {d[1]: [i.hash_id for i in got if i.delta_end == d[1]] for d in deltas}
+    assert {k: len(v) for k, v in per.items()} == {"2021-01-08": 5, "2021-01-15": 3,
+                                                  "2022-01-08": 5}
+    assert per["2021-01-08"] != [f"2021-01-08-{i}" for i in range(5)]  # not the first N
+    assert got == [i for i in instances if i in got]  # gold order kept
+    assert [i.hash_id for i in sample_per_delta(instances, 5, seed=1)] == [i.hash_id for i in got]
+    other = sample_per_delta(instances, 5, seed=2)
+    assert [i.hash_id for i in other] != [i.hash_id for i in got]
+    # drawn per delta: the 2022 sample does not depend on the other deltas being there
+    only_2022 = [i for i in instances if i.snapshot == "2022-01-01"]
+    assert [i.hash_id for i in sample_per_delta(only_2022, 5, seed=1)] == per["2022-01-08"]
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

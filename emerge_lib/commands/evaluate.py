@@ -90,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
                       embedding_cache=args.embedding_cache, batch_size=args.batch_size,
                       threads=args.threads, progress=True)
     for m in settings.metrics:
-        print(markdown(result.rows, m))
+        print(markdown(result.rows, m, result.hidden))
     print(f"{result.run['instances']} instances, {len(result.run['models'])} models, "
           f"{result.run['seconds']:.1f}s; written to {args.out}/")
     return 0

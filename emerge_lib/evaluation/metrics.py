@@ -102,6 +102,33 @@ def model_predictions(instances: Sequence[Instance],
     return out
 
 
+def zero_by_construction(predictions: Mapping[str, Mapping[str, list[Predicted]]],
+                         known: Iterable[str], metrics: Sequence[str] = METRICS
+                         ) -> set[tuple[str, str, str]]:
+    """(model, operation, metric) a model cannot score on, whatever the gold: it predicted
+    triples for the gold's instances, but none that counts for the operation with what the
+    metric reads (QIDs for recall, labels for completeness) — e.g. a closed-IE model under
+    the operations it never outputs, or an open-IE model under recall. A model with no
+    predicted triple at all is not in it (its zeros are its result)."""
+    known = set(known)
+    out: set[tuple[str, str, str]] = set()
+    for model, by_hash in predictions.items():
+        reach: dict[str, set[str]] = {"recall": set(), "completeness": set()}
+        any_pred = False
+        for hid, preds in by_hash.items():
+            if hid not in known:
+                continue
+            for p in preds:
+                any_pred = True
+                if p.triple is not None:
+                    reach["recall"] |= p.ops
+                if p.labels is not None:
+                    reach["completeness"] |= p.ops
+        if any_pred:
+            out |= {(model, op, m) for m in metrics for op in OPS if op not in reach[m]}
+    return out
+
+
 def _key(inst: Instance, how: str) -> str:
     return inst.year if how == "year" else inst.snapshot
 

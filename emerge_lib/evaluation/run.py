@@ -19,6 +19,7 @@ from emerge_lib.evaluation.metrics import (
     model_predictions,
     score,
     summarize,
+    zero_by_construction,
 )
 
 log = logging.getLogger(__name__)
@@ -30,6 +31,8 @@ class Result:
     scores: list[InstanceScore]
     run: dict[str, Any]
     written: list[Path] = field(default_factory=list)
+    #: (model, operation, metric) rows left out of the tables: zero by construction
+    hidden: set[tuple[str, str, str]] = field(default_factory=set)
 
 
 def _bar(enabled: bool):
@@ -104,6 +107,7 @@ def evaluate(gold: str | Path | Sequence[str | Path],
         if embedder is not None:
             embedder.close()
     rows = summarize(scores, settings.metrics)
+    hidden = zero_by_construction(preds, known, settings.metrics)
     run = {
         "gold": [str(g) for g in ([gold] if isinstance(gold, str | Path) else gold)],
         "predictions": [str(p) for p in predictions],
@@ -119,13 +123,15 @@ def evaluate(gold: str | Path | Sequence[str | Path],
         "only_predicted": settings.only_predicted,
         "embedding_model": embedder.model.name if embedder else None,
         "texts_encoded": embedder.encoded if embedder else 0,
+        "not_in_tables": [list(h) for h in sorted(hidden)],
         "seconds": round(time.monotonic() - t0, 2),
     }
-    result = Result(rows, scores, run)
+    result = Result(rows, scores, run, hidden=hidden)
     if out is not None:
         from emerge_lib.evaluation.report import write_outputs
 
-        result.written = write_outputs(out, rows, scores, settings.metrics, run, png=png)
+        result.written = write_outputs(out, rows, scores, settings.metrics, run, png=png,
+                                       hide=hidden)
     return result
 
 
