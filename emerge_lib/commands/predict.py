@@ -12,11 +12,15 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "EMERGE gold files; see docs/evaluation.md.")
     kinds = p.add_subparsers(dest="baseline", metavar="BASELINE", required=True)
     e = kinds.add_parser("edc", help="EDC+ through an OpenAI-compatible endpoint")
-    e.add_argument("--endpoint", required=True, help="e.g. http://127.0.0.1:8012 (vLLM, llama.cpp)")
+    e.add_argument("--endpoint", required=True,
+                   help="the server's base URL, e.g. http://127.0.0.1:8012/v1 (vLLM, llama.cpp; "
+                        "/v1 is added when missing)")
     e.add_argument("--llm", required=True, help="the endpoint's model name")
     e.add_argument("--api-key-env", default=None, metavar="VAR",
                    help="environment variable holding the API key, if the endpoint needs one")
     e.add_argument("--max-tokens", type=int, default=512)
+    e.add_argument("--concurrency", type=int, default=8,
+                   help="requests in flight (vLLM batches them; default 8)")
     e.add_argument("--examples", default=None, metavar="FILE",
                    help="few-shot examples (text) instead of the built-in ones")
     r = kinds.add_parser("relik", help="ReLiK RE or cIE (needs the relik environment)")
@@ -91,15 +95,13 @@ def _lines(args, instances, environ):
     if args.baseline == "edc":
         from pathlib import Path
 
-        from emerge_lib.evaluation.adapters.edc import FEW_SHOT_EXAMPLES, ChatClient, EdcPlus
+        from emerge_lib.evaluation.adapters.edc import FEW_SHOT_EXAMPLES, EdcPlus, endpoint
 
         key = environ.get(args.api_key_env) if args.api_key_env else None
-        client = ChatClient(args.endpoint, args.llm, api_key=key, max_tokens=args.max_tokens)
         examples = Path(args.examples).read_text() if args.examples else FEW_SHOT_EXAMPLES
-        try:
-            yield from EdcPlus(client, examples=examples).predict(instances)
-        finally:
-            client.close()
+        yield from EdcPlus(endpoint(args.endpoint, args.llm, key), examples=examples,
+                           max_tokens=args.max_tokens,
+                           concurrency=args.concurrency).predict(instances)
         return
     from collections import defaultdict
     from pathlib import Path
