@@ -18,6 +18,12 @@ Predictions, one JSON object per line::
 
 ``add`` counts for X, E and EE, ``infer`` for EE-KG, ``deprecate`` for D, ``null`` for all
 five. Several lines for one (hash_id, model) add up.
+
+Gold filter ``llm-asserted``: our releases record per triple ``asserted_operations``, the
+operations the configured judging rule accepted (``curation.rules``); where a triple has
+that field and no assessor is named, it decides. Otherwise (the authors' files) the
+verdict of the named assessor per prompt type decides, by default the authors'
+evaluation setting (:data:`DEFAULT_ASSESSORS`).
 """
 
 from __future__ import annotations
