@@ -173,9 +173,18 @@ def test_the_release_dictionaries_feed_relik_inventories(release: Path) -> None:
     assert all(inv.pid_of[doc["text"]] == doc["metadata"]["pid"] for doc in inv.relations)
 
 
-def _raw_triples(release: Path) -> list[tuple[str, dict]]:
-    return [(json.loads(line)["hash_id"], t) for f in gold_files(release)
+def _raw_triples(files: list[Path]) -> list[tuple[str, dict]]:
+    return [(json.loads(line)["hash_id"], t) for f in files
             for line in f.read_text().splitlines() for t in json.loads(line)["tkgu_triples"]]
+
+
+def _n_gold(rows, model: str = "oracle") -> dict[str, int]:
+    return {r["operation"]: r["n_gold"] for r in rows
+            if r["model"] == model and r["snapshot"] == "all"}
+
+
+def _pairs(raw, keep) -> int:
+    return len({(h, tuple(t["triple"])) for h, t in raw if keep(t)})
 
 
 def test_llm_asserted_on_our_curated_release_needs_no_flags(curated: Path, release: Path,
@@ -185,7 +194,9 @@ def test_llm_asserted_on_our_curated_release_needs_no_flags(curated: Path, relea
     (405B and, without an end qualifier, 8B too)."""
     from emerge_lib.cli import main
 
-    raw = _raw_triples(curated)
+    # the whole corpus (the release's snapshot_*/delta_*.jsonl): the planted verdicts
+    corpus = sorted(curated.glob("snapshot_*/delta_*.jsonl"))
+    raw = _raw_triples(corpus)
     assert raw and all(t["asserted_operations"] is not None for _, t in raw)
     d = [t for _, t in raw if "d-triples" in t["tkgu_operations"]]
     qualified = [t for t in d if (t["deprecation_signal"] or "").startswith("qualifier:")]
@@ -197,37 +208,37 @@ def test_llm_asserted_on_our_curated_release_needs_no_flags(curated: Path, relea
                 and set(t["tkgu_operations"]) - {"d-triples"}]
     assert rejected  # additions the 8B stub said NO to
 
-    instances = read_gold(curated)
-    preds = oracle(instances, tmp_path / "p.jsonl")
+    preds = oracle(read_gold(corpus), tmp_path / "p.jsonl")
+    auto = evaluate(corpus, [preds], Settings(metrics=("recall",), gold_filter="llm-asserted"))
+    n_auto = _n_gold(auto.rows)
+    assert n_auto == {op: n for op in OPS if (n := _pairs(
+        raw, lambda t, op=op: OP_NAMES[op] in t["asserted_operations"]))}
+    assert n_auto["D"] == _pairs(raw, lambda t: t in qualified)
+    assert {r["value"] for r in auto.rows if r["model"] == "oracle"} == {1.0}
+    assert auto.run["assessors"].startswith("asserted_operations")
+    # naming the assessors reads their verdicts instead: 405B passed every D triple
+    named = evaluate(corpus, [preds], Settings(metrics=("recall",), gold_filter="llm-asserted",
+                                               assessors=OURS))
+    assert _n_gold(named.rows)["D"] == _pairs(raw, lambda t: t in d) > n_auto["D"]
+    with pytest.raises(InputError, match="no gold triple has a triple_assertion verdict by "
+                                         "'Meta-Llama-3.1-405B'"):
+        evaluate(corpus, [preds], Settings(metrics=("recall",), gold_filter="llm-asserted",
+                                           assessors={ASSERTION: "Meta-Llama-3.1-405B",
+                                                      DEPRECATION: "Meta-Llama-3.1-405B"}))
+
+    # the command on the release folder as a user gives it (its evaluation_set/ when the
+    # release has one), no assessor flags
+    used = _raw_triples(gold_files(curated))
+    preds = oracle(read_gold(curated), tmp_path / "q.jsonl")
     out = tmp_path / "out"
     assert main(["evaluate", "--gold", str(curated), "--predictions", str(preds),
                  "--metrics", "recall", "--gold-filter", "llm-asserted", "--out", str(out)]) == 0
     rows = json.loads((out / "summary.json").read_text())
-    n_gold = {r["operation"]: r["n_gold"] for r in rows
-              if r["model"] == "oracle" and r["snapshot"] == "all"}
-    want = {op: len({(h, tuple(t["triple"])) for h, t in raw
-                     if OP_NAMES[op] in t["asserted_operations"]}) for op in OPS}
-    assert n_gold == {op: n for op, n in want.items() if n}
-    assert n_gold["D"] == len({(h, tuple(t["triple"])) for h, t in raw if t in qualified})
-    assert {r["value"] for r in rows if r["model"] == "oracle"} == {1.0}
-    assert json.loads((out / "run.json").read_text())["assessors"].startswith(
-        "asserted_operations")
-
-    # naming the assessors reads their verdicts instead: 405B passed every D triple
-    named = evaluate(curated, [preds], Settings(metrics=("recall",), gold_filter="llm-asserted",
-                                                assessors=OURS))
-    n_named = {r["operation"]: r["n_gold"] for r in named.rows
-               if r["model"] == "oracle" and r["snapshot"] == "all"}
-    assert n_named["D"] == len({(h, tuple(t["triple"])) for h, t in raw
-                                if "d-triples" in t["tkgu_operations"]}) > n_gold["D"]
-    with pytest.raises(InputError, match="no gold triple has a triple_assertion verdict by "
-                                         "'Meta-Llama-3.1-405B'"):
-        evaluate(curated, [preds], Settings(metrics=("recall",), gold_filter="llm-asserted",
-                                            assessors={ASSERTION: "Meta-Llama-3.1-405B",
-                                                       DEPRECATION: "Meta-Llama-3.1-405B"}))
+    assert _n_gold(rows) == {op: n for op in OPS if (n := _pairs(
+        used, lambda t, op=op: OP_NAMES[op] in t["asserted_operations"]))}
     # the uncurated release: every asserted_operations is null, refused in one line
     with pytest.raises(InputError, match="not curated"):
-        evaluate(release, [oracle(read_gold(release), tmp_path / "q.jsonl")],
+        evaluate(release, [oracle(read_gold(release), tmp_path / "r.jsonl")],
                  Settings(metrics=("recall",), gold_filter="llm-asserted"))
 
 
