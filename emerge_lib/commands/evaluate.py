@@ -32,13 +32,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--threshold", type=float, default=0.9,
                    help="completeness: cosine similarity threshold (default 0.9)")
     p.add_argument("--gold-filter", choices=("all", "llm-asserted", "human"), default="all",
-                   help="all gold triples; those the LLM assessor accepted (as the authors "
-                        "score); or those annotator_1 marked true")
-    p.add_argument("--assertion-assessor", default="Meta-Llama-3.1-405B", metavar="LLM",
+                   help="all gold triples; those the LLM assessment accepted (as the authors "
+                        "score; our releases: their asserted_operations); or those "
+                        "--annotator marked true (the authors' human_annotation/ files)")
+    p.add_argument("--assertion-assessor", default=None, metavar="LLM",
                    help="llm-asserted: the llm_name whose triple_assertion verdict decides "
-                        "X, E, EE, EE-KG (default Meta-Llama-3.1-405B, the authors' setting)")
-    p.add_argument("--deprecation-assessor", default="Meta-Llama-3.1-405B", metavar="LLM",
-                   help="llm-asserted: the llm_name whose triple_deprecation verdict decides D")
+                        "X, E, EE, EE-KG (default: a triple's asserted_operations where our "
+                        "release has it, else Meta-Llama-3.1-405B, the authors' setting)")
+    p.add_argument("--deprecation-assessor", default=None, metavar="LLM",
+                   help="llm-asserted: the llm_name whose triple_deprecation verdict decides D "
+                        "(default as for --assertion-assessor)")
     p.add_argument("--annotator", default="annotator_1",
                    help="human: the annotator whose verdicts decide (default annotator_1)")
     p.add_argument("--by", choices=("year", "date"), default="year",
@@ -64,17 +67,20 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from emerge_lib.errors import InputError
-    from emerge_lib.evaluation.data import ASSERTION, DEPRECATION
+    from emerge_lib.evaluation.data import ASSERTION, DEFAULT_ASSESSORS, DEPRECATION
     from emerge_lib.evaluation.metrics import Settings
     from emerge_lib.evaluation.report import markdown
     from emerge_lib.evaluation.run import evaluate
 
     metrics = tuple(m.strip() for m in args.metrics.split(",") if m.strip())
+    assessors = None  # our asserted_operations where present, else the authors' names
+    if args.assertion_assessor or args.deprecation_assessor:
+        assessors = {ASSERTION: args.assertion_assessor or DEFAULT_ASSESSORS[ASSERTION],
+                     DEPRECATION: args.deprecation_assessor or DEFAULT_ASSESSORS[DEPRECATION]}
     try:
         settings = Settings(
             metrics=metrics, threshold=args.threshold, gold_filter=args.gold_filter,
-            assessors={ASSERTION: args.assertion_assessor,
-                       DEPRECATION: args.deprecation_assessor},
+            assessors=assessors,
             annotator=args.annotator, snapshot_key=args.by,
             only_predicted=args.only_predicted, models=tuple(args.model))
     except ValueError as exc:
@@ -84,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
                       embedding_cache=args.embedding_cache, batch_size=args.batch_size,
                       threads=args.threads, progress=True)
     for m in settings.metrics:
-        print(markdown(result.rows, m))
+        print(markdown(result.rows, m, result.hidden))
     print(f"{result.run['instances']} instances, {len(result.run['models'])} models, "
           f"{result.run['seconds']:.1f}s; written to {args.out}/")
     return 0

@@ -12,11 +12,15 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "EMERGE gold files; see docs/evaluation.md.")
     kinds = p.add_subparsers(dest="baseline", metavar="BASELINE", required=True)
     e = kinds.add_parser("edc", help="EDC+ through an OpenAI-compatible endpoint")
-    e.add_argument("--endpoint", required=True, help="e.g. http://127.0.0.1:8012 (vLLM, llama.cpp)")
+    e.add_argument("--endpoint", required=True,
+                   help="the server's base URL, e.g. http://127.0.0.1:8012/v1 (vLLM, llama.cpp; "
+                        "/v1 is added when missing)")
     e.add_argument("--llm", required=True, help="the endpoint's model name")
     e.add_argument("--api-key-env", default=None, metavar="VAR",
                    help="environment variable holding the API key, if the endpoint needs one")
     e.add_argument("--max-tokens", type=int, default=512)
+    e.add_argument("--concurrency", type=int, default=8,
+                   help="requests in flight (vLLM batches them; default 8)")
     e.add_argument("--examples", default=None, metavar="FILE",
                    help="few-shot examples (text) instead of the built-in ones")
     r = kinds.add_parser("relik", help="ReLiK RE or cIE (needs the relik environment)")
@@ -26,11 +30,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--relik-model", default=None, help="default: the paper's (Appendix D)")
     r.add_argument("--device", default="cpu")
     r.add_argument("--index-dir", default=None, metavar="DIR",
-                   help="build per-snapshot indexes here (default: pass candidates per text)")
+                   help="per-snapshot entity and relation indexes, built here once and reused "
+                        "(default: OUT.relik-indexes/ next to --out)")
+    r.add_argument("--candidates", action="store_true",
+                   help="pass the snapshot's whole dictionaries as candidates of every text "
+                        "instead of indexes; refused when they exceed the reader's slots")
+    r.add_argument("--top-k", type=int, default=None,
+                   help="candidates retrieved per window (default 100, capped at the reader's "
+                        "slots)")
     r.add_argument("--relation-threshold", type=float, default=0.5)
     for q in (e, r):
         q.add_argument("--gold", action="append", required=True, metavar="PATH")
-        q.add_argument("--limit", type=int, default=0, help="only the first N instances")
+        q.add_argument("--limit", type=int, default=0, metavar="N",
+                       help="N random instances per delta (the paper ran EDC+ on 200 per "
+                            "delta); default all")
+        q.add_argument("--seed", type=int, default=0, help="the --limit sample's seed")
         q.add_argument("--out", required=True, metavar="FILE", help="predictions JSONL")
     p.set_defaults(func=run)
 
@@ -46,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
 
     instances = read_gold(args.gold)
     if args.limit:
-        instances = instances[: args.limit]
+        instances = sample_per_delta(instances, args.limit, args.seed)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     n = 0
@@ -60,19 +74,34 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def sample_per_delta(instances, n: int, seed: int):
+    """``n`` instances drawn at random (seeded) from each delta (snapshot, delta end),
+    kept in gold order: the same sample on every run with the same seed."""
+    import random
+    from collections import defaultdict
+
+    by_delta = defaultdict(list)
+    for pos, inst in enumerate(instances):
+        by_delta[(inst.snapshot, inst.delta_end)].append(pos)
+    keep: set[int] = set()
+    for key in sorted(by_delta, key=lambda k: (k[0], k[1] or "")):
+        members = by_delta[key]
+        rng = random.Random(f"{seed}:{key[0]}:{key[1]}")
+        keep.update(members if len(members) <= n else rng.sample(members, n))
+    return [inst for pos, inst in enumerate(instances) if pos in keep]
+
+
 def _lines(args, instances, environ):
     if args.baseline == "edc":
         from pathlib import Path
 
-        from emerge_lib.evaluation.adapters.edc import FEW_SHOT_EXAMPLES, ChatClient, EdcPlus
+        from emerge_lib.evaluation.adapters.edc import FEW_SHOT_EXAMPLES, EdcPlus, endpoint
 
         key = environ.get(args.api_key_env) if args.api_key_env else None
-        client = ChatClient(args.endpoint, args.llm, api_key=key, max_tokens=args.max_tokens)
         examples = Path(args.examples).read_text() if args.examples else FEW_SHOT_EXAMPLES
-        try:
-            yield from EdcPlus(client, examples=examples).predict(instances)
-        finally:
-            client.close()
+        yield from EdcPlus(endpoint(args.endpoint, args.llm, key), examples=examples,
+                           max_tokens=args.max_tokens,
+                           concurrency=args.concurrency).predict(instances)
         return
     from collections import defaultdict
     from pathlib import Path
@@ -81,14 +110,15 @@ def _lines(args, instances, environ):
     from emerge_lib.evaluation.adapters.relik import RelikAdapter, build_indexes, inventory
 
     adapter = RelikAdapter(args.variant, model=args.relik_model, device=args.device,
-                           relation_threshold=args.relation_threshold)
+                           relation_threshold=args.relation_threshold, top_k=args.top_k)
+    index_dir = Path(args.index_dir or f"{args.out}.relik-indexes")
     by_snapshot = defaultdict(list)
     for inst in instances:
         by_snapshot[inst.snapshot].append(inst)
     for snap, group in sorted(by_snapshot.items()):
         inv = inventory(release_dictionaries(args.release, snap), args.variant)
         index = None
-        if args.index_dir:
-            index = build_indexes(adapter.model, inv, Path(args.index_dir) / f"snapshot_{snap}",
+        if not args.candidates:
+            index = build_indexes(adapter.model, inv, index_dir / args.variant / f"snapshot_{snap}",
                                   args.variant, args.device)
         yield from adapter.predict(group, inv, index)

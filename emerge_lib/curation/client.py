@@ -1,5 +1,6 @@
 """One asynchronous client for any OpenAI-compatible chat endpoint (vLLM on GPU workers,
-llama.cpp's server locally).
+llama.cpp's server locally), for curation and for the EDC+ baseline
+(``evaluation.adapters.edc``).
 
 Bounded concurrency (a semaphore: throughput on vLLM comes from keeping many requests in
 flight), a timeout per request, retries with exponential backoff and jitter on 5xx, 429,
@@ -105,12 +106,15 @@ class ChatClient:
             self._http = None
 
     def payload(self, endpoint: Endpoint, prompt: str, n_lines: int, structured: bool,
-                temperature: float | None = None) -> dict[str, Any]:
+                temperature: float | None = None, max_tokens: int | None = None
+                ) -> dict[str, Any]:
+        """The request body; ``max_tokens`` (a free-form answer, as EDC+'s) replaces the
+        per-line allowance."""
         body: dict[str, Any] = {
             "model": endpoint.model,
             "messages": [{"role": "user", "content": prompt}],
             "temperature": self.temperature if temperature is None else temperature,
-            "max_tokens": self.max_tokens_per_line * max(1, n_lines),
+            "max_tokens": max_tokens or self.max_tokens_per_line * max(1, n_lines),
         }
         if structured:
             body.update(constraint(endpoint.backend, n_lines))
@@ -123,11 +127,11 @@ class ChatClient:
             self.budget -= 1
 
     async def ask(self, endpoint: Endpoint, prompt: str, n_lines: int, structured: bool = True,
-                  temperature: float | None = None) -> Answer:
+                  temperature: float | None = None, max_tokens: int | None = None) -> Answer:
         """One chat completion, retried on transient failures; raises EndpointError."""
         assert self._http is not None, "use ChatClient as an async context manager"
         headers = {"Authorization": f"Bearer {endpoint.api_key}"} if endpoint.api_key else {}
-        body = self.payload(endpoint, prompt, n_lines, structured, temperature)
+        body = self.payload(endpoint, prompt, n_lines, structured, temperature, max_tokens)
         last = ""
         async with self.semaphore:
             for attempt in range(1, self.retries + 2):

@@ -18,6 +18,12 @@ Predictions, one JSON object per line::
 
 ``add`` counts for X, E and EE, ``infer`` for EE-KG, ``deprecate`` for D, ``null`` for all
 five. Several lines for one (hash_id, model) add up.
+
+Gold filter ``llm-asserted``: our releases record per triple ``asserted_operations``, the
+operations the configured judging rule accepted (``curation.rules``); where a triple has
+that field and no assessor is named, it decides. Otherwise (the authors' files) the
+verdict of the named assessor per prompt type decides, by default the authors'
+evaluation setting (:data:`DEFAULT_ASSESSORS`).
 """
 
 from __future__ import annotations
@@ -76,6 +82,21 @@ class GoldTriple:
     llm: dict[tuple[str, str], bool] = field(default_factory=dict)
     #: (annotator name, prompt type) → verdict
     human: dict[tuple[str, str], bool] = field(default_factory=dict)
+    #: our releases' ``asserted_operations`` (op codes); None when the field is null (not
+    #: curated, or a verdict missing or unparsed), or absent (``has_asserted`` False)
+    asserted: frozenset[str] | None = None
+    has_asserted: bool = False
+
+    def llm_accepts(self, op: str, assessors: Mapping[str, str] | None) -> bool:
+        """Did the LLM assessment accept this triple for ``op``? With ``assessors`` (or
+        without our ``asserted_operations`` field): the verdict of the named assessor
+        for ``op``'s prompt type, a missing verdict being false (the authors' rule);
+        otherwise the field, which encodes the release's configured judging rules."""
+        if assessors is None and self.has_asserted:
+            return self.asserted is not None and op in self.asserted
+        kind = prompt_type(op)
+        name = assessor_key((assessors or DEFAULT_ASSESSORS)[kind])
+        return self.llm.get((name, kind)) is True
 
 
 @dataclass(slots=True, frozen=True)
@@ -106,15 +127,15 @@ class Instance:
              assessors: Mapping[str, str] | None = None,
              annotator: str = DEFAULT_ANNOTATOR) -> list[GoldTriple]:
         """The operation's gold set: the triples listing ``op`` that pass the filter, each
-        (s, p, o) once."""
+        (s, p, o) once. ``assessors`` None: our ``asserted_operations`` where a triple has
+        it, else the authors' assessors (:data:`DEFAULT_ASSESSORS`)."""
         out: dict[tuple[str, str, str], GoldTriple] = {}
         kind = prompt_type(op)
         for t in self.triples:
             if op not in t.ops or t.triple in out:
                 continue
             if gold_filter == "llm-asserted":
-                name = assessor_key((assessors or DEFAULT_ASSESSORS)[kind])
-                if t.llm.get((name, kind)) is not True:
+                if not t.llm_accepts(op, assessors):
                     continue
             elif gold_filter == "human":
                 if t.human.get((annotator, kind)) is not True:
@@ -205,7 +226,16 @@ def _gold_triple(t: Mapping[str, Any], where: str) -> GoldTriple:
             verdict = a.get("assessment")
             if isinstance(verdict, bool):
                 human[(str(a["annotator_name"]), str(a["prompt_type"]))] = verdict
-    return GoldTriple(spo, _labels(t.get("triple_labels"), spo), tuple(ops), llm, human)
+    has_asserted = "asserted_operations" in t
+    asserted = None
+    if has_asserted and t["asserted_operations"] is not None:
+        names = t["asserted_operations"]
+        if not isinstance(names, list | tuple) or any(n not in RELEASE_TO_OP for n in names):
+            raise InputError(f"{where}: asserted_operations {names!r} of {spo} is not a list "
+                             "of operation names")
+        asserted = frozenset(RELEASE_TO_OP[n] for n in names)
+    return GoldTriple(spo, _labels(t.get("triple_labels"), spo), tuple(ops), llm, human,
+                      asserted, has_asserted)
 
 
 def instance_from_record(record: Mapping[str, Any], where: str,

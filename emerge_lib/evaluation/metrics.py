@@ -21,13 +21,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from emerge_lib.evaluation.data import (
     DEFAULT_ANNOTATOR,
-    DEFAULT_ASSESSORS,
     GOLD_FILTERS,
     OPS,
     Instance,
@@ -43,7 +42,9 @@ class Settings:
     metrics: tuple[str, ...] = METRICS
     threshold: float = 0.9
     gold_filter: str = "all"
-    assessors: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_ASSESSORS))
+    #: llm-asserted: llm_name per prompt type; None = our releases' asserted_operations
+    #: where a triple has it, else the authors' assessors (DEFAULT_ASSESSORS)
+    assessors: Mapping[str, str] | None = None
     annotator: str = DEFAULT_ANNOTATOR
     snapshot_key: str = "year"  # or "date"
     only_predicted: bool = False
@@ -98,6 +99,33 @@ def model_predictions(instances: Sequence[Instance],
         if missing:
             raise KeyError(f"no predictions of {missing}; found {sorted(out)}")
         out = {m: out[m] for m in models}
+    return out
+
+
+def zero_by_construction(predictions: Mapping[str, Mapping[str, list[Predicted]]],
+                         known: Iterable[str], metrics: Sequence[str] = METRICS
+                         ) -> set[tuple[str, str, str]]:
+    """(model, operation, metric) a model cannot score on, whatever the gold: it predicted
+    triples for the gold's instances, but none that counts for the operation with what the
+    metric reads (QIDs for recall, labels for completeness) — e.g. a closed-IE model under
+    the operations it never outputs, or an open-IE model under recall. A model with no
+    predicted triple at all is not in it (its zeros are its result)."""
+    known = set(known)
+    out: set[tuple[str, str, str]] = set()
+    for model, by_hash in predictions.items():
+        reach: dict[str, set[str]] = {"recall": set(), "completeness": set()}
+        any_pred = False
+        for hid, preds in by_hash.items():
+            if hid not in known:
+                continue
+            for p in preds:
+                any_pred = True
+                if p.triple is not None:
+                    reach["recall"] |= p.ops
+                if p.labels is not None:
+                    reach["completeness"] |= p.ops
+        if any_pred:
+            out |= {(model, op, m) for m in metrics for op in OPS if op not in reach[m]}
     return out
 
 

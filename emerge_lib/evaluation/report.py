@@ -4,6 +4,9 @@
 - ``completeness.md`` / ``.csv``, ``recall.md`` / ``.csv``: the paper's Tables 3 and 4
   (rows: operations × models; columns: snapshots, then "all"), values in percent with one
   decimal as the paper prints them; the CSV has the same cells with ``n_gold`` columns;
+  rows that are zero by construction (``metrics.zero_by_construction``: a model none of
+  whose predictions can count for the operation under the metric) are left out of the
+  tables and the plot, and named under the Markdown table (summary.json keeps them);
 - ``scores.png``: one panel per metric and operation, a line per model over snapshots;
 - ``instances.jsonl``: per (model, instance, operation) scores;
 - ``run.json``: what was read and how it was scored.
@@ -13,7 +16,7 @@ from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,10 +33,15 @@ def _snapshots(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     return sorted({r["snapshot"] for r in rows if r["snapshot"] != "all"}) + ["all"]
 
 
-def table(rows: Sequence[Mapping[str, Any]], metric: str
+Hidden = Collection[tuple[str, str, str]]
+
+
+def table(rows: Sequence[Mapping[str, Any]], metric: str, hide: Hidden = ()
           ) -> tuple[list[str], list[list[str]], list[list[Any]]]:
-    """(header, Markdown cells, CSV cells) of one metric's table."""
-    rows = [r for r in rows if r["metric"] == metric]
+    """(header, Markdown cells, CSV cells) of one metric's table, without the
+    (model, operation, metric) rows in ``hide``."""
+    rows = [r for r in rows if r["metric"] == metric
+            and (r["model"], r["operation"], metric) not in hide]
     snaps = _snapshots(rows)
     models = sorted({r["model"] for r in rows})
     cell = {(r["model"], r["operation"], r["snapshot"]): r for r in rows}
@@ -55,18 +63,30 @@ def table(rows: Sequence[Mapping[str, Any]], metric: str
     return header, md_rows, csv_rows
 
 
-def markdown(rows: Sequence[Mapping[str, Any]], metric: str) -> str:
-    header, cells, _ = table(rows, metric)
+def markdown(rows: Sequence[Mapping[str, Any]], metric: str, hide: Hidden = ()) -> str:
+    header, cells, _ = table(rows, metric, hide)
     lines = [f"### {TABLE_TITLES[metric]}", "", "| " + " | ".join(header) + " |",
              "|" + "|".join(["---", "---"] + ["---:"] * (len(header) - 2)) + "|"]
     lines += ["| " + " | ".join(c) + " |" for c in cells]
     if not cells:
         lines.append("| (no gold triples) | | |")
+    left_out: dict[str, list[str]] = {}
+    for r in rows:
+        if r["metric"] == metric and (r["model"], r["operation"], metric) in hide:
+            ops = left_out.setdefault(r["model"], [])
+            if r["operation"] not in ops:
+                ops.append(r["operation"])
+    if left_out:
+        what = "QID triples" if metric == "recall" else "labelled triples"
+        lines += ["", "Not shown, zero by construction (no predicted " + what + " for the "
+                  "operation): " + "; ".join(f"{m}: {', '.join(ops)}"
+                                             for m, ops in sorted(left_out.items())) + "."]
     return "\n".join(lines) + "\n"
 
 
-def write_csv(rows: Sequence[Mapping[str, Any]], metric: str, path: Path) -> None:
-    header, _, cells = table(rows, metric)
+def write_csv(rows: Sequence[Mapping[str, Any]], metric: str, path: Path,
+              hide: Hidden = ()) -> None:
+    header, _, cells = table(rows, metric, hide)
     snaps = header[2:]
     with path.open("w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh)
@@ -74,8 +94,10 @@ def write_csv(rows: Sequence[Mapping[str, Any]], metric: str, path: Path) -> Non
         w.writerows(cells)
 
 
-def plot(rows: Sequence[Mapping[str, Any]], metrics: Sequence[str], path: Path) -> bool:
+def plot(rows: Sequence[Mapping[str, Any]], metrics: Sequence[str], path: Path,
+         hide: Hidden = ()) -> bool:
     """One panel per (metric, operation), a line per model across snapshots."""
+    rows = [r for r in rows if (r["model"], r["operation"], r["metric"]) not in hide]
     import matplotlib
 
     matplotlib.use("Agg")
@@ -117,7 +139,7 @@ def plot(rows: Sequence[Mapping[str, Any]], metrics: Sequence[str], path: Path) 
 
 def write_outputs(out: str | Path, rows: Sequence[Mapping[str, Any]],
                   scores: Iterable[InstanceScore], metrics: Sequence[str],
-                  run: Mapping[str, Any], png: bool = True) -> list[Path]:
+                  run: Mapping[str, Any], png: bool = True, hide: Hidden = ()) -> list[Path]:
     """Write every output file into ``out``; returns the paths written."""
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
@@ -127,16 +149,16 @@ def write_outputs(out: str | Path, rows: Sequence[Mapping[str, Any]],
     written.append(p)
     for m in metrics:
         md = folder / f"{m}.md"
-        md.write_text(markdown(rows, m), encoding="utf-8")
+        md.write_text(markdown(rows, m, hide), encoding="utf-8")
         c = folder / f"{m}.csv"
-        write_csv(rows, m, c)
+        write_csv(rows, m, c, hide)
         written += [md, c]
     p = folder / "instances.jsonl"
     with p.open("w", encoding="utf-8") as fh:
         for s in scores:
             fh.write(json.dumps(s.to_dict(), ensure_ascii=False) + "\n")
     written.append(p)
-    if png and plot(rows, metrics, folder / "scores.png"):
+    if png and plot(rows, metrics, folder / "scores.png", hide):
         written.append(folder / "scores.png")
     p = folder / "run.json"
     p.write_text(json.dumps(dict(run), indent=1, default=str) + "\n", encoding="utf-8")

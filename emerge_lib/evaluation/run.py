@@ -3,6 +3,7 @@ runs)."""
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Sequence
@@ -11,13 +12,14 @@ from pathlib import Path
 from typing import Any
 
 from emerge_lib.errors import InputError
-from emerge_lib.evaluation.data import read_gold, read_predictions
+from emerge_lib.evaluation.data import DEFAULT_ASSESSORS, read_gold, read_predictions
 from emerge_lib.evaluation.metrics import (
     InstanceScore,
     Settings,
     model_predictions,
     score,
     summarize,
+    zero_by_construction,
 )
 
 log = logging.getLogger(__name__)
@@ -29,6 +31,8 @@ class Result:
     scores: list[InstanceScore]
     run: dict[str, Any]
     written: list[Path] = field(default_factory=list)
+    #: (model, operation, metric) rows left out of the tables: zero by construction
+    hidden: set[tuple[str, str, str]] = field(default_factory=set)
 
 
 def _bar(enabled: bool):
@@ -84,6 +88,8 @@ def evaluate(gold: str | Path | Sequence[str | Path],
             log.warning("%s: %d predicted instances are not in the gold set (ignored)", m, n)
     if settings.gold_filter == "llm-asserted":
         _check_assessors(instances, settings)
+    elif settings.gold_filter == "human":
+        _check_annotations(instances, settings)
 
     embedder = None
     if "completeness" in settings.metrics:
@@ -101,6 +107,7 @@ def evaluate(gold: str | Path | Sequence[str | Path],
         if embedder is not None:
             embedder.close()
     rows = summarize(scores, settings.metrics)
+    hidden = zero_by_construction(preds, known, settings.metrics)
     run = {
         "gold": [str(g) for g in ([gold] if isinstance(gold, str | Path) else gold)],
         "predictions": [str(p) for p in predictions],
@@ -108,35 +115,61 @@ def evaluate(gold: str | Path | Sequence[str | Path],
         "models": {m: {"predicted_instances": sum(h in known for h in by),
                        "not_in_gold": unmatched[m]} for m, by in preds.items()},
         "metrics": list(settings.metrics), "threshold": settings.threshold,
-        "gold_filter": settings.gold_filter, "assessors": dict(settings.assessors),
+        "gold_filter": settings.gold_filter,
+        "assessors": (dict(settings.assessors) if settings.assessors is not None else
+                      "asserted_operations where present, else "
+                      + json.dumps(DEFAULT_ASSESSORS)),
         "annotator": settings.annotator, "snapshot_key": settings.snapshot_key,
         "only_predicted": settings.only_predicted,
         "embedding_model": embedder.model.name if embedder else None,
         "texts_encoded": embedder.encoded if embedder else 0,
+        "not_in_tables": [list(h) for h in sorted(hidden)],
         "seconds": round(time.monotonic() - t0, 2),
     }
-    result = Result(rows, scores, run)
+    result = Result(rows, scores, run, hidden=hidden)
     if out is not None:
         from emerge_lib.evaluation.report import write_outputs
 
-        result.written = write_outputs(out, rows, scores, settings.metrics, run, png=png)
+        result.written = write_outputs(out, rows, scores, settings.metrics, run, png=png,
+                                       hide=hidden)
     return result
 
 
 def _check_assessors(instances, settings: Settings) -> None:
-    """An assessor that judged nothing would silently empty the gold sets: refuse it."""
-    from emerge_lib.evaluation.data import ASSERTION, DEPRECATION, assessor_key, prompt_type
+    """A filter that accepts nothing would silently empty the gold sets: refuse it.
 
+    Triples carrying our ``asserted_operations`` (with no assessor named) need at least
+    one that is not null (a release that was never curated has them all null); the
+    others need at least one verdict by the assessor named for each prompt type."""
+    from emerge_lib.evaluation.data import (
+        ASSERTION,
+        DEFAULT_ASSESSORS,
+        DEPRECATION,
+        assessor_key,
+        prompt_type,
+    )
+
+    by_field = curated = 0
     seen: set[tuple[str, str]] = set()
     needed: set[str] = set()
     for inst in instances:
         for t in inst.triples:
+            if settings.assessors is None and t.has_asserted:
+                by_field += 1
+                curated += t.asserted is not None
+                continue
             seen.update(t.llm)
             needed.update(prompt_type(op) for op in t.ops)
+    if by_field and not curated:
+        raise InputError(
+            "--gold-filter llm-asserted: every asserted_operations in the gold is null: the "
+            "release was not curated (run emerge curate, then emerge release), or name the "
+            "verdicts to use with --assertion-assessor/--deprecation-assessor")
+    assessors = settings.assessors or DEFAULT_ASSESSORS
     for kind in (ASSERTION, DEPRECATION):
         if kind not in needed:
             continue
-        name = assessor_key(settings.assessors[kind])
+        name = assessor_key(assessors[kind])
         if (name, kind) not in seen:
             names = sorted({n for n, k in seen if k == kind})
             raise InputError(
@@ -144,3 +177,16 @@ def _check_assessors(instances, settings: Settings) -> None:
                 f"the gold files have {names or 'no LLM assessments'} "
                 f"(choose one with --{'assertion' if kind == ASSERTION else 'deprecation'}"
                 "-assessor)")
+
+
+def _check_annotations(instances, settings: Settings) -> None:
+    """``--gold-filter human`` on gold without that annotator's verdicts would score
+    nothing and say nothing: refuse it."""
+    names = sorted({n for inst in instances for t in inst.triples for n, _ in t.human})
+    if settings.annotator not in names:
+        where = (f"it has annotations by {names} (choose one with --annotator)" if names
+                 else "it has none: the authors' human verdicts are in their "
+                 "data/human_annotation/solved_disagreements.jsonl (give that file as --gold); "
+                 "their evaluation_set/ and our releases carry none")
+        raise InputError(f"--gold-filter human: no gold triple has a verdict by "
+                         f"{settings.annotator!r}; {where}")

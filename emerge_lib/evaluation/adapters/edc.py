@@ -6,22 +6,25 @@ for; the answer lists ``Triples in text`` as ``[Entity1, Relationship, Entity2, 
 ``Triples not in text`` as ``[Entity1, Relationship, Entity2]`` (→ ``infer``: EE-KG).
 Triples are open (labels, no QIDs), so they are scored by completeness.
 
-The client is deliberately small and sits behind one seam (:class:`ChatClient`: an
-endpoint URL and a model name, an httpx POST to ``/v1/chat/completions``) so the
-[curation] client can replace it.
+Requests go through the project's one OpenAI-compatible client,
+:class:`emerge_lib.curation.client.ChatClient` (bounded concurrency, retries with backoff
+on 5xx/429/timeouts, a request budget): free-form answers, no constrained decoding.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import re
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
-
-from emerge_lib.errors import EmergeError
+from emerge_lib.curation.client import ChatClient, Endpoint
 from emerge_lib.evaluation.data import OPERATION_OPS, Instance, Predicted, prediction_line
+
+log = logging.getLogger(__name__)
 
 #: The paper's Appendix C prompt, word for word.
 PROMPT = (
@@ -124,56 +127,74 @@ def parse_completion(completion: str) -> Parsed:
     return out
 
 
-class ChatClient:
-    """A minimal OpenAI-compatible chat client: POST {endpoint}/v1/chat/completions."""
-
-    def __init__(self, endpoint: str, model: str, *, api_key: str | None = None,
-                 timeout: float = 300.0, max_tokens: int = 512, temperature: float = 0.0,
-                 transport: httpx.BaseTransport | None = None) -> None:
-        base = endpoint.rstrip("/")
-        self.url = (base if base.endswith("/v1") else base + "/v1") + "/chat/completions"
-        self.model = model
-        self.max_tokens = max_tokens
-        self.temperature = temperature
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._http = httpx.Client(timeout=timeout, headers=headers, transport=transport)
-
-    def complete(self, prompt: str) -> str:
-        body = {"model": self.model, "messages": [{"role": "user", "content": prompt}],
-                "temperature": self.temperature, "max_tokens": self.max_tokens}
-        try:
-            r = self._http.post(self.url, json=body)
-        except httpx.HTTPError as exc:
-            raise EmergeError(f"LLM endpoint {self.url}: {exc}", retryable=True) from None
-        if r.status_code != 200:
-            raise EmergeError(f"LLM endpoint {self.url} answered {r.status_code}: "
-                              f"{r.text[:300]}", retryable=r.status_code >= 500)
-        try:
-            return r.json()["choices"][0]["message"]["content"] or ""
-        except (ValueError, KeyError, IndexError, TypeError):
-            raise EmergeError(f"LLM endpoint {self.url}: not a chat completion: "
-                              f"{r.text[:300]}") from None
-
-    def close(self) -> None:
-        self._http.close()
+def endpoint(url: str, model: str, api_key: str | None = None) -> Endpoint:
+    """An endpoint from a server's address, with or without its ``/v1``."""
+    base = url.rstrip("/")
+    if base.endswith("/chat/completions"):
+        base = base.removesuffix("/chat/completions")
+    if not base.endswith("/v1"):
+        base += "/v1"
+    return Endpoint(base, model, backend="openai", api_key=api_key)
 
 
 class EdcPlus:
-    """Passages → EDC+ predictions lines (``model`` defaults to ``edc-plus/<llm>``)."""
+    """Passages → EDC+ predictions lines (``model`` defaults to ``edc-plus/<llm>``).
 
-    def __init__(self, client: Any, *, examples: str = FEW_SHOT_EXAMPLES,
-                 model_name: str | None = None) -> None:
-        self.client = client
+    One request per distinct passage (the cumulative deltas repeat passages), up to
+    ``concurrency`` in flight; lines come out in the order of the instances, a chunk of
+    passages at a time."""
+
+    def __init__(self, endpoint: Endpoint, *, examples: str = FEW_SHOT_EXAMPLES,
+                 model_name: str | None = None, max_tokens: int = 512, concurrency: int = 8,
+                 timeout_s: float = 300.0, retries: int = 3, backoff_s: float = 0.5,
+                 max_requests: int | None = None, chunk: int | None = None) -> None:
+        self.endpoint = endpoint
         self.examples = examples
-        self.model_name = model_name or f"edc-plus/{getattr(client, 'model', 'llm')}"
-        self.skipped = 0
+        self.model_name = model_name or f"edc-plus/{endpoint.model}"
+        self.max_tokens = max_tokens
+        self.client_args = {"concurrency": concurrency, "timeout_s": timeout_s,
+                            "retries": retries, "backoff_s": backoff_s,
+                            "max_requests": max_requests}
+        self.chunk = chunk or max(64, 4 * concurrency)
+        self.skipped = 0  # bracketed groups that were no triple
+        self.requests = 0  # HTTP requests sent (retries included)
+        self.tokens_out = 0
+
+    async def _complete(self, passages: Sequence[str]) -> list[str]:
+        async with ChatClient(**self.client_args) as client:
+            try:
+                answers = await asyncio.gather(*(
+                    client.ask(self.endpoint, build_prompt(p, self.examples), 1,
+                               structured=False, max_tokens=self.max_tokens)
+                    for p in passages))
+            finally:
+                self.requests += client.sent
+        self.tokens_out += sum(a.tokens_out for a in answers)
+        return [a.text for a in answers]
 
     def predict(self, instances: Iterable[Instance]) -> Iterator[dict[str, Any]]:
         cache: dict[str, Sequence[Predicted]] = {}
+        pending: list[Instance] = []
+        started, asked = time.monotonic(), 0
+
+        def flush() -> Iterator[dict[str, Any]]:
+            nonlocal asked
+            todo = list(dict.fromkeys(i.passage for i in pending if i.passage not in cache))
+            if todo:
+                for passage, text in zip(todo, asyncio.run(self._complete(todo)), strict=True):
+                    parsed = parse_completion(text)
+                    self.skipped += len(parsed.skipped)
+                    cache[passage] = parsed.predicted
+                asked += len(todo)
+                rate = asked / max(time.monotonic() - started, 1e-9)
+                log.info("edc+: %d passages answered (%.2g/s), %d requests", asked, rate,
+                         self.requests)
+            for inst in pending:
+                yield prediction_line(inst.hash_id, self.model_name, cache[inst.passage])
+            pending.clear()
+
         for inst in instances:
-            if inst.passage not in cache:  # one call per distinct passage (cumulative deltas)
-                parsed = parse_completion(self.client.complete(
-                    build_prompt(inst.passage, self.examples)))
-                self.skipped += len(parsed.skipped)
-                cache[inst.passage] = parsed.predicted
-            yield prediction_line(inst.hash_id, self.model_name, cache[inst.passage])
+            pending.append(inst)
+            if len({i.passage for i in pending} - cache.keys()) >= self.chunk:
+                yield from flush()
+        yield from flush()

@@ -1,11 +1,17 @@
 """ReLiK RE and ReLiK cIE (the paper's §5.1 and Appendix D) through relik 1.0.7's API.
 
 Per snapshot, ReLiK gets that snapshot's dictionaries: cIE the entities (V_t) and the
-relations (R_t), RE only the relations. Each dictionary becomes a document index
-(``relik.retriever.indexers``), embedded with the loaded model's own retriever encoder
-and passed as ``Relik.from_pretrained(model, index={"span": …, "triplet": …})``; or, for
-a small inventory, candidates are passed per text (one list per input text, keyed by
-``TaskType``: a flat list is read wrongly for several texts and for ``task="both"``).
+relations (R_t), RE only the relations. The default path: each dictionary becomes a
+document index (``relik.retriever.indexers``), embedded with the loaded model's own
+retriever encoder and passed as ``Relik.from_pretrained(model, index={"span": …,
+"triplet": …})``; ReLiK then retrieves ``top_k`` candidates per text window, with
+``top_k`` at most the reader's candidate slots. Passing the dictionaries as candidates of
+every text (one list per input text, keyed by ``TaskType``: a flat list is read wrongly
+for several texts and for ``task="both"``) is only for an inventory that fits the
+reader's slots: its triplet reader has ``additional_special_symbols`` relation markers
+(``[R-0]…``) and ``additional_special_symbols_types - 1`` entity markers (``[E-0]…``,
+after ``--NME--``), and it silently drops every candidate past them, so all of V_t as
+candidates would keep the first few hundred entities by id and lose the rest.
 
 Outputs are ``RelikOutput`` objects; each ``Triplets(subject: Span, label, object: Span,
 confidence)`` becomes one predicted triple:
@@ -23,6 +29,9 @@ only inside the functions that run it.
 
 from __future__ import annotations
 
+import hashlib
+import json
+import logging
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,7 +41,10 @@ from emerge_lib.errors import EmergeError
 from emerge_lib.evaluation.adapters.common import Dictionaries
 from emerge_lib.evaluation.data import OPERATION_OPS, Instance, Predicted, prediction_line
 
+log = logging.getLogger(__name__)
+
 NME = "--NME--"
+DEFAULT_TOP_K = 100  # relik's own default (``Relik.__call__``)
 RE_OPS = OPERATION_OPS["add"] | OPERATION_OPS["infer"]
 MODELS = {"re": "relik-ie/relik-relation-extraction-large", "cie": "relik-ie/relik-cie-large"}
 NAMES = {"re": "relik-oie", "cie": "relik-cie"}  # the authors' model names
@@ -102,6 +114,18 @@ def parse_output(output: Any, variant: str, inv: Inventory | None = None) -> lis
     return out
 
 
+def reader_slots(relik: Any) -> dict[str, int]:
+    """How many candidates the loaded model's reader can take per window: ``triplet``
+    (relation markers) and, for a closed-IE reader, ``span`` (entity markers, ``--NME--``
+    not counted). Read from ``relik.reader.relik_reader_model.config``."""
+    config = relik.reader.relik_reader_model.config
+    slots = {"triplet": int(config.additional_special_symbols)}
+    types = int(getattr(config, "additional_special_symbols_types", 0) or 0)
+    if types > 0:
+        slots["span"] = types - 1
+    return slots
+
+
 def _require_relik() -> None:
     import importlib.util
 
@@ -110,22 +134,43 @@ def _require_relik() -> None:
                           "(Python 3.10/3.11, relik==1.0.7); see docs/evaluation.md")
 
 
+def _fingerprint(model: str, docs: Sequence[Mapping[str, Any]]) -> str:
+    """What an index was built from: the model (its encoder embeds) and the documents."""
+    h = hashlib.sha256(model.encode())
+    for d in docs:
+        h.update(json.dumps(d, sort_keys=True, ensure_ascii=False).encode() + b"\n")
+    return h.hexdigest()
+
+
+INDEX_MARK = "emerge-index.sha256"
+
+
 def build_indexes(model: str, inv: Inventory, out_dir: str | Path, variant: str,
-                  device: str = "cpu") -> dict[str, str]:
+                  device: str = "cpu", relik: Any = None) -> dict[str, str]:
     """Embed the inventory with ``model``'s own retrievers and save the indexes under
-    ``out_dir``; returns the ``index=`` dict for ``Relik.from_pretrained``."""
+    ``out_dir``; returns the ``index=`` dict for ``Relik.from_pretrained``. An index whose
+    marker says it was built from the same model and documents is reused (a rerun embeds
+    nothing); ``relik``: the model, already loaded."""
     _require_relik()
-    from relik import Relik
     from relik.inference.data.objects import TaskType
     from relik.retriever.indexers.document import Document, DocumentStore
     from relik.retriever.indexers.inmemory import InMemoryDocumentIndex
 
-    relik = Relik.from_pretrained(model, device=device)
     paths: dict[str, str] = {}
     tasks = [("triplet", TaskType.TRIPLET, inv.relations, ["definition"])]
     if variant == "cie":
         tasks.append(("span", TaskType.SPAN, inv.entities, []))
     for key, task, docs, fields in tasks:
+        path = Path(out_dir) / key
+        paths[key] = str(path)
+        mark = _fingerprint(model, docs)
+        if (path / INDEX_MARK).is_file() and (path / INDEX_MARK).read_text().strip() == mark:
+            log.info("relik %s index at %s is current (%d documents)", key, path, len(docs))
+            continue
+        if relik is None:
+            from relik import Relik
+
+            relik = Relik.from_pretrained(model, device=device)
         store = DocumentStore([Document(text=d["text"], id=d["id"], metadata=d["metadata"])
                                for d in docs])
         index = InMemoryDocumentIndex(documents=store, metadata_fields=fields,
@@ -133,9 +178,9 @@ def build_indexes(model: str, inv: Inventory, out_dir: str | Path, variant: str,
         retriever = relik.retriever[task] if isinstance(relik.retriever, dict) else relik.retriever
         retriever.document_index = index
         retriever.index(batch_size=256, force_reindex=True)
-        path = Path(out_dir) / key
         index.save_pretrained(str(path))
-        paths[key] = str(path)
+        (path / INDEX_MARK).write_text(mark + "\n")
+        log.info("relik %s index: %d documents embedded into %s", key, len(docs), path)
     return paths
 
 
@@ -157,22 +202,38 @@ class RelikAdapter:
 
     def predict(self, instances: Sequence[Instance], inv: Inventory,
                 index: Mapping[str, str] | None = None) -> Iterator[dict[str, Any]]:
-        """With ``index`` (from :func:`build_indexes`) ReLiK retrieves from it; without,
-        every relation (and entity) is a candidate of every text."""
+        """With ``index`` (from :func:`build_indexes`, the default path) ReLiK retrieves
+        from it, ``top_k`` capped at the reader's slots; without, the whole inventory is
+        every text's candidates, which is refused when it does not fit the reader's
+        slots (the reader would silently keep only the first of them)."""
         _require_relik()
         from relik import Relik
         from relik.inference.data.objects import TaskType
 
         relik = Relik.from_pretrained(self.model, device=self.device,
                                       **({"index": dict(index)} if index else {}))
+        slots = reader_slots(relik)
+        kw: dict[str, Any] = {"relation_threshold": self.relation_threshold}
+        if index:
+            kw["top_k"] = min(self.top_k or DEFAULT_TOP_K, max(slots.values()))
+        else:
+            sizes = {"triplet": len(inv.relations)}
+            if self.variant == "cie":
+                sizes["span"] = len(inv.entities)
+            over = {k: n for k, n in sizes.items() if n > slots.get(k, 0)}
+            if over:
+                raise EmergeError(
+                    "relik: " + ", ".join(f"{n} {'relation' if k == 'triplet' else 'entity'} "
+                                          f"candidates for {slots.get(k, 0)} reader slots"
+                                          for k, n in over.items())
+                    + f" ({self.model}): the reader would drop the rest; use per-snapshot "
+                    "indexes (the default; --index-dir) instead of --candidates")
         for chunk in _chunks(instances, self.batch_size):
             texts = [i.passage for i in chunk]
-            kw: dict[str, Any] = {"relation_threshold": self.relation_threshold}
-            if self.top_k:
-                kw["top_k"] = self.top_k
+            call = dict(kw)
             if not index:
-                kw["candidates"] = candidates(len(texts), inv, self.variant, TaskType)
-            outputs = relik(texts, **kw)
+                call["candidates"] = candidates(len(texts), inv, self.variant, TaskType)
+            outputs = relik(texts, **call)
             if not isinstance(outputs, list):
                 outputs = [outputs]
             for inst, output in zip(chunk, outputs, strict=True):

@@ -1,0 +1,3 @@
+from relik.retriever.pytorch_modules.model import GoldenRetriever
+
+__all__ = ["GoldenRetriever"]
