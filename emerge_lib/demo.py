@@ -2,8 +2,9 @@
 
 Generates a sample world (a Wikimedia-style dump mirror with planted truth), builds the
 dataset from its mirror on the embedded Sail engine into a local Delta warehouse, curates
-it with the local LLM server (llama.cpp with SmolLM2-135M, when installed), writes the
-EMERGE release, and checks the instances against the world's truth.
+it with the local LLM server (llama.cpp with SmolLM2-135M, when installed), validates it,
+writes the EMERGE release, publishes it to the local S3 server (SeaweedFS, when installed)
+and downloads it back, verified, and checks the instances against the world's truth.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 DEMO_WORLD = dict(items=600, articles=200, revisions=4)
+DEMO_BUCKET = "emerge"
+DEMO_RELEASES = f"s3://{DEMO_BUCKET}/releases"
 
 
 @dataclass
@@ -36,6 +39,9 @@ class DemoResult:
     missing: int = 0
     unexpected: int = 0
     seconds: float = 0.0
+    published: Any = None  # the PublishReport, when the local S3 server ran
+    downloaded: Any = None  # the DownloadReport of fetching it back
+    card: list[dict[str, Any]] = field(default_factory=list)  # the card's table rows
 
     @property
     def ok(self) -> bool:
@@ -58,7 +64,8 @@ def run_demo(out: str | Path, seed: int = 1,
              on_generate: Callable[[Path], None] | None = None,
              curate: bool | None = None, *, endpoint: str | None = None,
              spark: SparkSession | None = None,
-             overrides: Mapping[str, Any] | None = None) -> DemoResult:
+             overrides: Mapping[str, Any] | None = None,
+             publish: bool | None = None) -> DemoResult:
     """Generate (once) and build the demo world; ``build`` runs the stages (default:
     ``pipeline.build_dataset``), so a caller can draw progress around it. ``curate``:
     curate with the local LLM server (default: when it is installed).
@@ -66,12 +73,15 @@ def run_demo(out: str | Path, seed: int = 1,
     For tests, with the demo's own wiring: ``endpoint`` curates against that
     OpenAI-compatible server (``…/v1``, e.g. the instant stub) under the released judge
     names instead of starting the local one; ``spark``: an open session to build with;
-    ``overrides``: configuration on top of the world's."""
+    ``overrides``: configuration on top of the world's. ``publish``: publish the release
+    to the local S3 server and download it back into ``out/downloaded`` (default: when the
+    server is installed)."""
     from contextlib import ExitStack
 
     from emerge_lib.curation import endpoint_overrides, local_server
     from emerge_lib.engine import session_for
     from emerge_lib.pipeline import build_dataset
+    from emerge_lib.publish import local_s3
     from emerge_lib.sample.compare import built, planted
 
     started = time.monotonic()
@@ -85,13 +95,30 @@ def run_demo(out: str | Path, seed: int = 1,
             server = stack.enter_context(local_server.start())
             settings["curation"] = endpoint_overrides(
                 server.url, backend="llamacpp", model=server.model, concurrency=1)
+        s3 = None
+        if publish or (publish is None and local_s3.available()):
+            s3 = stack.enter_context(local_s3.start(Path(out).resolve() / "s3",
+                                                    buckets=[DEMO_BUCKET]))
+            settings["publish"] = {"to": DEMO_RELEASES}
+            settings["s3"] = {"endpoint_url": s3.endpoint_url, "region": s3.region}
         cfg = load_config(world / "config.yaml", overrides=settings)
         result = DemoResult(cfg, world, release)
         if spark is None:
             spark = stack.enter_context(session_for(cfg))
-        ctx = StageContext(cfg, Catalog.for_config(cfg, spark), release_dir=release)
+        ctx = StageContext(cfg, Catalog.for_config(cfg, spark), release_dir=release,
+                           s3_client=s3.client("publisher") if s3 else None)
         result.results = (build or build_dataset)(ctx)
         got, _ = built(ctx.catalog)
+        for r in result.results:
+            if r.stage == "release":
+                result.card = r.detail.card
+            elif r.stage == "publish":
+                result.published = r.detail
+        if s3 is not None:
+            from emerge_lib.publish import download_release
+
+            result.downloaded = download_release(
+                DEMO_RELEASES, Path(out).resolve() / "downloaded", s3.client("reader"))
     want = planted(world)
     result.built, result.planted = len(got), len(want)
     result.missing, result.unexpected = len(want - got), len(got - want)

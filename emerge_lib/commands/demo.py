@@ -13,8 +13,9 @@ def register(sub: argparse._SubParsersAction) -> None:
             "Generate a small sample world with planted truth (once), then run every stage "
             "on the embedded Sail engine into a local Delta warehouse, curate it with the "
             "local LLM server (llama.cpp with SmolLM2-135M: it answers at chance, the demo "
-            "shows the machinery), write the release, and compare the instances with the "
-            "planted truth. Rerunning is safe: every stage is idempotent, files already "
+            "shows the machinery), validate it, write the release, publish it to the local "
+            "S3 server (SeaweedFS) and download it back verified, and compare the instances "
+            "with the planted truth. Rerunning is safe: every stage is idempotent, files already "
             "ingested are not read again, and answered prompts are not asked again."
         ),
     )
@@ -23,6 +24,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-llm", action="store_true",
                    help="skip curation (by default the local llama.cpp server curates the "
                         "release when it is installed)")
+    p.add_argument("--no-s3", action="store_true",
+                   help="skip publishing (by default the release goes to a local S3 server, "
+                        "SeaweedFS, when installed, and is downloaded back verified)")
     p.set_defaults(func=run)
 
 
@@ -33,11 +37,19 @@ def run(args: argparse.Namespace) -> int:
     result = run_demo(
         args.out, seed=args.seed, build=lambda ctx: run_with_bar(ctx, desc="demo"),
         on_generate=lambda w: print(f"generating a sample world (seed {args.seed}) in {w} ..."),
-        curate=False if args.no_llm else None,
+        curate=False if args.no_llm else None, publish=False if args.no_s3 else None,
     )
+    from emerge_lib.release_card import table2_text
+
     print(f"instances: {result.built} built, {result.planted} planted, {result.missing} "
           f"missing, {result.unexpected} unexpected")
-    print(f"release:   {result.release}")
+    print(f"release:   {result.release}  (dataset card: {result.release / 'README.md'})")
+    if result.card:
+        print("\n" + table2_text(result.card) + "\n")
+    if result.published is not None:
+        print(f"published: {result.published.brief()}")
+    if result.downloaded is not None:
+        print(f"{result.downloaded.brief()}")
     print(f"warehouse: {result.cfg.warehouse}  (emerge tables --warehouse {result.cfg.warehouse})")
     print(f"demo finished in {result.seconds:.0f}s")
     return 0 if result.ok else 1
