@@ -187,6 +187,9 @@ def _active_session(session: Any) -> Iterator[None]:
 
 
 def _run(suites: Sequence[Suite], docs_dir: str | Path | None, run_name: str) -> GateReport:
+    gx_log = logging.getLogger("great_expectations")
+    if gx_log.level == logging.NOTSET:  # its INFO lines are about itself, not the data
+        gx_log.setLevel(logging.WARNING)
     import great_expectations as gx
     import great_expectations.expectations as gxe
     from great_expectations.checkpoint import UpdateDataDocsAction
@@ -255,9 +258,14 @@ UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}
 def _steady_pages(docs: Path) -> None:
     """Make GX's pages a function of the results: its build times (a logo URL's cache
     buster, the validation time) become the fixed run time, and the random ids of its
-    collapsible blocks are numbered in order of appearance."""
+    collapsible blocks are numbered in order of appearance; images no page names go."""
     fixed = RUN_TIME.strftime("%Y%m%dT%H%M%S.%fZ")
-    for page in docs.rglob("*.html"):
+    pages = sorted(docs.rglob("*.html"))
+    referenced = "".join(p.read_text(encoding="utf-8") for p in pages)
+    for image in docs.glob("static/images/*"):  # GX ships 4 MB of images its pages never use
+        if image.is_file() and image.name not in referenced:
+            image.unlink()
+    for page in pages:
         text = page.read_text(encoding="utf-8")
         steady = INSTANT.sub(fixed, CACHE_BUSTER.sub("", text))
         ids = {u: f"block-{n}" for n, u in enumerate(dict.fromkeys(UUID.findall(steady)), 1)}
