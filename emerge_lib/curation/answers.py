@@ -15,7 +15,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-EXPLANATION_CHARS = 240  # an explanation's length under constrained decoding
+# an explanation's length under constrained decoding: printable ASCII (a name like
+# "Boğaziçi" comes out transliterated), so that the form's length in bytes bounds its
+# tokens (a non-ASCII character could cost up to four byte tokens)
+EXPLANATION_CHARS = 240
 
 _ITEM = re.compile(r"^\s*(?:[-*]\s+)?(?:\*\*|__)?\s*(\d{1,3})\s*(?:\*\*|__)?\s*[.):]\s*(.*)$")
 _MARKUP = re.compile(r"[*_`#]+")
@@ -113,16 +116,27 @@ def parse_answer(text: str, n: int) -> list[Verdict] | None:
     return verdicts  # type: ignore[return-value]
 
 
+def answer_token_budget(n: int) -> int:
+    """``max_tokens`` that always holds a constrained answer of N lines, so that the
+    constraint, not the budget, ends it: the form is printable ASCII (one byte a
+    character) and every sampled token is at least one byte, so the longest text the form
+    allows, in bytes, bounds its tokens; plus one for the end-of-sequence token."""
+    longest = sum(len(f"{k}. YES ") + EXPLANATION_CHARS for k in range(1, n + 1)) + (n - 1)
+    return longest + 1
+
+
 def answer_regex(n: int) -> str:
     """The answer's form as a regular expression (vLLM's structured outputs): N lines
-    ``k. YES|NO explanation``."""
-    line = r"{k}\. (YES|NO) [^\n]{{1,{m}}}"
+    ``k. YES|NO explanation``, each explanation 1 to ``EXPLANATION_CHARS`` printable ASCII
+    characters (``answer_token_budget`` relies on both bounds)."""
+    line = r"{k}\. (YES|NO) [ -~]{{1,{m}}}"
     return r"\n".join(line.format(k=k, m=EXPLANATION_CHARS) for k in range(1, n + 1))
 
 
 def answer_grammar(n: int) -> str:
-    """The same form as a GBNF grammar (llama.cpp's ``grammar``)."""
+    """The same form as a GBNF grammar (llama.cpp's ``grammar``; vLLM's ``grammar`` takes
+    it too)."""
     lines = " \"\\n\" ".join(f'"{k}. " verdict " " explanation' for k in range(1, n + 1))
     return (f"root ::= {lines}\n"
             'verdict ::= "YES" | "NO"\n'
-            f"explanation ::= [^\\n]{{1,{EXPLANATION_CHARS}}}\n")
+            f"explanation ::= [ -~]{{1,{EXPLANATION_CHARS}}}\n")
