@@ -11,10 +11,10 @@ an answer the budget cut (``finish_reason: length``) is a fault, never the norm.
 returns the answer text with its finish reason, token counts and timing; parsing and
 retries on unparseable or cut answers are the caller's (``stages.curate``).
 
-The transport is aiohttp: against an instant server it sustains about 1,400-2,000
-requests/s on one core at every concurrency from 1 to 256, where httpx's async pool fell
-from 450 requests/s at concurrency 1 to 49 at 256 (``benchmarks/curation.py``); the
-client must never be what a GPU waits for.
+The transport is aiohttp: against an instant server it sustains 1,847-2,450 requests/s
+(2,611-3,471 per CPU second) at every concurrency from 1 to 256, where httpx's async pool
+fell from 450 requests/s at concurrency 1 to 49 at 256 (``benchmarks/curation.py``; the
+measured set is in docs/performance.md); the client must never be what a GPU waits for.
 """
 
 from __future__ import annotations
