@@ -6,10 +6,10 @@ type as a numbered list (``curation.prompts``); which models judge what is confi
 passage with the same triples) is asked once and its answer recorded for each.
 
 Resumable: each answer's rows are appended to a local journal the moment it arrives
-(``curation.journal``: one write, synced to disk by a thread every few milliseconds) and
+(``curation.journal``: one write, synced to disk by a thread within 50 ms) and
 MERGEd into the table in batches (every ``curation.flush_seconds`` or ``flush_rows``); the
 next run replays what a killed run journaled but did not MERGE. So a ``kill -9`` loses
-only the requests in flight (a power loss, also the answers of the last sync, ~5 ms), and
+only the requests in flight (a power loss, also the answers of the last ~50 ms), and
 a rerun asks only what has no verdict yet. An answer that does not parse, or that
 ``max_tokens`` cut (``finish_reason: length``), is asked again (``curation.retries``
 times, sampled at a higher temperature) and then recorded as UNPARSED and counted, never
