@@ -6,7 +6,8 @@ instant stub and against the real local llama.cpp server (SmolLM2-135M), with a 
 the middle of a run.
 
 One small world (one snapshot, 65 passages, 28 requests, D triples with and without an end
-qualifier) is built once; each test curates a copy of that warehouse."""
+qualifier) is built once; each test curates a copy of that warehouse. The tests with the
+real model (seconds a request) curate its first two windows only (12 requests)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
+import yaml
 from stagekit import context
 
 from emerge_lib.cli import main
@@ -63,6 +65,24 @@ def built(pristine: Path, tmp_path: Path, spark) -> Catalog:
     return Catalog(tmp_path / "wh", spark)
 
 
+REAL_WINDOWS = 2  # what the tests with the real model curate: 12 requests, 25 verdicts
+
+
+@pytest.fixture(scope="module")
+def pristine_short(world: Path, tmp_path_factory, spark) -> Path:
+    """The world's first two windows built once, for the real model."""
+    warehouse = tmp_path_factory.mktemp("curate-built-short") / "wh"
+    build_dataset(context(Catalog(warehouse, spark), base=world / "config.yaml",
+                          snapshots={"windows": REAL_WINDOWS}))
+    return warehouse
+
+
+@pytest.fixture()
+def built_short(pristine_short: Path, tmp_path: Path, spark) -> Catalog:
+    shutil.copytree(pristine_short, tmp_path / "wh")
+    return Catalog(tmp_path / "wh", spark)
+
+
 @pytest.fixture(scope="module")
 def llm():
     """The real local server, shared by the tests that need one."""
@@ -73,11 +93,12 @@ def llm():
 
 
 def curated_ctx(catalog: Catalog, world: Path, url: str, *, backend: str = "vllm",
-                model: str | None = None, **curation):
+                model: str | None = None, windows: int | None = None, **curation):
     settings = endpoint_overrides(url, backend=backend, model=model, flush_seconds=0.2,
                                   **curation)
     return context(catalog, base=world / "config.yaml", curation=settings,
-                   release_dir=catalog.warehouse + "-release")
+                   release_dir=catalog.warehouse + "-release",
+                   **({"snapshots": {"windows": windows}} if windows else {}))
 
 
 def requests_of(ctx) -> list:
@@ -339,10 +360,11 @@ def test_the_cli_curates_and_builds_with_llm_url(pristine: Path, world: Path, tm
 
 
 @needs_llm
-def test_the_real_local_server_with_and_without_constrained_decoding(built: Catalog,
-                                                                     world: Path, llm) -> None:
+def test_the_real_local_server_with_and_without_constrained_decoding(
+        built_short: Catalog, world: Path, llm) -> None:
+    built = built_short
     ctx = curated_ctx(built, world, llm.url, backend="llamacpp", model=llm.model,
-                      concurrency=1, max_requests=3, retries=0)
+                      windows=REAL_WINDOWS, concurrency=1, max_requests=3, retries=1)
     plan = ctx.cfg.plans()[0]
     on = run_stage(ctx, "curate", plan).detail
     assert on.answered == 3 and on.unparsed == 0 and on.left > 0  # the grammar holds
@@ -352,6 +374,7 @@ def test_the_real_local_server_with_and_without_constrained_decoding(built: Cata
     # free text from a 135M model: each answer parsed or counted UNPARSED, never guessed
     ctx.cfg.curation.structured = False
     ctx.cfg.curation.max_requests = 4
+    ctx.cfg.curation.retries = 0
     off = run_stage(ctx, "curate", plan).detail
     assert off.answered == 4 and off.failed == 0
     answered_on = {r["prompt_sha"] for r in stored}
@@ -384,13 +407,16 @@ def test_the_real_local_server_with_and_without_constrained_decoding(built: Cata
 @needs_llm
 @pytest.mark.slow
 def test_a_kill_9_loses_no_answer_and_the_rerun_completes_the_curate(
-        built: Catalog, world: Path, tmp_path: Path) -> None:
+        built_short: Catalog, world: Path, tmp_path: Path) -> None:
     """`emerge curate --local-llm` (constrained decoding, its defaults) killed with its
     server once answers are journaled and none is MERGEd yet, then run again: the journaled
     answers are committed, not asked again; every verdict is there once; none unparsed."""
+    built = built_short
+    settings = yaml.safe_load((world / "config.yaml").read_text())
+    settings["snapshots"]["windows"] = REAL_WINDOWS
+    settings["curation"] = {"flush_seconds": 3600, "concurrency": 1}  # no MERGE before the kill
     config = tmp_path / "config.yaml"
-    config.write_text((world / "config.yaml").read_text() + "curation:\n  flush_seconds: 3600\n"
-                      "  concurrency: 1\n")
+    config.write_text(yaml.safe_dump(settings))
     args = [sys.executable, "-m", "emerge_lib.cli", "curate", "-c", str(config),
             "--warehouse", built.warehouse, "--local-llm"]
     folder = journal_folder(built.warehouse, "2024-01-01T00:00:00Z")
@@ -421,7 +447,8 @@ def test_a_kill_9_loses_no_answer_and_the_rerun_completes_the_curate(
     # a full curate with constrained decoding: every verdict the world needs, all parsed;
     # --local-llm names both routes after the model that judged (one request where the
     # two routes would ask the same prompt)
-    ctx = curated_ctx(built, world, "http://127.0.0.1:9/v1", model=local_server.MODEL_ALIAS)
+    ctx = curated_ctx(built, world, "http://127.0.0.1:9/v1", model=local_server.MODEL_ALIAS,
+                      windows=REAL_WINDOWS)
     assert len(keys) == expected_rows(ctx)[1]
     assert {r["verdict"] for r in stored.values()} <= {"YES", "NO"}
     assert {r["llm_name"] for r in stored.values()} == {local_server.MODEL_ALIAS}
