@@ -25,7 +25,6 @@ import pytest
 import yaml
 from stagekit import context
 
-from emerge_lib.cli import main
 from emerge_lib.curation import endpoint_overrides, local_server
 from emerge_lib.curation.answers import parse_answer
 from emerge_lib.curation.client import ChatClient, EndpointError
@@ -336,23 +335,31 @@ def test_a_killed_runs_journal_is_committed_by_the_next_run_not_asked_again(
         live.close(remove=True)
 
 
+def emerge(*args: str) -> subprocess.CompletedProcess:
+    """The command as a user runs it (a process of its own, its own engine)."""
+    return subprocess.run([sys.executable, "-m", "emerge_lib.cli", *args], capture_output=True,
+                          text=True, timeout=600)
+
+
 def test_the_cli_curates_and_builds_with_llm_url(pristine: Path, world: Path, tmp_path: Path,
-                                                 spark, capsys) -> None:
+                                                 spark) -> None:
     config = str(world / "config.yaml")
     warehouse = shutil.copytree(pristine, tmp_path / "wh")
     ctx = curated_ctx(Catalog(warehouse, spark), world, "http://127.0.0.1:9/v1")
     requests, rows = expected_rows(ctx)
     with StubServer() as stub:
-        assert main(["curate", "-c", config, "--warehouse", str(warehouse), "--llm-url",
-                     stub.url, "--out", str(tmp_path / "rel")]) == 0
+        done = emerge("curate", "-c", config, "--warehouse", str(warehouse), "--llm-url",
+                      stub.url, "--out", str(tmp_path / "rel"))
+        assert done.returncode == 0, done.stderr[-2000:]
         assert stub.requests == requests
-    assert "release" in capsys.readouterr().out
+    assert "release" in done.stdout
     curated = released_triples(tmp_path / "rel")
     assert curated and all({a["llm_name"] for a in t["llm_assessment"]} <= {
         ADDITIONS_LLM, DEPRECATIONS_LLM} and t["llm_assessment"] for t in curated)
     with StubServer() as stub:
-        assert main(["build", "-c", config, "--warehouse", str(tmp_path / "wh2"), "--out",
-                     str(tmp_path / "rel2"), "--llm-url", stub.url]) == 0
+        done = emerge("build", "-c", config, "--warehouse", str(tmp_path / "wh2"), "--out",
+                      str(tmp_path / "rel2"), "--llm-url", stub.url)
+        assert done.returncode == 0, done.stderr[-2000:]
         assert stub.requests == requests
     assert Catalog(tmp_path / "wh2", spark).row_count("verdicts") == rows
     built = released_triples(tmp_path / "rel2")
