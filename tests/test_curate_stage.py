@@ -22,7 +22,6 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
-import yaml
 from stagekit import context
 
 from emerge_lib.curation import endpoint_overrides, local_server
@@ -67,19 +66,19 @@ def built(pristine: Path, tmp_path: Path, spark) -> Catalog:
 REAL_WINDOWS = 2  # what the tests with the real model curate: 12 requests, 25 verdicts
 
 
-@pytest.fixture(scope="module")
-def pristine_short(world: Path, tmp_path_factory, spark) -> Path:
-    """The world's first two windows built once, for the real model."""
-    warehouse = tmp_path_factory.mktemp("curate-built-short") / "wh"
-    build_dataset(context(Catalog(warehouse, spark), base=world / "config.yaml",
-                          snapshots={"windows": REAL_WINDOWS}))
-    return warehouse
-
-
 @pytest.fixture()
-def built_short(pristine_short: Path, tmp_path: Path, spark) -> Catalog:
-    shutil.copytree(pristine_short, tmp_path / "wh")
-    return Catalog(tmp_path / "wh", spark)
+def built_short(pristine: Path, tmp_path: Path, spark) -> Catalog:
+    """The built world's instances and passages of its first two windows only, for the
+    real model (seconds a request)."""
+    full = Catalog(pristine, spark)
+    short = Catalog(tmp_path / "wh", spark)
+    for name in ("instances", "passages"):
+        for snap in sorted({r["snapshot"] for r in full.read_arrow(name).to_pylist()}):
+            rows = [r for r in full.read_arrow(name, filters=[("snapshot", "=", snap)]).to_pylist()
+                    if r["window"] <= REAL_WINDOWS]
+            short.replace_partitions(name, short.frame(name, rows), {"snapshot": snap}, "window",
+                                     range(1, REAL_WINDOWS + 1))
+    return short
 
 
 @pytest.fixture(scope="module")
@@ -92,12 +91,11 @@ def llm():
 
 
 def curated_ctx(catalog: Catalog, world: Path, url: str, *, backend: str = "vllm",
-                model: str | None = None, windows: int | None = None, **curation):
+                model: str | None = None, **curation):
     settings = endpoint_overrides(url, backend=backend, model=model, flush_seconds=0.2,
                                   **curation)
     return context(catalog, base=world / "config.yaml", curation=settings,
-                   release_dir=catalog.warehouse + "-release",
-                   **({"snapshots": {"windows": windows}} if windows else {}))
+                   release_dir=catalog.warehouse + "-release")
 
 
 def requests_of(ctx) -> list:
@@ -371,7 +369,7 @@ def test_the_real_local_server_with_and_without_constrained_decoding(
         built_short: Catalog, world: Path, llm) -> None:
     built = built_short
     ctx = curated_ctx(built, world, llm.url, backend="llamacpp", model=llm.model,
-                      windows=REAL_WINDOWS, concurrency=1, max_requests=3, retries=1)
+                      concurrency=1, max_requests=3, retries=1)
     plan = ctx.cfg.plans()[0]
     on = run_stage(ctx, "curate", plan).detail
     assert on.answered == 3 and on.unparsed == 0 and on.left > 0  # the grammar holds
@@ -419,11 +417,9 @@ def test_a_kill_9_loses_no_answer_and_the_rerun_completes_the_curate(
     server once answers are journaled and none is MERGEd yet, then run again: the journaled
     answers are committed, not asked again; every verdict is there once; none unparsed."""
     built = built_short
-    settings = yaml.safe_load((world / "config.yaml").read_text())
-    settings["snapshots"]["windows"] = REAL_WINDOWS
-    settings["curation"] = {"flush_seconds": 3600, "concurrency": 1}  # no MERGE before the kill
     config = tmp_path / "config.yaml"
-    config.write_text(yaml.safe_dump(settings))
+    config.write_text((world / "config.yaml").read_text() + "curation:\n  flush_seconds: 3600\n"
+                      "  concurrency: 1\n")  # no MERGE before the kill
     args = [sys.executable, "-m", "emerge_lib.cli", "curate", "-c", str(config),
             "--warehouse", built.warehouse, "--local-llm"]
     folder = journal_folder(built.warehouse, "2024-01-01T00:00:00Z")
@@ -454,8 +450,7 @@ def test_a_kill_9_loses_no_answer_and_the_rerun_completes_the_curate(
     # a full curate with constrained decoding: every verdict the world needs, all parsed;
     # --local-llm names both routes after the model that judged (one request where the
     # two routes would ask the same prompt)
-    ctx = curated_ctx(built, world, "http://127.0.0.1:9/v1", model=local_server.MODEL_ALIAS,
-                      windows=REAL_WINDOWS)
+    ctx = curated_ctx(built, world, "http://127.0.0.1:9/v1", model=local_server.MODEL_ALIAS)
     assert len(keys) == expected_rows(ctx)[1]
     assert {r["verdict"] for r in stored.values()} <= {"YES", "NO"}
     assert {r["llm_name"] for r in stored.values()} == {local_server.MODEL_ALIAS}
