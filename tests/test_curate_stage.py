@@ -392,7 +392,7 @@ def test_the_real_local_server_with_and_without_constrained_decoding(
     assert sum(map(len, rows.values())) == sum(len(r.targets) * len(r.triples)
                                                for r in asked.values())
     unparsed = 0
-    budget = ChatClient(max_tokens_per_line=ctx.cfg.curation.max_tokens_per_triple).max_tokens
+    budget = ChatClient(max_tokens_per_line=ctx.cfg.curation.max_tokens_per_triple).token_budget
     for sha, mine in rows.items():
         req, raw = asked[sha], mine[0]["raw_answer"]
         verdicts = parse_answer(raw, len(req.triples))

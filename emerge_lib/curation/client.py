@@ -120,13 +120,13 @@ class ChatClient:
             "model": endpoint.model,
             "messages": [{"role": "user", "content": prompt}],
             "temperature": self.temperature if temperature is None else temperature,
-            "max_tokens": self.max_tokens(n_lines, structured),
+            "max_tokens": self.token_budget(n_lines, structured),
         }
         if structured:
             body.update(constraint(endpoint.backend, n_lines, self.vllm_constraint))
         return body
 
-    def max_tokens(self, n_lines: int, structured: bool) -> int:
+    def token_budget(self, n_lines: int, structured: bool) -> int:
         """``max_tokens_per_line`` a line; constrained, never less than the form's longest
         answer (``answer_token_budget``), so the constraint ends it, not the budget. Free
         text has no bound: its budget is the setting's, and a cut answer is retried."""
