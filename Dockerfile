@@ -7,15 +7,20 @@ ENV PIP_NO_CACHE_DIR=1 PYTHONUNBUFFERED=1 \
     AIRFLOW__CORE__PLUGINS_FOLDER=/opt/emerge/plugins \
     AIRFLOW__CORE__LOAD_EXAMPLES=False
 
-# gcc builds the C part of the dump scanner (setup.py); without it ingest is ~2x slower
+# gcc builds the C part of the dump scanner (setup.py); without it ingest is ~2x slower.
+# g++ and cmake compile llama.cpp (llama-cpp-python[server], the local LLM server of
+# requirements.txt: there is no binary wheel of it on PyPI)
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends lbzip2 p7zip-full make gcc libc6-dev \
+    && apt-get install -y --no-install-recommends lbzip2 p7zip-full make gcc g++ cmake \
+        libc6-dev \
     && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /opt/emerge
 COPY requirements.txt constraints.txt pyproject.toml setup.py README.md ./
+# llama.cpp for any x86-64 CPU, not the build machine's (-march=native can pick AMX or
+# AVX-512 that the machine running the image lacks or refuses: SIGILL)
 RUN pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu \
-    && pip install -r requirements.txt -c constraints.txt
+    && CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install -r requirements.txt -c constraints.txt
 COPY emerge_lib ./emerge_lib
 COPY dags ./dags
 COPY plugins ./plugins

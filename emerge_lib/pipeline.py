@@ -212,6 +212,8 @@ def _curate(ctx: StageContext, plan: SnapshotPlan | None) -> Outcome:
     metrics = {"requests": report.requests, "asked": report.answered,
                "already answered": report.answered_before, "unparsed": report.unparsed,
                "left": report.left, "tokens out": report.tokens_out}
+    if report.replayed:  # answers a killed run received, committed from its journal
+        metrics["replayed"] = report.replayed
     if report.seconds and report.answered:
         metrics["requests/s"] = report.answered / report.seconds
         metrics["tokens/s"] = report.tokens_out / report.seconds

@@ -8,6 +8,7 @@ import asyncio
 
 import pytest
 
+from emerge_lib.curation.answers import answer_grammar, answer_token_budget
 from emerge_lib.curation.client import BudgetExhausted, ChatClient, Endpoint, EndpointError
 from emerge_lib.curation.prompts import ASSERTION, render
 from emerge_lib.curation.stub import StubServer
@@ -95,5 +96,37 @@ def test_each_backend_gets_its_own_constraint_dialect() -> None:
     plain = client.payload(Endpoint("http://h/v1", "m", "openai"), PROMPT, 2, True)
     assert "grammar" not in plain and "structured_outputs" not in plain
     off = client.payload(Endpoint("http://h/v1", "m", "vllm"), PROMPT, 2, False)
-    assert "structured_outputs" not in off and off["max_tokens"] == 128
+    assert "structured_outputs" not in off
     assert vllm["messages"] == [{"role": "user", "content": PROMPT}]  # the prompt, verbatim
+    # vLLM takes the same form as a grammar instead of a regex (one constraint a request)
+    grammar = ChatClient(vllm_constraint="grammar").payload(
+        Endpoint("http://h/v1", "m", "vllm"), PROMPT, 2, True)
+    assert grammar["structured_outputs"] == {"grammar": answer_grammar(2)}
+    with pytest.raises(ValueError, match="regex or grammar"):
+        ChatClient(vllm_constraint="json")
+
+
+def test_max_tokens_always_holds_the_constrained_form() -> None:
+    """Whatever the per-line setting, a request's budget holds the longest answer the
+    constraint allows (answer_token_budget), so the constraint ends an answer, not the
+    budget; a larger per-line setting raises it."""
+    client = ChatClient(max_tokens_per_line=8)
+    for n in (1, 2, 9, 10, 40):
+        body = client.payload(Endpoint("http://h/v1", "m", "llamacpp"), PROMPT, n, True)
+        assert body["max_tokens"] == answer_token_budget(n)
+    generous = ChatClient(max_tokens_per_line=1000).payload(
+        Endpoint("http://h/v1", "m", "vllm"), PROMPT, 3, True)
+    assert generous["max_tokens"] == 3000 > answer_token_budget(3)
+    # free text has no form to bound: the setting's budget (a cut answer is retried)
+    free = client.payload(Endpoint("http://h/v1", "m", "vllm"), PROMPT, 3, False)
+    assert free["max_tokens"] == 24
+
+
+def test_an_answer_cut_by_max_tokens_says_so() -> None:
+    with StubServer() as stub:
+        stub.script(["cut"])
+        answer, _ = ask(stub)
+    assert answer.finish_reason == "length" and answer.attempts == 1
+    with StubServer() as stub:
+        answer, _ = ask(stub)
+    assert answer.finish_reason == "stop"

@@ -89,3 +89,16 @@ def test_compose_file_is_consistent() -> None:
     assert "--tensor-parallel-size 8" in services["vllm-deprecations"]["command"]
     dockerfile = (REPO / "Dockerfile").read_text()
     assert "requirements.txt" in dockerfile and "torch==2.13.0" in dockerfile
+
+
+def test_llama_cpp_is_compiled_where_installed_and_for_any_x86_64_cpu() -> None:
+    """requirements.txt builds llama-cpp-python from source: the image has the compilers,
+    and both the image and `make` build it for any CPU (a native build on one machine
+    can SIGILL on another, or on a VM that advertises AMX and refuses it)."""
+    assert "llama-cpp-python" in (REPO / "requirements.txt").read_text()
+    dockerfile = (REPO / "Dockerfile").read_text()
+    packages = dockerfile.split("apt-get install", 1)[1].split("&& rm", 1)[0].split()
+    assert {"g++", "cmake", "gcc"} <= set(packages)
+    for text in (dockerfile, (REPO / "Makefile").read_text()):
+        install = next(line for line in text.splitlines() if "-r requirements.txt" in line)
+        assert 'CMAKE_ARGS="-DGGML_NATIVE=OFF' in install

@@ -6,14 +6,16 @@ Bounded concurrency (a semaphore: throughput on vLLM comes from keeping many req
 flight), a timeout per request, retries with exponential backoff and jitter on 5xx, 429,
 timeouts and connection errors, and a request budget. Constrained decoding is asked for
 in each backend's own dialect (they differ, and one payload does not work for both):
-vLLM ``structured_outputs.regex``, llama.cpp ``grammar`` (GBNF), plain OpenAI none.
-The client returns the answer text with its token counts and timing; parsing and retries
-on unparseable answers are the caller's (``stages.curate``).
+vLLM ``structured_outputs.regex`` (or ``.grammar``), llama.cpp ``grammar`` (GBNF), plain
+OpenAI none. ``max_tokens`` always holds the constrained form (``answer_token_budget``), so
+an answer the budget cut (``finish_reason: length``) is a fault, never the norm. The client
+returns the answer text with its finish reason, token counts and timing; parsing and
+retries on unparseable or cut answers are the caller's (``stages.curate``).
 
-The transport is aiohttp: against an instant server it sustains about 1,400-2,000
-requests/s on one core at every concurrency from 1 to 256, where httpx's async pool fell
-from 450 requests/s at concurrency 1 to 49 at 256 (``benchmarks/curation.py``); the
-client must never be what a GPU waits for.
+The transport is aiohttp: against an instant server it sustains 1,847-2,450 requests/s
+(2,611-3,471 per CPU second) at every concurrency from 1 to 256, where httpx's async pool
+fell from 450 requests/s at concurrency 1 to 49 at 256 (``benchmarks/curation.py``; the
+measured set is in docs/performance.md); the client must never be what a GPU waits for.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from typing import Any
 
 import aiohttp
 
-from emerge_lib.curation.answers import answer_grammar, answer_regex
+from emerge_lib.curation.answers import answer_grammar, answer_regex, answer_token_budget
 from emerge_lib.errors import EmergeError
 
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
@@ -64,12 +66,16 @@ class Answer:
     tokens_in: int
     tokens_out: int
     seconds: float
-    attempts: int
+    attempts: int  # HTTP requests this answer took (transient failures retried)
+    finish_reason: str | None = None  # "stop"; "length" when max_tokens cut it
 
 
-def constraint(backend: str, n_lines: int) -> dict[str, Any]:
-    """The request fields that constrain the answer to N ``k. YES|NO explanation`` lines."""
+def constraint(backend: str, n_lines: int, vllm_form: str = "regex") -> dict[str, Any]:
+    """The request fields that constrain the answer to N ``k. YES|NO explanation`` lines
+    (vLLM: one constraint per request, a ``regex`` or the same form as a ``grammar``)."""
     if backend == "vllm":
+        if vllm_form == "grammar":
+            return {"structured_outputs": {"grammar": answer_grammar(n_lines)}}
         return {"structured_outputs": {"regex": answer_regex(n_lines)}}
     if backend == "llamacpp":
         return {"grammar": answer_grammar(n_lines)}
@@ -81,7 +87,8 @@ class ChatClient:
 
     def __init__(self, concurrency: int = 8, timeout_s: float = 120.0, retries: int = 3,
                  backoff_s: float = 0.5, max_requests: int | None = None,
-                 max_tokens_per_line: int = 64, temperature: float = 0.0) -> None:
+                 max_tokens_per_line: int = 64, temperature: float = 0.0,
+                 vllm_constraint: str = "regex") -> None:
         self.semaphore = asyncio.Semaphore(max(1, concurrency))
         self.timeout_s = timeout_s
         self.retries = max(0, retries)
@@ -89,6 +96,9 @@ class ChatClient:
         self.budget = max_requests
         self.max_tokens_per_line = max_tokens_per_line
         self.temperature = temperature
+        if vllm_constraint not in ("regex", "grammar"):
+            raise ValueError(f"vllm_constraint must be regex or grammar, not {vllm_constraint!r}")
+        self.vllm_constraint = vllm_constraint
         self.sent = 0  # HTTP requests made (retries included)
         self.failures = 0  # requests that failed for good
         self._http: aiohttp.ClientSession | None = None
@@ -114,11 +124,19 @@ class ChatClient:
             "model": endpoint.model,
             "messages": [{"role": "user", "content": prompt}],
             "temperature": self.temperature if temperature is None else temperature,
-            "max_tokens": max_tokens or self.max_tokens_per_line * max(1, n_lines),
+            "max_tokens": max_tokens or self.token_budget(n_lines, structured),
         }
         if structured:
-            body.update(constraint(endpoint.backend, n_lines))
+            body.update(constraint(endpoint.backend, n_lines, self.vllm_constraint))
         return body
+
+    def token_budget(self, n_lines: int, structured: bool) -> int:
+        """``max_tokens_per_line`` a line; constrained, never less than the form's longest
+        answer (``answer_token_budget``), so the constraint ends it, not the budget. Free
+        text has no bound: its budget is the setting's, and a cut answer is retried."""
+        n = max(1, n_lines)
+        per_line = self.max_tokens_per_line * n
+        return max(answer_token_budget(n), per_line) if structured else per_line
 
     def _take_budget(self) -> None:
         if self.budget is not None:
@@ -149,14 +167,16 @@ class ChatClient:
                     if status == 200:
                         try:
                             data = json.loads(raw)
-                            text = data["choices"][0]["message"]["content"] or ""
+                            choice = data["choices"][0]
+                            text = choice["message"]["content"] or ""
                         except (ValueError, KeyError, IndexError, TypeError) as exc:
                             last = f"malformed response: {exc}: {text_of[:200]}"
                         else:
                             usage = data.get("usage") or {}
                             return Answer(text, int(usage.get("prompt_tokens") or 0),
                                           int(usage.get("completion_tokens") or 0),
-                                          time.monotonic() - started, attempt)
+                                          time.monotonic() - started, attempt,
+                                          choice.get("finish_reason"))
                     elif status not in RETRY_STATUS:
                         self.failures += 1
                         raise EndpointError(f"{endpoint.chat_url} answered {status}: "

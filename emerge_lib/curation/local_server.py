@@ -11,6 +11,7 @@ never the wisdom of the verdicts.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import logging
 import os
@@ -91,32 +92,91 @@ class LocalServer:
 
 
 def start(n_ctx: int = 4096, threads: int = 1, startup_timeout_s: float = 120.0) -> LocalServer:
-    """Start the server and wait until it answers ``/v1/models``."""
+    """Start the server; return once it has generated a token (see ``launch``)."""
     model = model_path()
     if importlib.util.find_spec("llama_cpp") is None:
         raise LocalServerError("the local LLM server needs llama-cpp-python[server] "
                                "(make installs it; pip install 'llama-cpp-python[server]')")
     port = _free_port()
-    log_file = Path(tempfile.mkstemp(prefix="emerge-llm-", suffix=".log")[1])
     cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(model),
            "--model_alias", MODEL_ALIAS, "--n_ctx", str(n_ctx), "--n_threads", str(threads),
            "--n_threads_batch", str(threads), "--host", "127.0.0.1", "--port", str(port),
            "--interrupt_requests", "false"]
+    return launch(cmd, port, MODEL_ALIAS, startup_timeout_s)
+
+
+def launch(cmd: list[str], port: int, model: str, startup_timeout_s: float = 120.0
+           ) -> LocalServer:
+    """Run an OpenAI-compatible server command that listens on 127.0.0.1:``port`` and
+    return once it has answered ``/v1/models`` and then a 1-token chat completion: a
+    server that lists its model but cannot generate (a native build that dies on its first
+    decode, as an AVX/AMX instruction the CPU refuses does) must not count as up. Raises
+    a one-line ``LocalServerError`` otherwise, and stops the process."""
+    log_file = Path(tempfile.mkstemp(prefix="emerge-llm-", suffix=".log")[1])
     with open(log_file, "wb") as fh:
         proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT,
                                 env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    server = LocalServer(proc, f"http://127.0.0.1:{port}/v1", log_path=log_file)
+    server = LocalServer(proc, f"http://127.0.0.1:{port}/v1", model, log_path=log_file)
     deadline = time.monotonic() + startup_timeout_s
+    listed = False
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            tail = log_file.read_text(errors="replace")[-1500:]
-            raise LocalServerError(f"the local LLM server exited ({proc.returncode}): {tail}")
+            raise LocalServerError(f"the local LLM server exited ({_exit(proc.returncode)}) "
+                                   f"{'on its first generation' if listed else 'at start'}; "
+                                   f"{_last_line(log_file)}")
         try:
-            if httpx.get(f"{server.url}/models", timeout=2).status_code == 200:
-                log.info("local LLM server (%s) at %s, pid %d", MODEL_ALIAS, server.url, proc.pid)
-                return server
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.5)
+            if not listed:
+                listed = httpx.get(f"{server.url}/models", timeout=2).status_code == 200
+                if not listed:
+                    time.sleep(0.5)
+                continue
+            problem = _generate_one_token(server, max(deadline - time.monotonic(), 1.0))
+        except httpx.HTTPError as exc:
+            if not listed:
+                time.sleep(0.5)
+                continue
+            problem = f"{type(exc).__name__}: {exc}"
+        if problem is None:
+            log.info("local LLM server (%s) at %s, pid %d", model, server.url, proc.pid)
+            return server
+        if problem.startswith("HTTP 503"):
+            time.sleep(0.5)  # still loading
+            continue
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(2)  # did it die? then the loop reports how
+        if proc.poll() is None:
+            server.stop()
+            raise LocalServerError(f"the local LLM server lists its model but cannot generate "
+                                   f"({problem}); {_last_line(log_file)}")
     server.stop()
-    raise LocalServerError(f"the local LLM server did not answer within {startup_timeout_s}s")
+    raise LocalServerError(f"the local LLM server did not "
+                           f"{'generate' if listed else 'answer'} within {startup_timeout_s}s; "
+                           f"{_last_line(log_file)}")
+
+
+def _generate_one_token(server: LocalServer, timeout_s: float) -> str | None:
+    """Ask for one token; None when it came back, else what went wrong (one line)."""
+    resp = httpx.post(f"{server.url}/chat/completions", timeout=timeout_s, json={
+        "model": server.model, "messages": [{"role": "user", "content": "Say OK."}],
+        "max_tokens": 1, "temperature": 0})
+    if resp.status_code != 200:
+        return f"HTTP {resp.status_code}: {' '.join(resp.text.split())[:160]}"
+    try:
+        resp.json()["choices"][0]["message"]
+    except (ValueError, KeyError, IndexError, TypeError):
+        return f"a malformed completion: {' '.join(resp.text.split())[:160]}"
+    return None
+
+
+def _exit(code: int | None) -> str:
+    if code is not None and code < 0:
+        with contextlib.suppress(ValueError):
+            return f"killed by {signal.Signals(-code).name}"
+    return f"status {code}"
+
+
+def _last_line(log_file: Path) -> str:
+    """The log's last line, for a one-line error (the log path for the rest)."""
+    lines = [x.strip() for x in log_file.read_text(errors="replace").splitlines() if x.strip()]
+    last = f" (last line: {lines[-1][:200]})" if lines else ""
+    return f"its log is {log_file}{last}"

@@ -55,9 +55,10 @@ def triples_list(labels: Sequence[tuple[str, str, str]]) -> str:
 
 def render(prompt_type: str, passage: str, labels: Sequence[tuple[str, str, str]]) -> str:
     """The prompt of one request: the template with the passage and the numbered triples."""
-    template = TEMPLATES[prompt_type]
-    # replace, not str.format: a passage may hold braces
-    return template.replace("{passage}", passage, 1).replace("{triples}", triples_list(labels), 1)
+    head, tail = TEMPLATES[prompt_type].split("{passage}", 1)
+    # replace, not str.format, and never inside the passage: a passage may hold braces,
+    # even "{triples}"
+    return head + passage + tail.replace("{triples}", triples_list(labels), 1)
 
 
 def prompt_sha(prompt: str) -> str:

@@ -6,8 +6,10 @@ It speaks the same protocol over the same wire as vLLM's and llama.cpp's servers
 each prompt's numbered triples with ``k. YES …`` lines (or NO for triples whose subject
 label starts with "No"), instantly. ``faults`` scripts what the next requests get instead:
 ``"500"``, ``"hang"`` (no answer until the client gives up), ``"close"`` (the connection
-is dropped), ``"prose"`` (an answer without a list), ``"short"`` (one line too few), ``"long"`` (one too many),
-``"400"``, or ``"ok"`` (the normal answer); ``script(…, prompt_with=text)`` aims faults at
+is dropped), ``"prose"`` (an answer without a list), ``"short"`` (one line too few),
+``"long"`` (one too many), ``"cut"`` (the normal answer, but ``finish_reason: length``, as
+when ``max_tokens`` cut an answer that happens to parse), ``"400"``, or ``"ok"`` (the
+normal answer); ``script(…, prompt_with=text)`` aims faults at
 the requests whose prompt holds ``text``. A real model is the local llama.cpp server
 (``curation.local_server``).
 """
@@ -26,11 +28,12 @@ from dataclasses import dataclass, field
 _TRIPLE = re.compile(r"^(\d+)\. \((.*)\)$", re.MULTILINE)
 
 
-def answer_for(prompt: str) -> str:
-    """The stub's answer: one verdict line per numbered triple of the prompt."""
+def answer_for(prompt: str, contrary: bool = False) -> str:
+    """The stub's answer: one verdict line per numbered triple of the prompt (each verdict
+    reversed when ``contrary``)."""
     lines = []
     for number, inside in _TRIPLE.findall(prompt):
-        verdict = "NO" if inside.startswith("No") else "YES"
+        verdict = "NO" if inside.startswith("No") != contrary else "YES"
         lines.append(f"{number}. {verdict} the stub says so")
     return "\n".join(lines)
 
@@ -43,6 +46,8 @@ class StubServer:
     # faults for the requests whose prompt holds a given text, taken before ``faults``:
     # a fault drill that must meet one request whatever the order of arrival
     faults_for: dict[str, deque[str]] = field(default_factory=dict)
+    # served model names that answer every triple the other way: judges that disagree
+    contrary: set[str] = field(default_factory=set)
     requests: int = 0
     url: str = ""
     _loop: asyncio.AbstractEventLoop | None = None
@@ -137,7 +142,7 @@ class StubServer:
             return "400 Bad Request", {"error": "the stub refuses this request"}
         request = json.loads(body or b"{}")
         prompt = request.get("messages", [{}])[-1].get("content", "")
-        text = answer_for(prompt)
+        text = answer_for(prompt, request.get("model") in self.contrary)
         if fault == "prose":
             text = "The text supports some of these triples but not all of them."
         elif fault == "short":
@@ -147,7 +152,7 @@ class StubServer:
         return "200 OK", {
             "id": "stub", "object": "chat.completion", "model": request.get("model", "stub"),
             "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                         "finish_reason": "stop"}],
+                         "finish_reason": "length" if fault == "cut" else "stop"}],
             "usage": {"prompt_tokens": len(prompt.split()),
                       "completion_tokens": len(text.split())},
         }

@@ -5,13 +5,18 @@ type as a numbered list (``curation.prompts``); which models judge what is confi
 (``curation.rules``). A prompt that several windows share (cumulative windows repeat a
 passage with the same triples) is asked once and its answer recorded for each.
 
-Resumable: verdicts are MERGEd into the table as answers arrive (every
-``curation.flush_seconds`` or ``flush_rows``), so a killed run loses at most the requests
-in flight, and a rerun asks only what has no verdict yet. An answer that does not parse
-(after ``curation.retries`` tries, the later ones sampled at a higher temperature) is
-recorded as UNPARSED and counted, never guessed; a request whose endpoint keeps failing is
-not recorded, counted, and left for the next run (the stage then fails, retryably, after
-committing everything else).
+Resumable: each answer's rows are appended to a local journal the moment it arrives
+(``curation.journal``: one write, synced to disk by a thread within 50 ms) and
+MERGEd into the table in batches (every ``curation.flush_seconds`` or ``flush_rows``); the
+next run replays what a killed run journaled but did not MERGE. So a ``kill -9`` loses
+only the requests in flight (a power loss, also the answers of the last ~50 ms), and
+a rerun asks only what has no verdict yet. An answer that does not parse, or that
+``max_tokens`` cut (``finish_reason: length``), is asked again (``curation.retries``
+times, sampled at a higher temperature) and then recorded as UNPARSED and counted, never
+guessed; ``attempts`` counts every HTTP request the verdict took. A request whose endpoint
+keeps failing is not recorded, counted, and left for the next run: the stage then fails
+after committing everything else, retryably unless every failure was a refusal (4xx),
+which a rerun would meet again.
 """
 
 from __future__ import annotations
@@ -29,12 +34,13 @@ from typing import Any
 from emerge_lib.config import CurationSettings, PassageSettings
 from emerge_lib.curation.answers import parse_answer
 from emerge_lib.curation.client import BudgetExhausted, ChatClient, Endpoint, EndpointError
+from emerge_lib.curation.journal import Journal, journal_folder, release, take_orphans
 from emerge_lib.curation.prompts import ASSERTION, DEPRECATION, prompt_sha, render
 from emerge_lib.curation.rules import ADDITIONS, asserted_operations
 from emerge_lib.errors import EmergeError
 from emerge_lib.release_format import TITLE_PREFIX, llm_assessment_entry
 from emerge_lib.schedule import SnapshotPlan
-from emerge_lib.tables import Catalog
+from emerge_lib.tables import Catalog, spec
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +69,9 @@ class CurateReport:
     answered: int = 0
     unparsed: int = 0
     failed: int = 0
+    refused: int = 0  # of the failed: a 4xx (a rerun would be refused again)
     left: int = 0  # not asked: the budget ran out
+    replayed: int = 0  # verdict rows a killed run journaled, committed by this one
     rows: int = 0  # verdict rows written
     tokens_out: int = 0
     seconds: float = 0.0
@@ -135,7 +143,7 @@ def build_verdicts(catalog: Catalog, plan: SnapshotPlan, settings: CurationSetti
     instances = catalog.read_arrow("instances", filters=snap).to_pylist()
     passages = catalog.read_arrow("passages", filters=snap).to_pylist()
     requests = plan_requests(settings, passages_settings, instances, passages)
-    report = CurateReport(requests=len(requests))
+    report = CurateReport(requests=len(requests), replayed=_replay(catalog, plan))
     stored = catalog.read_arrow("verdicts", filters=snap).to_pylist()
     have_rows = {(r["window"], r["passage_id"], r["s"], r["p"], r["o"], r["llm_name"],
                   r["prompt_type"], r["prompt_sha"]) for r in stored}
@@ -153,19 +161,41 @@ def build_verdicts(catalog: Catalog, plan: SnapshotPlan, settings: CurationSetti
         else:
             req.endpoint = endpoint_of(settings, req.judge)  # raises when none is set
             todo.append(req)
-    if todo:
-        asyncio.run(_ask_all(todo, settings, plan, writer, report, on_progress))
-    writer.flush()
+    try:
+        if todo:
+            asyncio.run(_ask_all(todo, settings, plan, writer, report, on_progress))
+        writer.flush()
+    finally:
+        writer.close()  # the journal goes once its rows are committed, else stays for replay
     report.rows = writer.rows
     report.seconds = time.monotonic() - started
     if on_progress:
         on_progress(report)
     if report.failed:
+        refused = report.refused == report.failed  # only 4xx: a rerun is refused again
         raise EndpointError(
             f"curate {plan.key}: {report.failed} of {report.requests} requests failed "
             f"({report.errors[0] if report.errors else 'endpoint errors'}); {report.answered} "
-            "answered and committed: run curate again to ask the rest")
+            "answered and committed: " + ("the endpoint refused them (4xx): fix the request "
+                                          "or the endpoint's settings, then run curate again"
+                                          if refused else "run curate again to ask the rest"),
+            retryable=not refused)
     return report
+
+
+def _replay(catalog: Catalog, plan: SnapshotPlan) -> int:
+    """Commit the verdict rows that killed runs journaled (``curation.journal``); how many."""
+    rows, taken, torn = take_orphans(journal_folder(catalog.warehouse, plan.key))
+    key = spec("verdicts").key
+    latest = {tuple(r[k] for k in key): r for r in rows if r.get("snapshot") == plan.key}
+    for r in latest.values():
+        r["answered_at"] = datetime.fromisoformat(r["answered_at"])
+    if latest:
+        catalog.merge("verdicts", catalog.frame("verdicts", list(latest.values())))
+        log.info("curate %s: %d verdict rows replayed from %d journals of killed runs%s",
+                 plan.key, len(latest), len(taken), f" ({torn} torn lines)" if torn else "")
+    release(taken)
+    return len(latest)
 
 
 def _key(window: int, pid: str, t: Triple, req: Request) -> tuple:
@@ -182,18 +212,34 @@ def _row(plan: SnapshotPlan, req: Request, window: int, pid: str, t: Triple,
 
 
 class _VerdictWriter:
-    """Buffers verdict rows and MERGEs them every ``flush_seconds`` or ``flush_rows``."""
+    """Journals verdict rows as they come, buffers them and MERGEs them every
+    ``flush_seconds`` or ``flush_rows``."""
 
     def __init__(self, catalog: Catalog, plan: SnapshotPlan, settings: CurationSettings) -> None:
         self.catalog, self.settings = catalog, settings
+        self.folder = journal_folder(catalog.warehouse, plan.key)
+        self.journal: Journal | None = None  # opened by the first row
         self.buffer: list[dict[str, Any]] = []
         self.last = time.monotonic()
-        self.rows = 0
+        self.added = 0
+        self.rows = 0  # committed
         self.lock = threading.Lock()  # answers arrive while a flush runs in a thread
 
     def add(self, rows: list[dict[str, Any]]) -> None:
+        if not rows:
+            return
         with self.lock:
+            if self.journal is None:
+                self.journal = Journal(self.folder)
+            self.journal.append(rows)
             self.buffer.extend(rows)
+            self.added += len(rows)
+
+    def close(self) -> None:
+        """Close the journal: removed when every row it holds is committed."""
+        if self.journal is not None:
+            self.journal.close(remove=self.rows == self.added)
+            self.journal = None
 
     def due(self) -> bool:
         return bool(self.buffer) and (len(self.buffer) >= self.settings.flush_rows
@@ -221,20 +267,24 @@ async def _ask_all(todo: list[Request], settings: CurationSettings, plan: Snapsh
         endpoint = req.endpoint
         assert endpoint is not None
         n = len(req.triples)
-        answer, verdicts = None, None
+        answer, verdicts, attempts = None, None, 0
         for attempt in range(settings.retries + 1):
             # a retry of an unparsable answer samples: temperature 0 would repeat it
             temperature = None if attempt == 0 else max(settings.temperature, 0.7)
             answer = await client.ask(endpoint, req.prompt, n, settings.structured,
                                       temperature)
-            verdicts = parse_answer(answer.text, n)
+            attempts += answer.attempts
+            report.tokens_out += answer.tokens_out
+            # an answer max_tokens cut is not read, even when what came parses
+            cut = answer.finish_reason == "length"
+            verdicts = None if cut else parse_answer(answer.text, n)
             if verdicts is not None:
                 break
         assert answer is not None
         now = datetime.now(UTC)
         base = {"served_model": endpoint.model, "raw_answer": answer.text, "tokens_in": answer.tokens_in,
                 "tokens_out": answer.tokens_out, "latency_s": answer.seconds,
-                "attempts": answer.attempts, "answered_at": now}
+                "attempts": attempts, "answered_at": now}
         if verdicts is None:
             report.unparsed += 1
             per = {t: {**base, "verdict": "UNPARSED", "explanation": None} for t in req.triples}
@@ -245,7 +295,6 @@ async def _ask_all(todo: list[Request], settings: CurationSettings, plan: Snapsh
         writer.add([_row(plan, req, w, pid, t, per[t]) for w, pid in req.targets
                     for t in req.triples])
         report.answered += 1
-        report.tokens_out += answer.tokens_out
 
     async def guarded(req: Request) -> None:
         nonlocal flushing
@@ -255,6 +304,7 @@ async def _ask_all(todo: list[Request], settings: CurationSettings, plan: Snapsh
             report.left += 1
         except EndpointError as exc:
             report.failed += 1
+            report.refused += not exc.retryable
             if len(report.errors) < 3:
                 report.errors.append(str(exc))
         report.sent = client.sent
