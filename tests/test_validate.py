@@ -167,6 +167,13 @@ def test_the_release_publishes_only_what_passed_at_those_rows(warehouse: Catalog
         run(warehouse, "release", release_dir=tmp_path / "both", snapshots=SNAPSHOTS)
     verdict = read_manifest(tmp_path / "both")["validation"]
     assert verdict["success"] is False and "tables failed" in verdict["reason"]
+    # and the publisher refuses it (before sending anything), while it takes the good one
+    from emerge_lib.publish import check_release
+    from emerge_lib.publish.s3 import ReleaseGateError
+
+    with pytest.raises(ReleaseGateError, match="tables failed"):
+        check_release(tmp_path / "both")
+    assert check_release(tmp_path / "good")[0]["validation"]["success"] is True
     # rows of the good snapshot rewritten after validation: no longer publishable
     put(warehouse, "instances", world(GOOD)["instances"][:4])
     versions["instances"] = warehouse.version("instances")
