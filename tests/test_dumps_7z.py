@@ -315,3 +315,19 @@ def test_7z_stream_close_stops_the_thread(tmp_path: Path, small_chunks: None,
     assert fh.read(1000) == xml[:1000]
     fh.close()
     assert threading.active_count() == before
+
+
+def test_the_c_crc32_is_zlibs() -> None:
+    """The 7z reader checks every byte's CRC32 with the C build's PCLMULQDQ version."""
+    import os
+    import random
+
+    native = pytest.importorskip("emerge_lib.dumps._xmlfast")
+    rnd = random.Random(4)
+    for n in [*range(0, 200), *(rnd.randrange(1, 1 << 20) for _ in range(40))]:
+        data = os.urandom(n)
+        start = rnd.randrange(1 << 32)
+        assert native.crc32(data) == zlib.crc32(data), n
+        assert native.crc32(data, start) == zlib.crc32(data, start), n
+        assert native.crc32(memoryview(data)[n // 3 :], start) == zlib.crc32(data[n // 3 :], start)
+    assert sevenzip._crc32 is native.crc32

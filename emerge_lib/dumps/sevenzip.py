@@ -36,6 +36,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
+try:  # the C build: the same CRC32, 4x faster (PCLMULQDQ), the GIL released
+    from emerge_lib.dumps._xmlfast import crc32 as _crc32
+except ImportError:  # pragma: no cover - exercised where no compiler exists
+    from zlib import crc32 as _crc32
+
 SIGNATURE = b"7z\xbc\xaf\x27\x1c"
 START_HEADER = 32  # signature, version, start-header CRC, next-header offset, size, CRC
 VERSION = b"\x00\x04"
@@ -616,7 +621,7 @@ class SevenZipStream(io.RawIOBase):
                 for out, read_to in _inflate(fh, pack_size, coder, size, offset):
                     at = read_to
                     if crc is not None:
-                        check = zlib.crc32(out, check)
+                        check = _crc32(out, check)
                     if not self._put(out):
                         return
             if crc is not None and check != crc:
@@ -736,7 +741,7 @@ class SevenZipWriter:
         self.packed = 0
 
     def write(self, data: bytes) -> None:
-        self.crc = zlib.crc32(data, self.crc)
+        self.crc = _crc32(data, self.crc)
         self.size += len(data)
         self._out(self._comp.compress(data))
 
