@@ -619,9 +619,7 @@ def _open_7z(p: Path) -> tuple[BinaryIO, subprocess.Popen[bytes] | None, str]:
 
     try:
         entry = sevenzip.read_archive(p).only_file()
-        if entry.coder is None:
-            raise sevenzip.UnsupportedArchive("holds its file in a block shared with others")
-        sevenzip.decompressor(entry.coder)  # an unsupported method raises here, not later
+        coder = sevenzip.check_supported(entry.coder)  # raises here, not in the thread
     except sevenzip.UnsupportedArchive as exc:
         tool = _find_7z()
         if tool is None:
@@ -635,7 +633,7 @@ def _open_7z(p: Path) -> tuple[BinaryIO, subprocess.Popen[bytes] | None, str]:
         return proc.stdout, proc, Path(tool).name
     except sevenzip.SevenZipError as exc:
         return _salvage_7z(p, exc), None, "the lzma module"
-    stream = sevenzip.SevenZipStream(p, entry.pack_offset, entry.pack_size, entry.coder,
+    stream = sevenzip.SevenZipStream(p, entry.pack_offset, entry.pack_size, coder,
                                      entry.size, entry.crc, damaged)
     return stream, None, "the lzma module"  # type: ignore[return-value]
 

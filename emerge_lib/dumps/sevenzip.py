@@ -328,14 +328,24 @@ def _decode_header_block(fh: BinaryIO, r: _Bytes) -> bytes:
     return out
 
 
+DECODED = (COPY, LZMA2, LZMA1, BZIP2, DEFLATE)  # the methods decoded here
+
+
+def check_supported(coder: Coder | None) -> Coder:
+    """``coder`` if this module decodes it, else :class:`UnsupportedArchive`."""
+    if coder is None:
+        raise UnsupportedArchive("holds its file in a block shared with others, or behind "
+                                 "a chain of coders")
+    if coder.method not in DECODED:
+        raise UnsupportedArchive(f"uses {coder.name}")
+    return coder
+
+
 def _single_coder(folder: Folder) -> Coder:
     if len(folder.coders) != 1 or folder.packed_streams != 1:
         names = " + ".join(c.name for c in folder.coders)
         raise UnsupportedArchive(f"uses a chain of coders ({names})")
-    coder = folder.coders[0]
-    if coder.method not in (COPY, LZMA2, LZMA1, BZIP2, DEFLATE):
-        raise UnsupportedArchive(f"uses {coder.name}")
-    return coder
+    return check_supported(folder.coders[0])
 
 
 def read_archive(path: str | os.PathLike[str]) -> Archive:
@@ -764,7 +774,8 @@ class SevenZipWriter:
         header += bytes([K_END, K_END])
         packed_header = lzma.compress(header, lzma.FORMAT_RAW, filters=[_HEADER_LZMA])
         self._fh.write(packed_header)
-        props = lzma._encode_filter_properties(_HEADER_LZMA)  # the 5 LZMA property bytes
+        h = _HEADER_LZMA  # the 5 LZMA property bytes: lc/lp/pb in one, the dictionary size
+        props = bytes([(h["pb"] * 5 + h["lp"]) * 9 + h["lc"]]) + struct.pack("<I", h["dict_size"])
         encoded = bytes([K_ENCODED_HEADER]) + _streams_record(
             self.packed, len(packed_header), _coder_record(LZMA1, props), len(header),
             zlib.crc32(header), in_folder=True)
