@@ -88,23 +88,24 @@ EMERGE = REPO / ".venv" / "bin" / "emerge"
 
 
 # ----------------------------------------------------------------------------- the world
-def ensure_world(world: Path, jobs: int) -> None:
+def ensure_world(world: Path, jobs: int, articles: int = 10) -> None:
     if (world / "mirror" / "wikidatawiki").is_dir():
         return
     cmd = [str(EMERGE), "sample", "--out", str(world),
-           "--items", "22000", "--articles", "10", "--revisions", "8",
+           "--items", "22000", "--articles", str(articles), "--revisions", "8",
            "--pages-per-file", "1000", "--jobs", str(jobs), "--compress-level", "9", "--quiet"]
     print(f"no world at {world}; generating it (10+ minutes):\n  {' '.join(cmd)}", flush=True)
     subprocess.run(cmd, check=True)
 
 
-def history_files(world: Path, dump_date: str | None,
-                  wiki: str = "wikidatawiki") -> tuple[str, list[Path], dict[str, int]]:
-    """The newest (or given) dump date's history files and their XML sizes (world.json)."""
+def history_files(world: Path, dump_date: str | None, wiki: str = "wikidatawiki",
+                  suffix: str = "bz2") -> tuple[str, list[Path], dict[str, int]]:
+    """The newest (or given) dump date's history files in one format (``suffix``: the
+    sample world writes bz2 and 7z) and their XML sizes (world.json)."""
     root = world / "mirror" / wiki
     dates = sorted(p.name for p in root.iterdir() if p.is_dir())
     date = dump_date or dates[-1]
-    files = sorted((root / date).glob("*pages-meta-history*.bz2"),
+    files = sorted((root / date).glob(f"*pages-meta-history*.{suffix}"),
                    key=lambda p: int(p.name.split("history")[1].split(".")[0]))
     sizes: dict[str, int] = {}
     manifest = world / "world.json"

@@ -26,7 +26,6 @@ from emerge_lib.dumps.compressed import (
 from emerge_lib.dumps.xmlstream import Dump
 
 HAS_LBZIP2 = shutil.which("lbzip2") is not None
-HAS_7Z = any(shutil.which(t) for t in ("7z", "7za", "7zz"))
 BACKENDS = [
     "indexed_bzip2",
     "stdlib",
@@ -61,18 +60,11 @@ def test_pyrus_codecs_decompress_identically(realdata: Path) -> None:
 
 
 @pytest.mark.realdata
-@pytest.mark.skipif(not HAS_7Z, reason="7z/7za not installed (apt-get install p7zip-full)")
 def test_7z_sample(realdata: Path) -> None:
+    """Read by the stdlib (dumps.sevenzip): no 7z program needed (tests/test_dumps_7z.py)."""
     plain = (realdata / "pywikibot/article-pyrus.xml").read_bytes()
     assert _read(realdata / "pywikibot/article-pyrus.xml.7z") == plain
     assert _read(realdata / "mwxml/test.7z").strip() == b"foobartest"
-
-
-@pytest.mark.realdata
-def test_7z_without_tool_names_the_package(realdata: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(compressed.shutil, "which", lambda name: None)
-    with pytest.raises(MissingToolError, match="p7zip-full"):
-        open_dump(realdata / "pywikibot/article-pyrus.xml.7z")
 
 
 @pytest.mark.realdata

@@ -5,7 +5,6 @@ from __future__ import annotations
 import html
 import io
 import re
-import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -22,8 +21,6 @@ from emerge_lib.dumps.xmlstream import (
     parse_timestamp,
     unescape,
 )
-
-HAS_7Z = any(shutil.which(t) for t in ("7z", "7za", "7zz"))
 
 # Every XML sample in realdata that mwxml 0.3.8 reads completely (PROVENANCE.md).
 MWXML_READABLE = [
@@ -58,8 +55,6 @@ def _sample(realdata: Path, rel: str) -> Path:
     p = realdata / rel
     if not p.exists():
         pytest.skip(f"{rel} not in realdata")
-    if p.suffix == ".7z" and not HAS_7Z:
-        pytest.skip("7z not installed")
     return p
 
 

@@ -355,15 +355,16 @@ def test_emerge_ingest_reads_the_configured_mirror(sample_world: Path, tmp_path:
     catalog = Catalog(tmp_path / "wh")
     mirror = sample_world / "mirror"
     files = catalog.read_arrow("ingested_files").to_pylist()
+    # the mirror publishes bz2 and 7z; dumps.prefer (7z by default) chooses
     assert {(r["wiki"], r["dump_file"]) for r in files} == {
-        (p.parent.parent.name, p.name) for p in mirror.glob("*/*/*.bz2")}
+        (p.parent.parent.name, p.name) for p in mirror.glob("*/*/*.7z")}
     # each file's sha1 is the one the mirror publishes (dumpstatus.json), and is the file's
     published = {name: entry["sha1"] for status in mirror.glob("*/*/dumpstatus.json")
                  for job in json.loads(status.read_text())["jobs"].values()
                  for name, entry in job.get("files", {}).items()}
     assert {r["dump_file"]: r["sha1"] for r in files} == {r["dump_file"]: published[r["dump_file"]]
                                                           for r in files}
-    some = next(mirror.glob("*/*/*.bz2"))
+    some = next(mirror.glob("*/*/*.7z"))
     assert published[some.name] == hashlib.sha1(some.read_bytes()).hexdigest()
     sizes = {n: catalog.read_arrow(n).num_rows
              for n in ("statement_timeline", "paragraph_timeline", "ingest_rejects")}
@@ -372,6 +373,37 @@ def test_emerge_ingest_reads_the_configured_mirror(sample_world: Path, tmp_path:
     assert main(args) == 0  # a rerun reads and commits nothing
     assert {n: catalog.read_arrow(n).num_rows for n in sizes} == sizes
     assert {n: catalog.version(n) for n in sizes} == versions
+    # ... nor does one that prefers bz2: the files are held, as 7z
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("EMERGE__DUMPS__PREFER", "bz2")
+        assert main(args) == 0
+    assert {n: catalog.version(n) for n in sizes} == versions
+
+    # the same dumps read from bz2 give the same tables
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("EMERGE__DUMPS__PREFER", "bz2")
+        assert main([*args[:3], "--warehouse", str(tmp_path / "wh-bz2"), *args[5:]]) == 0
+    from_bz2 = Catalog(tmp_path / "wh-bz2")
+    read = {(r["wiki"], r["dump_file"]) for r in from_bz2.read_arrow("ingested_files").to_pylist()}
+    assert read == {(p.parent.parent.name, p.name) for p in mirror.glob("*/*/*.bz2")}
+    for name in ("statement_timeline", "item_timeline", "property_timeline", "page_timeline",
+                 "paragraph_timeline", "paragraph_coverage", "page_watermarks",
+                 "ingest_rejects", "stable_statements", "ingested_files"):
+        assert _rows_without_format(from_bz2, name) == _rows_without_format(catalog, name), name
+
+
+def _rows_without_format(catalog: Catalog, name: str) -> list[str]:
+    """A table's rows, sorted, with the file format taken out (``dump_file`` names end in
+    .7z or .bz2; the compressed size, its sha1 and the timings differ by nature)."""
+    rows = []
+    for row in catalog.read_arrow(name).to_pylist():
+        for key in ("bytes", "sha1", "seconds", "ingested_at"):
+            row.pop(key, None)
+        if row.get("dump_file"):
+            row["dump_file"] = row["dump_file"].rsplit(".", 1)[0]
+        rows.append(repr(sorted(row.items())))
+    assert rows, name
+    return sorted(rows)
 
 
 def _arrow_in_a_worker(rows: int, threads: int | None = None) -> tuple[int, bool]:

@@ -18,6 +18,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 from truth_checker import check_world, clean, seconds  # noqa: E402
 
+from emerge_lib.dumps.compressed import open_dump  # noqa: E402
 from emerge_lib.sample import SampleSpec, generate_world  # noqa: E402
 
 SMALL = dict(items=260, articles=130, revisions=3)
@@ -68,10 +69,22 @@ def test_every_file_parses_and_every_entity_json_loads(world: Path) -> None:
 
 
 def test_checksums_and_dumpstatus_verify(world: Path) -> None:
-    for (wiki, date), paths in _history(world).items():
-        folder = paths[0].parent
-        status = json.loads((folder / "dumpstatus.json").read_text())["jobs"]["metahistorybz2dump"]
-        assert status["status"] == "done"
+    """Both formats, each in its job (as Wikimedia's), every file in the sums files."""
+    for (wiki, date), bz2_paths in _history(world).items():
+        folder = bz2_paths[0].parent
+        sevens = sorted(folder.glob("*.7z"))
+        assert [p.name[:-3] for p in sevens] == [p.name[:-4] for p in bz2_paths]
+        jobs = json.loads((folder / "dumpstatus.json").read_text())["jobs"]
+        assert set(jobs) == {"metahistorybz2dump", "metahistory7zdump"}
+        status = {"files": {}}
+        for job, paths in (("metahistorybz2dump", bz2_paths), ("metahistory7zdump", sevens)):
+            assert jobs[job]["status"] == "done"
+            assert set(jobs[job]["files"]) == {p.name for p in paths}
+            status["files"].update(jobs[job]["files"])
+        for seven, packed in zip(sevens, bz2_paths, strict=True):  # the same XML inside
+            with open_dump(seven) as fh:
+                assert fh.read() == bz2.decompress(packed.read_bytes())
+        paths = bz2_paths + sevens
         sums = {kind: dict(reversed(line.split("  ")) for line in
                            (folder / f"{wiki}-{date}-{kind}sums.txt").read_text().splitlines())
                 for kind in ("md5", "sha1")}

@@ -9,8 +9,8 @@ from pathlib import Path
 
 DESCRIPTION = """\
 Stream out a synthetic Wikimedia dump mirror for both wikis (wikidatawiki, enwiki) with
-two or more dump dates, bz2 history files split by page-id range, dumpstatus.json and
-md5/sha1 sums; plus DIR/truth.jsonl (the TKGU instances DESIGN.md implies for the
+two or more dump dates, history files split by page-id range in bz2 and 7z (as
+Wikimedia publishes them), dumpstatus.json and md5/sha1 sums; plus DIR/truth.jsonl (the TKGU instances DESIGN.md implies for the
 planted events), DIR/traps.jsonl (what must not appear, and why), DIR/config.yaml (a
 ready configuration pointing at the mirror) and DIR/world.json (a manifest).
 
@@ -48,6 +48,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="processes writing files in parallel (default 1)")
     p.add_argument("--compress-level", type=int, default=9, choices=range(1, 10), metavar="1-9",
                    help="bz2 compression level (default 9, as Wikimedia)")
+    p.add_argument("--formats", default="bz2,7z", metavar="LIST",
+                   help="formats of the history files, comma-separated (default bz2,7z: both, "
+                        "as Wikimedia publishes them, each listed in dumpstatus.json)")
     p.add_argument("--bench-statements", type=int, default=0, metavar="N",
                    help="bench mode: N extra item-valued statements per filler item, objects "
                         "being items with articles (default 0 = off)")
@@ -83,6 +86,7 @@ def run(args: argparse.Namespace) -> int:
         dump_dates=tuple(args.dump_dates) if args.dump_dates else None,
         pages_per_file=args.pages_per_file, jobs=max(1, args.jobs),
         compress_level=args.compress_level,
+        formats=tuple(f.strip() for f in args.formats.split(",") if f.strip()),
         bench_statements=max(0, args.bench_statements), bench_passages=max(0, args.bench_passages),
     )
     try:
@@ -94,7 +98,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"  mirror:  {(out / 'mirror').resolve()} (dumps {', '.join(next(iter(report.dumps.values())))})")
     print(f"  config:  {(out / 'config.yaml').resolve()}")
     print(f"  truth:   {report.truth_rows} instances in truth.jsonl, {report.trap_rows} traps in traps.jsonl")
-    print(f"  size:    {report.xml_bytes / 1e6:.1f} MB XML -> {report.compressed_bytes / 1e6:.1f} MB bz2 "
+    packed = ", ".join(f"{n / 1e6:.1f} MB {fmt}" for fmt, n in report.compressed.items())
+    print(f"  size:    {report.xml_bytes / 1e6:.1f} MB XML -> {packed} "
           f"in {len(report.files)} files, {report.pages} pages, {report.revisions} revisions (all dumps)")
     print(f"  speed:   {report.seconds:.1f} s, {report.mb_per_s:.1f} MB/s of XML")
     return 0

@@ -608,6 +608,61 @@ def _open_bz2(
     return bz2.open(path, "rb"), None, "the bz2 module"
 
 
+def _open_7z(p: Path) -> tuple[BinaryIO, subprocess.Popen[bytes] | None, str]:
+    """A 7z archive: decoded here by the stdlib's lzma in a thread (``dumps.sevenzip``);
+    one it does not decode (PPMd, BCJ2, encryption, several files) by an external 7z."""
+    from emerge_lib.dumps import sevenzip
+
+    def damaged(damage: sevenzip.Damage, delivered: int) -> CorruptDumpError:
+        return CorruptDumpError(p, delivered, damage.reason, codec="7z",
+                                compressed_offset=damage.at)
+
+    try:
+        entry = sevenzip.read_archive(p).only_file()
+        coder = sevenzip.check_supported(entry.coder)  # raises here, not in the thread
+    except sevenzip.UnsupportedArchive as exc:
+        tool = _find_7z()
+        if tool is None:
+            raise MissingToolError(
+                f"{p}: this 7z archive {exc.reason}, which emerge does not decode itself; "
+                "reading it needs the program 7z, 7za or 7zz on PATH (Debian/Ubuntu: "
+                "apt-get install p7zip-full)"
+            ) from None
+        proc = _spawn([tool, "e", "-so", "-bd", str(p)])
+        assert proc.stdout is not None
+        return proc.stdout, proc, Path(tool).name
+    except sevenzip.SevenZipError as exc:
+        return _salvage_7z(p, exc), None, "the lzma module"
+    stream = sevenzip.SevenZipStream(p, entry.pack_offset, entry.pack_size, coder,
+                                     entry.size, entry.crc, damaged)
+    return stream, None, "the lzma module"  # type: ignore[return-value]
+
+
+def _salvage_7z(p: Path, problem: Any) -> BinaryIO:
+    """A 7z archive whose header is lost (a cut file: the header is at the end) or damaged:
+    its packed data is decoded without it, so the pages before the damage come out; the
+    reader then raises, whatever the data looked like (never a quiet end)."""
+    from emerge_lib.dumps import sevenzip
+
+    start, end = sevenzip.packed_region(p)
+    coder = sevenzip.salvage_coder(p, start)
+    if coder is None:
+        raise CorruptDumpError(p, 0, f"{problem.reason}; no LZMA or LZMA2 data follows the "
+                               "start header", codec="7z", compressed_offset=problem.at)
+    logger.warning("%s: %s; decoding its data as %s without the header", p, problem.reason,
+                   coder.name)
+
+    def damaged(damage: sevenzip.Damage | None, delivered: int) -> CorruptDumpError:
+        how = f"; decoded as {coder.name} without it: {damage.reason}" if damage else (
+            f"; decoded as {coder.name} without it, to the end of its data")
+        at = damage.at if damage else end
+        return CorruptDumpError(p, delivered, problem.reason + how, codec="7z",
+                                compressed_offset=at)
+
+    return sevenzip.SevenZipStream(p, start, end - start, coder, None, None,  # type: ignore[return-value]
+                                   damaged, fail_at_end=True)
+
+
 def open_dump(
     path: str | os.PathLike[str],
     *,
@@ -620,8 +675,9 @@ def open_dump(
     ``threads`` (default: usable cores) is the bz2 parallelism. A path that cannot be a dump
     raises :class:`DumpInputError` (:class:`DumpNotFoundError` when missing). Reading a
     truncated or corrupt archive delivers what precedes the damage, then raises
-    :class:`CorruptDumpError`; a 7z file without a ``7z``/``7za`` program raises
-    :class:`MissingToolError` naming the package to install.
+    :class:`CorruptDumpError`. A 7z archive is decoded here (``dumps.sevenzip``); one with
+    a method it does not decode needs a ``7z``/``7za``/``7zz`` program, else
+    :class:`MissingToolError` names the package to install.
     """
     p = Path(path)
     check_input(p)
@@ -642,16 +698,7 @@ def open_dump(
     elif codec == "lzma":
         inner = lzma.open(p, "rb", format=lzma.FORMAT_ALONE)
     elif codec == "7z":
-        tool = _find_7z()
-        if tool is None:
-            raise MissingToolError(
-                f"{p}: reading .7z needs the external program 7z or 7za on PATH "
-                "(Debian/Ubuntu: apt-get install p7zip-full)"
-            )
-        proc = _spawn([tool, "e", "-so", "-bd", str(p)])
-        assert proc.stdout is not None
-        inner = proc.stdout
-        decoder = Path(tool).name
+        inner, proc, decoder = _open_7z(p)
     else:
         inner = open(p, "rb")  # noqa: SIM115 - ownership passes to the wrapper
         decoder = "reading"

@@ -8,9 +8,15 @@ to know whether the history job is ``done``. The layout is Wikimedia's:
     {mirror}/{wiki}/{YYYYMMDD}/dumpstatus.json
     {mirror}/{wiki}/{YYYYMMDD}/{wiki}-{date}-sha1sums.txt / -md5sums.txt
     {mirror}/{wiki}/{YYYYMMDD}/{wiki}-{date}-pages-meta-history1.xml-p1p5000.bz2 ...
+    {mirror}/{wiki}/{YYYYMMDD}/{wiki}-{date}-pages-meta-history1.xml-p1p5000.7z ...
 
 Files are addressed by name under ``{mirror}/{wiki}/{date}/`` (the ``url`` in
 dumpstatus.json is site-absolute and would break on mirrors that live under a path).
+
+Every history file is published twice: bz2 (job ``metahistorybz2dump``) and 7z
+(``metahistory7zdump``, recompressed from the bz2 after it). :meth:`Mirror.history_files`
+takes one file per page range, in the preferred format where both are listed (7z by
+default: about half the download, and 4-6x less CPU to decompress).
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ import msgspec
 from emerge_lib.errors import EmergeError
 
 __all__ = [
+    "HISTORY_JOBS",
     "ChecksumMismatchError",
     "DumpFile",
     "DumpNotReadyError",
@@ -43,6 +50,7 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 HISTORY_JOB = "metahistorybz2dump"
+HISTORY_JOBS = {"7z": "metahistory7zdump", "bz2": HISTORY_JOB}  # format -> dumpstatus job
 _HISTORY_NAME = re.compile(r"-pages-meta-history(\d*)\.xml(?:-p(\d+)p(\d+))?\.")
 _DATE = re.compile(r"^\d{8}$")
 _CHUNK = 1 << 20
@@ -91,6 +99,14 @@ def history_file_range(name: str) -> tuple[int, int, int] | None:
 def _sort_key(f: DumpFile) -> tuple[Any, ...]:
     r = history_file_range(f.name)
     return (0, *r, f.name) if r else (1, 0, 0, 0, f.name)
+
+
+def _stem(name: str) -> str:
+    """A file's name without its compression suffix: the same content in each format."""
+    for suffix in (".bz2", ".7z"):
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return name
 
 
 def _parse_sums(text: str) -> dict[str, str]:
@@ -236,21 +252,27 @@ class Mirror:
         status = entry.get("status")
         if require_done and status != "done":
             raise DumpNotReadyError(f"{wiki} {date}: job {job!r} is {status!r}, not 'done'")
+        return sorted(self._job_files(wiki, date, job, entry, {}), key=_sort_key)
+
+    def _job_files(self, wiki: str, date: str, job: str, entry: dict[str, Any],
+                   sums: dict[str, dict[str, str]]) -> list[DumpFile]:
+        """A job's files with their checksums; ``sums`` caches the *sums.txt files (they
+        list every job's files)."""
         listed = entry.get("files") or {}
         if not isinstance(listed, dict):
             raise MirrorError(f"{wiki} {date}: job {job!r} 'files' is not an object")
-        sha1s: dict[str, str] | None = None
-        md5s: dict[str, str] | None = None
         out: list[DumpFile] = []
         for name, meta in listed.items():
             meta = meta if isinstance(meta, dict) else {}
             sha1, md5 = meta.get("sha1"), meta.get("md5")
             if sha1 is None:
-                sha1s = self.checksums(wiki, date, "sha1") if sha1s is None else sha1s
-                sha1 = sha1s.get(name)
+                if "sha1" not in sums:
+                    sums["sha1"] = self.checksums(wiki, date, "sha1")
+                sha1 = sums["sha1"].get(name)
             if sha1 is None and md5 is None:
-                md5s = self.checksums(wiki, date, "md5") if md5s is None else md5s
-                md5 = md5s.get(name)
+                if "md5" not in sums:
+                    sums["md5"] = self.checksums(wiki, date, "md5")
+                md5 = sums["md5"].get(name)
             size = meta.get("size")
             out.append(
                 DumpFile(
@@ -262,6 +284,47 @@ class Mirror:
                     md5=md5.lower() if isinstance(md5, str) else None,
                 )
             )
+        return out
+
+    def history_files(
+        self,
+        wiki: str,
+        date: str,
+        prefer: str = "7z",
+        *,
+        require_done: bool = True,
+        held: Callable[[DumpFile], bool] | None = None,
+    ) -> list[DumpFile]:
+        """The history files of a dump, one per page range, in natural order.
+
+        Both formats' jobs are read from dumpstatus.json; of a file listed in both, the
+        ``prefer`` format is taken, unless ``held(file)`` says the caller already holds the
+        other one as it is (ingested: reading the same revisions again in another format
+        would gain nothing). A job that is not ``done`` contributes nothing (the 7z job
+        finishes after the bz2 one), so files come as bz2 until their 7z is published.
+        """
+        if prefer not in HISTORY_JOBS:
+            raise ValueError(f"prefer must be one of {sorted(HISTORY_JOBS)}, not {prefer!r}")
+        jobs = self.dumpstatus(wiki, date)["jobs"]
+        order = [prefer] + [f for f in HISTORY_JOBS if f != prefer]
+        sums: dict[str, dict[str, str]] = {}
+        by_format: dict[str, dict[str, DumpFile]] = {}
+        states = []
+        for fmt in order:
+            job = HISTORY_JOBS[fmt]
+            entry = jobs.get(job)
+            state = entry.get("status") if isinstance(entry, dict) else None
+            states.append(f"{job} {state or 'absent'}")
+            if isinstance(entry, dict) and (state == "done" or not require_done):
+                by_format[fmt] = {_stem(f.name): f
+                                  for f in self._job_files(wiki, date, job, entry, sums)}
+        if not by_format:
+            raise DumpNotReadyError(f"{wiki} {date}: no history job is done ({', '.join(states)})")
+        out: list[DumpFile] = []
+        for stem in dict.fromkeys(s for files in by_format.values() for s in files):
+            offered = [by_format[fmt][stem] for fmt in order if stem in by_format.get(fmt, {})]
+            kept = [f for f in offered if held is not None and held(f)]
+            out.append((kept or offered)[0])
         return sorted(out, key=_sort_key)
 
     def dates(self, wiki: str) -> list[str]:

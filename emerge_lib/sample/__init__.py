@@ -1,8 +1,8 @@
 """The sample world: a synthetic Wikimedia dump mirror with planted, known TKGU truth.
 
 ``generate_world(out, SampleSpec(...))`` writes a mirror laid out like dumps.wikimedia.org
-(two dump dates, bz2 history files split by page-id range, dumpstatus.json, md5/sha1
-sums), ``truth.jsonl`` (the instances DESIGN.md §1.1-1.2 implies), ``traps.jsonl`` (what
+(two dump dates, history files split by page-id range in bz2 and 7z, dumpstatus.json,
+md5/sha1 sums), ``truth.jsonl`` (the instances DESIGN.md §1.1-1.2 implies), ``traps.jsonl`` (what
 must not appear, and why), ``config.yaml`` and ``world.json``. See docs/dumps.md.
 """
 

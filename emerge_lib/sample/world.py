@@ -21,7 +21,7 @@ from pathlib import Path
 
 from emerge_lib.sample import render
 from emerge_lib.sample.filler import Filler, FillerSettings, IdSpace, RevOut
-from emerge_lib.sample.mirror import DumpRun, HistoryWriter, WrittenFile, publish
+from emerge_lib.sample.mirror import FORMATS, DumpRun, HistoryWriter, WrittenFile, publish
 from emerge_lib.sample.model import (
     DAY,
     Article,
@@ -62,6 +62,7 @@ class SampleSpec:
     pages_per_file: int | None = None
     compress: bool = True
     compress_level: int = 9
+    formats: tuple[str, ...] = FORMATS  # each history file in bz2 and 7z, as Wikimedia
     jobs: int = 1
     # bench mode (opt-in, see filler.py): extra item-valued statements per filler item and
     # linked filler paragraphs inside the windows; truth.jsonl then lists planted rows only
@@ -82,7 +83,8 @@ class WorldReport:
     truth_rows: int
     trap_rows: int
     xml_bytes: int = 0
-    compressed_bytes: int = 0
+    compressed_bytes: int = 0  # of the first format
+    compressed: dict[str, int] = field(default_factory=dict)  # bytes per format
     pages: int = 0
     revisions: int = 0
     seconds: float = 0.0
@@ -353,7 +355,8 @@ def _write_chunk(task: tuple[str, int, int, int, str]) -> list[tuple[str, Writte
     assert world is not None
     header = render.siteinfo(wiki)
     writers = [HistoryWriter(Path(mirror) / wiki / date, wiki, date, part, header,
-                             compress=world.spec.compress, level=world.spec.compress_level)
+                             compress=world.spec.compress, level=world.spec.compress_level,
+                             formats=world.spec.formats)
                for date in world.dates]
     page_fn = world.wikidata_page if wiki == WIKIDATA else world.enwiki_page
     for pid in range(lo, hi + 1):
@@ -364,12 +367,8 @@ def _write_chunk(task: tuple[str, int, int, int, str]) -> list[tuple[str, Writte
             page = page_xml_for(title, ns, pid, revs, cutoff)
             if page is not None:
                 writer.write_page(pid, page[0], page[1])
-    out = []
-    for writer, date in zip(writers, world.dates, strict=True):
-        written = writer.close(render.FOOTER)
-        if written is not None:
-            out.append((date, written))
-    return out
+    return [(date, written) for writer, date in zip(writers, world.dates, strict=True)
+            for written in writer.close(render.FOOTER)]
 
 
 def _tasks(world: World, mirror: Path) -> Iterator[tuple[str, int, int, int, str]]:
@@ -385,6 +384,8 @@ def generate_world(out: str | Path, spec: SampleSpec | None = None, *, progress:
     config.yaml and world.json. Deterministic for a given spec (except the timing)."""
     global _WORLD, _BAR
     spec = spec or SampleSpec()
+    if not spec.formats or set(spec.formats) - set(FORMATS):
+        raise ValueError(f"dump formats are {', '.join(FORMATS)}, not {', '.join(spec.formats)}")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
@@ -420,16 +421,19 @@ def generate_world(out: str | Path, spec: SampleSpec | None = None, *, progress:
 
     report = WorldReport(out, {w: list(world.dates) for w in (WIKIDATA, ENWIKI)}, len(truth), len(traps))
     manifest_files = {}
+    primary = spec.formats[0] if spec.compress else "xml"
     for (wiki, date), run in runs.items():
         folder = mirror / wiki / date
         publish(folder, run)
         manifest_files[f"{wiki}/{date}"] = [asdict(f) for f in sorted(run.files, key=lambda f: f.name)]
         for f in run.files:
-            report.xml_bytes += f.xml_bytes
-            report.compressed_bytes += f.size
-            report.pages += f.pages
-            report.revisions += f.revisions
+            report.compressed[f.format] = report.compressed.get(f.format, 0) + f.size
             report.files.append(f"{wiki}/{date}/{f.name}")
+            if f.format == primary:  # the same XML in each format: counted once
+                report.xml_bytes += f.xml_bytes
+                report.compressed_bytes += f.size
+                report.pages += f.pages
+                report.revisions += f.revisions
     (out / "config.yaml").write_text(config_yaml(world, spec), encoding="utf-8")
     (out / "world.json").write_text(json.dumps(manifest(world, spec, truth, traps, manifest_files),
                                                indent=1, sort_keys=True) + "\n", encoding="utf-8")

@@ -130,15 +130,18 @@ def needed_ranges_of(cfg: Config, kind: Kind) -> list[Range]:
 def refs_from_mirror(cfg: Config, kind: Kind, done: Callable[[str, int | None, str | None], bool],
                      progress_factory: Any = None) -> list[DumpFileRef]:
     """The configured mirror's history files of the configured dump dates, as local files
-    (a file:// mirror is read in place, an http(s) one downloaded, resumably); files the
-    warehouse already holds are not verified or downloaded again."""
+    (a file:// mirror is read in place, an http(s) one downloaded, resumably), one per page
+    range in the ``dumps.prefer`` format where both are published (a file the warehouse
+    already holds in the other format stays as it is); files the warehouse already holds
+    are not verified or downloaded again."""
     from emerge_lib.dumps.mirror import Mirror
 
     dumps = cfg.dumps.wikidata if kind == "wikidata" else cfg.dumps.wikipedia
     out: list[DumpFileRef] = []
     with Mirror(cfg.dumps.mirror) as mirror:
         for date in dumps.dates:
-            for f in mirror.files(dumps.wiki, date):
+            for f in mirror.history_files(dumps.wiki, date, cfg.dumps.prefer,
+                                          held=lambda held: done(held.name, held.size, held.sha1)):
                 skip = done(f.name, f.size, f.sha1)
                 if mirror.scheme == "file":
                     path = mirror.local_path(f, verify=not skip)
