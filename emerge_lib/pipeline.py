@@ -415,6 +415,8 @@ def commit_ingest(ctx: StageContext, plan: dict[str, Any] | None,
     flat = [item for entry in summaries or () if entry
             for item in ([entry] if isinstance(entry, dict) else entry)]
     started = time.monotonic()
+    if parsed.kind == "wikipedia":  # its summaries carry the title-move counts too
+        from emerge_lib.stages.wikipedia_extract import WikipediaFileSummary as FileSummary
     report = finish_ingest(ctx.cfg, ctx.catalog, parsed, [FileSummary(**d) for d in flat])
     log.info("%s", describe(report))
     metrics = {"files": len(report.files), "revisions": report.revisions,

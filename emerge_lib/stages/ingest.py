@@ -561,8 +561,11 @@ def finish_ingest(cfg: Config, catalog: Catalog, plan: IngestPlan,
         report.files.extend(s for s in fresh if s not in stale)
         handled = {s.dump_file for s in fresh} - {s.dump_file for s in stale} | {
             s.dump_file for s in held}
+        stored = {r["dump_file"]: r for r in catalog.read_arrow(
+            "ingested_files", filters=[("wiki", "=", plan.wiki)]).to_pylist()}
+        cov = _coverage(catalog, plan)
         left = [replace(f, ranges=_kept(catalog, plan, f)) for f in plan.pending
-                if f.name not in handled]
+                if f.name not in handled and not _committed(stored.get(f.name), f, cov, plan)]
         if left:
             log.info("%s: %d file(s) extracted here (stale, or of a newer dump date)",
                      plan.wiki, len(left))
@@ -573,6 +576,28 @@ def finish_ingest(cfg: Config, catalog: Catalog, plan: IngestPlan,
         report.totals = check_rejects(catalog, plan, cfg.dumps.max_reject_ratio)
     report.seconds = time.monotonic() - started
     return report
+
+
+def _coverage(catalog: Catalog, plan: IngestPlan) -> dict[str, list[Range]]:
+    if plan.kind != "wikipedia":
+        return {}
+    from emerge_lib.stages.ingest_wikipedia import coverage
+
+    return coverage(catalog, plan.wiki)
+
+
+def _committed(row: dict[str, Any] | None, f: PlannedFile, cov: dict[str, list[Range]],
+               plan: IngestPlan) -> bool:
+    """Does the warehouse already hold ``f`` as planned (a rerun after its commit)?"""
+    if row is None or row["error"] is not None or row["bytes"] != f.bytes:
+        return False
+    if f.ref.sha1 and row["sha1"] and row["sha1"] != f.ref.sha1:
+        return False
+    if plan.kind != "wikipedia":
+        return True
+    from emerge_lib.stages.ingest_wikipedia import covers
+
+    return covers(cov.get(f.name, []), plan.needed)
 
 
 def _holds(row: dict[str, Any] | None, s: FileSummary) -> bool:
