@@ -40,10 +40,16 @@ export AIRFLOW__WORKERS__EXECUTION_API_RETRIES="${AIRFLOW__WORKERS__EXECUTION_AP
 export PYTHONPATH="$REPO${PYTHONPATH:+:$PYTHONPATH}"
 mkdir -p "$RUN" "$LOGS"
 
-pg_bin() {
-  local initdb
-  initdb="$(command -v initdb 2>/dev/null || ls /usr/lib/postgresql/*/bin/initdb 2>/dev/null | sort -V | tail -1 || true)"
-  [ -n "$initdb" ] && dirname "$initdb"
+pg_bin() {  # a folder with the server's tools (Debian keeps them off the PATH)
+  local dir
+  for dir in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V -r) \
+             "$(dirname "$(command -v initdb 2>/dev/null || echo /nonexistent/x)")"; do
+    if [ -x "$dir/initdb" ] && [ -x "$dir/pg_ctl" ] && [ -x "$dir/psql" ] && [ -x "$dir/createdb" ]; then
+      echo "$dir"
+      return 0
+    fi
+  done
+  return 1
 }
 
 as_pg() {  # PostgreSQL refuses to run as root: run its tools as the postgres user then
