@@ -6,6 +6,7 @@
 #   scripts/airflow-local.sh start    # `make airflow`
 #   scripts/airflow-local.sh stop     # `make airflow-stop`
 #   scripts/airflow-local.sh status
+#   eval "$(scripts/airflow-local.sh env)"   # the airflow CLI then uses this instance
 #
 # The metadata database is PostgreSQL when Debian's server is installed (a private
 # cluster, started and stopped with Airflow), SQLite otherwise; EMERGE_AIRFLOW_DB=sqlite
@@ -155,9 +156,21 @@ status() {
   done
 }
 
+print_env() {  # for `eval "$(scripts/airflow-local.sh env)"`: the CLI then talks to this Airflow
+  local db
+  db="$(cat "$RUN/database" 2>/dev/null || echo "sqlite:///$AIRFLOW_HOME/airflow.db")"
+  for v in AIRFLOW_HOME AIRFLOW__CORE__DAGS_FOLDER AIRFLOW__CORE__PLUGINS_FOLDER \
+           AIRFLOW__CORE__LOAD_EXAMPLES AIRFLOW__CORE__EXECUTOR AIRFLOW__API__BASE_URL \
+           AIRFLOW__CORE__EXECUTION_API_SERVER_URL PYTHONPATH; do
+    printf 'export %s=%q\n' "$v" "${!v}"
+  done
+  printf 'export AIRFLOW__DATABASE__SQL_ALCHEMY_CONN=%q\n' "$db"
+}
+
 case "${1:-}" in
   start) start ;;
+  env) print_env ;;
   stop) stop ;;
   status) status ;;
-  *) echo "usage: $0 start|stop|status" >&2; exit 2 ;;
+  *) echo "usage: $0 start|stop|status|env" >&2; exit 2 ;;
 esac

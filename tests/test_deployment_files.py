@@ -51,7 +51,7 @@ def test_compose_config_is_valid_with_every_profile() -> None:
         assert env["AIRFLOW__CORE__FERNET_KEY"] == "test-fernet", name
         assert env["AIRFLOW__CORE__EXECUTION_API_SERVER_URL"].startswith(
             "http://airflow-api-server:8080"), name
-    assert "sc://sail:50051" == services["airflow-worker"]["environment"]["EMERGE__ENGINE__URL"]
+    assert services["airflow-worker"]["environment"]["EMERGE__ENGINE__URL"] == "sc://sail:50051"
     assert services["airflow-scheduler"]["depends_on"]["airflow-init"]["condition"] == \
         "service_completed_successfully"
     assert set(cfg["volumes"]) >= {"postgres-data", "s3-data", "releases", "hf-cache"}
