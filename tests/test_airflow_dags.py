@@ -194,3 +194,58 @@ def test_connections_become_configuration(monkeypatch) -> None:
                                                          "mode": "local-cluster"}}
     conns.clear()
     assert hooks.connection_overrides() == {}  # no connections: the configuration decides
+
+
+def test_the_wait_defers_to_a_trigger_that_never_blocks_the_event_loop(tmp_path: Path) -> None:
+    """The trigger polls the mirror's dumpstatus.json in a thread: while the dump is
+    in progress the triggerer's loop keeps running other coroutines; it fires when the
+    dump is done, and reports a failed dump job as a failure."""
+    import asyncio
+
+    from emerge_airflow.triggers import InputsTrigger
+
+    date = "20240520"
+    for wiki in ("wikidatawiki", "enwiki"):
+        folder = tmp_path / "mirror" / wiki / date
+        folder.mkdir(parents=True)
+        (folder / "dumpstatus.json").write_text(json.dumps(
+            {"jobs": {"metahistorybz2dump": {"status": "in-progress", "files": {}}}}))
+    overrides = {"dumps": {"mirror": (tmp_path / "mirror").as_uri()}}
+    trigger = InputsTrigger("dump", None, overrides, dump_date=date, poll_s=0.2)
+    classpath, kwargs = trigger.serialize()
+    assert classpath == "emerge_airflow.triggers.InputsTrigger"
+    assert InputsTrigger(**kwargs).serialize() == (classpath, kwargs)  # round-trips
+
+    def set_status(status: str) -> None:
+        for wiki in ("wikidatawiki", "enwiki"):
+            path = tmp_path / "mirror" / wiki / date / "dumpstatus.json"
+            path.write_text(json.dumps({"jobs": {"metahistorybz2dump": {"status": status,
+                                                                        "files": {}}}}))
+
+    async def scenario(final: str) -> tuple[dict, int]:
+        ticks = 0
+        done = asyncio.Event()
+
+        async def ticker() -> None:
+            nonlocal ticks
+            while not done.is_set():
+                ticks += 1
+                await asyncio.sleep(0.05)
+
+        async def finish_later() -> None:
+            await asyncio.sleep(1.0)
+            set_status(final)
+
+        tick = asyncio.create_task(ticker())
+        later = asyncio.create_task(finish_later())
+        event = await asyncio.wait_for(anext(InputsTrigger(**kwargs).run()), timeout=60)
+        done.set()
+        await tick
+        await later
+        return event.payload, ticks
+
+    payload, ticks = asyncio.run(scenario("done"))
+    assert payload == {"status": "ready"} and ticks >= 10  # the loop ran while it waited
+    set_status("in-progress")
+    payload, _ = asyncio.run(scenario("failed"))
+    assert payload["status"] == "failed" and "failed" in payload["reason"]
