@@ -73,7 +73,7 @@ def _stage_task(name: str):
     st = STAGES[name]
 
     @task(task_id=name, pool=POOLS.get(name, "default_pool"),
-          execution_timeout=TIMEOUTS_BY_STAGE.get(name, TIMEOUTS[st.scope]),
+          execution_timeout=TIMEOUTS_BY_STAGE.get(name, TIMEOUTS.get(st.scope, timedelta(hours=12))),
           trigger_rule="none_failed", doc_md=st.summary)
     def run() -> dict:
         return run_stage_task(name, get_current_context())
