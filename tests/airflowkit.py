@@ -89,7 +89,7 @@ class LocalAirflow:
     def unpause(self, dag_id: str) -> dict[str, Any]:
         """Unpause a DAG; its schedule then creates the run of the latest interval (catchup
         is off), which is returned once its first task waits deferred (a trigger polls for
-        its inputs; no worker slot is held), and then deleted so that it does not hold the
+        its inputs; no worker slot is held), and then failed and deleted so that it does not hold the
         DAG's one active run. {} for an Asset-scheduled DAG."""
         self.patch(f"/dags/{dag_id}", {"is_paused": False})
         if dag_id == "emerge_evaluate":
@@ -101,6 +101,7 @@ class LocalAirflow:
                 run = scheduled[0]
                 states = {t["task_id"]: t["state"] for t in self.tasks(dag_id, run["dag_run_id"])}
                 if "deferred" in states.values():
+                    self.patch(f"/dags/{dag_id}/dagRuns/{run['dag_run_id']}", {"state": "failed"})
                     resp = self.client.delete(f"/dags/{dag_id}/dagRuns/{run['dag_run_id']}")
                     assert resp.status_code < 400, resp.text
                     return {**run, "tasks": states}

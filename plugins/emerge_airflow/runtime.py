@@ -166,12 +166,14 @@ def publish_task(context: Mapping[str, Any], asset: Any) -> dict[str, Any]:
     result = run_stage_task("publish", context)
     run = snapshot_run(context)
     with verdicts():
-        folder = run.release_folder(run.settings())
+        cfg = run.settings()
+    folder = run.release_folder(cfg)
     manifest = folder / "manifest.json"
     version = json.loads(manifest.read_text())["version"] if manifest.is_file() else None
+    target = params.get("release_to") or getattr(getattr(cfg, "publish", None), "to", None)
     context["outlet_events"][asset].extra = {
         "snapshot": run.snapshot, "release_dir": str(folder), "version": version,
-        "uri": params.get("release_to") or (result.get("metrics") or {}).get("uri")}
+        "uri": target}
     return result
 
 
