@@ -109,6 +109,12 @@ class LocalAirflow:
             time.sleep(2)
         raise AssertionError(f"{dag_id}: no scheduled run waiting deferred within 600s")
 
+    def event_runs(self, event_id: int) -> list[str]:
+        """The runs an asset event has triggered so far."""
+        events = self.get("/assets/events", limit=100)["asset_events"]
+        return [r["run_id"] for e in events if e["id"] == event_id
+                for r in e.get("created_dagruns") or []]
+
     def trigger(self, dag_id: str, conf: dict[str, Any] | None = None) -> str:
         run = self.post(f"/dags/{dag_id}/dagRuns", {"logical_date": None, "conf": conf or {}})
         return run["dag_run_id"]
