@@ -48,9 +48,9 @@ class StageContext:
     on_plan: Callable[[Any], None] | None = None  # with each ingest plan, before extraction
     on_curation: Callable[[Any], None] | None = None  # curation progress (a CurateReport)
     progress_factory: Any = None  # per-download progress (http mirrors)
-    # a boto3 Session for S3 (an Airflow deployment hands the one of its S3 connection);
-    # None: one made from cfg.s3
-    s3_session: Any = None
+    # publish: a boto3 session or S3 client handed in (Airflow's amazon connection); None:
+    # one from the environment's credentials on the s3 endpoint
+    s3_client: Any = None
 
     def inputs(self, kind: str) -> Sequence[str | Path] | None:
         return self.wikidata if kind == "wikidata" else self.wikipedia

@@ -33,8 +33,6 @@ def airflow_env(home: Path, **extra: str) -> dict[str, str]:
 
 
 def test_dags_test_builds_the_release_emerge_build_builds(tmp_path: Path) -> None:
-    from emerge_lib.cli import main
-
     world = tmp_path / "world"
     generate_world(world, SampleSpec(seed=3, items=120, articles=60, revisions=2))
     config = world / "config.yaml"  # a small curation budget, answered one at a time
@@ -44,10 +42,15 @@ def test_dags_test_builds_the_release_emerge_build_builds(tmp_path: Path) -> Non
     wikipedia = [str(p) for p in sorted((world / "mirror").glob("enwiki/*/*.bz2"))]
     airflow = str(Path(sys.executable).parent / "airflow")
     with local_server.start() as server:
-        assert main(["build", "-c", str(config), "--snapshot", T, "--out", str(tmp_path / "built"),
-                     "--warehouse", str(tmp_path / "wh-built"), "--wikidata", *wikidata,
-                     "--wikipedia", *wikipedia, "--llm-url", server.url, "--llm-backend",
-                     "llamacpp", "--llm-model", server.model]) == 0
+        # `emerge build` as a user runs it (a process of its own)
+        built = subprocess.run(
+            [sys.executable, "-m", "emerge_lib.cli", "build", "-c", str(config), "--snapshot", T,
+             "--out", str(tmp_path / "built"), "--warehouse", str(tmp_path / "wh-built"),
+             "--wikidata", *wikidata, "--wikipedia", *wikipedia, "--llm-url", server.url,
+             "--llm-backend", "llamacpp", "--llm-model", server.model],
+            capture_output=True, text=True, timeout=900,
+            env={**os.environ, "PYTHONPATH": str(REPO)})
+        assert built.returncode == 0, built.stderr[-3000:]
         host, port = server.url.removeprefix("http://").removesuffix("/v1").split(":")
         env = airflow_env(
             tmp_path / "airflow", EMERGE__WAREHOUSE=str(tmp_path / "wh-dag"),

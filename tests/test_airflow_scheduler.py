@@ -8,6 +8,7 @@ and the evaluation DAG on two release Asset events. Slow: one Airflow for the mo
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -120,13 +121,11 @@ def test_a_backfill_of_two_quarters_side_by_side(airflow: LocalAirflow, warehous
     # snapshot: every data file byte for byte; the listing and the manifest too, but for
     # the Delta versions they record (this warehouse holds two snapshots, written side by
     # side in either order)
-    from emerge_lib.cli import main
-
     reference = tmp_path_factory.mktemp("reference")
     for t in SNAPSHOTS:
         out = reference / t[:10]
-        assert main(["build", "-c", str(world / "config.yaml"), "--snapshot", t,
-                     "--out", str(out), "--warehouse", str(reference / "wh")]) == 0
+        emerge("build", "-c", str(world / "config.yaml"), "--snapshot", t, "--out", str(out),
+               "--warehouse", str(reference / "wh"))
         released = world / "releases" / f"snapshot_{t[:10]}"
         names = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
         assert names == sorted(p.relative_to(released).as_posix()
@@ -137,6 +136,14 @@ def test_a_backfill_of_two_quarters_side_by_side(airflow: LocalAirflow, warehous
                 assert unversioned(released / name) == unversioned(out / name), name
             else:
                 assert (released / name).read_bytes() == (out / name).read_bytes(), name
+
+
+def emerge(*args: str) -> str:
+    """The emerge command, as a user runs it (a process of its own)."""
+    proc = subprocess.run([sys.executable, "-m", "emerge_lib.cli", *args], capture_output=True,
+                          text=True, timeout=900, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout
 
 
 def unversioned(path: Path) -> dict:

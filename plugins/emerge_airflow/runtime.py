@@ -82,10 +82,10 @@ def stage_context(run: Any, engine: bool = True) -> Iterator[Any]:
 
     cfg = run.settings()
     if not engine:
-        yield run.context(cfg, Catalog.for_config(cfg), s3_session=EmergeS3().session())
+        yield run.context(cfg, Catalog.for_config(cfg), s3_client=EmergeS3().session())
         return
     with EngineHook().session(cfg) as spark:
-        yield run.context(cfg, Catalog.for_config(cfg, spark), s3_session=EmergeS3().session())
+        yield run.context(cfg, Catalog.for_config(cfg, spark), s3_client=EmergeS3().session())
 
 
 def run_stage_task(name: str, context: Mapping[str, Any], snapshot: bool = True
