@@ -86,11 +86,13 @@ class LocalAirflow:
             raise RuntimeError(f"PATCH {path}: {resp.status_code} {resp.text}")
         return resp.json()
 
-    def unpause(self, dag_id: str) -> dict[str, Any]:
+    def unpause(self, dag_id: str, free_slot: bool = False) -> dict[str, Any]:
         """Unpause a DAG; its schedule then creates the run of the latest interval (catchup
         is off), which is returned once its first task waits deferred (a trigger polls for
-        its inputs; no worker slot is held), and then failed and deleted so that it does not hold the
-        DAG's one active run. {} for an Asset-scheduled DAG."""
+        its inputs; no worker slot is held). ``free_slot``: that run is then marked failed,
+        so that it does not hold the DAG's one active run (manual runs are limited by it,
+        backfills are not; a deleted run would be scheduled again). {} for an
+        Asset-scheduled DAG."""
         self.patch(f"/dags/{dag_id}", {"is_paused": False})
         if dag_id == "emerge_evaluate":
             return {}
@@ -101,9 +103,9 @@ class LocalAirflow:
                 run = scheduled[0]
                 states = {t["task_id"]: t["state"] for t in self.tasks(dag_id, run["dag_run_id"])}
                 if "deferred" in states.values():
-                    self.patch(f"/dags/{dag_id}/dagRuns/{run['dag_run_id']}", {"state": "failed"})
-                    resp = self.client.delete(f"/dags/{dag_id}/dagRuns/{run['dag_run_id']}")
-                    assert resp.status_code < 400, resp.text
+                    if free_slot:
+                        self.patch(f"/dags/{dag_id}/dagRuns/{run['dag_run_id']}",
+                                   {"state": "failed"})
                     return {**run, "tasks": states}
                 assert "failed" not in states.values(), self.explain(dag_id, run["dag_run_id"])
             time.sleep(2)
