@@ -1,32 +1,38 @@
-# The emerge image: the library, the CLI and Airflow in one environment.
-FROM python:3.11-slim-bookworm
+# The emerge image: the official Airflow 3 image plus emerge and its pinned requirements,
+# for every Airflow container of docker-compose.yaml (and the Sail engine server).
+FROM apache/airflow:3.3.2-python3.11
 
+USER 0
+# lbzip2 and p7zip read compressed dumps; gcc builds the C part of the dump scanner
+# (setup.py; without it ingest is ~2x slower); g++, cmake and make compile llama.cpp
+# (llama-cpp-python[server] of requirements.txt has no binary wheel on PyPI); curl serves
+# the healthchecks.
+# Debian's security updates move these versions: pinning them would break rebuilds.
+# hadolint ignore=DL3008
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends lbzip2 p7zip-full make gcc g++ cmake \
+        libc6-dev curl \
+    && rm -rf /var/lib/apt/lists/*
+
+# the official image's airflow user (uid 50000)
+USER 50000
 ENV PIP_NO_CACHE_DIR=1 PYTHONUNBUFFERED=1 \
-    AIRFLOW_HOME=/opt/airflow \
     AIRFLOW__CORE__DAGS_FOLDER=/opt/emerge/dags \
     AIRFLOW__CORE__PLUGINS_FOLDER=/opt/emerge/plugins \
     AIRFLOW__CORE__LOAD_EXAMPLES=False
-
-# gcc builds the C part of the dump scanner (setup.py); without it ingest is ~2x slower.
-# g++ and cmake compile llama.cpp (llama-cpp-python[server], the local LLM server of
-# requirements.txt: there is no binary wheel of it on PyPI)
-RUN apt-get update \
-    && apt-get install -y --no-install-recommends lbzip2 p7zip-full make gcc g++ cmake \
-        libc6-dev \
-    && rm -rf /var/lib/apt/lists/*
-
 WORKDIR /opt/emerge
-COPY requirements.txt constraints.txt pyproject.toml setup.py README.md ./
-# llama.cpp for any x86-64 CPU, not the build machine's (-march=native can pick AMX or
-# AVX-512 that the machine running the image lacks or refuses: SIGILL)
-RUN pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu \
-    && CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install -r requirements.txt -c constraints.txt
-COPY emerge_lib ./emerge_lib
-COPY dags ./dags
-COPY plugins ./plugins
-RUN pip install --no-deps . \
+COPY --chown=50000:0 requirements.txt constraints.txt pyproject.toml setup.py README.md ./
+# torch first, the CPU build (a bare `torch` would pull a CUDA one); the Celery provider
+# for the CeleryExecutor of docker-compose.yaml; llama.cpp (llama-cpp-python[server]) for
+# any x86-64 CPU, not the build machine's (-march=native can pick AMX or AVX-512 that the
+# machine running the image lacks or refuses: SIGILL)
+RUN pip install --no-cache-dir torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu \
+    && CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install --no-cache-dir -r requirements.txt \
+       -c constraints.txt \
+       apache-airflow-providers-celery==3.26.0
+COPY --chown=50000:0 emerge_lib ./emerge_lib
+COPY --chown=50000:0 dags ./dags
+COPY --chown=50000:0 plugins ./plugins
+RUN pip install --no-cache-dir --no-deps . \
     && python -c "import sysconfig, pathlib; p = pathlib.Path(sysconfig.get_paths()['purelib']); (p / 'emerge_spark_home.pth').write_text(\"import os; os.environ.setdefault('SPARK_HOME', %r)\n\" % str(p / 'pyspark'))" \
     && python -c "import pyspark.sql.connect, great_expectations; import emerge_lib.cli; import emerge_lib.dumps._xmlfast"
-
-ENTRYPOINT ["emerge"]
-CMD ["--help"]

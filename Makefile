@@ -6,7 +6,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo test test-fast lint models format bench clean
+.PHONY: venv demo demo-airflow airflow airflow-stop test test-fast lint models format bench clean
 
 venv: $(STAMP)
 
@@ -31,6 +31,20 @@ $(STAMP): requirements.txt requirements-models.txt constraints.txt pyproject.tom
 demo: $(STAMP)
 	$(VENV)/bin/emerge demo --out demo
 
+# a real local Airflow: api-server, scheduler, dag-processor, triggerer as separate
+# processes on 127.0.0.1 (LocalExecutor; Postgres when installed, else SQLite), each
+# stopped by its PID with `make airflow-stop` (docs/operations.md)
+airflow: $(STAMP)
+	VENV_BIN=$(abspath $(VENV))/bin scripts/airflow-local.sh start
+
+airflow-stop:
+	VENV_BIN=$(abspath $(VENV))/bin scripts/airflow-local.sh stop
+
+# the snapshot DAG on the sample world through Airflow (`airflow dags test`): prints the
+# release folder
+demo-airflow: $(STAMP)
+	$(PY) -m emerge_lib.demo_airflow --out demo-airflow
+
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 
@@ -54,4 +68,4 @@ format: $(STAMP)
 	$(VENV)/bin/ruff format .
 
 clean:
-	rm -rf demo .pytest_cache .ruff_cache
+	rm -rf demo demo-airflow .pytest_cache .ruff_cache

@@ -351,6 +351,19 @@ class ValidationSettings(_Strict):
     passage_median_tokens: tuple[float, float] = (25, 1000)  # bounds of the median length
 
 
+class EvaluationSettings(_Strict):
+    """What the evaluation DAG scores each published release with (``emerge evaluate``'s
+    settings): prediction files, metrics, the embedding model, where results go."""
+
+    predictions: list[str] = Field(default_factory=list)  # JSONL {hash_id, model, predicted}
+    metrics: list[Literal["recall", "completeness"]] = Field(
+        default_factory=lambda: ["recall", "completeness"])
+    threshold: float = Field(default=0.9, ge=0, le=1)
+    gold_filter: Literal["all", "llm-asserted", "human"] = "all"
+    embedding_model: str = "all-mpnet-base-v2"
+    out: str = ".emerge/evaluation"  # one folder per snapshot and release version under it
+
+
 class Config(_Strict):
     """The whole configuration. Every number of DESIGN.md §1.1 is a field here."""
 
@@ -367,6 +380,7 @@ class Config(_Strict):
     selection: SelectionSettings = Field(default_factory=SelectionSettings)
     validation: ValidationSettings = Field(default_factory=ValidationSettings)
     publish: PublishSettings = Field(default_factory=PublishSettings)
+    evaluation: EvaluationSettings = Field(default_factory=EvaluationSettings)
 
     @field_validator("warehouse")
     @classmethod
@@ -506,6 +520,11 @@ def load_config(
 def _resolve_relative(cfg: Config, base: Path) -> Config:
     if "://" not in cfg.warehouse and not Path(cfg.warehouse).is_absolute():
         cfg.warehouse = str((base / cfg.warehouse).resolve())
+    if "://" not in cfg.evaluation.out and not Path(cfg.evaluation.out).is_absolute():
+        cfg.evaluation.out = str((base / cfg.evaluation.out).resolve())
+    cfg.evaluation.predictions = [
+        p if "://" in p or Path(p).is_absolute() else str((base / p).resolve())
+        for p in cfg.evaluation.predictions]
     if not Path(cfg.dumps.download_dir).is_absolute():
         cfg.dumps.download_dir = str((base / cfg.dumps.download_dir).resolve())
     staging = cfg.dumps.staging

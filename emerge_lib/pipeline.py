@@ -394,6 +394,140 @@ def build_dataset(ctx: StageContext,
     return results
 
 
+# -- an ingest stage as separate steps: plan → extract (mapped, anywhere) → commit ---------
+#: Airflow's default ``[core] max_map_length``: a mapped task expands to at most this many
+MAX_MAP_LENGTH = 1024
+
+
+def _ingest_kind(kind: str) -> str:
+    kind = kind.removeprefix("ingest_")
+    if kind not in ("wikidata", "wikipedia"):
+        raise EmergeError(f"no ingest of {kind!r}; ingests: wikidata, wikipedia")
+    return kind
+
+
+def plan_ingest_groups(ctx: StageContext, kind: str, max_groups: int = 256) -> dict[str, Any]:
+    """The plan of one ingest stage, for extraction in separate tasks, as JSON data:
+    ``plan`` (every file, done or not), ``groups`` (the pending files of the oldest pending
+    dump date, balanced by bytes into at most ``max_groups`` plans of their own: one mapped
+    task each, so a dump of thousands of files stays under Airflow's ``max_map_length``)
+    and ``later`` (pending files of newer dump dates: each newer dump continues from the
+    watermarks the older one left, so the commit step extracts them)."""
+    from dataclasses import replace as with_files
+
+    from emerge_lib.stages.ingest import plan_ingest
+
+    kind = _ingest_kind(kind)
+    if not 1 <= max_groups <= MAX_MAP_LENGTH:
+        raise EmergeError(f"max_groups must be 1..{MAX_MAP_LENGTH}, not {max_groups}")
+    if not ctx.has_inputs(kind):
+        return {"plan": None, "groups": [], "later": []}
+    plan = plan_ingest(ctx.cfg, ctx.catalog, kind, ctx.inputs(kind),  # type: ignore[arg-type]
+                       ctx.progress_factory)
+    dates = plan.pending_by_date()
+    first = dates[0] if dates else []
+    groups: list[list[Any]] = [[] for _ in range(min(max_groups, len(first)))]
+    load = [0] * len(groups)
+    for f in sorted(first, key=lambda f: (-f.bytes, f.name)):  # largest first, to the lightest
+        i = load.index(min(load))
+        groups[i].append(f)
+        load[i] += f.bytes
+    log.info("plan %s: %d files, %d done, %d pending in %d groups%s", plan.wiki,
+             len(plan.files), len(plan.files) - len(plan.pending), len(first), len(groups),
+             f"; {sum(map(len, dates[1:]))} of newer dump dates follow" if len(dates) > 1 else "")
+    return {"plan": plan.to_dict(),
+            "groups": [with_files(plan, files=g).to_dict() for g in groups],
+            "later": [f.name for batch in dates[1:] for f in batch]}
+
+
+def extract_ingest_group(ctx: StageContext, group: dict[str, Any] | None
+                         ) -> list[dict[str, Any]]:
+    """Extract the pending files of one group (a plan of its own, from
+    :func:`plan_ingest_groups`) here, in a process pool of ``dumps.workers``, into the
+    staging area; returns their summaries as JSON data for the commit step. Needs no
+    engine session."""
+    from emerge_lib.stages.ingest import IngestPlan, extract, job_for
+    from emerge_lib.stages.ingest_common import WorkerPool, log_file, run_workers
+    from emerge_lib.stages.staging import remove_staging
+
+    if not group:
+        return []
+    parsed = IngestPlan.from_dict(group)
+    jobs = [(job_for(parsed, f, ctx.cfg.staging, ctx.catalog),) for f in parsed.pending]
+    workers = max(1, min(ctx.cfg.workers, len(jobs)))
+    try:
+        with WorkerPool(workers) as pool:
+            summaries = run_workers(extract, jobs, workers, log_file, None, pool)
+    except BaseException:
+        for (job,) in jobs:
+            remove_staging(job.staging)
+        raise
+    return [asdict(s) for s in summaries]
+
+
+def commit_ingest(ctx: StageContext, plan: dict[str, Any] | None,
+                  summaries: Sequence[dict[str, Any] | Sequence[dict[str, Any]]] = ()
+                  ) -> StageResult:
+    """Commit the staged output of the extract steps (summaries, or lists of them as mapped
+    tasks return), extract here what went stale and the newer dump dates, and judge the
+    rejects: the ingest stage's result. A rerun commits nothing twice."""
+    from emerge_lib.stages.ingest import IngestPlan, describe, finish_ingest
+    from emerge_lib.stages.staging import FileSummary
+
+    if plan is None:
+        return StageResult("ingest", None, {}, 0.0, note="no input files")
+    parsed = IngestPlan.from_dict(plan)
+    flat = [item for entry in summaries or () if entry
+            for item in ([entry] if isinstance(entry, dict) else entry)]
+    started = time.monotonic()
+    if parsed.kind == "wikipedia":  # its summaries carry the title-move counts too
+        from emerge_lib.stages.wikipedia_extract import WikipediaFileSummary as FileSummary
+    report = finish_ingest(ctx.cfg, ctx.catalog, parsed, [FileSummary(**d) for d in flat])
+    log.info("%s", describe(report))
+    metrics = {"files": len(report.files), "revisions": report.revisions,
+               "MB": report.bytes / 1e6}
+    note = "" if report.files else f"{len(report.done)} files already ingested"
+    result = StageResult(f"ingest_{parsed.kind}", None, report.rows(),
+                         time.monotonic() - started, metrics, note, report)
+    log.info("stage %s", result.brief())
+    return result
+
+
+# -- waiting for inputs (deferrable waits call these off the event loop) --------------------
+def dump_pending(cfg: Config, dump_date: str) -> str | None:
+    """None when the history dumps of ``dump_date`` are done on the configured mirror for
+    both wikis, else what is still running; a failed dump job raises."""
+    from emerge_lib.dumps.mirror import Mirror
+
+    waiting = []
+    with Mirror(cfg.dumps.mirror) as mirror:
+        for wiki in (cfg.dumps.wikidata.wiki, cfg.dumps.wikipedia.wiki):
+            status = mirror.job_status(wiki, dump_date)
+            if status == "failed":
+                raise EmergeError(f"the {wiki} {dump_date} history dump failed on "
+                                  f"{cfg.dumps.mirror}; choose another dump date")
+            if status != "done":
+                waiting.append(f"{wiki} {dump_date}: {status or 'not started'}")
+    return "; ".join(waiting) or None
+
+
+def warehouse_pending(catalog: Catalog, cfg: Config,
+                      snapshot: SnapshotPlan | datetime | str) -> str | None:
+    """None when the warehouse holds dumps of both wikis dated at or after the snapshot's
+    last window end τ_n (the ingest has caught up with it), else what is missing."""
+    plan = snapshot if isinstance(snapshot, SnapshotPlan) else cfg.plan(snapshot)
+    missing = []
+    for wiki in (cfg.dumps.wikidata.wiki, cfg.dumps.wikipedia.wiki):
+        dates = [d for d in catalog.read_arrow("ingested_files", filters=[("wiki", "=", wiki)],
+                                               columns=["dump_date"]).column(0).to_pylist()
+                 if d] if catalog.exists("ingested_files") else []
+        newest = max(dates, default=None)
+        if newest is None or newest < f"{plan.horizon:%Y%m%d}":
+            missing.append(f"{wiki}: newest ingested dump {newest or 'none'}, "
+                           f"needs one from {plan.horizon:%Y%m%d} or later")
+    return "; ".join(missing) or None
+
+
 # -- small stage state (what a global stage was last built from) ---------------------------
 def _state_path(catalog: Catalog, name: str) -> str:
     return f"{catalog.warehouse}/_state/{name}.json"

@@ -190,3 +190,23 @@ def _check_annotations(instances, settings: Settings) -> None:
                  "their evaluation_set/ and our releases carry none")
         raise InputError(f"--gold-filter human: no gold triple has a verdict by "
                          f"{settings.annotator!r}; {where}")
+
+
+def evaluate_release(cfg: Any, release_dir: str | Path, snapshot: str | None = None,
+                     version: str | None = None) -> Result:
+    """Score the configured predictions (``evaluation`` settings of ``cfg``) against one
+    release folder, writing into ``evaluation.out/<snapshot date>/<release version>``:
+    what the evaluation DAG runs for every published release."""
+    from emerge_lib.evaluation.metrics import Settings
+
+    ev = cfg.evaluation
+    if not ev.predictions:
+        raise InputError("no predictions configured: set evaluation.predictions (JSONL "
+                         "files of {hash_id, model, predicted}) in the configuration")
+    out = Path(ev.out) / (snapshot or "release")[:10] / (version or "unversioned")
+    settings = Settings(metrics=tuple(ev.metrics), threshold=ev.threshold,
+                        gold_filter=ev.gold_filter)
+    log.info("evaluating %s (%s) with %d prediction files into %s", release_dir,
+             snapshot or "all snapshots", len(ev.predictions), out)
+    return evaluate(str(release_dir), ev.predictions, settings, out=out,
+                    embedding_model=ev.embedding_model)

@@ -87,6 +87,23 @@ class IngestPlan:
         by_ref = {f.ref: f for f in self.pending}
         return [[by_ref[r] for r in refs] for refs in refs_by_date(list(by_ref)).values()]
 
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON data (a plan travels between Airflow tasks through XCom)."""
+        return {"kind": self.kind, "wiki": self.wiki, "rewrite": self.rewrite,
+                "needed": [list(r) for r in self.needed],
+                "files": [{"path": str(f.ref.path), "dump_date": f.ref.dump_date,
+                           "sha1": f.ref.sha1, "bytes": f.bytes,
+                           "ranges": [list(r) for r in f.ranges], "done": f.done}
+                          for f in self.files]}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> IngestPlan:
+        files = [PlannedFile(DumpFileRef(Path(f["path"]), f["dump_date"], f["sha1"]), f["bytes"],
+                             tuple((a, b) for a, b in f["ranges"]), f["done"])
+                 for f in data["files"]]
+        return cls(data["kind"], data["wiki"], files,
+                   [(a, b) for a, b in data["needed"]], data["rewrite"])
+
 
 def check_inputs(paths: Sequence[str | Path]) -> list[Path]:
     """Every path must be a non-empty regular file that looks like a dump (XML or a known
@@ -109,6 +126,43 @@ def check_inputs(paths: Sequence[str | Path]) -> list[Path]:
     if problems:
         raise InputError(f"cannot use {len(problems)} dump files: " + "; ".join(problems))
     return out
+
+
+def local_inputs(cfg: Config, paths: Sequence[str | Path],
+                 progress_factory: Any = None) -> list[str | Path]:
+    """Paths as given; a ``file://`` URL as its path; an ``http(s)://`` URL of a file on a
+    dump mirror (``…/{wiki}/{YYYYMMDD}/{name}``) downloaded into ``dumps.download_dir``,
+    resumably and verified against the mirror's published size and checksums."""
+    from urllib.parse import unquote, urlparse
+
+    out: list[str | Path] = []
+    for raw in paths:
+        text = str(raw)
+        url = urlparse(text)
+        if url.scheme == "file":
+            out.append(Path(unquote(url.path)))
+        elif url.scheme in ("http", "https"):
+            out.append(_download_url(cfg, text, progress_factory))
+        else:
+            out.append(raw)
+    return out
+
+
+def _download_url(cfg: Config, url: str, progress_factory: Any = None) -> Path:
+    from emerge_lib.dumps.mirror import Mirror
+
+    base, _, tail = url.rstrip("/").rpartition("/")
+    base, _, date = base.rpartition("/")
+    base, _, wiki = base.rpartition("/")
+    if not (len(date) == 8 and date.isdigit() and wiki and base):
+        raise InputError(f"{url}: not a dump file URL of the form MIRROR/WIKI/YYYYMMDD/NAME")
+    with Mirror(base) as mirror:
+        found = [f for f in mirror.files(wiki, date, require_done=False) if f.name == tail]
+        if not found:
+            raise InputError(f"{url}: {tail} is not listed in {wiki} {date}'s dumpstatus.json")
+        progress = progress_factory(found[0]) if progress_factory else None
+        return mirror.download(found[0], Path(cfg.dumps.download_dir) / wiki / date,
+                               progress=progress)
 
 
 def wiki_of(cfg: Config, kind: Kind) -> str:
@@ -184,7 +238,8 @@ def plan_ingest(cfg: Config, catalog: Catalog, kind: Kind,
         return kind != "wikipedia" or covers(cov.get(name, []), needed)
 
     if paths:
-        refs = [DumpFileRef.of(p) for p in check_inputs(paths)]
+        refs = [DumpFileRef.of(p) for p in check_inputs(local_inputs(cfg, paths,
+                                                                   progress_factory))]
     else:
         refs = refs_from_mirror(cfg, kind, is_done, progress_factory)
     files = []
@@ -489,6 +544,74 @@ def _run_batches(cfg: Config, catalog: Catalog, plan: IngestPlan, report: Ingest
                      if f.name in names]
 
 
+def finish_ingest(cfg: Config, catalog: Catalog, plan: IngestPlan,
+                  summaries: Sequence[FileSummary]) -> IngestReport:
+    """Commit what extractions elsewhere staged (``summaries``, of the plan's oldest pending
+    dump date), extract again here what went stale meanwhile and the files of newer dump
+    dates (each needs the watermarks of the one before), then judge the rejects over the
+    whole plan. Files whose staged output is gone because the warehouse already holds them
+    (a rerun of the commit) are not committed again."""
+    started = time.monotonic()
+    report = IngestReport(plan.kind, plan.wiki, done=[f.name for f in plan.files if f.done])
+    with ingest_lock(catalog, plan.wiki):
+        stored = {r["dump_file"]: r for r in catalog.read_arrow(
+            "ingested_files", filters=[("wiki", "=", plan.wiki)]).to_pylist()}
+        missing = set(missing_outputs(summaries))
+        held = [s for s in summaries if any(o in missing for o in s.outputs.values())
+                and _holds(stored.get(s.dump_file), s)]
+        if held:
+            log.info("%d %s file(s) already committed (a rerun): not committed again",
+                     len(held), plan.wiki)
+            report.done += [s.dump_file for s in held]
+        fresh = [s for s in summaries if s not in held]
+        stale = commit(catalog, plan, fresh) if fresh else []
+        report.files.extend(s for s in fresh if s not in stale)
+        handled = {s.dump_file for s in fresh} - {s.dump_file for s in stale} | {
+            s.dump_file for s in held}
+        stored = {r["dump_file"]: r for r in catalog.read_arrow(
+            "ingested_files", filters=[("wiki", "=", plan.wiki)]).to_pylist()}
+        cov = _coverage(catalog, plan)
+        left = [replace(f, ranges=_kept(catalog, plan, f)) for f in plan.pending
+                if f.name not in handled and not _committed(stored.get(f.name), f, cov, plan)]
+        if left:
+            log.info("%s: %d file(s) extracted here (stale, or of a newer dump date)",
+                     plan.wiki, len(left))
+            rest = replace(plan, files=left)
+            spark = catalog.session() if cfg.dumps.executor == "spark" else None
+            with WorkerPool(cfg.workers) as pool:
+                _run_batches(cfg, catalog, rest, report, pool, spark, log_file)
+        report.totals = check_rejects(catalog, plan, cfg.dumps.max_reject_ratio)
+    report.seconds = time.monotonic() - started
+    return report
+
+
+def _coverage(catalog: Catalog, plan: IngestPlan) -> dict[str, list[Range]]:
+    if plan.kind != "wikipedia":
+        return {}
+    from emerge_lib.stages.ingest_wikipedia import coverage
+
+    return coverage(catalog, plan.wiki)
+
+
+def _committed(row: dict[str, Any] | None, f: PlannedFile, cov: dict[str, list[Range]],
+               plan: IngestPlan) -> bool:
+    """Does the warehouse already hold ``f`` as planned (a rerun after its commit)?"""
+    if row is None or row["error"] is not None or row["bytes"] != f.bytes:
+        return False
+    if f.ref.sha1 and row["sha1"] and row["sha1"] != f.ref.sha1:
+        return False
+    if plan.kind != "wikipedia":
+        return True
+    from emerge_lib.stages.ingest_wikipedia import covers
+
+    return covers(cov.get(f.name, []), plan.needed)
+
+
+def _holds(row: dict[str, Any] | None, s: FileSummary) -> bool:
+    return row is not None and row["error"] is None and row["bytes"] == s.bytes and (
+        not s.sha1 or not row["sha1"] or row["sha1"] == s.sha1)
+
+
 def _kept(catalog: Catalog, plan: IngestPlan, f: PlannedFile) -> tuple[Range, ...]:
     """A Wikipedia file's ranges, recomputed from the coverage as it is now."""
     if plan.kind != "wikipedia":
@@ -539,4 +662,5 @@ def describe(report: IngestReport) -> str:
 
 
 __all__ = ["KINDS", "ExtractJob", "IngestError", "IngestPlan", "IngestReport", "PlannedFile",
-           "check_inputs", "check_rejects", "commit", "extract", "plan_ingest", "run_ingest"]
+           "check_inputs", "check_rejects", "commit", "extract", "finish_ingest", "local_inputs",
+           "plan_ingest", "run_ingest"]

@@ -1,0 +1,108 @@
+"""emerge_ingest: new dump files → the warehouse's timelines and stable statements.
+
+Thin wiring over the stage registry's ingest steps (``emerge_lib.pipeline``):
+wait for the dump → per wiki: plan → extract (mapped over groups of files, any worker)
+→ commit → stability, which emits the timelines Asset. One run at a time: it is the
+writer of the timelines; snapshot runs read them side by side.
+
+- Schedule: the dump Wikimedia starts on the 1st of each quarter's last month
+  (``0 0 1 3,6,9,12 *``): its date is the run's logical date, and it covers that
+  quarter's snapshot (t + 5 weeks + the 168 h stability span) with room to spare. A
+  history dump takes one to three weeks: the wait is deferrable (a trigger polls the
+  mirror's dumpstatus.json; no worker slot is held).
+- Extraction is mapped over groups of files, never more than ``max_tasks`` (Airflow's
+  ``[core] max_map_length`` is 1024; a full history dump has hundreds of parts); files of
+  a newer dump date than the oldest pending one are extracted by the commit step, after
+  the older one's watermarks are committed.
+- Manual runs: ``dump_date``, or the dump files themselves, and the snapshots whose
+  Wikipedia ranges to keep (``snapshots``; empty: the configured ones plus the newest
+  quarter the dump covers).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pendulum
+from airflow.sdk import CronTriggerTimetable, Param, TaskGroup, dag, get_current_context, task
+from emerge_airflow.assets import TIMELINES
+from emerge_airflow.runtime import (
+    ingest_commit_task,
+    ingest_extract_task,
+    ingest_plan_task,
+    stability_task,
+)
+from emerge_airflow.waits import WaitForInputs
+
+from emerge_lib.pipeline import MAX_MAP_LENGTH
+
+PARAMS = {
+    "dump_date": Param(None, type=["null", "string"], pattern=r"^\d{8}$",
+                       description="the dump date (YYYYMMDD); empty: the logical date's day "
+                                   "(scheduled runs) or the configured dump dates"),
+    "mirror": Param(None, type=["null", "string"], pattern=r"^(https?|file)://",
+                    description="dump mirror; empty: the configuration's"),
+    "wikidata_files": Param([], type="array", items={"type": "string"},
+                            description="Wikidata history files (paths or URLs) instead of "
+                                        "the mirror's"),
+    "wikipedia_files": Param([], type="array", items={"type": "string"},
+                             description="English Wikipedia history files instead of the "
+                                         "mirror's"),
+    "snapshots": Param([], type="array", items={"type": "string"},
+                       description="snapshot timestamps whose Wikipedia ranges to keep; "
+                                   "empty: the configured ones and the newest quarter "
+                                   "the dump covers"),
+    "config": Param(None, type=["null", "string"],
+                    description="YAML configuration file; empty: $EMERGE_CONFIG, else defaults"),
+    "max_tasks": Param(256, type="integer", minimum=1, maximum=MAX_MAP_LENGTH,
+                       description="at most this many extract tasks per wiki (files are "
+                                   "grouped, balanced by size)"),
+}
+
+
+@dag(
+    dag_id="emerge_ingest",
+    schedule=CronTriggerTimetable("0 0 1 3,6,9,12 *", timezone="UTC"),
+    start_date=pendulum.datetime(2019, 1, 1, tz="UTC"),
+    catchup=False,
+    max_active_runs=1,
+    params=PARAMS,
+    default_args={"retries": 3, "retry_delay": timedelta(minutes=2),
+                  "retry_exponential_backoff": 2.0, "max_retry_delay": timedelta(hours=1)},
+    tags=["emerge"],
+    doc_md=__doc__,
+)
+def emerge_ingest() -> None:
+    wait = WaitForInputs(task_id="wait_for_dump", what="dump", poll_s=3600,
+                         wait_timeout=timedelta(days=28), retries=0)
+    commits = []
+    for kind in ("wikidata", "wikipedia"):
+        with TaskGroup(kind):
+            @task(task_id="plan", execution_timeout=timedelta(hours=6))
+            def plan(kind: str = kind) -> list[dict]:
+                ctx = get_current_context()
+                return ingest_plan_task(kind, ctx, int(ctx["params"]["max_tasks"]))
+
+            @task(task_id="extract", execution_timeout=timedelta(days=2))
+            def extract(group: dict) -> list[dict]:
+                return ingest_extract_task(group, get_current_context())
+
+            @task(task_id="commit", trigger_rule="none_failed",
+                  execution_timeout=timedelta(days=2))
+            def commit(plan: dict | None, staged: list) -> dict:
+                return ingest_commit_task(plan, staged, get_current_context())
+
+            groups = plan()
+            staged = extract.expand(group=groups)
+            wait >> groups
+            commits.append(commit(groups["plan"], staged))
+
+    @task(task_id="stability", outlets=[TIMELINES], trigger_rule="none_failed",
+          execution_timeout=timedelta(hours=12))
+    def stability() -> dict:
+        return stability_task(get_current_context(), TIMELINES)
+
+    commits >> stability()
+
+
+emerge_ingest()

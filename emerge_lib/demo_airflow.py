@@ -1,0 +1,115 @@
+"""The demo through Airflow: the snapshot DAG on the sample world with `airflow dags test`.
+
+``python -m emerge_lib.demo_airflow --out DIR`` (``make demo-airflow``) generates the demo
+world (once), runs ``airflow dags test emerge_snapshot`` on its dump files in a throw-away
+Airflow home under DIR (the DAG's own tasks, one process, no scheduler), curating with the
+local llama.cpp server when it is installed (through the ``emerge_llm`` connection), and
+prints the release folder and what it holds. Airflow is run as a command: the library
+never imports it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from contextlib import ExitStack
+from pathlib import Path
+
+from emerge_lib.errors import EmergeError
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+class AirflowDemoError(EmergeError):
+    """The DAG run failed (its log says why)."""
+
+
+def airflow_env(home: Path, **extra: str) -> dict[str, str]:
+    """The environment of a throw-away Airflow home running this checkout's DAGs."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW__")}
+    return {**base, "AIRFLOW_HOME": str(home),
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), base.get("PYTHONPATH")])),
+            "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags"),
+            "AIRFLOW__CORE__PLUGINS_FOLDER": str(REPO / "plugins"),
+            "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home}/airflow.db", **extra}
+
+
+def run_snapshot_dag(world: Path, out: Path, snapshot: str | None = None,
+                     curate: bool | None = None, log: Path | None = None) -> Path:
+    """``airflow dags test emerge_snapshot`` on the world's files; returns the release
+    folder. ``curate``: with the local LLM server (default: when installed)."""
+    from emerge_lib.config import load_config
+    from emerge_lib.curation import local_server
+
+    if not (REPO / "dags" / "emerge_snapshot.py").is_file():
+        raise AirflowDemoError(f"the DAG files are not beside the library ({REPO}/dags): "
+                               "run the demo from a source checkout")
+    cfg = load_config(world / "config.yaml")
+    t = snapshot or cfg.snapshots.timestamps[0].strftime("%Y-%m-%dT%H:%M:%SZ")
+    release = out / "release"
+    home = out / "airflow"
+    home.mkdir(parents=True, exist_ok=True)
+    airflow = str(Path(sys.executable).parent / "airflow")
+    conf = {"snapshot": t, "config": str(world / "config.yaml"), "release_dir": str(release),
+            "wikidata_files": [str(p) for p in sorted(world.glob("mirror/wikidatawiki/*/*"))
+                               if p.suffix in (".bz2", ".7z", ".xml")],
+            "wikipedia_files": [str(p) for p in sorted(world.glob("mirror/enwiki/*/*"))
+                                if p.suffix in (".bz2", ".7z", ".xml")],
+            "publish": False}
+    extra = {"EMERGE__WAREHOUSE": str(out / "warehouse"), "EMERGE__DUMPS__WORKERS": "1"}
+    with ExitStack() as stack:
+        if curate or (curate is None and local_server.available()):
+            server = stack.enter_context(local_server.start())
+            host, port = server.url.removeprefix("http://").removesuffix("/v1").split(":")
+            extra["AIRFLOW_CONN_EMERGE_LLM"] = json.dumps({
+                "conn_type": "http", "host": host, "port": int(port),
+                "extra": {"backend": "llamacpp", "model": server.model, "concurrency": 1}})
+            conf["curate"] = True
+        else:
+            conf["curate"] = False
+        env = airflow_env(home, **extra)
+        logfile = log or out / "airflow-dags-test.log"
+        with open(logfile, "w") as fh:
+            for cmd in ([airflow, "db", "migrate"],
+                        [airflow, "dags", "test", "emerge_snapshot", t[:10], "-c",
+                         json.dumps(conf)]):
+                print("$", " ".join(cmd[:4]), "…", flush=True)
+                if subprocess.run(cmd, env=env, stdout=fh, stderr=subprocess.STDOUT).returncode:
+                    raise AirflowDemoError(f"{' '.join(cmd[1:3])} failed; see {logfile}")
+        if "state=success" not in logfile.read_text(errors="replace"):
+            raise AirflowDemoError(f"the emerge_snapshot run did not succeed; see {logfile}")
+    return release
+
+
+def main(argv: list[str] | None = None) -> int:
+    from emerge_lib.demo import world_for
+
+    p = argparse.ArgumentParser(prog="python -m emerge_lib.demo_airflow",
+                                description=__doc__.split("\n\n")[0])
+    p.add_argument("--out", default="demo-airflow", help="output folder (default demo-airflow)")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--snapshot", help="ISO timestamp (default: the world's first snapshot)")
+    p.add_argument("--no-curate", action="store_true", help="skip LLM curation")
+    args = p.parse_args(argv)
+    out = Path(args.out).resolve()
+    world = world_for(out, args.seed, lambda w: print(f"generating the sample world in {w}"))
+    try:
+        release = run_snapshot_dag(world, out, args.snapshot, False if args.no_curate else None)
+    except EmergeError as exc:
+        print(f"emerge: {exc}", file=sys.stderr)
+        return 1
+    listing = json.loads((release / "release.json").read_text())
+    print(f"release:   {release}")
+    print(f"snapshots: {', '.join(listing['snapshots'])}")
+    print("operation  triples")
+    for op, n in sorted(listing["ops"].items()):
+        print(f"{op:<10} {n:>7}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,15 @@
+"""The Assets that link emerge's DAGs, declared once: an Asset's name and URI are unique
+among active assets, so two DAG files declaring the same URI under different names would
+deactivate one of them. Import these; never declare them again."""
+
+from __future__ import annotations
+
+from airflow.sdk import Asset
+
+#: the ingest DAG's output: the timelines and stable statements of the warehouse; an
+#: event's ``extra`` says which dump dates and files were committed
+TIMELINES = Asset(name="emerge_timelines", uri="emerge://warehouse/timelines", group="emerge")
+
+#: a published release; an event's ``extra`` holds ``snapshot`` (ISO t), ``release_dir``
+#: (the local folder), ``uri`` (where it was published) and ``version`` (the manifest's)
+RELEASE = Asset(name="emerge_release", uri="emerge://releases", group="emerge")
