@@ -84,18 +84,18 @@ def emerge_ingest() -> None:
                 return ingest_plan_task(kind, ctx, int(ctx["params"]["max_tasks"]))
 
             @task(task_id="extract", execution_timeout=timedelta(days=2))
-            def extract(group: dict) -> list[dict]:
+            def extract_group(group: dict) -> list[dict]:
                 return ingest_extract_task(group, get_current_context())
 
             @task(task_id="commit", trigger_rule="none_failed",
                   execution_timeout=timedelta(days=2))
-            def commit(plan: dict | None, staged: list) -> dict:
+            def commit_group(plan: dict | None, staged: list) -> dict:
                 return ingest_commit_task(plan, staged, get_current_context())
 
             groups = plan()
-            staged = extract.expand(group=groups)
+            staged = extract_group.expand(group=groups)
             wait >> groups
-            commits.append(commit(groups["plan"], staged))
+            commits.append(commit_group(groups["plan"], staged))
 
     @task(task_id="stability", outlets=[TIMELINES], trigger_rule="none_failed",
           execution_timeout=timedelta(hours=12))

@@ -124,3 +124,43 @@ def run_demo(out: str | Path, seed: int = 1,
     result.missing, result.unexpected = len(want - got), len(got - want)
     result.seconds = time.monotonic() - started
     return result
+
+
+def run_demo_airflow(out: str | Path, seed: int = 1, curate: bool | None = None,
+                     publish: bool | None = None,
+                     on_generate: Callable[[Path], None] | None = None) -> DemoResult:
+    """The demo as its users run it: the ``emerge_snapshot`` DAG (``airflow dags test``,
+    ``emerge_lib.demo_airflow``) on the demo world's first snapshot, curating with the
+    local LLM server and publishing to the local S3 server through the DAG's connections
+    (each when installed, or as asked), then the release downloaded back and verified,
+    and the instances compared with the planted truth of that snapshot."""
+    from contextlib import ExitStack
+
+    from emerge_lib.demo_airflow import run_snapshot_dag
+    from emerge_lib.manifest import read_manifest
+    from emerge_lib.publish import download_release, local_s3
+    from emerge_lib.sample.compare import built, planted
+
+    started = time.monotonic()
+    root = Path(out).resolve()
+    world = world_for(root, seed, on_generate)
+    cfg = load_config(world / "config.yaml", overrides={"warehouse": str(root / "warehouse")})
+    snapshot = cfg.plans()[0].key
+    with ExitStack() as stack:
+        s3 = None
+        if publish or (publish is None and local_s3.available()):
+            s3 = stack.enter_context(local_s3.start(root / "s3", buckets=[DEMO_BUCKET]))
+        release = run_snapshot_dag(world, root, snapshot, curate,
+                                   publish_to=DEMO_RELEASES if s3 else None, s3=s3)
+        result = DemoResult(cfg, world, release)
+        result.card = read_manifest(release).get("card", [])
+        if s3 is not None:
+            result.downloaded = download_release(DEMO_RELEASES, root / "downloaded",
+                                                 s3.client("reader"))
+    got, _ = built(Catalog(cfg.warehouse))
+    got = {k for k in got if k[0] == snapshot}
+    want = {k for k in planted(world) if k[0] == snapshot}
+    result.built, result.planted = len(got), len(want)
+    result.missing, result.unexpected = len(want - got), len(got - want)
+    result.seconds = time.monotonic() - started
+    return result

@@ -17,6 +17,7 @@ import subprocess
 import sys
 from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 from emerge_lib.errors import EmergeError
 
@@ -38,10 +39,28 @@ def airflow_env(home: Path, **extra: str) -> dict[str, str]:
             "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home}/airflow.db", **extra}
 
 
+def available() -> bool:
+    """Can the demo run through Airflow here (its command installed, the DAGs beside the
+    library, as in a source checkout)?"""
+    return ((Path(sys.executable).parent / "airflow").is_file()
+            and (REPO / "dags" / "emerge_snapshot.py").is_file())
+
+
+def s3_connection(server: Any) -> str:
+    """The ``emerge_s3`` Airflow connection (the amazon provider's ``aws`` type) of a local
+    S3 server, as an ``AIRFLOW_CONN_*`` value: its publisher identity."""
+    key, secret = server.credentials["publisher"]
+    return json.dumps({"conn_type": "aws", "login": key, "password": secret,
+                       "extra": {"endpoint_url": server.endpoint_url,
+                                 "region_name": server.region}})
+
+
 def run_snapshot_dag(world: Path, out: Path, snapshot: str | None = None,
-                     curate: bool | None = None, log: Path | None = None) -> Path:
+                     curate: bool | None = None, log: Path | None = None,
+                     publish_to: str | None = None, s3: Any = None) -> Path:
     """``airflow dags test emerge_snapshot`` on the world's files; returns the release
-    folder. ``curate``: with the local LLM server (default: when installed)."""
+    folder. ``curate``: with the local LLM server (default: when installed);
+    ``publish_to``: publish the release there (``s3``: the local S3 server it is on)."""
     from emerge_lib.config import load_config
     from emerge_lib.curation import local_server
 
@@ -59,7 +78,9 @@ def run_snapshot_dag(world: Path, out: Path, snapshot: str | None = None,
                                if p.suffix in (".bz2", ".7z", ".xml")],
             "wikipedia_files": [str(p) for p in sorted(world.glob("mirror/enwiki/*/*"))
                                 if p.suffix in (".bz2", ".7z", ".xml")],
-            "publish": False}
+            "publish": publish_to is not None}
+    if publish_to is not None:
+        conf["release_to"] = publish_to
     extra = {"EMERGE__WAREHOUSE": str(out / "warehouse"), "EMERGE__DUMPS__WORKERS": "1"}
     with ExitStack() as stack:
         if curate or (curate is None and local_server.available()):
@@ -71,6 +92,8 @@ def run_snapshot_dag(world: Path, out: Path, snapshot: str | None = None,
             conf["curate"] = True
         else:
             conf["curate"] = False
+        if s3 is not None:
+            extra["AIRFLOW_CONN_EMERGE_S3"] = s3_connection(s3)
         env = airflow_env(home, **extra)
         logfile = log or out / "airflow-dags-test.log"
         with open(logfile, "w") as fh:

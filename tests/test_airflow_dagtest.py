@@ -36,8 +36,11 @@ def test_dags_test_builds_the_release_emerge_build_builds(tmp_path: Path) -> Non
     world = tmp_path / "world"
     generate_world(world, SampleSpec(seed=3, items=120, articles=60, revisions=2))
     config = world / "config.yaml"  # a small curation budget, answered one at a time
+    # (a partly curated snapshot fails the validation gate's coverage rule, rightly: it is
+    # off here, both sides alike; the backfill test of tests/test_airflow_scheduler.py
+    # runs the DAG's validate task)
     config.write_text(config.read_text() + "curation:\n  max_requests: 4\n  concurrency: 1\n"
-                      "  flush_seconds: 0.5\n")
+                      "  flush_seconds: 0.5\nvalidation:\n  enabled: false\n")
     wikidata = [str(p) for p in sorted((world / "mirror").glob("wikidatawiki/*/*.bz2"))]
     wikipedia = [str(p) for p in sorted((world / "mirror").glob("enwiki/*/*.bz2"))]
     airflow = str(Path(sys.executable).parent / "airflow")

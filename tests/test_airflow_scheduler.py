@@ -90,7 +90,7 @@ def test_an_ingest_run_triggered_through_the_rest_api(airflow: LocalAirflow,
     tasks = airflow.tasks("emerge_ingest", run_id)
     mapped = [t for t in tasks if t["task_id"] == "wikidata.extract"]
     assert len(mapped) >= 2 and all(t["state"] == "success" for t in mapped)
-    files = {p.name for p in (world / "mirror").rglob("*.bz2")}
+    files = {p.name for p in (world / "mirror").rglob("*.7z")}  # dumps.prefer: 7z
     stored = warehouse.read_arrow("ingested_files").to_pylist()
     assert {r["dump_file"] for r in stored} == files and not any(r["error"] for r in stored)
     assert warehouse.row_count("stable_statements") > 0
