@@ -74,10 +74,9 @@ def run_snapshot_dag(world: Path, out: Path, snapshot: str | None = None,
     home.mkdir(parents=True, exist_ok=True)
     airflow = str(Path(sys.executable).parent / "airflow")
     conf = {"snapshot": t, "config": str(world / "config.yaml"), "release_dir": str(release),
-            "wikidata_files": [str(p) for p in sorted(world.glob("mirror/wikidatawiki/*/*"))
-                               if p.suffix in (".bz2", ".7z", ".xml")],
-            "wikipedia_files": [str(p) for p in sorted(world.glob("mirror/enwiki/*/*"))
-                                if p.suffix in (".bz2", ".7z", ".xml")],
+            # the mirror holds every history file as .bz2 and .7z (as Wikimedia's): the 7z
+            "wikidata_files": [str(p) for p in sorted(world.glob("mirror/wikidatawiki/*/*.7z"))],
+            "wikipedia_files": [str(p) for p in sorted(world.glob("mirror/enwiki/*/*.7z"))],
             "publish": publish_to is not None}
     if publish_to is not None:
         conf["release_to"] = publish_to

@@ -63,6 +63,23 @@ def test_paths_that_cannot_be_read_are_named_before_anything_starts(
     assert not (tmp_path / "wh").exists()
 
 
+def test_one_dump_file_in_two_formats_is_refused_before_anything_starts(
+        tmp_path: Path, capsys, no_engine) -> None:
+    """Wikimedia (and `emerge sample`) publish every history file as .bz2 and .7z: given
+    both, the same pages would be read twice; one line says so and nothing starts."""
+    from emerge_lib.dumps.sevenzip import SevenZipWriter
+
+    good = wikidata_file(tmp_path)
+    twin = good.with_name(good.name.removesuffix(".bz2") + ".7z")
+    with twin.open("wb") as fh:
+        writer = SevenZipWriter(fh, twin.name.removesuffix(".7z"))
+        writer.write(bz2.decompress(good.read_bytes()))
+        writer.close()
+    rc, line = cli(capsys, "inspect", "statements", "--wikidata", str(good), str(twin),
+                   "--at", AT)
+    assert rc == 1 and "same dump file in two formats" in line and twin.name in line
+
+
 def test_files_that_are_not_dumps_are_refused_with_what_and_where(tmp_path: Path, capsys) -> None:
     good = wikidata_file(tmp_path)
     text = tmp_path / "notes.xml"

@@ -125,7 +125,22 @@ def check_inputs(paths: Sequence[str | Path]) -> list[Path]:
         raise InputError(f"cannot read {problems[0]}")
     if problems:
         raise InputError(f"cannot use {len(problems)} dump files: " + "; ".join(problems))
+    seen: dict[str, Path] = {}
+    for p in out:  # Wikimedia publishes each history file as .bz2 and .7z: one will do
+        same = seen.setdefault(_content_name(p), p)
+        if same != p:
+            raise InputError(f"{same.name} and {p.name} are the same dump file in two formats "
+                             "(or twice): give one of them")
     return out
+
+
+def _content_name(path: Path) -> str:
+    """A dump file's name without its compression suffix (the same pages in any format)."""
+    name = path.name
+    for suffix in (".bz2", ".7z", ".gz", ".xz"):
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return name
 
 
 def local_inputs(cfg: Config, paths: Sequence[str | Path],
