@@ -779,7 +779,15 @@ class Catalog:
         if not self.exists(name):
             table = spec(name).schema.empty_table()
             return table.select(columns) if columns else table
-        return self._delta(name, version).to_pyarrow_table(filters=filters, columns=columns)
+        from pyarrow.parquet import filters_to_expression
+
+        expression = filters_to_expression(filters) if filters else None
+        # deltalake's own to_pyarrow_table, but single-threaded: its file system handler on
+        # pyarrow's thread pool aborts the interpreter at exit ("terminate called without an
+        # active exception", deltalake 1.6.6, pyarrow 26) when a process exits soon after a
+        # threaded read, as a CLI does (tests/test_catalog.py)
+        return self._delta(name, version).to_pyarrow_dataset().to_table(
+            columns=columns, filter=expression, use_threads=False)
 
     def dataset(self, name: str, version: int | None = None,
                 pruning: list[tuple[str, str, Any]] | None = None) -> Any:

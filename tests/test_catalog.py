@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -288,3 +289,26 @@ def test_concurrent_writers_to_disjoint_partitions_all_land_once(catalog: Catalo
     got = catalog.read_arrow("kg_triples").to_pylist()
     assert len(got) == 1 + 5 * writers
     assert len({(r["snapshot"], r["s"], r["o"]) for r in got}) == len(got)
+
+
+def test_a_process_that_reads_and_exits_exits_cleanly(tmp_path: Path) -> None:
+    """deltalake's file system handler on pyarrow's thread pool aborted the interpreter at
+    exit (SIGABRT, "terminate called without an active exception") in most processes that
+    exited soon after a threaded read, as `emerge demo` did; reads are single-threaded."""
+    import subprocess
+    import sys
+
+    from deltalake import write_deltalake
+
+    rows = [{"snapshot": "2024-01-01T00:00:00Z", "s": f"Q{i}", "p": "P31", "o": "Q5"}
+            for i in range(1, 2001)]
+    write_deltalake(str(tmp_path / "kg_triples"), pa.Table.from_pylist(
+        rows, schema=spec("kg_triples").schema), partition_by=["snapshot"])
+    code = ("from emerge_lib.tables import Catalog\n"
+            f"t = Catalog({str(tmp_path)!r}).read_arrow('kg_triples', "
+            "filters=[('snapshot', '=', '2024-01-01T00:00:00Z')])\n"
+            "print(t.num_rows)")
+    for _ in range(4):
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              timeout=120)
+        assert (done.returncode, done.stdout.strip()) == (0, "2000"), done.stderr[-500:]

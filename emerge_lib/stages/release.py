@@ -244,7 +244,8 @@ def _write_parquet(
         for snap in sorted(snapshots) if version is not None else ():
             # prune files by partition, and filter rows too in case a table is unpartitioned
             dataset = catalog.dataset(name, version, [("snapshot", "=", snap)])
-            table = dataset.to_table(columns=schema.names, filter=pc.field("snapshot") == snap)
+            table = dataset.to_table(columns=schema.names, filter=pc.field("snapshot") == snap,
+                                     use_threads=False)  # see Catalog.read_arrow
             left_out = (dropped or {}).get(snap)
             if left_out and table.num_rows:
                 key = pc.binary_join_element_wise(pc.cast(table["window"], "string"),
