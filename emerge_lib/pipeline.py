@@ -72,6 +72,18 @@ def _figure(v: float) -> str:
     return f"{v:.2g}" if 0 < abs(v) < 10 and v != int(v) else f"{v:,.0f}"
 
 
+def cpu_seconds() -> float:
+    """User + system CPU seconds of this process (the embedded engine's threads included)
+    and of its reaped children (a stage's worker pool is reaped when the stage ends)."""
+    try:
+        import resource
+    except ImportError:  # not on this platform: stages report no CPU figure
+        return 0.0
+    me, children = (resource.getrusage(who) for who in
+                    (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    return me.ru_utime + me.ru_stime + children.ru_utime + children.ru_stime
+
+
 @dataclass(frozen=True)
 class StageResult:
     """What one stage run did: rows written per table, seconds, and a few figures."""
@@ -85,6 +97,9 @@ class StageResult:
     # the stage's own report (per-file ingest summaries, the release summary), for callers
     # in this process; not part of to_dict()
     detail: Any = field(default=None, compare=False, repr=False)
+    # CPU seconds of this process and of the workers it reaped during the stage (0: not
+    # measured); over ``seconds`` it says how many cores the stage kept busy
+    cpu_seconds: float = 0.0
 
     def brief(self) -> str:
         """One line for logs: rows per table and a rate."""
@@ -99,7 +114,10 @@ class StageResult:
         extra = "".join(f", {_figure(v)} {k}" for k, v in self.metrics.items() if k != "MB")
         what = "; ".join(parts) or "nothing written"
         note = f" ({self.note})" if self.note else ""
-        return f"{self.stage}{where}: {what}{extra} in {self.seconds:.1f}s{rate}{note}"
+        cores = ""
+        if self.cpu_seconds and self.seconds >= 1:
+            cores = f", {self.cpu_seconds / self.seconds:.2f} cores"
+        return f"{self.stage}{where}: {what}{extra} in {self.seconds:.1f}s{rate}{cores}{note}"
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data (for Airflow's XCom and JSON reports)."""
@@ -345,11 +363,11 @@ def run_stage(ctx: StageContext, name: str,
         raise EmergeError(f"stage {name} is not per snapshot; it takes no snapshot")
     else:
         plan = None
-    started = time.monotonic()
+    started, cpu_started = time.monotonic(), cpu_seconds()
     outcome = st.run(ctx, plan)
     result = StageResult(name, plan.key if plan else None, outcome.rows,
                          time.monotonic() - started, outcome.metrics, outcome.note,
-                         outcome.detail)
+                         outcome.detail, cpu_seconds() - cpu_started)
     log.info("stage %s", result.brief())
     return result
 
@@ -479,7 +497,7 @@ def commit_ingest(ctx: StageContext, plan: dict[str, Any] | None,
     parsed = IngestPlan.from_dict(plan)
     flat = [item for entry in summaries or () if entry
             for item in ([entry] if isinstance(entry, dict) else entry)]
-    started = time.monotonic()
+    started, cpu_started = time.monotonic(), cpu_seconds()
     if parsed.kind == "wikipedia":  # its summaries carry the title-move counts too
         from emerge_lib.stages.wikipedia_extract import WikipediaFileSummary as FileSummary
     report = finish_ingest(ctx.cfg, ctx.catalog, parsed, [FileSummary(**d) for d in flat])
@@ -488,7 +506,8 @@ def commit_ingest(ctx: StageContext, plan: dict[str, Any] | None,
                "MB": report.bytes / 1e6}
     note = "" if report.files else f"{len(report.done)} files already ingested"
     result = StageResult(f"ingest_{parsed.kind}", None, report.rows(),
-                         time.monotonic() - started, metrics, note, report)
+                         time.monotonic() - started, metrics, note, report,
+                         cpu_seconds() - cpu_started)
     log.info("stage %s", result.brief())
     return result
 

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -13,7 +16,14 @@ from stagekit import context
 
 from emerge_lib.config import Config
 from emerge_lib.errors import EmergeError
-from emerge_lib.pipeline import STAGES, StageContext, StageResult, build_steps, run_stage
+from emerge_lib.pipeline import (
+    STAGES,
+    StageContext,
+    StageResult,
+    build_steps,
+    cpu_seconds,
+    run_stage,
+)
 from emerge_lib.schedule import SnapshotPlan, window_of
 from emerge_lib.stages._sql import window_of_sql
 from emerge_lib.tables import TABLES, Catalog
@@ -101,6 +111,19 @@ def test_a_result_is_one_line_and_plain_data() -> None:
     assert "detail" not in data and json.loads(json.dumps(data))["rows"] == {"delta_triples": 1200}
     mb = StageResult("ingest_wikidata", None, {}, 4.0, {"MB": 100.0}, note="8 files already ingested")
     assert mb.brief() == "ingest_wikidata: nothing written in 4.0s, 25.0 MB/s (8 files already ingested)"
+    busy = replace(mb, cpu_seconds=7.4)
+    assert busy.brief() == ("ingest_wikidata: nothing written in 4.0s, 25.0 MB/s, 1.85 cores "
+                            "(8 files already ingested)")
+    assert busy.to_dict()["cpu_seconds"] == 7.4
+
+
+def test_stage_cpu_counts_the_workers_it_reaped() -> None:
+    """A stage's CPU figure includes its worker pool's processes (reaped when it ends),
+    not only this process: else the ingest would report half a core on two."""
+    before = cpu_seconds()
+    burn = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.6: pass"
+    subprocess.run([sys.executable, "-c", burn], check=True)
+    assert cpu_seconds() - before >= 0.5
 
 
 @pytest.mark.parametrize("days", [7, 0.5, 10 / 3])
