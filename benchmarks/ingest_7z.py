@@ -43,7 +43,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
-import json
 import os
 import shutil
 import subprocess
@@ -66,7 +65,7 @@ from ingest_wikidata import (  # noqa: E402
     history_files,
     measure,
     naive,
-    naive_statements,
+    naive_parse,
     ours_pool,
     run_logged,
     stage_seconds,
@@ -122,9 +121,7 @@ def pool_map(fn: Callable[[str], int], files: list[Path], workers: int) -> int:
 # ----------------------------------------------------------------------------- naive
 def naive_7z(files: list[Path]) -> int:
     """The naive reference on 7z: the container read, LZMA decoded in line (one thread),
-    then exactly ``ingest_wikidata.naive`` (mwxml -> json.loads -> statements)."""
-    import mwxml
-
+    then exactly the bz2 reference's parse (``ingest_wikidata.naive_parse``)."""
     revisions = 0
     for f in files:
         entry = sevenzip.read_archive(f).only_file()
@@ -132,16 +129,7 @@ def naive_7z(files: list[Path]) -> int:
             raw.seek(entry.pack_offset)
             data = b"".join(out for out, _ in sevenzip._inflate(  # noqa: SLF001
                 raw, entry.pack_size, entry.coder, entry.size, entry.pack_offset))
-        for page in mwxml.Dump.from_file(io.BytesIO(data)):
-            for rev in page:
-                revisions += 1
-                if rev.text:
-                    try:
-                        obj = json.loads(rev.text)
-                    except ValueError:
-                        continue
-                    if isinstance(obj, dict):
-                        naive_statements(obj)
+        revisions += naive_parse(io.BytesIO(data))
     return revisions
 
 

@@ -264,23 +264,31 @@ def naive_statements(obj: dict) -> list[tuple]:
 
 def naive(files: list[Path]) -> int:
     """stdlib bz2 -> mwxml -> json.loads -> statements, one process."""
-    import mwxml
-
     revisions = 0
     for f in files:
         with bz2.open(f, "rb") as fh:
-            for page in mwxml.Dump.from_file(fh):
-                for rev in page:
-                    revisions += 1
-                    if rev.text:
-                        try:
-                            obj = json.loads(rev.text)
-                        except ValueError:
-                            continue
-                        if isinstance(obj, dict):
-                            naive_statements(obj)
-                            labels = obj.get("labels")
-                            _ = labels.get("en") if isinstance(labels, dict) else None
+            revisions += naive_parse(fh)
+    return revisions
+
+
+def naive_parse(xml) -> int:
+    """The naive parse of one decompressed XML stream: mwxml -> json.loads of every
+    revision -> statements (and the English label); returns the revisions read."""
+    import mwxml
+
+    revisions = 0
+    for page in mwxml.Dump.from_file(xml):
+        for rev in page:
+            revisions += 1
+            if rev.text:
+                try:
+                    obj = json.loads(rev.text)
+                except ValueError:
+                    continue
+                if isinstance(obj, dict):
+                    naive_statements(obj)
+                    labels = obj.get("labels")
+                    _ = labels.get("en") if isinstance(labels, dict) else None
     return revisions
 
 
