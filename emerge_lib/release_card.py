@@ -114,6 +114,12 @@ def _plots(stats: Sequence[SnapshotStats], folder: Path) -> list[str]:
     labels = [label(s.snapshot) for s in stats]
     meta = {"Software": None}  # no version string: the same data gives the same bytes
 
+    def save(fig, name: str) -> None:
+        fig.tight_layout()
+        fig.savefig(folder / name, dpi=100, metadata=meta)
+        plt.close(fig)
+        names.append(name)
+
     fig, ax = plt.subplots(figsize=(8, 4))
     width = 0.8 / len(OP_ORDER)
     for i, op in enumerate(OP_ORDER):
@@ -123,10 +129,7 @@ def _plots(stats: Sequence[SnapshotStats], folder: Path) -> list[str]:
     ax.set_ylabel("instances")
     ax.set_title("TKGU operations per snapshot")
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(folder / "operations.png", dpi=100, metadata=meta)
-    plt.close(fig)
-    names.append("operations.png")
+    save(fig, "operations.png")
 
     fig, ax = plt.subplots(figsize=(8, 4))
     for st, name in zip(stats, labels, strict=True):
@@ -138,10 +141,7 @@ def _plots(stats: Sequence[SnapshotStats], folder: Path) -> list[str]:
     ax.set_title("Instances per weekly delta (cumulative)")
     if stats:
         ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(folder / "instances_per_window.png", dpi=100, metadata=meta)
-    plt.close(fig)
-    names.append("instances_per_window.png")
+    save(fig, "instances_per_window.png")
 
     fig, ax = plt.subplots(figsize=(8, 4))
     lengths = [n for st in stats for n in st.lengths]
@@ -149,10 +149,7 @@ def _plots(stats: Sequence[SnapshotStats], folder: Path) -> list[str]:
     ax.set_xlabel("tokens per passage")
     ax.set_ylabel("passages")
     ax.set_title("Passage length distribution")
-    fig.tight_layout()
-    fig.savefig(folder / "passage_lengths.png", dpi=100, metadata=meta)
-    plt.close(fig)
-    names.append("passage_lengths.png")
+    save(fig, "passage_lengths.png")
     return names
 
 

