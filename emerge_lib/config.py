@@ -456,11 +456,12 @@ def env_overrides(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
     return tree
 
 
-def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+def deep_merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    """``base`` with ``over`` laid on it, nested sections merged key by key."""
     out = dict(base)
     for key, value in over.items():
         if isinstance(value, Mapping) and isinstance(out.get(key), dict):
-            out[key] = _merge(out[key], value)
+            out[key] = deep_merge(out[key], value)
         else:
             out[key] = value
     return out
@@ -505,9 +506,9 @@ def load_config(
             raise ConfigError(f"{p}: the top level must be a mapping")
         data = loaded
         base_dir = p.resolve().parent
-    data = _merge(data, env_overrides(environ))
+    data = deep_merge(data, env_overrides(environ))
     if overrides:
-        data = _merge(data, overrides)
+        data = deep_merge(data, overrides)
     try:
         cfg = Config.model_validate(data)
     except ValidationError as exc:

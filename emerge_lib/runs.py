@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from emerge_lib.config import Config, ConfigError, load_config
+from emerge_lib.config import Config, ConfigError, deep_merge, load_config
 from emerge_lib.schedule import parse_utc
 from emerge_lib.tables import Catalog
 
@@ -44,16 +44,6 @@ def covered_quarter(dump_date: str, windows: int, window_days: float) -> str | N
     latest = day - timedelta(days=windows * window_days)
     quarter = datetime(latest.year, 3 * ((latest.month - 1) // 3) + 1, 1, tzinfo=UTC)
     return quarter.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _merge(base: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
-    out = dict(base)
-    for key, value in extra.items():
-        if isinstance(value, Mapping) and isinstance(out.get(key), dict):
-            out[key] = _merge(out[key], value)
-        else:
-            out[key] = value
-    return out
 
 
 @dataclass(frozen=True)
@@ -127,7 +117,7 @@ class SnapshotRun:
         if self.publish and self.release_to:
             params["publish"] = {"to": self.release_to}
         return load_config(self.config_path(),
-                           overrides=_merge(dict(self.overrides), params))
+                           overrides=deep_merge(dict(self.overrides), params))
 
     def release_folder(self, cfg: Config) -> Path:
         """``release_dir``, else ``$EMERGE_RELEASE_ROOT/snapshot_YYYY-MM-DD``, else
