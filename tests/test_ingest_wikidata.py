@@ -251,6 +251,38 @@ def test_unexpected_error_fails_its_file_only(tmp_path: Path, catalog: Catalog,
     assert (odd.name, "file_error", "RuntimeError: boom") in rejects
 
 
+def test_a_files_cpu_seconds_are_measured_and_logged(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch,
+                                                     caplog: pytest.LogCaptureFixture) -> None:
+    """The CPU a file takes (what the 7z benchmark's cluster projection scales) is the
+    process's while reading it: a page that burns 0.3 CPU-seconds shows in it."""
+    import logging
+    import time
+
+    from emerge_lib.stages import wikidata_extract
+    from emerge_lib.stages.ingest_common import log_file
+
+    f = write_bz2(tmp_path / "wikidatawiki-20240201-pages-meta-history1.xml-p1p10.bz2",
+                  pages_v1())
+    process_page = wikidata_extract.WikidataFileExtractor.process_page
+
+    def busy(self, page, replay_all=False):
+        if page.page_id == 1:
+            until = time.process_time() + 0.3
+            while time.process_time() < until:
+                pass
+        return process_page(self, page, replay_all)
+
+    monkeypatch.setattr(wikidata_extract.WikidataFileExtractor, "process_page", busy)
+    summary = wikidata_extract.extract_file(str(f), str(tmp_path / "staging"), "wikidatawiki",
+                                            f.name, "20240201", {})
+    assert summary.error is None and summary.revisions == 10
+    assert 0.3 <= summary.cpu_seconds < 0.3 + 2 * summary.seconds
+    with caplog.at_level(logging.INFO, logger="emerge_lib.stages.ingest_common"):
+        log_file(summary)
+    assert f" in {summary.seconds:.1f}s, {summary.cpu_seconds:.1f} CPU-s (" in caplog.text
+
+
 def test_reject_ratio_limit_fails_loudly_after_committing(tmp_path: Path, catalog: Catalog) -> None:
     f = write_bz2(tmp_path / "wikidatawiki-20240201-pages-meta-history1.xml-p1p10.bz2", pages_v1())
     # 2 rejects in 10 revisions, one of them deleted text (normal, not held against it)

@@ -221,10 +221,10 @@ def log_file(summary: Any) -> None:
     mb = summary.bytes / 1e6
     seconds = summary.seconds or 0.0
     log.info(
-        "%s: %d pages, %d revisions (%d decoded), %d rejects, %.1f MB in %.1fs (%.1f MB/s "
-        "compressed, %.0f revisions/s)%s",
+        "%s: %d pages, %d revisions (%d decoded), %d rejects, %.1f MB in %.1fs, %.1f CPU-s "
+        "(%.1f MB/s compressed, %.0f revisions/s)%s",
         summary.dump_file, summary.pages, summary.revisions, summary.decoded, summary.rejects,
-        mb, seconds, mb / seconds if seconds else 0.0,
+        mb, seconds, summary.cpu_seconds, mb / seconds if seconds else 0.0,
         summary.revisions / seconds if seconds else 0.0,
         f" FAILED: {summary.error}" if summary.error else "",
     )
