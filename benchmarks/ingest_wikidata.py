@@ -90,12 +90,15 @@ EMERGE = REPO / ".venv" / "bin" / "emerge"
 
 
 # ----------------------------------------------------------------------------- the world
-def ensure_world(world: Path, jobs: int, articles: int = 10) -> None:
+def ensure_world(world: Path, jobs: int, articles: int = 10, items: int = 22000,
+                 revisions: int = 8, pages_per_file: int = 1000) -> None:
+    """Generate the benchmark's world unless ``world`` holds one (whatever its shape)."""
     if (world / "mirror" / "wikidatawiki").is_dir():
         return
     cmd = [str(EMERGE), "sample", "--out", str(world),
-           "--items", "22000", "--articles", str(articles), "--revisions", "8",
-           "--pages-per-file", "1000", "--jobs", str(jobs), "--compress-level", "9", "--quiet"]
+           "--items", str(items), "--articles", str(articles), "--revisions", str(revisions),
+           "--pages-per-file", str(pages_per_file), "--jobs", str(jobs),
+           "--compress-level", "9", "--quiet"]
     print(f"no world at {world}; generating it (10+ minutes):\n  {' '.join(cmd)}", flush=True)
     subprocess.run(cmd, check=True)
 
@@ -456,6 +459,9 @@ def ours_one_process(files: list[Path], staging: Path, date: str) -> int:
 
 
 POOL_BUSY: list[float] = []  # per ours_pool run: seconds the workers spent inside files
+# per ours_pool run: (the files' suffix, CPU-s the workers spent inside files): the steady
+# state of a long-running worker, without the pool's start-up
+POOL_CPU: list[tuple[str, float]] = []
 
 
 def ours_pool(files: list[Path], staging: Path, workers: int) -> int:
@@ -474,6 +480,7 @@ def ours_pool(files: list[Path], staging: Path, workers: int) -> int:
     if failed:
         raise RuntimeError(f"extraction failed: {failed[0].error}")
     POOL_BUSY.append(sum(s.seconds for s in summaries))
+    POOL_CPU.append((files[0].suffix, sum(s.cpu_seconds for s in summaries)))
     return sum(s.revisions for s in summaries)
 
 
