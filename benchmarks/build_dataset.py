@@ -54,6 +54,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from emerge_lib.config import load_config  # noqa: E402
+from emerge_lib.dumps.compressed import cpu_seconds  # noqa: E402
 from emerge_lib.engine import spark_session  # noqa: E402
 from emerge_lib.pipeline import StageContext, build_dataset  # noqa: E402
 from emerge_lib.schedule import as_utc  # noqa: E402
@@ -135,11 +136,6 @@ class RssSampler:
     def stop(self) -> None:
         self._stop.set()
         self._thread.join()
-
-
-def cpu_seconds() -> float:
-    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 @contextmanager

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from emerge_lib.config import Config
+from emerge_lib.dumps.compressed import cpu_seconds
 from emerge_lib.errors import EmergeError
 from emerge_lib.schedule import SnapshotPlan
 from emerge_lib.tables import Catalog
@@ -70,18 +71,6 @@ def has_inputs(cfg: Config, kind: str, paths: Sequence[str | Path] | None) -> bo
 def _figure(v: float) -> str:
     """A count as 1,234; a small fractional rate with two significant digits (0.33)."""
     return f"{v:.2g}" if 0 < abs(v) < 10 and v != int(v) else f"{v:,.0f}"
-
-
-def cpu_seconds() -> float:
-    """User + system CPU seconds of this process (the embedded engine's threads included)
-    and of its reaped children (a stage's worker pool is reaped when the stage ends)."""
-    try:
-        import resource
-    except ImportError:  # not on this platform: stages report no CPU figure
-        return 0.0
-    me, children = (resource.getrusage(who) for who in
-                    (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
-    return me.ru_utime + me.ru_stime + children.ru_utime + children.ru_stime
 
 
 @dataclass(frozen=True)

@@ -144,6 +144,18 @@ def cpu_count() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def cpu_seconds() -> float:
+    """User + system CPU seconds of this process (threads included: an embedded engine's,
+    a decoder's) and of its reaped children (a worker pool, an external decompressor)."""
+    try:
+        import resource
+    except ImportError:  # not on this platform: no CPU figures
+        return 0.0
+    me, children = (resource.getrusage(who) for who in
+                    (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    return me.ru_utime + me.ru_stime + children.ru_utime + children.ru_stime
+
+
 def _looks_like_xml(head: bytes) -> bool:
     """XML starts with ``<`` after an optional BOM and whitespace; UTF-16 without a BOM
     shows a NUL next to its first ``<``."""

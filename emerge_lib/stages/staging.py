@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pyarrow import fs as pafs
 
-from emerge_lib.dumps.compressed import DumpReadError
+from emerge_lib.dumps.compressed import DumpReadError, cpu_seconds
 from emerge_lib.dumps.xmlstream import Dump, MalformedXMLError, PageReject
 from emerge_lib.tables import spec
 
@@ -43,7 +43,8 @@ class FileSummary:
     replayed_pages: int = 0
     bytes: int = 0
     seconds: float = 0.0
-    cpu_seconds: float = 0.0  # of the process while reading it (its decoder threads too)
+    cpu_seconds: float = 0.0  # while reading it: the process (decoder threads too) and
+    # the children it reaped (an external decompressor)
     outputs: dict[str, str] = field(default_factory=dict)  # output → staged Parquet (URI)
     rows: dict[str, int] = field(default_factory=dict)  # output → rows staged
     error: str | None = None
@@ -197,7 +198,7 @@ class Quarantine:
         """Run ``body`` (the file's pages) so that any failure fails this file only: what
         was read before it is kept, and a ``file_error`` row says what went wrong. A file
         that yields no revision at all fails too (a loud error, not an empty success)."""
-        started, cpu_started = time.monotonic(), time.process_time()
+        started, cpu_started = time.monotonic(), cpu_seconds()
         try:
             self.summary.bytes = os.path.getsize(self.path)
             body()
@@ -213,7 +214,7 @@ class Quarantine:
         self.summary.outputs = self.out.close()
         self.summary.rows = {k: v for k, v in self.out.counts.items() if v}
         self.summary.seconds = time.monotonic() - started
-        self.summary.cpu_seconds = time.process_time() - cpu_started
+        self.summary.cpu_seconds = cpu_seconds() - cpu_started
         return self.summary
 
     def reject(self, page_id: int | None, title: str | None, rev_id: int | None,
