@@ -18,7 +18,6 @@ RUN apt-get update \
 USER 50000
 ENV PIP_NO_CACHE_DIR=1 PYTHONUNBUFFERED=1 \
     AIRFLOW__CORE__DAGS_FOLDER=/opt/emerge/dags \
-    AIRFLOW__CORE__PLUGINS_FOLDER=/opt/emerge/plugins \
     AIRFLOW__CORE__LOAD_EXAMPLES=False
 WORKDIR /opt/emerge
 COPY --chown=50000:0 requirements.txt constraints.txt pyproject.toml setup.py README.md ./
@@ -32,7 +31,7 @@ RUN pip install --no-cache-dir torch==2.13.0 --index-url https://download.pytorc
        apache-airflow-providers-celery==3.26.0
 COPY --chown=50000:0 emerge_lib ./emerge_lib
 COPY --chown=50000:0 dags ./dags
-COPY --chown=50000:0 plugins ./plugins
 RUN pip install --no-cache-dir --no-deps . \
     && python -c "import sysconfig, pathlib; p = pathlib.Path(sysconfig.get_paths()['purelib']); (p / 'emerge_spark_home.pth').write_text(\"import os; os.environ.setdefault('SPARK_HOME', %r)\n\" % str(p / 'pyspark'))" \
-    && python -c "import pyspark.sql.connect, great_expectations; import emerge_lib.cli; import emerge_lib.dumps._xmlfast"
+    && python -c "import pyspark.sql.connect, great_expectations; import emerge_lib.cli; import emerge_lib.dumps._native, emerge_lib.dumps._crc32" \
+    && airflow providers get emerge

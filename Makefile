@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 
 venv: $(STAMP)
 
-$(STAMP): requirements.txt requirements-models.txt constraints.txt pyproject.toml setup.py emerge_lib/dumps/_xmlfast.c
+$(STAMP): requirements.txt requirements-models.txt constraints.txt pyproject.toml setup.py $(wildcard emerge_lib/dumps/native/*.c)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	# torch first, from the CPU wheel: a bare `torch` would pull a CUDA build
@@ -43,7 +43,7 @@ airflow-stop:
 # the snapshot DAG on the sample world through Airflow (`airflow dags test`): prints the
 # release folder
 demo-airflow: $(STAMP)
-	$(PY) -m emerge_lib.demo_airflow --out demo-airflow
+	$(PY) -m emerge_lib.demo.dagtest --out demo-airflow
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
@@ -53,15 +53,18 @@ lint: $(STAMP)
 models: $(STAMP)
 	$(PY) -m emerge_lib.evaluation.models
 
+# every core: one pytest process per core, each test file whole on one of them (but the
+# world builds' seeds, which spread: tests/conftest.py)
 test: lint models
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n auto --dist loadgroup
 
-# the quick loop for local work: everything but the tests marked slow (CI runs `make test`)
+# the quick loop for local work: the unit and stages tiers, no generated world and no
+# server (CI runs `make test`: every tier)
 test-fast: lint models
-	$(PY) -m pytest -q -m "not slow"
+	$(PY) -m pytest -q -n auto --dist loadgroup -m "unit or stages"
 
 bench: $(STAMP)
-	@for b in benchmarks/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+	@for b in benchmarks/[!_]*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 
 format: $(STAMP)
 	$(VENV)/bin/ruff check --fix .

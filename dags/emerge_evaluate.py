@@ -15,8 +15,9 @@ from datetime import timedelta
 
 import pendulum
 from airflow.sdk import Param, dag, get_current_context, task
-from emerge_airflow.assets import RELEASE
-from emerge_airflow.runtime import evaluate_task
+
+from emerge_lib.airflow.assets import RELEASE
+from emerge_lib.airflow.runtime import evaluate_task
 
 
 @dag(

@@ -1,6 +1,7 @@
 """emerge_ingest: new dump files → the warehouse's timelines and stable statements.
 
-Thin wiring over the stage registry's ingest steps (``emerge_lib.pipeline``):
+Thin wiring over the ingest stages' steps (``emerge_lib.ingest.stage``, each run through
+``emerge_lib.pipeline.runner.run_stage``):
 wait for the dump → per wiki: plan → extract (mapped over groups of files, any worker)
 → commit → stability, which emits the timelines Asset. One run at a time: it is the
 writer of the timelines; snapshot runs read them side by side.
@@ -24,40 +25,19 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pendulum
-from airflow.sdk import CronTriggerTimetable, Param, TaskGroup, dag, get_current_context, task
-from emerge_airflow.assets import TIMELINES
-from emerge_airflow.runtime import (
+from airflow.sdk import CronTriggerTimetable, TaskGroup, dag, get_current_context, task
+
+from emerge_lib.airflow.assets import TIMELINES
+from emerge_lib.airflow.params import dag_params
+from emerge_lib.airflow.runtime import (
     ingest_commit_task,
     ingest_extract_task,
     ingest_plan_task,
     stability_task,
 )
-from emerge_airflow.waits import WaitForInputs
+from emerge_lib.airflow.waits import WaitForInputs
 
-from emerge_lib.pipeline import MAX_MAP_LENGTH
-
-PARAMS = {
-    "dump_date": Param(None, type=["null", "string"], pattern=r"^\d{8}$",
-                       description="the dump date (YYYYMMDD); empty: the logical date's day "
-                                   "(scheduled runs) or the configured dump dates"),
-    "mirror": Param(None, type=["null", "string"], pattern=r"^(https?|file)://",
-                    description="dump mirror; empty: the configuration's"),
-    "wikidata_files": Param([], type="array", items={"type": "string"},
-                            description="Wikidata history files (paths or URLs) instead of "
-                                        "the mirror's"),
-    "wikipedia_files": Param([], type="array", items={"type": "string"},
-                             description="English Wikipedia history files instead of the "
-                                         "mirror's"),
-    "snapshots": Param([], type="array", items={"type": "string"},
-                       description="snapshot timestamps whose Wikipedia ranges to keep; "
-                                   "empty: the configured ones and the newest quarter "
-                                   "the dump covers"),
-    "config": Param(None, type=["null", "string"],
-                    description="YAML configuration file; empty: $EMERGE_CONFIG, else defaults"),
-    "max_tasks": Param(256, type="integer", minimum=1, maximum=MAX_MAP_LENGTH,
-                       description="at most this many extract tasks per wiki (files are "
-                                   "grouped, balanced by size)"),
-}
+PARAMS = dag_params("ingest")
 
 
 @dag(
@@ -84,13 +64,13 @@ def emerge_ingest() -> None:
                 return ingest_plan_task(kind, ctx, int(ctx["params"]["max_tasks"]))
 
             @task(task_id="extract", execution_timeout=timedelta(days=2))
-            def extract_group(group: dict) -> list[dict]:
-                return ingest_extract_task(group, get_current_context())
+            def extract_group(group: dict, kind: str = kind) -> list[dict]:
+                return ingest_extract_task(kind, group, get_current_context())
 
             @task(task_id="commit", trigger_rule="none_failed",
                   execution_timeout=timedelta(days=2))
-            def commit_group(plan: dict | None, staged: list) -> dict:
-                return ingest_commit_task(plan, staged, get_current_context())
+            def commit_group(plan: dict | None, staged: list, kind: str = kind) -> dict:
+                return ingest_commit_task(kind, plan, staged, get_current_context())
 
             groups = plan()
             staged = extract_group.expand(group=groups)

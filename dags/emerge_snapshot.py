@@ -1,7 +1,7 @@
 """emerge_snapshot: one run builds one snapshot t and releases it.
 
-Thin wiring: every task calls the stage registry (``emerge_lib.pipeline.run_stage``)
-through ``emerge_airflow.runtime``; the per-snapshot tasks are the registry's, in its
+Thin wiring: every task calls the stage registry (``emerge_lib.pipeline.runner.run_stage``)
+through ``emerge_lib.airflow.runtime``; the per-snapshot tasks are the registry's, in its
 order, so a stage added there appears here. See docs/operations.md.
 
 - Schedule: quarterly, ``CronTriggerTimetable("0 0 1 1,4,7,10 *", timezone="UTC")``: the
@@ -23,12 +23,13 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pendulum
-from airflow.sdk import CronTriggerTimetable, Param, dag, get_current_context, task
-from emerge_airflow.assets import RELEASE, TIMELINES
-from emerge_airflow.runtime import publish_task, run_stage_task
-from emerge_airflow.waits import WaitForInputs
+from airflow.sdk import CronTriggerTimetable, dag, get_current_context, task
 
-from emerge_lib.pipeline import STAGES
+from emerge_lib.airflow.assets import RELEASE, TIMELINES
+from emerge_lib.airflow.params import dag_params
+from emerge_lib.airflow.runtime import publish_task, run_stage_task
+from emerge_lib.airflow.waits import WaitForInputs
+from emerge_lib.pipeline.registry import STAGES
 
 QUARTERLY = "0 0 1 1,4,7,10 *"
 LLM_POOL = "emerge_llm"  # created by `make airflow` and the deployment, sized to the GPU workers
@@ -37,36 +38,10 @@ TIMEOUTS = {"ingest": timedelta(days=3), "global": timedelta(hours=12),
             "snapshot": timedelta(hours=12), "release": timedelta(hours=6)}
 TIMEOUTS_BY_STAGE = {"curate": timedelta(days=2)}
 
-PARAMS = {
-    "snapshot": Param(None, type=["null", "string"],
-                      description="snapshot t, ISO 8601 (2024-04-01T00:00:00Z); empty: the "
-                                  "logical date of a scheduled or backfill run"),
-    "weeks": Param(None, type=["null", "integer"], minimum=1, maximum=52,
-                   description="windows per snapshot; empty: the configuration's (5)"),
-    "window_days": Param(None, type=["null", "number"], exclusiveMinimum=0, maximum=366,
-                         description="window length in days; empty: the configuration's (7)"),
-    "wikidata_files": Param([], type="array", items={"type": "string"},
-                            description="Wikidata history files (paths or URLs); empty: "
-                                        "what the warehouse holds (the ingest DAG's)"),
-    "wikipedia_files": Param([], type="array", items={"type": "string"},
-                             description="English Wikipedia history files (paths or URLs); "
-                                         "empty: what the warehouse holds"),
-    "mirror": Param(None, type=["null", "string"], pattern=r"^(https?|file)://",
-                    description="dump mirror; empty: the configuration's"),
-    "dump_date": Param(None, type=["null", "string"], pattern=r"^\d{8}$",
-                       description="ingest this dump date (YYYYMMDD) of the mirror first, "
-                                   "waiting until it is done"),
-    "config": Param(None, type=["null", "string"],
-                    description="YAML configuration file; empty: $EMERGE_CONFIG, else defaults"),
-    "curate": Param(None, type=["null", "boolean"],
-                    description="LLM curation on the GPU workers; empty: the configuration's"),
-    "publish": Param(False, type="boolean", description="upload the release to S3"),
-    "release_to": Param(None, type=["null", "string"], pattern=r"^s3://",
-                        description="s3://bucket/prefix; empty: the configuration's publish.to"),
-    "release_dir": Param(None, type=["null", "string"],
-                         description="local release folder; empty: "
-                                     "$EMERGE_RELEASE_ROOT/snapshot_YYYY-MM-DD"),
-}
+PARAMS = dag_params("snapshot")
+#: the registry's stages this DAG runs as tasks, in order (publish has its own task, which
+#: emits the release Asset; evaluate is the emerge_evaluate DAG's, scheduled on it)
+STEPS = [name for name, st in STAGES.items() if st.in_build and name != "publish"]
 
 
 def _stage_task(name: str):
@@ -97,7 +72,7 @@ def _stage_task(name: str):
 def emerge_snapshot() -> None:
     wait = WaitForInputs(task_id="wait_for_inputs", what="snapshot", poll_s=3600,
                          wait_timeout=timedelta(days=100), retries=0, inlets=[TIMELINES])
-    steps = [_stage_task(name) for name in STAGES if name != "publish"]
+    steps = [_stage_task(name) for name in STEPS]
 
     @task(task_id="publish", outlets=[RELEASE], trigger_rule="none_failed",
           execution_timeout=timedelta(hours=6))

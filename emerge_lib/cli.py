@@ -58,8 +58,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
-    from emerge_lib.config import ConfigError
-    from emerge_lib.errors import EmergeError
+    from emerge_lib.core.config import ConfigError
+    from emerge_lib.core.errors import EmergeError
 
     try:
         return int(args.func(args) or 0)

@@ -26,7 +26,6 @@ LOGS="$AIRFLOW_HOME/logs"
 COMPONENTS=(api-server scheduler dag-processor triggerer)
 
 export AIRFLOW__CORE__DAGS_FOLDER="$REPO/dags"
-export AIRFLOW__CORE__PLUGINS_FOLDER="$REPO/plugins"
 export AIRFLOW__CORE__LOAD_EXAMPLES=False
 export AIRFLOW__CORE__EXECUTOR=LocalExecutor
 export AIRFLOW__CORE__PARALLELISM="${AIRFLOW_PARALLELISM:-4}"
@@ -38,7 +37,6 @@ export AIRFLOW__CORE__EXECUTION_API_SERVER_URL="http://127.0.0.1:$PORT/execution
 # a small machine under load answers slowly: give task→api-server calls time (default 5 s)
 export AIRFLOW__WORKERS__EXECUTION_API_TIMEOUT="${AIRFLOW__WORKERS__EXECUTION_API_TIMEOUT:-60}"
 export AIRFLOW__WORKERS__EXECUTION_API_RETRIES="${AIRFLOW__WORKERS__EXECUTION_API_RETRIES:-10}"
-export PYTHONPATH="$REPO${PYTHONPATH:+:$PYTHONPATH}"
 mkdir -p "$RUN" "$LOGS"
 
 pg_bin() {  # a folder with the server's tools (Debian keeps them off the PATH)
@@ -159,9 +157,9 @@ status() {
 print_env() {  # for `eval "$(scripts/airflow-local.sh env)"`: the CLI then talks to this Airflow
   local db
   db="$(cat "$RUN/database" 2>/dev/null || echo "sqlite:///$AIRFLOW_HOME/airflow.db")"
-  for v in AIRFLOW_HOME AIRFLOW__CORE__DAGS_FOLDER AIRFLOW__CORE__PLUGINS_FOLDER \
+  for v in AIRFLOW_HOME AIRFLOW__CORE__DAGS_FOLDER \
            AIRFLOW__CORE__LOAD_EXAMPLES AIRFLOW__CORE__EXECUTOR AIRFLOW__API__BASE_URL \
-           AIRFLOW__CORE__EXECUTION_API_SERVER_URL PYTHONPATH; do
+           AIRFLOW__CORE__EXECUTION_API_SERVER_URL; do
     printf 'export %s=%q\n' "$v" "${!v}"
   done
   printf 'export AIRFLOW__DATABASE__SQL_ALCHEMY_CONN=%q\n' "$db"

@@ -10,13 +10,13 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from emerge_lib.config import Config
-    from emerge_lib.pipeline import StageContext, StageResult
+    from emerge_lib.core.config import Config
+    from emerge_lib.core.stage import StageContext, StageResult
 
 
 def load(args: argparse.Namespace, **sections: Any) -> Config:
     """The configuration of ``--config`` with the common flags (and ``sections``) on top."""
-    from emerge_lib.config import load_config
+    from emerge_lib.core.config import load_config
 
     overrides: dict[str, Any] = {k: v for k, v in sections.items() if v}
     if getattr(args, "warehouse", None):
@@ -89,7 +89,7 @@ def run_with_bar(ctx: StageContext, desc: str = "build") -> list[StageResult]:
     finishes) and byte bars inside the ingest stages."""
     from tqdm import tqdm
 
-    from emerge_lib.pipeline import build_dataset, build_steps
+    from emerge_lib.pipeline.runner import build_dataset, build_steps
 
     steps = build_steps(ctx)
     ingest_progress(ctx)

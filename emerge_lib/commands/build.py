@@ -46,32 +46,22 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import logging
     import os
-    from contextlib import ExitStack
 
     from emerge_lib.commands._common import load, run_with_bar
-    from emerge_lib.commands.curate import curation_overrides
-    from emerge_lib.engine import session_for
-    from emerge_lib.pipeline import StageContext
-    from emerge_lib.stages.ingest import check_inputs
-    from emerge_lib.tables import Catalog
+    from emerge_lib.commands.curate import llm_curation
+    from emerge_lib.ingest.plan import check_inputs
+    from emerge_lib.pipeline.context import open_context
 
     snapshots = {k: v for k, v in (("timestamps", args.snapshots), ("windows", args.weeks),
                                    ("window_days", args.window_days)) if v is not None}
     load(args, snapshots=snapshots)  # a bad configuration is told before anything starts
     check_inputs([*(args.wikidata or []), *(args.wikipedia or [])])  # before any engine
-    with ExitStack() as stack:
-        server = None
-        if args.local_llm:
-            from emerge_lib.curation import local_server
-
-            server = stack.enter_context(local_server.start())
-        curation = curation_overrides(args, server)
+    with llm_curation(args) as curation:
         cfg = load(args, snapshots=snapshots, curation=curation)
         logging.getLogger("emerge_lib").info("building into warehouse %s", cfg.warehouse)
-        spark = stack.enter_context(session_for(cfg))
-        ctx = StageContext(cfg, Catalog.for_config(cfg, spark), args.wikidata, args.wikipedia,
-                           release_dir=args.out)
-        results = run_with_bar(ctx)
+        with open_context(cfg, wikidata=args.wikidata, wikipedia=args.wikipedia,
+                          release_dir=args.out) as ctx:
+            results = run_with_bar(ctx)
     released = next((r for r in results if r.stage == "release"), None)
     if released is not None:
         print(released.brief())

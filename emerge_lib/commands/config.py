@@ -19,7 +19,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import yaml
 
-    from emerge_lib.config import load_config
+    from emerge_lib.core.config import load_config
 
     cfg = load_config(args.config)
     print(yaml.safe_dump(cfg.redacted(), sort_keys=False), end="")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 
@@ -22,16 +24,21 @@ def add_llm_flags(p: argparse.ArgumentParser) -> None:
                    help="start the local llama.cpp server (SmolLM2-135M) and curate with it")
 
 
-def curation_overrides(args: argparse.Namespace, local: Any = None) -> dict:
-    """Configuration overrides from --llm-url/--llm-backend/--llm-model, or for a started
-    local server (``local``: its URL and model, llama.cpp's dialect); {} when neither."""
+@contextmanager
+def llm_curation(args: argparse.Namespace) -> Iterator[dict[str, Any]]:
+    """The ``curation`` overrides the LLM flags ask for: every route to --llm-url, or to
+    the local llama.cpp server started for --local-llm (stopped on exit); {} for neither."""
     from emerge_lib.curation import endpoint_overrides
 
-    if local is not None:
-        return endpoint_overrides(local.url, backend="llamacpp", model=local.model)
-    if getattr(args, "llm_url", None):
-        return endpoint_overrides(args.llm_url, backend=args.llm_backend, model=args.llm_model)
-    return {}
+    if getattr(args, "local_llm", False):
+        from emerge_lib.curation import local_server
+
+        with local_server.start() as server:
+            yield server.curation_overrides()
+    elif getattr(args, "llm_url", None):
+        yield endpoint_overrides(args.llm_url, backend=args.llm_backend, model=args.llm_model)
+    else:
+        yield {}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -57,30 +64,19 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from contextlib import ExitStack
-
     from emerge_lib.commands._common import bars, curation_progress, load
-    from emerge_lib.engine import session_for
-    from emerge_lib.pipeline import StageContext, run_stage
-    from emerge_lib.tables import Catalog
+    from emerge_lib.pipeline.context import open_context
+    from emerge_lib.pipeline.runner import run_stage
 
-    with ExitStack() as stack:
-        server = None
-        if args.local_llm:
-            from emerge_lib.curation import local_server
-
-            server = stack.enter_context(local_server.start())
-        overrides = curation_overrides(args, server)
+    with llm_curation(args) as overrides:
         snapshots = {"timestamps": args.snapshots} if args.snapshots else {}
         cfg = load(args, curation=overrides, snapshots=snapshots)
         if not overrides:  # curating is what this command is for
             cfg.curation.enabled = True
-        spark = stack.enter_context(session_for(cfg))
-        stack.enter_context(bars())
-        ctx = StageContext(cfg, Catalog.for_config(cfg, spark), release_dir=args.out)
-        curation_progress(ctx)
-        for plan in cfg.plans():
-            run_stage(ctx, "curate", plan)
-        if args.out:
-            print(run_stage(ctx, "release").brief())
+        with open_context(cfg, release_dir=args.out) as ctx, bars():
+            curation_progress(ctx)
+            for plan in cfg.plans():
+                run_stage(ctx, "curate", plan)
+            if args.out:
+                print(run_stage(ctx, "release").brief())
     return 0

@@ -37,18 +37,19 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from emerge_lib import demo_airflow
+    from emerge_lib.airflow.home import available as airflow_available
     from emerge_lib.commands._common import run_with_bar
-    from emerge_lib.demo import run_demo, run_demo_airflow
-    from emerge_lib.errors import EmergeError
-    from emerge_lib.release_card import table2_text
+    from emerge_lib.core.errors import EmergeError
+    from emerge_lib.demo.dagtest import run_demo_airflow
+    from emerge_lib.demo.local import run_demo
+    from emerge_lib.release.card import table2_text
 
     def generating(world) -> None:
         print(f"generating a sample world (seed {args.seed}) in {world} ...")
 
     curate = False if args.no_llm else None
     publish = False if args.no_s3 else None
-    if args.no_airflow or not demo_airflow.available():
+    if args.no_airflow or not airflow_available():
         if not args.no_airflow:
             print("Airflow is not installed here: running the stages in this process")
         result = run_demo(args.out, seed=args.seed, on_generate=generating, curate=curate,

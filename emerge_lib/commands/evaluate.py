@@ -66,7 +66,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from emerge_lib.errors import InputError
+    from emerge_lib.core.errors import InputError
     from emerge_lib.evaluation.data import ASSERTION, DEFAULT_ASSESSORS, DEPRECATION
     from emerge_lib.evaluation.metrics import Settings
     from emerge_lib.evaluation.report import markdown

@@ -7,7 +7,7 @@ import logging
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from emerge_lib.config import Config
+    from emerge_lib.core.config import Config
 
 log = logging.getLogger(__name__)
 
@@ -42,16 +42,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from emerge_lib.commands._common import bars, ingest_progress, load
-    from emerge_lib.engine import session_for
-    from emerge_lib.pipeline import StageContext, run_stage
-    from emerge_lib.stages.ingest import check_inputs
-    from emerge_lib.tables import Catalog
+    from emerge_lib.ingest.plan import check_inputs
+    from emerge_lib.pipeline.context import open_context
+    from emerge_lib.pipeline.runner import run_stage
 
     cfg = load(args)
     kinds = kinds_to_ingest(cfg, args)  # before any engine, as the paths
     check_inputs([*(args.wikidata or []), *(args.wikipedia or [])])
-    with session_for(cfg) as spark, bars():
-        ctx = StageContext(cfg, Catalog.for_config(cfg, spark), args.wikidata, args.wikipedia)
+    with open_context(cfg, wikidata=args.wikidata, wikipedia=args.wikipedia) as ctx, bars():
         ingest_progress(ctx)
         # each stage logs its own one-line summary; the KG stability rule follows the
         # Wikidata ingest at once, so a failing Wikipedia ingest does not leave it stale
@@ -70,8 +68,8 @@ def kinds_to_ingest(cfg: Config, args: argparse.Namespace) -> list[str]:
     """The wikis to ingest: with ``--wiki both``, those with input (paths, or configured
     dump dates), as a build does; a wiki named alone without input, or none with input,
     is refused with what to give."""
-    from emerge_lib.errors import InputError
-    from emerge_lib.pipeline import has_inputs
+    from emerge_lib.core.errors import InputError
+    from emerge_lib.core.stage import has_inputs
 
     asked = ["wikidata", "wikipedia"] if args.wiki == "both" else [args.wiki]
     kinds = [k for k in asked if has_inputs(cfg, k, getattr(args, k))]

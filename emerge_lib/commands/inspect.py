@@ -42,12 +42,11 @@ def run_statements(args: argparse.Namespace) -> int:
     import tempfile
 
     from emerge_lib.commands._common import bars, ingest_progress, load
-    from emerge_lib.engine import session_for
-    from emerge_lib.pipeline import StageContext, run_stage
-    from emerge_lib.schedule import parse_utc
-    from emerge_lib.stages.ingest import check_inputs
-    from emerge_lib.stages.snapshot import triples_at
-    from emerge_lib.tables import Catalog
+    from emerge_lib.core.schedule import parse_utc
+    from emerge_lib.ingest.plan import check_inputs
+    from emerge_lib.pipeline.context import open_context
+    from emerge_lib.pipeline.runner import run_stage
+    from emerge_lib.transform.snapshot import triples_at
 
     tau = parse_utc(args.at)
     check_inputs(args.wikidata)  # before any engine
@@ -56,8 +55,7 @@ def run_statements(args: argparse.Namespace) -> int:
         # every revision is shown: nothing is held against a reject ratio here
         cfg = load(args, warehouse=tmp, stability=stability,
                    dumps={"max_reject_ratio": 1.0})
-        with session_for(cfg) as spark, bars():
-            ctx = StageContext(cfg, Catalog.for_config(cfg, spark), wikidata=args.wikidata)
+        with open_context(cfg, wikidata=args.wikidata) as ctx, bars():
             ingest_progress(ctx)
             ingested = run_stage(ctx, "ingest_wikidata")
             if not args.no_stability:

@@ -80,13 +80,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from emerge_lib.commands._common import bars, load
-    from emerge_lib.pipeline import StageContext, run_stage
-    from emerge_lib.tables import Catalog
+    from emerge_lib.pipeline.context import open_context
+    from emerge_lib.pipeline.runner import run_stage
 
     cfg = load(args, **s3_overrides(args, to=args.to, part_size_mb=args.part_size_mb))
-    ctx = StageContext(cfg, Catalog.for_config(cfg), release_dir=args.release)
     quiet_sdk_logs(args)
-    with bars(), byte_bar("publish") as (on_total, on_bytes):
+    with open_context(cfg, engine=False, release_dir=args.release) as ctx, bars(), \
+            byte_bar("publish") as (on_total, on_bytes):
         ctx.on_transfer_total, ctx.on_transfer = on_total, on_bytes
         result = run_stage(ctx, "publish")
     print(result.detail.brief())

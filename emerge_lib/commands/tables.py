@@ -21,8 +21,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from emerge_lib.config import load_config
-    from emerge_lib.tables import TABLES, Catalog
+    from emerge_lib.catalog import TABLES, Catalog
+    from emerge_lib.core.config import load_config
 
     catalog = None
     if args.warehouse or args.config:

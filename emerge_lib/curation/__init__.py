@@ -4,7 +4,7 @@ OpenAI-compatible endpoints (vLLM on GPU workers, llama.cpp with SmolLM2 locally
 ``prompts`` renders them, ``answers`` reads the YES/NO back (and builds the constraint
 that makes every answer parse), ``client`` talks to the servers (concurrency, retries,
 budget), ``rules`` turns verdicts into asserted operations; the ``curate`` stage
-(``emerge_lib.stages.curate``) plans the requests and commits the verdicts.
+(``emerge_lib.curation.verdicts``) plans the requests and commits the verdicts.
 """
 
 from __future__ import annotations

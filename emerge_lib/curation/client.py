@@ -29,8 +29,8 @@ from typing import Any
 
 import aiohttp
 
+from emerge_lib.core.errors import EmergeError
 from emerge_lib.curation.answers import answer_grammar, answer_regex, answer_token_budget
-from emerge_lib.errors import EmergeError
 
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
 

@@ -23,10 +23,11 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 
-from emerge_lib.errors import EmergeError
+from emerge_lib.core.errors import EmergeError
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +75,18 @@ class LocalServer:
     url: str
     model: str = MODEL_ALIAS
     log_path: Path | None = None
+
+    def curation_overrides(self, **settings: Any) -> dict[str, Any]:
+        """``curation`` overrides that send every route to this server, in llama.cpp's
+        dialect, named after its model (the one place that wiring is written)."""
+        from emerge_lib.curation import endpoint_overrides
+
+        return endpoint_overrides(self.url, backend="llamacpp", model=self.model, **settings)
+
+    @property
+    def host_port(self) -> tuple[str, int]:
+        host, port = self.url.removeprefix("http://").removesuffix("/v1").rsplit(":", 1)
+        return host, int(port)
 
     def stop(self) -> None:
         if self.process.poll() is None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from emerge_lib.config import CurationSettings
+from emerge_lib.core.config import CurationSettings
 from emerge_lib.curation.prompts import ASSERTION, DEPRECATION
 
 ADDITIONS = ("X", "E", "EE", "EE-KG")

@@ -37,7 +37,8 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO, Literal
 
-from emerge_lib.errors import EmergeError
+from emerge_lib.core.errors import EmergeError
+from emerge_lib.core.resources import cpu_count
 
 logger = logging.getLogger(__name__)
 
@@ -134,26 +135,6 @@ class CorruptDumpError(DumpReadError):
 
 class MissingToolError(DumpReadError):
     """An external program needed for this format (e.g. ``7z``) is not on PATH."""
-
-
-def cpu_count() -> int:
-    """Cores this process may use (respects affinity masks, unlike ``os.cpu_count``)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # pragma: no cover - non-Linux
-        return max(1, os.cpu_count() or 1)
-
-
-def cpu_seconds() -> float:
-    """User + system CPU seconds of this process (threads included: an embedded engine's,
-    a decoder's) and of its reaped children (a worker pool, an external decompressor)."""
-    try:
-        import resource
-    except ImportError:  # not on this platform: no CPU figures
-        return 0.0
-    me, children = (resource.getrusage(who) for who in
-                    (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
-    return me.ru_utime + me.ru_stime + children.ru_utime + children.ru_stime
 
 
 def _looks_like_xml(head: bytes) -> bool:

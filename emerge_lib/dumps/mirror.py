@@ -35,7 +35,7 @@ from urllib.parse import unquote, urlparse
 import httpx
 import msgspec
 
-from emerge_lib.errors import EmergeError
+from emerge_lib.core.errors import EmergeError
 
 __all__ = [
     "HISTORY_JOBS",

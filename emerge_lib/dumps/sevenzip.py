@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 try:  # the C build: the same CRC32, 4x faster (PCLMULQDQ), the GIL released
-    from emerge_lib.dumps._xmlfast import crc32 as _crc32
+    from emerge_lib.dumps._crc32 import crc32 as _crc32
 except ImportError:  # pragma: no cover - exercised where no compiler exists
     from zlib import crc32 as _crc32
 

@@ -29,7 +29,7 @@ from typing import Any
 import msgspec
 
 try:  # the C build (setup.py; optional)
-    from emerge_lib.dumps._xmlfast import EntityScanner as _EntityScanner
+    from emerge_lib.dumps._native import EntityScanner as _EntityScanner
 except ImportError:  # pragma: no cover - exercised where no compiler exists
     _EntityScanner = None
 
@@ -651,7 +651,7 @@ class EntityScan(msgspec.Struct, frozen=True, gc=False):
 
     redirect_to = None  # a class attribute, not a field: redirects are the Python path's
 
-    escaped: bytes  # the text as it stands in the XML (xmlstream.unescape gives the JSON)
+    escaped: bytes  # the text as it stands in the XML (dumps.xml.unescape gives the JSON)
     id: str | None
     type: str | None
     datatype: str | None

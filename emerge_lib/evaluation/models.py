@@ -26,7 +26,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from emerge_lib.errors import InputError
+from emerge_lib.core.errors import InputError
 
 MPNET = "all-mpnet-base-v2"
 MINILM = "all-MiniLM-L6-v2"

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from emerge_lib.errors import InputError
+from emerge_lib.core.errors import InputError
 from emerge_lib.evaluation.data import DEFAULT_ASSESSORS, read_gold, read_predictions
 from emerge_lib.evaluation.metrics import (
     InstanceScore,

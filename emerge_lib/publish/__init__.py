@@ -28,7 +28,7 @@ from emerge_lib.publish.s3 import (
 from emerge_lib.publish.upload import PublishReport, check_release, publish_release
 
 if TYPE_CHECKING:
-    from emerge_lib.config import Config
+    from emerge_lib.core.config import Config
 
 __all__ = ["ChecksumMismatchError", "DownloadReport", "PublishError", "PublishReport",
            "ReleaseGateError", "S3AccessError", "S3Location", "S3NotFoundError",

@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from emerge_lib.manifest import MANIFEST, content_version, sha256_file
 from emerge_lib.publish.s3 import (
     LATEST,
     VERSIONS,
@@ -38,6 +37,7 @@ from emerge_lib.publish.s3 import (
     error_code,
     s3_error,
 )
+from emerge_lib.release.manifest import MANIFEST, content_version, sha256_file
 
 log = logging.getLogger(__name__)
 

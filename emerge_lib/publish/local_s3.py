@@ -34,7 +34,7 @@ from typing import Any
 
 import httpx
 
-from emerge_lib.errors import EmergeError
+from emerge_lib.core.errors import EmergeError
 
 log = logging.getLogger(__name__)
 

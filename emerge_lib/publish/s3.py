@@ -17,8 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from emerge_lib.config import S3Settings
-from emerge_lib.errors import EmergeError
+from emerge_lib.core.config import S3Settings
+from emerge_lib.core.errors import EmergeError
 
 VERSIONS = "v"  # PREFIX/v/<version>/… holds each published release
 LATEST = "latest"  # PREFIX/latest: which version readers get by default

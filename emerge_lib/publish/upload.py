@@ -37,7 +37,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from emerge_lib.manifest import MANIFEST, ManifestError, read_manifest, verify_release
 from emerge_lib.publish.s3 import (
     LATEST,
     PublishError,
@@ -47,6 +46,7 @@ from emerge_lib.publish.s3 import (
     error_code,
     s3_error,
 )
+from emerge_lib.release.manifest import MANIFEST, ManifestError, read_manifest, verify_release
 
 log = logging.getLogger(__name__)
 

@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from emerge_lib.errors import EmergeError
+from emerge_lib.core.errors import EmergeError
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -192,7 +192,6 @@ def _run(suites: Sequence[Suite], docs_dir: str | Path | None, run_name: str) ->
         gx_log.setLevel(logging.WARNING)
     import great_expectations as gx
     import great_expectations.expectations as gxe
-    from great_expectations.checkpoint import UpdateDataDocsAction
     from great_expectations.core.run_identifier import RunIdentifier
     from great_expectations.data_context.types.base import (
         DataContextConfig,
@@ -223,8 +222,7 @@ def _run(suites: Sequence[Suite], docs_dir: str | Path | None, run_name: str) ->
         definition = context.validation_definitions.add(
             gx.ValidationDefinition(name=suite.name, data=batch, suite=gx_suite))
         checkpoint = context.checkpoints.add(gx.Checkpoint(
-            name=suite.name, validation_definitions=[definition],
-            actions=[UpdateDataDocsAction(name="docs", site_names=["emerge"])],
+            name=suite.name, validation_definitions=[definition], actions=[],
             result_format={"result_format": "SUMMARY",
                            "partial_unexpected_count": SAMPLE_ROWS}))
         outcome = checkpoint.run(batch_parameters={"dataframe": suite.frame},
@@ -246,6 +244,10 @@ def _run(suites: Sequence[Suite], docs_dir: str | Path | None, run_name: str) ->
                     suite.name, name, bool(r.success) and raised is None, raised is not None,
                     None if count is None else int(count), observed))
         log.debug("validation suite %s: %d checks", suite.name, len(suite.checks))
+    # the pages are built once, after the last suite (an UpdateDataDocsAction per
+    # checkpoint rebuilt the whole site each time: half of a snapshot's validation went
+    # to compiling GX's page templates again)
+    context.build_data_docs(site_names=["emerge"])
     _steady_pages(docs)
     return report
 

@@ -19,16 +19,16 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from emerge_lib.config import Config
-from emerge_lib.release_format import OP_NAMES
-from emerge_lib.schedule import SnapshotPlan
-from emerge_lib.stages._sql import sql_timestamp
+from emerge_lib.catalog.sql import sql_timestamp
+from emerge_lib.core.config import Config
+from emerge_lib.core.schedule import SnapshotPlan
+from emerge_lib.release.format import OP_NAMES
 from emerge_lib.validation.gate import Check, Suite, rows_check
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from emerge_lib.tables import Catalog
+    from emerge_lib.catalog import Catalog
 
 QID = r"^Q[1-9][0-9]*$"
 PID = r"^P[1-9][0-9]*$"
@@ -214,7 +214,7 @@ def missing_verdicts(catalog: Catalog, cfg: Config, plan: SnapshotPlan,
     """(window, passage, triple) rows whose required verdicts are not all there: the
     coverage rule, computed with the same rules the release applies."""
     from emerge_lib.curation.rules import judges
-    from emerge_lib.stages.curate import plan_requests
+    from emerge_lib.curation.verdicts import plan_requests
 
     def rows(name: str, window: int) -> list[dict[str, Any]]:
         if versions.get(name) is None:

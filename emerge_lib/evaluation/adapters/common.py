@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from emerge_lib.errors import InputError
+from emerge_lib.core.errors import InputError
 
 
 @dataclass

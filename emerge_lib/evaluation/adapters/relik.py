@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from emerge_lib.errors import EmergeError
+from emerge_lib.core.errors import EmergeError
 from emerge_lib.evaluation.adapters.common import Dictionaries
 from emerge_lib.evaluation.data import OPERATION_OPS, Instance, Predicted, prediction_line
 

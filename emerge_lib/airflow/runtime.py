@@ -1,0 +1,216 @@
+"""What every emerge task does inside Airflow: resolve the run's snapshot, build its
+configuration (file, environment, connections, params), open an engine session, call
+``emerge_lib.pipeline.runner.run_stage``, and turn emerge's errors into Airflow's verdict:
+a retryable ``EmergeError`` is raised as is (the task's retries, with exponential backoff,
+try again), any other failure becomes ``AirflowFailException`` (no retry: bad data or
+configuration does not heal by waiting)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
+
+log = logging.getLogger("emerge_airflow")
+
+
+@contextmanager
+def verdicts() -> Iterator[None]:
+    """Retry only what emerge says is retryable."""
+    from emerge_lib.core.errors import EmergeError
+
+    try:
+        yield
+    except (AirflowSkipException, AirflowFailException):
+        raise
+    except EmergeError as exc:
+        if exc.retryable:
+            log.warning("retryable: %s", exc)
+            raise
+        raise AirflowFailException(str(exc)) from exc
+    except Exception as exc:
+        raise AirflowFailException(f"{type(exc).__name__}: {exc}") from exc
+
+
+def resolve_snapshot(context: Mapping[str, Any]) -> str:
+    """The snapshot t of this run: ``params.snapshot``; else the ``snapshot`` of a
+    triggering Asset event; else the logical date of a scheduled or backfill run (the
+    quarter start, with CronTriggerTimetable). Manual and Asset-triggered runs have no
+    logical date, so ``{{ ds }}`` is never used."""
+    params = context.get("params") or {}
+    if params.get("snapshot"):
+        return str(params["snapshot"])
+    events = context.get("triggering_asset_events") or {}
+    for asset_events in events.values():
+        for event in asset_events:
+            if (event.extra or {}).get("snapshot"):
+                return str(event.extra["snapshot"])
+    logical = context.get("logical_date")
+    if logical is not None:
+        return logical.isoformat()
+    raise AirflowFailException("this run has no snapshot: give params.snapshot (an ISO "
+                               "timestamp such as 2024-04-01T00:00:00Z) when triggering it")
+
+
+def snapshot_run(context: Mapping[str, Any], snapshot: bool = True):
+    """The run's params as an ``emerge_lib.pipeline.runs.SnapshotRun`` with the connections'
+    overrides (``snapshot=False``: an ingest run)."""
+    from emerge_lib.airflow.hooks import connection_overrides
+    from emerge_lib.pipeline.runs import SnapshotRun
+
+    params = dict(context.get("params") or {})
+    logical = context.get("logical_date")
+    if not snapshot and not params.get("dump_date") and logical is not None and not (
+            params.get("wikidata_files") or params.get("wikipedia_files")):
+        params["dump_date"] = logical.strftime("%Y%m%d")  # a scheduled ingest: its day's dump
+    with verdicts():
+        return SnapshotRun.from_params(params, resolve_snapshot(context) if snapshot else None,
+                                       connection_overrides())
+
+
+@contextmanager
+def stage_context(run: Any, engine: bool = True) -> Iterator[Any]:
+    """The StageContext of ``run`` (its inputs, its release folder, the S3 connection's
+    session), with a Spark session on the engine connection's engine when ``engine``."""
+    from emerge_lib.airflow.hooks import EmergeS3
+    from emerge_lib.pipeline.context import open_context
+
+    cfg = run.settings()
+    with open_context(cfg, engine=engine, wikidata=run.inputs("wikidata"),
+                      wikipedia=run.inputs("wikipedia"), release_dir=run.release_folder(cfg),
+                      s3_client=EmergeS3().session()) as ctx:
+        yield ctx
+
+
+def _step(name: str, context: Mapping[str, Any], *, snapshot: bool, engine: bool = True,
+          step: str | None = None, **inputs: Any) -> Any:
+    """Run registry stage ``name`` (or its ``step``) for this run through ``run_stage``;
+    a whole stage that does not apply to this run (``Stage.skip``: an ingest without
+    inputs, curation off, nowhere to publish) is skipped with its reason. Returns the
+    StageResult."""
+    from emerge_lib.pipeline.registry import stage
+    from emerge_lib.pipeline.runner import run_stage
+
+    run = snapshot_run(context, snapshot)
+    with verdicts():
+        st = stage(name)
+        with stage_context(run, engine=engine) as ctx:
+            if step is None and not st.applies(ctx):
+                raise AirflowSkipException(f"{name}: {st.skip(ctx)}")
+            plan = run.snapshot if st.scope == "snapshot" else None
+            return run_stage(ctx, name, plan, step=step, **inputs)
+
+
+def run_stage_task(name: str, context: Mapping[str, Any], snapshot: bool = True
+                   ) -> dict[str, Any]:
+    """Run registry stage ``name`` for this run; returns the StageResult as plain data
+    (XCom). ``snapshot=False``: a run of the ingest DAG."""
+    return _step(name, context, snapshot=snapshot).to_dict()
+
+
+def ingest_plan_task(kind: str, context: Mapping[str, Any], max_groups: int
+                     ) -> list[dict[str, Any]]:
+    """The pending files of one wiki in groups (one mapped extract task each); the whole
+    plan goes to XCom under the key ``plan`` for the commit."""
+    from emerge_lib.airflow.params import MAX_MAP_LENGTH
+
+    if not 1 <= max_groups <= MAX_MAP_LENGTH:
+        raise AirflowFailException(f"max_tasks must be 1..{MAX_MAP_LENGTH} (Airflow's "
+                                   f"max_map_length), not {max_groups}")
+    planned = _step(f"ingest_{kind}", context, snapshot=False, engine=False, step="plan",
+                    max_groups=max_groups).detail
+    context["ti"].xcom_push(key="plan", value=planned["plan"])
+    return planned["groups"]
+
+
+def ingest_extract_task(kind: str, group: dict[str, Any], context: Mapping[str, Any]
+                        ) -> list[dict[str, Any]]:
+    """Extract one group of files into the staging area (no engine session)."""
+    return _step(f"ingest_{kind}", context, snapshot=False, engine=False, step="extract",
+                 group=group).detail
+
+
+def ingest_commit_task(kind: str, plan: dict[str, Any] | None, summaries: Any,
+                       context: Mapping[str, Any]) -> dict[str, Any]:
+    """Commit what the extract tasks staged (and what must be extracted again here)."""
+    return _step(f"ingest_{kind}", context, snapshot=False, step="commit", plan=plan,
+                 summaries=list(summaries or [])).to_dict()
+
+
+def stability_task(context: Mapping[str, Any], asset: Any) -> dict[str, Any]:
+    """The ingest DAG's last step: the stability stage, then the timelines Asset's event
+    (the dump date and what was committed)."""
+    result = run_stage_task("stability", context, snapshot=False)
+    run = snapshot_run(context, snapshot=False)
+    ti = context["ti"]
+    committed = {kind: ti.xcom_pull(task_ids=f"{kind}.commit") or {}
+                 for kind in ("wikidata", "wikipedia")}
+    context["outlet_events"][asset].extra = {
+        "dump_date": run.dump_date,
+        "files": {k: (v.get("metrics") or {}).get("files", 0) for k, v in committed.items()},
+        "stability": result.get("note") or "rebuilt"}
+    return result
+
+
+def publish_task(context: Mapping[str, Any], asset: Any) -> dict[str, Any]:
+    """The publish stage (only when ``params.publish``), then the release Asset's event
+    with the snapshot, the local folder, where it went and the manifest's version."""
+    result = run_stage_task("publish", context)
+    run = snapshot_run(context)
+    with verdicts():
+        cfg = run.settings()
+    folder = run.release_folder(cfg)
+    manifest = folder / "manifest.json"
+    version = json.loads(manifest.read_text())["version"] if manifest.is_file() else None
+    target = cfg.publish.to
+    context["outlet_events"][asset].extra = {
+        "snapshot": run.snapshot, "release_dir": str(folder), "version": version,
+        "uri": target}
+    return result
+
+
+def release_location(extra: Mapping[str, Any]) -> Path:
+    """The local release folder an Asset event names."""
+    folder = extra.get("release_dir")
+    if not folder or not Path(folder).is_dir():
+        raise AirflowFailException(f"the release folder {folder!r} of the event "
+                                   f"{dict(extra)} is not on this worker")
+    return Path(folder)
+
+
+def evaluate_task(context: Mapping[str, Any], asset: Any) -> list[dict[str, Any]]:
+    """Score every release this run stands for: each triggering event of ``asset`` (events
+    that arrive between two runs are merged into one run), or, in a manual run,
+    ``params.releases`` ([{snapshot, release_dir, version}]), each through the evaluate
+    stage. Returns one summary each."""
+    from emerge_lib.airflow.hooks import connection_overrides
+    from emerge_lib.core.config import load_config
+    from emerge_lib.pipeline.context import open_context
+    from emerge_lib.pipeline.registry import stage
+    from emerge_lib.pipeline.runner import run_stage
+    from emerge_lib.pipeline.runs import CONFIG_ENV
+
+    params = context.get("params") or {}
+    events = [dict(e.extra or {}) for e in
+              (context.get("triggering_asset_events") or {}).get(asset, [])]
+    events += [dict(r) for r in params.get("releases") or []]
+    if not events:
+        raise AirflowSkipException("no release to evaluate (no event, no params.releases)")
+    out = []
+    with verdicts():
+        cfg = load_config(params.get("config") or os.environ.get(CONFIG_ENV) or None,
+                          overrides=connection_overrides())
+        for extra in events:
+            with open_context(cfg, engine=False, release_dir=release_location(extra)) as ctx:
+                if not stage("evaluate").applies(ctx):
+                    raise AirflowSkipException(f"evaluate: {stage('evaluate').skip(ctx)}")
+                result = run_stage(ctx, "evaluate", release_snapshot=extra.get("snapshot"),
+                                   version=extra.get("version"))
+            out.append(result.detail)
+    return out

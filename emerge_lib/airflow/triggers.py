@@ -1,0 +1,69 @@
+"""The deferrable wait's trigger: polls emerge's own readiness checks (the dump mirror's
+``dumpstatus.json``, or what the warehouse has ingested) in a thread, so a history dump
+that takes one to three weeks costs no worker slot and never blocks the triggerer's event
+loop (``HttpSensor(deferrable=True)`` with a response check silently does not defer)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+from airflow.triggers.base import BaseTrigger, TriggerEvent
+
+
+def pending(what: str, config: str | None, overrides: dict[str, Any],
+            snapshot: str | None = None, dump_date: str | None = None) -> str | None:
+    """None when ready, else what is still missing (blocking: run it in a thread).
+    ``what``: ``dump`` (the mirror's dump of ``dump_date`` is done for both wikis) or
+    ``warehouse`` (the warehouse holds dumps reaching ``snapshot``'s last window)."""
+    from emerge_lib.catalog import Catalog
+    from emerge_lib.core.config import load_config
+    from emerge_lib.pipeline.waits import dump_pending, warehouse_pending
+
+    cfg = load_config(config, overrides=overrides)
+    if what == "dump":
+        assert dump_date is not None
+        return dump_pending(cfg, dump_date)
+    assert snapshot is not None
+    return warehouse_pending(Catalog.for_config(cfg), cfg, snapshot)
+
+
+class InputsTrigger(BaseTrigger):
+    """Fires ``{"status": "ready"}`` once :func:`pending` says nothing is missing, or
+    ``{"status": "failed", "reason": …}`` on an error that waiting cannot fix (a failed
+    dump job, a bad configuration); a retryable error (the mirror unreachable) is logged
+    and polled again."""
+
+    def __init__(self, what: str, config: str | None, overrides: dict[str, Any],
+                 snapshot: str | None = None, dump_date: str | None = None,
+                 poll_s: float = 900.0) -> None:
+        super().__init__()
+        self.what, self.config, self.overrides = what, config, overrides
+        self.snapshot, self.dump_date, self.poll_s = snapshot, dump_date, poll_s
+
+    def serialize(self) -> tuple[str, dict[str, Any]]:
+        return ("emerge_lib.airflow.triggers.InputsTrigger",
+                {"what": self.what, "config": self.config, "overrides": self.overrides,
+                 "snapshot": self.snapshot, "dump_date": self.dump_date,
+                 "poll_s": self.poll_s})
+
+    async def run(self) -> AsyncIterator[TriggerEvent]:
+        from emerge_lib.core.errors import EmergeError
+
+        while True:
+            try:
+                missing = await asyncio.to_thread(pending, self.what, self.config,
+                                                  self.overrides, self.snapshot,
+                                                  self.dump_date)
+            except EmergeError as exc:
+                if not exc.retryable:
+                    yield TriggerEvent({"status": "failed", "reason": str(exc)})
+                    return
+                self.log.warning("will poll again: %s", exc)
+            else:
+                if missing is None:
+                    yield TriggerEvent({"status": "ready"})
+                    return
+                self.log.info("waiting (next check in %.0fs): %s", self.poll_s, missing)
+            await asyncio.sleep(self.poll_s)

@@ -1,0 +1,490 @@
+"""The catalog's reads and writes: every write goes through one guarded method, allowed
+only for the tables whose declared write mode (``emerge_lib.catalog.specs``) it implements:
+
+- ``replace_partition``: replace exactly one partition, transactionally, with replaceWhere.
+  Sail 0.7 accepts rows outside a replaceWhere predicate (and silently ignores dynamic
+  partition overwrite, replacing the whole table), so every row is checked against the
+  partition first and a violating frame is refused before anything is written.
+- ``merge``: MERGE INTO on a declared key (update matched, insert new), for incremental
+  timelines.
+- ``overwrite``: replace the whole table in one transaction, for tables derived wholesale
+  from others (a rerun gives the same table).
+- ``delete_matching`` / ``update_matching``: the ingest's deletes of replayed pages and
+  closures of open intervals, on merge-mode tables.
+
+A commit that lost the race to a concurrent writer (Airflow runs mapped tasks and snapshot
+runs side by side) is retried a bounded number of times with jittered backoff.
+
+Writes go through Spark (any engine); reads go through Spark or, where a session is not
+wanted (CLI summaries, tests), through deltalake.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import pyarrow as pa
+import pyarrow.compute  # noqa: F401  (pa.compute in row_count)
+
+from emerge_lib.catalog.specs import (
+    CatalogError,
+    CommitConflictError,
+    TableSpec,
+    WriteMode,
+    spark_type,
+    spec,
+)
+from emerge_lib.catalog.sql import literal, partition_predicate
+
+if TYPE_CHECKING:
+    from deltalake import DeltaTable
+    from pyspark.sql import DataFrame, SparkSession
+
+    from emerge_lib.core.config import Config
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+def _lost_commit_race(exc: BaseException) -> bool:
+    """Did a Delta commit fail because another writer committed first?
+
+    Sail 0.7 reports it as ``Failed to commit transaction: <version>`` (measured with four
+    writers replacing four partitions of one table at once; delta-spark says
+    ``ConcurrentAppendException`` and friends). Nothing of the failed write is visible, so
+    running the same idempotent write again is safe.
+    """
+    text = str(exc)
+    return any(marker in text for marker in _CONFLICT_MARKERS)
+
+
+_CONFLICT_MARKERS = (
+    "Failed to commit transaction",
+    "ConcurrentAppendException",
+    "ConcurrentDeleteReadException",
+    "ConcurrentDeleteDeleteException",
+    "ConcurrentTransactionException",
+    "MetadataChangedException",
+    "ProtocolChangedException",
+    "VersionAlreadyExists",
+    "version already exists",
+)
+
+
+class Catalog:
+    """Tables under one warehouse root (a local path or an s3:// URL).
+
+    Every write goes through one of the methods below, each allowed only for tables whose
+    declared ``write_mode`` it implements, and each committed with a bounded retry when a
+    concurrent writer won the race (writes are idempotent, so the retry is the same write
+    again, reading its inputs anew).
+    """
+
+    def __init__(
+        self,
+        warehouse: str | Path,
+        spark: SparkSession | None = None,
+        storage_options: Mapping[str, str] | None = None,
+        commit_attempts: int = 8,
+        start_session: Callable[[], SparkSession] | None = None,
+    ) -> None:
+        self.warehouse = str(warehouse).rstrip("/")
+        self.spark = spark
+        # starts the engine on the first read or write that needs it (reads through
+        # deltalake and stages with nothing to do never start one)
+        self._start_session = start_session
+        self.storage_options = dict(storage_options or {})
+        self.commit_attempts = max(1, commit_attempts)
+        self._scratch: list[str] = []
+
+    @classmethod
+    def for_config(cls, cfg: Config, spark: SparkSession | None = None,
+                   start_session: Callable[[], SparkSession] | None = None) -> Catalog:
+        """The configuration's warehouse, with its S3 settings for reads through deltalake."""
+        options = cfg.s3.storage_options() if "://" in cfg.warehouse else None
+        return cls(cfg.warehouse, spark, storage_options=options, start_session=start_session)
+
+    # -- locations ---------------------------------------------------------------------------
+    def path(self, name: str) -> str:
+        spec(name)
+        if "://" in self.warehouse:
+            return f"{self.warehouse}/{name}"
+        return str(Path(self.warehouse).resolve() / name)
+
+    def exists(self, name: str) -> bool:
+        from deltalake import DeltaTable
+
+        return DeltaTable.is_deltatable(self.path(name), storage_options=self.storage_options)
+
+    def session(self) -> SparkSession:
+        """The Spark session stages run on (reads via deltalake need none), started now
+        when the catalog was given a way to start one."""
+        if self.spark is None and self._start_session is not None:
+            self.spark = self._start_session()
+        if self.spark is None:
+            raise CatalogError("this catalog has no Spark session; writes need one")
+        return self.spark
+
+    # -- reads -------------------------------------------------------------------------------
+    def read(self, name: str, version: int | None = None) -> DataFrame:
+        """The table as a Spark DataFrame (an empty frame of the right schema if missing)."""
+        spark = self.session()
+        if not self.exists(name):
+            return spark.createDataFrame([], spec(name).ddl)
+        reader = spark.read.format("delta")
+        if version is not None:
+            reader = reader.option("versionAsOf", version)
+        return reader.load(self.path(name))
+
+    def _delta(self, name: str, version: int | None = None) -> DeltaTable:
+        from deltalake import DeltaTable
+
+        return DeltaTable(self.path(name), version=version, storage_options=self.storage_options)
+
+    def read_arrow(
+        self,
+        name: str,
+        filters: list[tuple[str, str, Any]] | None = None,
+        columns: list[str] | None = None,
+        version: int | None = None,
+    ) -> pa.Table:
+        """Read through deltalake (no Spark session); missing tables read as empty.
+
+        ``version`` pins a Delta version (time travel), so a reader of several tables can
+        see one consistent state while writers go on.
+        """
+        if not self.exists(name):
+            table = spec(name).schema.empty_table()
+            return table.select(columns) if columns else table
+        from pyarrow.parquet import filters_to_expression
+
+        expression = filters_to_expression(filters) if filters else None
+        # deltalake's own to_pyarrow_table, but single-threaded: its file system handler on
+        # pyarrow's thread pool aborts the interpreter at exit ("terminate called without an
+        # active exception", deltalake 1.6.6, pyarrow 26) when a process exits soon after a
+        # threaded read, as a CLI does (tests/stages/test_catalog.py)
+        return self._delta(name, version).to_pyarrow_dataset().to_table(
+            columns=columns, filter=expression, use_threads=False)
+
+    def dataset(self, name: str, version: int | None = None,
+                pruning: list[tuple[str, str, Any]] | None = None) -> Any:
+        """A pyarrow dataset of the table at ``version`` (for streaming reads), or None."""
+        if not self.exists(name):
+            return None
+        return self._delta(name, version).to_pyarrow_dataset(file_pruning_predicate=pruning)
+
+    def partition_digest(self, name: str, version: int | None, snapshot: str) -> str | None:
+        """A fingerprint of one snapshot's rows of a table at ``version``: the Delta data
+        files holding them. Any rewrite of those rows adds new files, while writes to other
+        snapshots leave it as it is, so a check made on a snapshot stays valid until that
+        snapshot's own rows change. None when the table does not exist."""
+        import hashlib
+
+        if version is None or not self.exists(name):
+            return None
+        files = self._delta(name, version).file_uris(
+            file_pruning_predicate=[("snapshot", "=", snapshot)])
+        names = sorted(f.rsplit("/", 1)[-1] for f in files)
+        return hashlib.sha256("\n".join(names).encode()).hexdigest()[:16]
+
+    def version(self, name: str) -> int | None:
+        if not self.exists(name):
+            return None
+        return self._delta(name).version()
+
+    def row_count(self, name: str, version: int | None = None) -> int:
+        """Rows of the table, from the Delta log's file statistics (no data is read)."""
+        if not self.exists(name):
+            return 0
+        dt = self._delta(name, version)
+        actions = pa.table(dt.get_add_actions(flatten=True))
+        if "num_records" in actions.schema.names:
+            counts = actions.column("num_records")
+            if counts.null_count == 0:
+                return int(pa.compute.sum(counts).as_py() or 0)
+        return dt.to_pyarrow_dataset().count_rows()  # footers only
+
+    # -- writes ------------------------------------------------------------------------------
+    def _writable(self, name: str, *modes: WriteMode) -> TableSpec:
+        s = spec(name)
+        if s.write_mode not in modes:
+            raise CatalogError(
+                f"table {name} is written by {s.write_mode}, not by {' or '.join(modes)}"
+            )
+        return s
+
+    def conform(self, name: str, df: DataFrame) -> DataFrame:
+        """Select the table's columns in order, cast to its types; refuse missing/extra columns."""
+        from pyspark.sql import functions as F
+
+        s = spec(name)
+        have, want = set(df.columns), set(s.schema.names)
+        if have != want:
+            raise CatalogError(
+                f"table {name}: frame columns differ from the schema: "
+                f"missing {sorted(want - have)}, unexpected {sorted(have - want)}"
+            )
+        return df.select(
+            *[F.col(f"`{f.name}`").cast(spark_type(f.type)).alias(f.name) for f in s.schema]
+        )
+
+    def frame(self, name: str, data: pa.Table | Iterable[Mapping[str, Any]]) -> DataFrame:
+        """A Spark frame of this table's schema from Arrow or rows (for small writes)."""
+        s = spec(name)
+        if isinstance(data, pa.Table):
+            table = data.select(s.schema.names).cast(s.schema)
+        else:
+            table = pa.Table.from_pylist(list(data), schema=s.schema)
+        return self.session().createDataFrame(table, schema=s.ddl)
+
+    def materialize(self, df: DataFrame) -> DataFrame:
+        """Run df's plan once into a scratch Delta table and read it back.
+
+        Sail does not cache, so a guarded write (check, count, write) would otherwise run
+        a stage's whole query three times. The folder is removed by the next guarded
+        write's cleanup (or ``clean_scratch``), after that write has read it.
+        """
+        import uuid
+
+        folder = f"{self.warehouse}/_scratch/{uuid.uuid4().hex}"
+        if "://" not in folder:
+            folder = str(Path(folder).resolve())
+        # a scratch Delta table, not Parquet: Parquet renames list elements ("element"),
+        # which Sail's replaceWhere union then refuses next to the table's own files
+        df.write.format("delta").mode("overwrite").save(folder)
+        self._scratch.append(folder)
+        return self.session().read.format("delta").load(folder)
+
+    def clean_scratch(self) -> None:
+        """Remove scratch folders of earlier guarded writes (their data is committed)."""
+        import shutil
+
+        from pyarrow import fs as pafs
+
+        for folder in self._scratch:
+            if "://" in folder:
+                filesystem, path = pafs.FileSystem.from_uri(folder)
+                filesystem.delete_dir_contents(path, missing_dir_ok=True)
+            else:
+                shutil.rmtree(folder, ignore_errors=True)
+        self._scratch.clear()
+
+    def _committed(self, name: str, write: Callable[[], T]) -> T:
+        """Run one Delta commit; when a concurrent writer won the race, run it again after a
+        jittered, growing pause (bounded by ``commit_attempts``)."""
+        pause = 0.05
+        for attempt in range(1, self.commit_attempts + 1):
+            try:
+                return write()
+            except Exception as exc:
+                if not _lost_commit_race(exc):
+                    raise
+                if attempt == self.commit_attempts:
+                    raise CommitConflictError(
+                        f"table {name}: the commit lost the race to concurrent writers "
+                        f"{attempt} times; nothing of it was committed (retry the task)"
+                    ) from exc
+                wait = random.uniform(pause / 2, pause)
+                log.info("%s: a concurrent writer committed first; retrying in %.2fs "
+                         "(attempt %d of %d)", name, wait, attempt + 1, self.commit_attempts)
+                time.sleep(wait)
+                pause = min(pause * 2, 5.0)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _create_or(self, name: str, df: DataFrame, write: Callable[[], None]) -> None:
+        """Create the table from df when it does not exist yet, else ``write``; one commit."""
+        s = spec(name)
+
+        def commit() -> None:
+            if self.exists(name):
+                write()
+                return
+            writer = df.write.format("delta").mode("append")
+            if s.partition_by:
+                writer = writer.partitionBy(*s.partition_by)
+            writer.save(self.path(name))
+
+        self._committed(name, commit)
+
+    def overwrite(self, name: str, df: DataFrame) -> None:
+        """Replace the whole table in one Delta transaction (derived tables only)."""
+        s = self._writable(name, "overwrite")
+        df = self.conform(name, df)
+
+        def write() -> None:
+            writer = df.write.format("delta").mode("overwrite").option("overwriteSchema", "true")
+            if s.partition_by:
+                writer = writer.partitionBy(*s.partition_by)
+            writer.save(self.path(name))
+
+        self._committed(name, write)
+
+    def replace_partition(self, name: str, df: DataFrame, partition: Mapping[str, Any]) -> int:
+        """Replace exactly the rows of one partition with df; other partitions are untouched.
+
+        Every partition column must be fixed, and every row of df must belong to the
+        partition: Sail writes rows outside a replaceWhere predicate without complaint,
+        so a frame that violates it is refused here before anything is written.
+        Returns the number of rows written.
+        """
+        s = self._writable(name, "replace_partition")
+        if set(partition) != set(s.partition_by):
+            raise CatalogError(
+                f"table {name}: replace_partition needs exactly the partition columns "
+                f"{list(s.partition_by)}, got {sorted(partition)}"
+            )
+        predicate = partition_predicate(partition)
+        return self._replace_where(name, df, predicate, predicate, list(partition)).total
+
+    def replace_partitions(
+        self, name: str, df: DataFrame, fixed: Mapping[str, Any], column: str,
+        values: Iterable[Any], clear_others: bool = False,
+    ) -> dict[Any, int]:
+        """Replace the partitions ``fixed`` × each of ``values`` of ``column`` in one
+        transaction (a stage computing all windows of a snapshot in one pass).
+
+        Every partition listed is replaced, the empty ones too (a rerun that finds
+        nothing clears what an earlier run wrote); rows outside them are refused. With
+        ``clear_others``, the other values of ``column`` under ``fixed`` are removed too
+        (a snapshot rebuilt with fewer windows keeps no stale ones). Returns rows per value.
+        """
+        s = self._writable(name, "replace_partition")
+        if set(fixed) | {column} != set(s.partition_by) or column in fixed:
+            raise CatalogError(
+                f"table {name}: replace_partitions needs the partition columns "
+                f"{list(s.partition_by)} split into fixed values and one listed column"
+            )
+        values = list(values)
+        if not values:
+            raise CatalogError(f"table {name}: no partitions to replace")
+        listed = ", ".join(literal(v) for v in values)
+        inside = " AND ".join(
+            [partition_predicate(fixed), f"`{column}` IN ({listed})"] if fixed
+            else [f"`{column}` IN ({listed})"]
+        )
+        if clear_others and not fixed:
+            raise CatalogError(f"table {name}: clear_others needs fixed partition values")
+        replace = partition_predicate(fixed) if clear_others else inside
+        counts = dict.fromkeys(values, 0)
+        counts.update(self._replace_where(name, df, inside, replace, [column], count_by=column)
+                      .by_value)
+        return counts
+
+    def _replace_where(
+        self, name: str, df: DataFrame, inside: str, replace: str, not_null: list[str],
+        count_by: str | None = None,
+    ) -> WriteResult:
+        """The guarded write behind both replace methods: every row must satisfy
+        ``inside`` (checked before anything is written), then ``replace`` is replaced by
+        the rows in one transaction."""
+        s = spec(name)
+        df = self.materialize(self.conform(name, df))
+        try:
+            nulls = " OR ".join(f"`{c}` IS NULL" for c in not_null)
+            bad = df.filter(f"NOT ({inside}) OR ({nulls})").limit(5).collect()
+            if bad:
+                raise CatalogError(
+                    f"table {name}: {len(bad)}+ rows fall outside the partition(s) {inside}, "
+                    f"e.g. {bad[0].asDict()}; nothing was written"
+                )
+            if count_by is None:
+                result = WriteResult(total=df.count())
+            else:
+                by_value = {r[count_by]: r["count"]
+                            for r in df.groupBy(count_by).count().collect()}
+                result = WriteResult(total=sum(by_value.values()), by_value=by_value)
+
+            def write() -> None:
+                (
+                    df.write.format("delta")
+                    .mode("overwrite")
+                    .option("replaceWhere", replace)
+                    .partitionBy(*s.partition_by)
+                    .save(self.path(name))
+                )
+
+            self._create_or(name, df, write)
+        finally:
+            self.clean_scratch()
+        log.debug("%s: replaced %s with %d rows", name, replace, result.total)
+        return result
+
+    def merge(self, name: str, df: DataFrame) -> int:
+        """MERGE INTO on the table's key: update matched rows, insert the others.
+
+        Duplicate keys in df are refused (MERGE would be ambiguous); an empty df commits
+        nothing. The partition columns join the match, so the engine can prune files.
+        Returns the number of source rows.
+        """
+        s = self._writable(name, "merge")
+        df = self.conform(name, df)
+        stats = df.groupBy(*s.key).count()
+        dup = stats.filter("count > 1").limit(1).collect()
+        if dup:
+            raise CatalogError(f"table {name}: duplicate merge key in the new rows: {dup[0]}")
+        rows = df.count()
+        if not rows:
+            return 0
+        keys = list(dict.fromkeys([*s.partition_by, *s.key]))
+        on = " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in keys)
+
+        def write() -> None:
+            self._sql(
+                f"MERGE INTO delta.`{self.path(name)}` AS t USING {{src}} AS s ON {on} "
+                "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *",
+                src=df,
+            )
+
+        self._create_or(name, df, write)
+        return rows
+
+    def delete_matching(self, name: str, keys: DataFrame, on: Sequence[str]) -> None:
+        """Delete the rows whose ``on`` columns equal those of some row of ``keys``
+        (a matched MERGE: Sail has no IN-subquery in DELETE). Merge-mode tables only."""
+        self._writable(name, "merge")
+        if not self.exists(name) or not on:
+            return
+        unknown = [c for c in on if c not in spec(name).schema.names or c not in keys.columns]
+        if unknown:
+            raise CatalogError(f"table {name}: cannot match on {unknown}")
+        keys = keys.select(*on).distinct()
+        match = " AND ".join(f"t.`{c}` = k.`{c}`" for c in on)
+        self._committed(name, lambda: self._sql(
+            f"MERGE INTO delta.`{self.path(name)}` AS t USING {{keys}} AS k ON {match} "
+            "WHEN MATCHED THEN DELETE", keys=keys))
+
+    def update_matching(self, name: str, updates: DataFrame, on: str,
+                        assignments: Mapping[str, str]) -> None:
+        """Update target rows ``t`` matched by source rows ``s`` of ``updates`` under the SQL
+        condition ``on`` (over aliases t and s), setting ``column = expression`` (over s).
+        Merge-mode tables only; a row matched twice is refused by the engine."""
+        s = self._writable(name, "merge")
+        if not self.exists(name):
+            return
+        unknown = [c for c in assignments if c not in s.schema.names]
+        if unknown:
+            raise CatalogError(f"table {name}: cannot set unknown columns {unknown}")
+        sets = ", ".join(f"`{c}` = {expr}" for c, expr in assignments.items())
+        self._committed(name, lambda: self._sql(
+            f"MERGE INTO delta.`{self.path(name)}` AS t USING {{src}} AS s ON {on} "
+            f"WHEN MATCHED THEN UPDATE SET {sets}", src=updates))
+
+    def _sql(self, query: str, **frames: DataFrame) -> None:
+        """Run a command naming frames as ``{name}`` query arguments (never session-wide
+        view names, which a later call could rebind). Sail runs a command when issued."""
+        self.session().sql(query, **frames)
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    """Rows a replace wrote: in total, and per value of the listed partition column."""
+
+    total: int
+    by_value: dict[Any, int] = field(default_factory=dict)

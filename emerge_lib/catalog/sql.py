@@ -1,0 +1,94 @@
+"""The SQL vocabulary the stages share: each rule of DESIGN.md §1.1 written once.
+
+- instants: ``sql_timestamp`` (a UTC literal), ``valid_at`` / ``valid_at_expr`` (an
+  interval [valid_from, valid_to) contains an instant), ``windows_sql`` (the window ends of
+  a snapshot as an inline table);
+- ``IN_V``: an item_timeline row whose state is in V (an enwiki sitelink, not a redirect);
+- ``created_sql``: each item's creation time (its first revision);
+- ``window_of_sql``: the window k with an instant in (τ_{k-1}, τ_k], the SQL twin of
+  ``schedule.window_of`` (a test checks them equal);
+- ``literal`` / ``literal_list``: the only way a Python value becomes SQL text.
+
+Frames are passed to ``spark.sql`` as arguments (``{items}`` in the query,
+``items=frame``), never through session-wide view names, so a frame built by one call
+cannot be silently rebound by the next.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import date, datetime
+from typing import Any
+
+from emerge_lib.core.schedule import SnapshotPlan, as_utc
+
+#: An item_timeline row (alias ``i``-style prefix given) whose state puts the item in V.
+IN_V = "{a}.enwiki_title IS NOT NULL AND {a}.redirect_to IS NULL"
+
+
+def literal(value: Any) -> str:
+    """A Python value as SQL text (strings quoted and escaped)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, datetime | date):
+        return f"'{value.isoformat()}'"
+    text = str(value).replace("'", "''")
+    return f"'{text}'"
+
+
+def partition_predicate(partition: Mapping[str, Any]) -> str:
+    """``{"snapshot": "2024-01-01", "window": 2}`` → ``snapshot = '2024-01-01' AND window = 2``."""
+    return " AND ".join(f"`{k}` = {literal(v)}" for k, v in partition.items())
+
+
+def in_v(alias: str) -> str:
+    """SQL predicate: the item_timeline row ``alias`` is a state in V (DESIGN §1.1 V_τ)."""
+    return IN_V.format(a=alias)
+
+
+def literal_list(values: Iterable[Any]) -> str:
+    """``'P582', 'P580'`` for an IN list (``NULL`` when empty: IN (NULL) matches nothing)."""
+    items = [literal(v) for v in values]
+    return ", ".join(items) if items else "NULL"
+
+
+def sql_timestamp(tau: datetime | str) -> str:
+    """A UTC instant as a Spark SQL literal (the session time zone is UTC)."""
+    return f"TIMESTAMP '{as_utc(tau).strftime('%Y-%m-%d %H:%M:%S')}'"
+
+
+def valid_at(alias: str, tau: datetime | str) -> str:
+    """SQL predicate: the interval [valid_from, valid_to) of ``alias`` contains τ."""
+    return valid_at_expr(alias, sql_timestamp(tau))
+
+
+def valid_at_expr(alias: str, at: str) -> str:
+    """SQL predicate for an instant given as an SQL expression (e.g. a joined column)."""
+    return (f"{alias}.valid_from <= {at} AND "
+            f"({alias}.valid_to IS NULL OR {alias}.valid_to > {at})")
+
+
+def windows_sql(plan: SnapshotPlan) -> str:
+    """An inline table (window, tau) of a snapshot's window ends, for one-pass stages."""
+    rows = ", ".join(f"({w.k}, {sql_timestamp(w.end)})" for w in plan.windows)
+    return f"(SELECT * FROM VALUES {rows} AS w(window, tau))"
+
+
+def window_of_sql(column: str, plan: SnapshotPlan) -> str:
+    """SQL for the window k whose (τ_{k-1}, τ_k] holds ``column``; NULL at or before t and
+    after τ_n. The same window ends as ``schedule.windows``, compared, not divided."""
+    cases = " ".join(
+        f"WHEN {column} > {sql_timestamp(w.start)} AND {column} <= {sql_timestamp(w.end)} "
+        f"THEN {w.k}"
+        for w in plan.windows
+    )
+    return f"CAST(CASE {cases} END AS INT)"
+
+
+
+def created_sql(items: str = "{items}") -> str:
+    """Each item's creation time, the timestamp of its first revision (the earliest
+    ``created_at`` over its item_timeline rows)."""
+    return f"SELECT qid, MIN(created_at) AS created_at FROM {items} GROUP BY qid"

@@ -1,0 +1,537 @@
+"""One typed configuration for every part of emerge.
+
+Read from a YAML file, then overridden by environment variables named
+``EMERGE__SECTION__KEY`` (double underscores separate nesting levels), so the same file
+serves a laptop, CI and a cluster. Unknown keys, bad timestamps, bad URLs and impossible
+window settings are rejected with the field name and the reason.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from emerge_lib.core.errors import EmergeError
+from emerge_lib.core.schedule import SnapshotPlan, parse_utc
+
+ENV_PREFIX = "EMERGE__"
+
+# DESIGN.md §1: end qualifiers deprecate, start qualifiers are addition evidence.
+DEFAULT_END_QUALIFIERS = [
+    "P582", "P1326", "P576", "P570", "P730", "P2032", "P2669", "P3999", "P7125",
+]
+DEFAULT_START_QUALIFIERS = ["P580", "P585", "P577", "P571", "P569", "P729", "P1319", "P2031"]
+
+
+class ConfigError(EmergeError, ValueError):
+    """A configuration that cannot be used; the message names the field and the reason."""
+
+
+UtcTimestamp = Annotated[datetime, BeforeValidator(parse_utc)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, frozen=False)
+
+
+def _check_url(value: str, schemes: tuple[str, ...], field: str) -> str:
+    scheme, sep, rest = value.partition("://")
+    if not sep or scheme not in schemes or not rest:
+        raise ValueError(f"{field} must be a URL with scheme {'/'.join(schemes)}: {value!r}")
+    return value
+
+
+class S3Settings(_Strict):
+    """Where s3:// warehouses and releases live (a MinIO-compatible server works)."""
+
+    endpoint_url: str | None = None
+    # secrets: never printed (`emerge config` shows "**********"), never logged
+    access_key_id: SecretStr | None = None
+    secret_access_key: SecretStr | None = None
+    region: str = "us-east-1"
+    allow_http: bool = True
+
+    @field_validator("endpoint_url")
+    @classmethod
+    def _endpoint(cls, v: str | None) -> str | None:
+        return None if v is None else _check_url(v, ("http", "https"), "endpoint_url")
+
+    def environment(self) -> dict[str, str]:
+        """The AWS_* variables that Sail and delta-rs read."""
+        env = {"AWS_REGION": self.region, "AWS_DEFAULT_REGION": self.region}
+        if self.endpoint_url:
+            env["AWS_ENDPOINT_URL"] = self.endpoint_url
+            env["AWS_ENDPOINT"] = self.endpoint_url
+        if self.access_key_id:
+            env["AWS_ACCESS_KEY_ID"] = self.access_key_id.get_secret_value()
+        if self.secret_access_key:
+            env["AWS_SECRET_ACCESS_KEY"] = self.secret_access_key.get_secret_value()
+        if self.allow_http:
+            env["AWS_ALLOW_HTTP"] = "true"
+        return env
+
+    def storage_options(self) -> dict[str, str]:
+        """The same settings as delta-rs / object_store storage options."""
+        opts = {"AWS_REGION": self.region}
+        if self.endpoint_url:
+            opts["AWS_ENDPOINT_URL"] = self.endpoint_url
+        if self.access_key_id:
+            opts["AWS_ACCESS_KEY_ID"] = self.access_key_id.get_secret_value()
+        if self.secret_access_key:
+            opts["AWS_SECRET_ACCESS_KEY"] = self.secret_access_key.get_secret_value()
+        if self.allow_http:
+            opts["AWS_ALLOW_HTTP"] = "true"
+        return opts
+
+
+class EngineSettings(_Strict):
+    """``embedded`` starts a Sail Spark Connect server in-process; ``sc://host:port`` is remote.
+
+    ``mode`` (embedded only): ``local`` runs the engine in threads of this process;
+    ``local-cluster`` runs Sail's driver and workers as separate actors talking over RPC, as
+    on a cluster. Unset: the ``SAIL_MODE`` environment variable, else ``local``.
+    """
+
+    url: str = "embedded"
+    mode: Literal["local", "local-cluster"] | None = None
+    startup_timeout_s: float = Field(default=60.0, gt=0)
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, v: str) -> str:
+        if v == "embedded":
+            return v
+        _check_url(v, ("sc",), "engine.url")
+        host_port = v.split("://", 1)[1].split("/", 1)[0]
+        if ":" in host_port:
+            port = host_port.rsplit(":", 1)[1]
+            if not port.isdigit() or not 0 < int(port) < 65536:
+                raise ValueError(f"engine.url has a bad port: {v!r}")
+        return v
+
+
+class WikiDumps(_Strict):
+    wiki: str
+    dates: list[str] = Field(default_factory=list)
+
+    @field_validator("dates")
+    @classmethod
+    def _dates(cls, v: list[str]) -> list[str]:
+        for d in v:
+            try:
+                datetime.strptime(str(d), "%Y%m%d")
+            except ValueError as exc:
+                raise ValueError(f"dump dates are YYYYMMDD: {d!r}") from exc
+        return [str(d) for d in v]
+
+
+class DumpSettings(_Strict):
+    """The dump mirror (Wikimedia's layout) and how to read it."""
+
+    mirror: str = "https://dumps.wikimedia.org"
+    download_dir: str = ".emerge/dumps"
+    wikidata: WikiDumps = Field(default_factory=lambda: WikiDumps(wiki="wikidatawiki"))
+    wikipedia: WikiDumps = Field(default_factory=lambda: WikiDumps(wiki="enwiki"))
+    workers: int = Field(default=0, ge=0, description="0 = one per core")
+    # share of revisions, and of pages, that may be rejected before an ingest fails
+    # (deleted or suppressed revisions are counted but not held against it)
+    max_reject_ratio: float = Field(default=0.01, ge=0, le=1)
+    # where extraction workers stage their Parquet before the commit: a local folder or
+    # any pyarrow filesystem URI (s3://bucket/prefix for a cluster); unset: <warehouse>/_staging
+    staging: str | None = None
+    # local: a process pool of `workers` here; spark: one Spark task per file (mapInArrow),
+    # for a cluster (the staging folder must then be reachable from every executor)
+    executor: Literal["local", "spark"] = "local"
+    # read every file again and rewrite every page it holds, ignoring what the warehouse
+    # already has (after a fix to the extraction); normally files already ingested are skipped
+    reingest: bool = False
+    # history files are published as bz2 and as 7z; where the mirror lists both, read this
+    # one (7z: about half the download and a fraction of bz2's decompression CPU)
+    prefer: Literal["7z", "bz2"] = "7z"
+
+    @field_validator("mirror")
+    @classmethod
+    def _mirror(cls, v: str) -> str:
+        return _check_url(v, ("http", "https", "file"), "dumps.mirror")
+
+
+class SnapshotSettings(_Strict):
+    """Snapshot timestamps t and their windows τ_k = t + k·window_days."""
+
+    timestamps: list[UtcTimestamp] = Field(default_factory=list)
+    windows: int = Field(default=5, ge=1, le=52)
+    window_days: float = Field(default=7, gt=0, le=366)
+
+    @field_validator("timestamps")
+    @classmethod
+    def _sorted_unique(cls, v: list[datetime]) -> list[datetime]:
+        if len(set(v)) != len(v):
+            raise ValueError("snapshot timestamps must be unique")
+        return sorted(v)
+
+
+class StabilitySettings(_Strict):
+    kg_hours: float = Field(default=168, ge=0)
+    passage_minutes: float = Field(default=30, ge=0)
+
+
+class PassageSettings(_Strict):
+    # cumulative (the released data): a passage of delta k is new since t and first appeared
+    # in (t, τ_k]; first_appearance (DESIGN §1.1): it first appeared in (τ_{k-1}, τ_k]
+    windows: Literal["cumulative", "first_appearance"] = "cumulative"
+    min_tokens: int = Field(default=25, ge=1)
+    max_tokens: int = Field(default=1000, ge=1)
+    max_markup_ratio: float = Field(default=0.5, ge=0, le=1)
+    min_entities: int = Field(default=2, ge=1)
+    article_entity_counts: bool = True
+    title_prefix: bool = True
+    max_redirect_hops: int = Field(default=5, ge=0)  # redirects followed per link target
+
+    @model_validator(mode="after")
+    def _range(self) -> PassageSettings:
+        if self.min_tokens > self.max_tokens:
+            raise ValueError(
+                f"passages.min_tokens ({self.min_tokens}) exceeds max_tokens ({self.max_tokens})"
+            )
+        return self
+
+
+def _pid_list(v: list[str]) -> list[str]:
+    for pid in v:
+        if not (isinstance(pid, str) and pid.startswith("P") and pid[1:].isdigit()):
+            raise ValueError(f"not a property id: {pid!r}")
+    return v
+
+
+PidList = Annotated[list[str], BeforeValidator(lambda v: _pid_list(list(v)))]
+
+
+class DeltaSettings(_Strict):
+    """How additions and deprecations are classified (defaults: what the released data shows,
+    DESIGN.md §1.3; the §1.1-1.2 rule is ``not_in_snapshot`` without window additions)."""
+
+    # created_after_snapshot: an entity is emerging when its item was created at or after t;
+    # not_in_snapshot: when it is not in V_t
+    emerging: Literal["created_after_snapshot", "not_in_snapshot"] = "created_after_snapshot"
+    # a triple added inside the window whose end qualifier is dated inside it is also D
+    deprecate_window_additions: bool = True
+
+
+class LLMRoute(_Strict):
+    """One model of curation: the name the release records (``llm_name``), where it is
+    served (an OpenAI-compatible base URL, ``…/v1``), its served name and dialect."""
+
+    name: str
+    url: str | None = None
+    model: str | None = None  # the served model name (default: name)
+    backend: Literal["vllm", "llamacpp", "openai"] = "vllm"
+    api_key: SecretStr | None = None
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, v: str | None) -> str | None:
+        return None if v is None else _check_url(v, ("http", "https"), "curation url")
+
+    @property
+    def served(self) -> str:
+        return self.model or self.name
+
+
+Judge = Literal["additions", "deprecations"]
+# the models the released data names (the paper: Llama 3.1 8B for additions, 405B for
+# deprecations); the names a release records unless a route says otherwise
+RELEASED_LLM: dict[str, str] = {"additions": "Meta-Llama-3.1-8B",
+                                "deprecations": "Meta-Llama-3.1-405B"}
+
+
+class CurationSettings(_Strict):
+    """LLM curation (the paper's Appendix B prompts): which models judge which prompt,
+    where they are served, and how hard to try. Off unless ``enabled`` (or ``--llm-url``)."""
+
+    enabled: bool = False
+    additions: LLMRoute = Field(default_factory=lambda: LLMRoute(name=RELEASED_LLM["additions"]))
+    deprecations: LLMRoute = Field(
+        default_factory=lambda: LLMRoute(name=RELEASED_LLM["deprecations"]))
+    # who judges what (the paper: additions by the additions model; deprecations by the
+    # deprecations model, and also by the additions model when there is no end qualifier);
+    # a triple is asserted when every judge of its rule says YES
+    assertion_judges: list[Judge] = Field(default_factory=lambda: ["additions"])
+    deprecation_judges: list[Judge] = Field(default_factory=lambda: ["deprecations"])
+    deprecation_without_qualifier_judges: list[Judge] = Field(
+        default_factory=lambda: ["deprecations", "additions"])
+    structured: bool = True  # constrained decoding: every answer parses
+    concurrency: int = Field(default=64, ge=1)
+    timeout_s: float = Field(default=300.0, gt=0)
+    retries: int = Field(default=3, ge=0)  # per request, transient failures and unparsed answers
+    max_requests: int | None = Field(default=None, ge=1)  # a budget per run
+    max_tokens_per_triple: int = Field(default=64, ge=8)
+    temperature: float = Field(default=0.0, ge=0, le=2)
+    flush_seconds: float = Field(default=5.0, gt=0)  # verdicts reach the table this often
+    flush_rows: int = Field(default=1000, ge=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _route_names(cls, data: Any) -> Any:
+        """A route given only where it is served (``{url: …}``) keeps the name the release
+        records: overriding the endpoint must not rename the judge."""
+        if isinstance(data, dict):
+            data = dict(data)
+            for judge, name in RELEASED_LLM.items():
+                route = data.get(judge)
+                if isinstance(route, dict) and "name" not in route:
+                    data[judge] = {"name": name, **route}
+        return data
+
+    def route(self, judge: Judge) -> LLMRoute:
+        return self.additions if judge == "additions" else self.deprecations
+
+
+class PublishSettings(_Strict):
+    """Where ``emerge publish`` (and the ``publish`` stage of a build) puts a release, and
+    how hard it pushes. Credentials never come from here: the environment, a profile, or
+    a boto3 session handed in (Airflow's connection); the endpoint and region are ``s3``'s."""
+
+    to: str | None = None  # s3://bucket/prefix; unset: a build does not publish
+    profile: str | None = None  # a named AWS profile (default: the environment's chain)
+    workers: int = Field(default=8, ge=1, le=64)  # parallel requests (parts and files)
+    part_size_mb: int = Field(default=16, ge=5, le=5120)  # multipart part size (S3: >= 5 MiB)
+    retries: int = Field(default=5, ge=0, le=20)  # per request, transient failures
+
+    @field_validator("to")
+    @classmethod
+    def _to(cls, v: str | None) -> str | None:
+        return None if v is None else _check_url(v, ("s3",), "publish.to")
+
+
+class QualifierSettings(_Strict):
+    end: PidList = Field(default_factory=lambda: list(DEFAULT_END_QUALIFIERS))
+    start: PidList = Field(default_factory=lambda: list(DEFAULT_START_QUALIFIERS))
+
+
+class SelectionSettings(_Strict):
+    """Near-duplicate removal and the test split, as the authors' s07/s07b do them, per
+    delta file: kept passages are pairwise at most ``max_jaccard`` similar (token sets)
+    and at least ``min_edit_distance`` apart (Levenshtein / (len1 + len2))."""
+
+    dedup: bool = True
+    max_jaccard: float = Field(default=0.5, ge=0, le=1)
+    min_edit_distance: float = Field(default=0.2, ge=0, le=1)
+    evaluation_per_delta: int = Field(default=100, ge=0)  # lines per delta file
+    evaluation_min_per_op: int = Field(default=40, ge=0)  # filled first, in this op order
+    evaluation_ops: list[Literal["D", "EE-KG", "EE", "E", "X"]] = Field(
+        default_factory=lambda: ["D", "EE-KG", "EE", "E"])
+    seed: int = 0
+
+
+class ValidationSettings(_Strict):
+    """The Great Expectations gate (docs/validation.md): what must hold before a release
+    may be published."""
+
+    enabled: bool = True
+    required_ops: list[Literal["X", "E", "EE", "EE-KG", "D"]] = Field(
+        default_factory=lambda: ["X", "E", "EE", "EE-KG", "D"])  # each present per snapshot
+    min_instances: int = Field(default=1, ge=0)  # per snapshot
+    max_instances: int | None = Field(default=None, ge=0)
+    max_unparsed_share: float = Field(default=0.05, ge=0, le=1)  # of a snapshot's verdicts
+    passage_median_tokens: tuple[float, float] = (25, 1000)  # bounds of the median length
+
+
+class EvaluationSettings(_Strict):
+    """What the evaluation DAG scores each published release with (``emerge evaluate``'s
+    settings): prediction files, metrics, the embedding model, where results go."""
+
+    predictions: list[str] = Field(default_factory=list)  # JSONL {hash_id, model, predicted}
+    metrics: list[Literal["recall", "completeness"]] = Field(
+        default_factory=lambda: ["recall", "completeness"])
+    threshold: float = Field(default=0.9, ge=0, le=1)
+    gold_filter: Literal["all", "llm-asserted", "human"] = "all"
+    embedding_model: str = "all-mpnet-base-v2"
+    out: str = ".emerge/evaluation"  # one folder per snapshot and release version under it
+
+
+class Config(_Strict):
+    """The whole configuration. Every number of DESIGN.md §1.1 is a field here."""
+
+    warehouse: str = ".emerge/warehouse"
+    engine: EngineSettings = Field(default_factory=EngineSettings)
+    s3: S3Settings = Field(default_factory=S3Settings)
+    dumps: DumpSettings = Field(default_factory=DumpSettings)
+    snapshots: SnapshotSettings = Field(default_factory=SnapshotSettings)
+    stability: StabilitySettings = Field(default_factory=StabilitySettings)
+    passages: PassageSettings = Field(default_factory=PassageSettings)
+    deltas: DeltaSettings = Field(default_factory=DeltaSettings)
+    qualifiers: QualifierSettings = Field(default_factory=QualifierSettings)
+    curation: CurationSettings = Field(default_factory=CurationSettings)
+    selection: SelectionSettings = Field(default_factory=SelectionSettings)
+    validation: ValidationSettings = Field(default_factory=ValidationSettings)
+    publish: PublishSettings = Field(default_factory=PublishSettings)
+    evaluation: EvaluationSettings = Field(default_factory=EvaluationSettings)
+
+    @field_validator("warehouse")
+    @classmethod
+    def _warehouse(cls, v: str) -> str:
+        if "://" in v:
+            _check_url(v, ("s3", "s3a", "file"), "warehouse")
+        elif not v.strip():
+            raise ValueError("warehouse must not be empty")
+        return v
+
+    def plans(self) -> list[SnapshotPlan]:
+        """Every configured snapshot with its windows, oldest first."""
+        s = self.snapshots
+        return [SnapshotPlan(t, s.windows, s.window_days) for t in s.timestamps]
+
+    def plan(self, snapshot: datetime | str) -> SnapshotPlan:
+        """Any snapshot (configured or not) with the configured windows."""
+        return SnapshotPlan(parse_utc(snapshot), self.snapshots.windows, self.snapshots.window_days)
+
+    @property
+    def workers(self) -> int:
+        """Extraction processes: ``dumps.workers``, 0 meaning one per usable core."""
+        from emerge_lib.core.resources import cpu_count
+
+        return self.dumps.workers or cpu_count()
+
+    @property
+    def staging(self) -> str:
+        return self.dumps.staging or f"{self.warehouse.rstrip('/')}/_staging"
+
+    def dataset_settings(self) -> dict[str, Any]:
+        """The settings that decide a release's content (not where it runs): snapshots,
+        windows, stability, passage and delta semantics, qualifiers, and curation's judges
+        and model names (not their endpoints). The release manifest records them."""
+        c = self.curation
+        return {**self.model_dump(mode="json", include={
+                    "snapshots", "stability", "passages", "deltas", "qualifiers",
+                    "selection", "validation"}),
+                "curation": {"enabled": c.enabled, "additions": c.additions.name,
+                             "deprecations": c.deprecations.name,
+                             "assertion_judges": c.assertion_judges,
+                             "deprecation_judges": c.deprecation_judges,
+                             "deprecation_without_qualifier_judges":
+                                 c.deprecation_without_qualifier_judges,
+                             "structured": c.structured, "temperature": c.temperature}}
+
+    def redacted(self) -> dict[str, Any]:
+        """The configuration as plain data with secrets masked (for printing and logs)."""
+        return self.model_dump(mode="json")
+
+
+def _set_path(tree: dict[str, Any], path: list[str], value: Any) -> None:
+    node = tree
+    for key in path[:-1]:
+        nxt = node.setdefault(key, {})
+        if not isinstance(nxt, dict):
+            raise ConfigError(f"{'.'.join(path)}: cannot override inside a non-mapping")
+        node = nxt
+    node[path[-1]] = value
+
+
+def env_overrides(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """``EMERGE__SNAPSHOTS__WINDOWS=3`` → ``{"snapshots": {"windows": 3}}`` (values are YAML)."""
+    environ = os.environ if environ is None else environ
+    tree: dict[str, Any] = {}
+    for name, raw in environ.items():
+        if not name.startswith(ENV_PREFIX):
+            continue
+        path = [p.lower() for p in name[len(ENV_PREFIX):].split("__") if p]
+        if not path:
+            continue
+        _set_path(tree, path, yaml.safe_load(raw) if raw != "" else "")
+    return tree
+
+
+def deep_merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    """``base`` with ``over`` laid on it, nested sections merged key by key."""
+    out = dict(base)
+    for key, value in over.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), dict):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _format_errors(exc: ValidationError, source: str) -> str:
+    lines = [f"invalid configuration ({source}):"]
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"]) or "<root>"
+        msg = err["msg"]
+        if err["type"] == "extra_forbidden":
+            msg = "unknown key"
+        lines.append(f"  {loc}: {msg}")
+    return "\n".join(lines)
+
+
+def load_config(
+    path: str | Path | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Config:
+    """Load YAML (optional), then environment overrides, then explicit overrides.
+
+    Relative local paths in the file (warehouse, dumps.download_dir, file:// mirror) are
+    resolved against the file's folder, so a config travels with its data.
+    """
+    data: dict[str, Any] = {}
+    source = "defaults"
+    base_dir: Path | None = None
+    if path is not None:
+        p = Path(path)
+        source = str(p)
+        try:
+            loaded = yaml.safe_load(p.read_text(encoding="utf-8"))
+        except FileNotFoundError as exc:
+            raise ConfigError(f"configuration file not found: {p}") from exc
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{p}: not valid YAML: {exc}") from exc
+        if loaded is None:
+            loaded = {}
+        if not isinstance(loaded, dict):
+            raise ConfigError(f"{p}: the top level must be a mapping")
+        data = loaded
+        base_dir = p.resolve().parent
+    data = deep_merge(data, env_overrides(environ))
+    if overrides:
+        data = deep_merge(data, overrides)
+    try:
+        cfg = Config.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_format_errors(exc, source)) from None
+    if base_dir is not None:
+        cfg = _resolve_relative(cfg, base_dir)
+    return cfg
+
+
+def _resolve_relative(cfg: Config, base: Path) -> Config:
+    if "://" not in cfg.warehouse and not Path(cfg.warehouse).is_absolute():
+        cfg.warehouse = str((base / cfg.warehouse).resolve())
+    if "://" not in cfg.evaluation.out and not Path(cfg.evaluation.out).is_absolute():
+        cfg.evaluation.out = str((base / cfg.evaluation.out).resolve())
+    cfg.evaluation.predictions = [
+        p if "://" in p or Path(p).is_absolute() else str((base / p).resolve())
+        for p in cfg.evaluation.predictions]
+    if not Path(cfg.dumps.download_dir).is_absolute():
+        cfg.dumps.download_dir = str((base / cfg.dumps.download_dir).resolve())
+    staging = cfg.dumps.staging
+    if staging and "://" not in staging and not Path(staging).is_absolute():
+        cfg.dumps.staging = str((base / staging).resolve())
+    mirror = cfg.dumps.mirror
+    if mirror.startswith("file://") and not mirror.startswith("file:///"):
+        cfg.dumps.mirror = (base / mirror[len("file://"):]).resolve().as_uri()
+    return cfg

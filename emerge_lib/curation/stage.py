@@ -1,0 +1,38 @@
+"""The curate stage of the registry: the paper's prompts to the configured LLMs, a
+verdict per instance triple (``emerge_lib.curation.verdicts``), with its progress figures."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from emerge_lib.core.stage import Outcome, Stage, StageContext
+
+if TYPE_CHECKING:
+    from emerge_lib.core.schedule import SnapshotPlan
+
+
+def _curate(ctx: StageContext, plan: SnapshotPlan) -> Outcome:
+    from emerge_lib.curation.verdicts import build_verdicts
+
+    report = build_verdicts(ctx.catalog, plan, ctx.cfg.curation, ctx.cfg.passages,
+                            on_progress=ctx.on_curation)
+    metrics = {"requests": report.requests, "asked": report.answered,
+               "already answered": report.answered_before, "unparsed": report.unparsed,
+               "left": report.left, "tokens out": report.tokens_out}
+    if report.replayed:  # answers a killed run received, committed from its journal
+        metrics["replayed"] = report.replayed
+    if report.seconds and report.answered:
+        metrics["requests/s"] = report.answered / report.seconds
+        metrics["tokens/s"] = report.tokens_out / report.seconds
+    return Outcome({"verdicts": report.rows}, metrics, detail=report)
+
+
+def _off(ctx: StageContext) -> str | None:
+    return None if ctx.cfg.curation.enabled else (
+        "curation is off (curation.enabled; --llm-url or --local-llm turn it on)")
+
+
+CURATE = Stage("curate", "snapshot", ("instances", "passages", "verdicts"), ("verdicts",),
+               ("curation", "passages"), _curate,
+               "the paper's prompts to the configured LLMs: a verdict per instance triple",
+               skip=_off)

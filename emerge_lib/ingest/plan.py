@@ -1,0 +1,249 @@
+"""The ingest's first step: which dump files (given paths, or the configured mirror's dump
+dates), their sizes and the mirror's sha1, and which the warehouse already holds as they
+are now (*done*: neither read nor committed again). Paths are checked before anything
+starts (``check_inputs``); a plan travels between Airflow tasks as JSON (``to_dict``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from emerge_lib.catalog import Catalog
+from emerge_lib.core.config import Config, ConfigError
+from emerge_lib.core.errors import InputError
+from emerge_lib.ingest.files import DumpFileRef, refs_by_date
+
+log = logging.getLogger(__name__)
+
+Kind = Literal["wikidata", "wikipedia"]
+
+
+Range = tuple[int, int]
+
+
+KINDS: tuple[Kind, ...] = ("wikidata", "wikipedia")
+
+
+DELETED = "text_deleted"  # normal in real dumps: counted, not held against the reject ratio
+
+
+FILE_ERROR = "file_error"
+
+
+# -- plan ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PlannedFile:
+    """One dump file of a plan; ``ranges``: the paragraph ranges a Wikipedia file is read for."""
+
+    ref: DumpFileRef
+    bytes: int
+    ranges: tuple[Range, ...] = ()
+    done: bool = False
+
+    @property
+    def name(self) -> str:
+        return self.ref.name
+
+
+@dataclass
+class IngestPlan:
+    kind: Kind
+    wiki: str
+    files: list[PlannedFile]
+    needed: list[Range] = field(default_factory=list)  # Wikipedia: what the snapshots need
+    rewrite: bool = False  # dumps.reingest: every page rewritten unless stored newer
+
+    @property
+    def pending(self) -> list[PlannedFile]:
+        return [f for f in self.files if not f.done]
+
+    def pending_by_date(self) -> list[list[PlannedFile]]:
+        by_ref = {f.ref: f for f in self.pending}
+        return [[by_ref[r] for r in refs] for refs in refs_by_date(list(by_ref)).values()]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON data (a plan travels between Airflow tasks through XCom)."""
+        return {"kind": self.kind, "wiki": self.wiki, "rewrite": self.rewrite,
+                "needed": [list(r) for r in self.needed],
+                "files": [{"path": str(f.ref.path), "dump_date": f.ref.dump_date,
+                           "sha1": f.ref.sha1, "bytes": f.bytes,
+                           "ranges": [list(r) for r in f.ranges], "done": f.done}
+                          for f in self.files]}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> IngestPlan:
+        files = [PlannedFile(DumpFileRef(Path(f["path"]), f["dump_date"], f["sha1"]), f["bytes"],
+                             tuple((a, b) for a, b in f["ranges"]), f["done"])
+                 for f in data["files"]]
+        return cls(data["kind"], data["wiki"], files,
+                   [(a, b) for a, b in data["needed"]], data["rewrite"])
+
+
+def check_inputs(paths: Sequence[str | Path]) -> list[Path]:
+    """Every path must be a non-empty regular file that looks like a dump (XML or a known
+    compression by its magic bytes); one InputError names every bad one, before any
+    engine starts or any file is read."""
+    from emerge_lib.dumps.compressed import DumpInputError, check_input, detect_codec
+
+    problems, out = [], []
+    for raw in paths:
+        p = Path(raw)
+        try:
+            check_input(p)
+            detect_codec(p)
+        except DumpInputError as exc:
+            problems.append(str(exc))
+        else:
+            out.append(p)
+    if len(problems) == 1:
+        raise InputError(f"cannot read {problems[0]}")
+    if problems:
+        raise InputError(f"cannot use {len(problems)} dump files: " + "; ".join(problems))
+    seen: dict[str, Path] = {}
+    for p in out:  # Wikimedia publishes each history file as .bz2 and .7z: one will do
+        same = seen.setdefault(_content_name(p), p)
+        if same != p:
+            raise InputError(f"{same.name} and {p.name} are the same dump file in two formats "
+                             "(or twice): give one of them")
+    return out
+
+
+def _content_name(path: Path) -> str:
+    """A dump file's name without its compression suffix (the same pages in any format)."""
+    name = path.name
+    for suffix in (".bz2", ".7z", ".gz", ".xz"):
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+def local_inputs(cfg: Config, paths: Sequence[str | Path],
+                 progress_factory: Any = None) -> list[str | Path]:
+    """Paths as given; a ``file://`` URL as its path; an ``http(s)://`` URL of a file on a
+    dump mirror (``…/{wiki}/{YYYYMMDD}/{name}``) downloaded into ``dumps.download_dir``,
+    resumably and verified against the mirror's published size and checksums."""
+    from urllib.parse import unquote, urlparse
+
+    out: list[str | Path] = []
+    for raw in paths:
+        text = str(raw)
+        url = urlparse(text)
+        if url.scheme == "file":
+            out.append(Path(unquote(url.path)))
+        elif url.scheme in ("http", "https"):
+            out.append(_download_url(cfg, text, progress_factory))
+        else:
+            out.append(raw)
+    return out
+
+
+def _download_url(cfg: Config, url: str, progress_factory: Any = None) -> Path:
+    from emerge_lib.dumps.mirror import Mirror
+
+    base, _, tail = url.rstrip("/").rpartition("/")
+    base, _, date = base.rpartition("/")
+    base, _, wiki = base.rpartition("/")
+    if not (len(date) == 8 and date.isdigit() and wiki and base):
+        raise InputError(f"{url}: not a dump file URL of the form MIRROR/WIKI/YYYYMMDD/NAME")
+    with Mirror(base) as mirror:
+        found = [f for f in mirror.files(wiki, date, require_done=False) if f.name == tail]
+        if not found:
+            raise InputError(f"{url}: {tail} is not listed in {wiki} {date}'s dumpstatus.json")
+        progress = progress_factory(found[0]) if progress_factory else None
+        return mirror.download(found[0], Path(cfg.dumps.download_dir) / wiki / date,
+                               progress=progress)
+
+
+def wiki_of(cfg: Config, kind: Kind) -> str:
+    return (cfg.dumps.wikidata if kind == "wikidata" else cfg.dumps.wikipedia).wiki
+
+
+def needed_ranges_of(cfg: Config, kind: Kind) -> list[Range]:
+    if kind != "wikipedia":
+        return []
+    from emerge_lib.ingest.wikipedia.coverage import ranges_from_config
+
+    ranges = ranges_from_config(cfg)
+    if not ranges:
+        raise ConfigError("ingesting Wikipedia needs snapshots.timestamps: paragraphs are "
+                          "kept for the time ranges the snapshots need")
+    return ranges
+
+
+def refs_from_mirror(cfg: Config, kind: Kind, done: Callable[[str, int | None, str | None], bool],
+                     progress_factory: Any = None) -> list[DumpFileRef]:
+    """The configured mirror's history files of the configured dump dates, as local files
+    (a file:// mirror is read in place, an http(s) one downloaded, resumably), one per page
+    range in the ``dumps.prefer`` format where both are published (a file the warehouse
+    already holds in the other format stays as it is); files the warehouse already holds
+    are not verified or downloaded again."""
+    from emerge_lib.dumps.mirror import Mirror
+
+    dumps = cfg.dumps.wikidata if kind == "wikidata" else cfg.dumps.wikipedia
+    out: list[DumpFileRef] = []
+    with Mirror(cfg.dumps.mirror) as mirror:
+        for date in dumps.dates:
+            for f in mirror.history_files(dumps.wiki, date, cfg.dumps.prefer,
+                                          held=lambda held: done(held.name, held.size, held.sha1)):
+                skip = done(f.name, f.size, f.sha1)
+                if mirror.scheme == "file":
+                    path = mirror.local_path(f, verify=not skip)
+                elif skip:
+                    path = Path(cfg.dumps.download_dir) / dumps.wiki / date / f.name
+                else:
+                    progress = progress_factory(f) if progress_factory else None
+                    dest = Path(cfg.dumps.download_dir) / dumps.wiki / date
+                    path = mirror.download(f, dest, progress=progress)
+                out.append(DumpFileRef(path, date, f.sha1))
+    return out
+
+
+def plan_ingest(cfg: Config, catalog: Catalog, kind: Kind,
+                paths: Sequence[str | Path] | None = None,
+                progress_factory: Any = None) -> IngestPlan:
+    """The files to ingest (``paths``, else the configured mirror's dump dates)."""
+    wiki = wiki_of(cfg, kind)
+    needed = needed_ranges_of(cfg, kind)
+    stored = {r["dump_file"]: r for r in catalog.read_arrow(
+        "ingested_files", filters=[("wiki", "=", wiki)]).to_pylist()}
+    cov: dict[str, list[Range]] = {}
+    kept: tuple[Range, ...] = ()
+    if kind == "wikipedia":
+        from emerge_lib.ingest.wikipedia.coverage import coverage, covers, merge_ranges
+
+        cov = coverage(catalog, wiki)
+        # coverage accumulates: a file is read for what the warehouse covers and what the
+        # snapshots now need, so no earlier snapshot loses its paragraphs
+        kept = tuple(merge_ranges([r for have in cov.values() for r in have] + needed))
+
+    def is_done(name: str, size: int | None, sha1: str | None) -> bool:
+        if cfg.dumps.reingest:
+            return False
+        row = stored.get(name)
+        if row is None or row["error"] is not None or size is None or row["bytes"] != size:
+            return False
+        if sha1 and row["sha1"] and row["sha1"] != sha1:
+            return False
+        return kind != "wikipedia" or covers(cov.get(name, []), needed)
+
+    if paths:
+        refs = [DumpFileRef.of(p) for p in check_inputs(local_inputs(cfg, paths,
+                                                                   progress_factory))]
+    else:
+        refs = refs_from_mirror(cfg, kind, is_done, progress_factory)
+    files = []
+    for ref in refs:
+        size = ref.path.stat().st_size
+        row = stored.get(ref.name)
+        if row is not None and (row["bytes"] != size or (ref.sha1 and row["sha1"]
+                                                         and row["sha1"] != ref.sha1)):
+            log.warning("%s: the warehouse %s already holds a different file of this name "
+                        "(%s bytes, now %s): it is read again, and pages only the other one "
+                        "had stay; use a fresh warehouse for unrelated dumps", ref.name,
+                        catalog.warehouse, row["bytes"], size)
+        files.append(PlannedFile(ref, size, kept, is_done(ref.name, size, ref.sha1)))
+    return IngestPlan(kind, wiki, files, needed, rewrite=cfg.dumps.reingest)

@@ -1,0 +1,163 @@
+"""The two ingest stages of the registry, whole (``run``: plan → extract → commit in this
+process, ``emerge_lib.ingest.run``) and as three steps that run as separate tasks (the
+ingest DAG maps ``extract`` over groups of files; JSON in, JSON out, any process):
+
+- ``plan``: every file, done or not, and the pending files of the oldest pending dump
+  date balanced by bytes into at most ``max_groups`` groups (one mapped task each, so a
+  dump of thousands of files stays under a scheduler's limit on mapped tasks); files of
+  newer dump dates are left to the commit (each newer dump continues from the
+  watermarks the older one left);
+- ``extract``: one group's files here, in a process pool of ``dumps.workers``, staged;
+  needs no engine session;
+- ``commit``: what the extract steps staged, plus what went stale and the newer dump
+  dates, then the reject verdict: the stage's own result. A rerun commits nothing twice.
+
+Every step goes through ``run_stage(ctx, "ingest_wikidata", step="extract", group=…)``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import asdict, replace
+from typing import Any
+
+from emerge_lib.core.errors import EmergeError
+from emerge_lib.core.stage import Outcome, Stage, StageContext
+
+log = logging.getLogger(__name__)
+
+INGEST_READS = ("page_watermarks", "ingested_files", "ingest_rejects")
+
+
+def _outcome(report: Any) -> Outcome:
+    """An IngestReport as the stage's outcome (rejects: stored, over every file of the
+    plan, i.e. what the reject-ratio check judged)."""
+    metrics: dict[str, float] = {"files": len(report.files)}
+    if report.files and report.done:
+        metrics["already ingested"] = len(report.done)
+    metrics |= {"revisions": report.revisions, "rejects": report.rejects,
+                "MB": report.bytes / 1e6}
+    note = "" if report.files else f"{len(report.done)} files already ingested"
+    return Outcome(report.rows(), metrics, note, report)
+
+
+def _no_inputs(kind: str):
+    def skip(ctx: StageContext) -> str | None:
+        return None if ctx.has_inputs(kind) else "no files given and no dump dates configured"
+
+    return skip
+
+
+def _run(kind: str):
+    def run(ctx: StageContext, _: Any = None) -> Outcome:
+        from emerge_lib.ingest.run import describe, run_ingest
+
+        report = run_ingest(ctx.cfg, ctx.catalog, kind, ctx.inputs(kind),  # type: ignore[arg-type]
+                            on_file=ctx.on_file, progress_factory=ctx.progress_factory,
+                            on_plan=ctx.on_plan)
+        log.debug("%s", describe(report))  # run_stage logs the one summary line
+        return _outcome(report)
+
+    return run
+
+
+def _plan(kind: str):
+    def plan_step(ctx: StageContext, _: Any = None, max_groups: int = 256) -> Outcome:
+        """``detail``: {"plan": every file as JSON (None without inputs), "groups": one
+        plan of its own per mapped extract task, "later": files of newer dump dates}."""
+        from emerge_lib.ingest.plan import plan_ingest
+
+        if max_groups < 1:
+            raise EmergeError(f"max_groups must be at least 1, not {max_groups}")
+        if not ctx.has_inputs(kind):
+            return Outcome(note="no input files",
+                           detail={"plan": None, "groups": [], "later": []})
+        plan = plan_ingest(ctx.cfg, ctx.catalog, kind, ctx.inputs(kind),  # type: ignore[arg-type]
+                           ctx.progress_factory)
+        dates = plan.pending_by_date()
+        first = dates[0] if dates else []
+        groups: list[list[Any]] = [[] for _ in range(min(max_groups, len(first)))]
+        load = [0] * len(groups)
+        for f in sorted(first, key=lambda f: (-f.bytes, f.name)):  # largest first, to the lightest
+            i = load.index(min(load))
+            groups[i].append(f)
+            load[i] += f.bytes
+        later = [f.name for batch in dates[1:] for f in batch]
+        note = f"{len(later)} files of newer dump dates follow" if later else ""
+        return Outcome(metrics={"files": len(plan.files), "done": len(plan.files) - len(plan.pending),
+                                "pending": len(first), "groups": len(groups)}, note=note,
+                       detail={"plan": plan.to_dict(),
+                               "groups": [replace(plan, files=g).to_dict() for g in groups],
+                               "later": later})
+
+    return plan_step
+
+
+def _extract(ctx: StageContext, _: Any = None, group: dict[str, Any] | None = None) -> Outcome:
+    """``detail``: the group's FileSummaries as JSON data, for the commit step."""
+    from emerge_lib.ingest.extract import extract, job_for
+    from emerge_lib.ingest.plan import IngestPlan
+    from emerge_lib.ingest.pool import WorkerPool, log_file, run_workers
+    from emerge_lib.ingest.staging import remove_staging
+
+    if not group:
+        return Outcome(note="nothing to extract", detail=[])
+    parsed = IngestPlan.from_dict(group)
+    jobs = [(job_for(parsed, f, ctx.cfg.staging, ctx.catalog),) for f in parsed.pending]
+    workers = max(1, min(ctx.cfg.workers, len(jobs)))
+    try:
+        with WorkerPool(workers) as pool:
+            summaries = run_workers(extract, jobs, workers, log_file, None, pool)
+    except BaseException:
+        for (job,) in jobs:
+            remove_staging(job.staging)
+        raise
+    return Outcome(metrics={"files": len(summaries),
+                            "MB": sum(s.bytes for s in summaries) / 1e6},
+                   detail=[asdict(s) for s in summaries])
+
+
+def _commit(kind: str):
+    def commit_step(ctx: StageContext, _: Any = None, plan: dict[str, Any] | None = None,
+                    summaries: Sequence[dict[str, Any] | Sequence[dict[str, Any]]] = ()
+                    ) -> Outcome:
+        """``summaries``: the extract steps' output (lists of them, as mapped tasks
+        return); extracts here what went stale and the newer dump dates."""
+        from emerge_lib.ingest.plan import IngestPlan
+        from emerge_lib.ingest.run import describe, finish_ingest
+        from emerge_lib.ingest.staging import FileSummary
+
+        if plan is None:
+            return Outcome(note="no input files")
+        parsed = IngestPlan.from_dict(plan)
+        flat = [item for entry in summaries or () if entry
+                for item in ([entry] if isinstance(entry, dict) else entry)]
+        if kind == "wikipedia":  # its summaries carry the title-move counts too
+            from emerge_lib.ingest.wikipedia.extract import WikipediaFileSummary as FileSummary
+        report = finish_ingest(ctx.cfg, ctx.catalog, parsed, [FileSummary(**d) for d in flat])
+        log.debug("%s", describe(report))
+        return _outcome(report)
+
+    return commit_step
+
+
+def _ingest_stage(kind: str, reads: tuple[str, ...], writes: tuple[str, ...],
+                  settings: tuple[str, ...], summary: str) -> Stage:
+    return Stage(f"ingest_{kind}", "ingest", reads, writes, settings, _run(kind), summary,
+                 skip=_no_inputs(kind),
+                 steps={"plan": _plan(kind), "extract": _extract, "commit": _commit(kind)})
+
+
+INGEST_WIKIDATA = _ingest_stage(
+    "wikidata", INGEST_READS,
+    ("statement_timeline", "item_timeline", "property_timeline", "page_watermarks",
+     "ingested_files", "ingest_rejects"),
+    ("dumps",), "Wikidata history files → statement, item and property timelines")
+INGEST_WIKIPEDIA = _ingest_stage(
+    "wikipedia", (*INGEST_READS, "paragraph_coverage"),
+    ("page_timeline", "paragraph_timeline", "paragraph_coverage", "page_watermarks",
+     "ingested_files", "ingest_rejects"),
+    ("dumps", "snapshots", "stability"),
+    "Wikipedia history files → page and paragraph timelines for the snapshots' ranges")
+STAGES = (INGEST_WIKIDATA, INGEST_WIKIPEDIA)

@@ -1,0 +1,238 @@
+"""Staged worker output: per-output row buffers flushed to one Parquet file per dump file.
+
+Extraction workers (stages.wikidata_extract, stages.wikipedia_extract) write here, in any
+process and on any machine; the ingest's commit step reads the staged files into Delta.
+The staging folder is a local path or any pyarrow filesystem URI (``s3://…`` where
+extraction runs on other machines than the commit). Pure pyarrow: no engine needed.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pyarrow import fs as pafs
+
+from emerge_lib.catalog import spec
+from emerge_lib.catalog.storage import filesystem_of
+from emerge_lib.core.resources import cpu_seconds
+from emerge_lib.dumps.compressed import DumpReadError
+from emerge_lib.dumps.xml import Dump, MalformedXMLError, PageReject
+
+log = logging.getLogger(__name__)
+_MICROS = pa.timestamp("us", tz="UTC")
+
+
+@dataclass
+class FileSummary:
+    """What one worker did with one dump file (picklable: it travels back from pools
+    and Spark tasks), with the paths of its staged outputs."""
+
+    dump_file: str
+    dump_date: str = ""
+    pages: int = 0
+    revisions: int = 0
+    decoded: int = 0
+    skipped_pages: int = 0
+    rejects: int = 0
+    replayed_pages: int = 0
+    bytes: int = 0
+    seconds: float = 0.0
+    cpu_seconds: float = 0.0  # while reading it: the process (decoder threads too) and
+    # the children it reaped (an external decompressor)
+    outputs: dict[str, str] = field(default_factory=dict)  # output → staged Parquet (URI)
+    rows: dict[str, int] = field(default_factory=dict)  # output → rows staged
+    error: str | None = None
+    sha1: str | None = None  # the mirror's, carried into ingested_files
+    basis: str = ""  # digest of the stored state the extraction read (see stages.ingest)
+    staging: str = ""  # this file's staging folder, removed after the commit
+
+
+class StagedOutputs:
+    """Row buffers per output, flushed to Parquet in the staging folder.
+
+    Two ways in: ``add`` takes a dict row (datetimes for timestamps); ``add_values`` takes
+    a tuple in schema order with timestamps as Unix seconds. The hot outputs use the
+    latter: no dict and no datetime per row, and Arrow builds each column in one call.
+    Use one of them per output, so the rows of a file keep their order.
+    """
+
+    NAMES: tuple[str, ...] = ()  # the outputs, each a catalog table or one of EXTRA
+    EXTRA: dict[str, pa.Schema] = {}  # outputs that are not catalog tables
+
+    def __init__(self, staging: str, stem: str, flush_rows: int = 200_000) -> None:
+        self.staging = str(staging).rstrip("/")
+        self.fs, self.root = filesystem_of(self.staging)
+        self.stem = stem
+        self.flush_rows = flush_rows
+        self.rows: dict[str, list[dict[str, Any]]] = {n: [] for n in self.NAMES}
+        self.tuples: dict[str, list[tuple[Any, ...]]] = {n: [] for n in self.NAMES}
+        self.writers: dict[str, pq.ParquetWriter] = {}
+        self.counts: dict[str, int] = dict.fromkeys(self.NAMES, 0)
+
+    @classmethod
+    def schema(cls, name: str) -> pa.Schema:
+        return cls.EXTRA[name] if name in cls.EXTRA else spec(name).schema
+
+    def add(self, name: str, row: dict[str, Any]) -> None:
+        buf = self.rows[name]
+        buf.append(row)
+        if len(buf) >= self.flush_rows:
+            self.flush(name)
+
+    def add_values(self, name: str, values: tuple[Any, ...]) -> None:
+        buf = self.tuples[name]
+        buf.append(values)
+        if len(buf) >= self.flush_rows:
+            self.flush(name)
+
+    def _table_of_tuples(self, name: str, schema: pa.Schema) -> pa.Table:
+        buf = self.tuples[name]
+        columns = list(zip(*buf, strict=True)) if buf else [[] for _ in schema]
+        arrays = []
+        for f, col in zip(schema, columns, strict=True):
+            if f.type == _MICROS:  # integer seconds -> micros: no datetime object per row
+                arrays.append(pa.array([None if t is None else t * 1_000_000 for t in col], f.type))
+            else:
+                arrays.append(pa.array(col, f.type))
+        return pa.Table.from_arrays(arrays, schema=schema)
+
+    def flush(self, name: str) -> None:
+        rows, tuples = self.rows[name], self.tuples[name]
+        if not rows and not tuples:
+            return
+        schema = self.schema(name)
+        writer = self.writers.get(name)
+        if writer is None:
+            folder = f"{self.root}/{name}"
+            self.fs.create_dir(folder, recursive=True)
+            writer = pq.ParquetWriter(f"{folder}/{self.stem}.parquet", schema, filesystem=self.fs)
+            self.writers[name] = writer
+        if rows:
+            writer.write_table(pa.Table.from_pylist(rows, schema=schema))
+        if tuples:
+            writer.write_table(self._table_of_tuples(name, schema))
+        self.counts[name] += len(rows) + len(tuples)
+        rows.clear()
+        tuples.clear()
+
+    def close(self) -> dict[str, str]:
+        out = {}
+        for name in self.NAMES:
+            self.flush(name)
+            if name in self.writers:
+                self.writers[name].close()
+                out[name] = f"{self.staging}/{name}/{self.stem}.parquet"
+        return out
+
+
+def read_staged(spark: Any, summaries: Any, output: str) -> Any:
+    """One staged output of every summary that has it, as one frame (None: none has it)."""
+    paths = [s.outputs[output] for s in summaries if output in s.outputs]
+    return spark.read.parquet(*paths) if paths else None
+
+
+def missing_outputs(summaries: Any) -> list[str]:
+    """Staged files the summaries name that do not exist (Spark's parquet reader would
+    silently read a missing file as no rows)."""
+    missing = []
+    for summary in summaries:
+        for uri in summary.outputs.values():
+            filesystem, path = filesystem_of(uri)
+            if filesystem.get_file_info(path).type != pafs.FileType.File:
+                missing.append(uri)
+    return missing
+
+
+def remove_staging(uri: str) -> None:
+    """Delete a staging folder and everything in it (missing is fine)."""
+    if not uri:
+        return
+    filesystem, path = filesystem_of(uri)
+    with suppress(FileNotFoundError):
+        filesystem.delete_dir(path)
+
+
+class WrongWikiError(DumpReadError):
+    """The file is a dump of another wiki than the one being ingested (its <dbname>)."""
+
+
+class NothingReadError(DumpReadError):
+    """The file held no revision that could be read: not a history dump, or all broken."""
+
+
+class Quarantine:
+    """Reject rows for a file worker: what could not be read is counted and kept,
+    never dropped. Needs ``path``, ``wiki``, ``dump_file``, ``threads``, ``summary`` and
+    ``out``."""
+
+    path: Any
+    wiki: str
+    dump_file: str
+    threads: int | None
+    summary: FileSummary
+    out: StagedOutputs
+
+    @contextmanager
+    def open_dump(self, **options: Any) -> Iterator[Dump]:
+        """The file as a Dump; refused when its <dbname> names another wiki."""
+        with Dump.from_file(self.path, on_reject=self._on_page_reject, threads=self.threads,
+                            **options) as dump:
+            dbname = dump.site_info.dbname
+            if dbname and dbname != self.wiki:
+                raise WrongWikiError(
+                    f"{self.dump_file} is a dump of {dbname}, not of {self.wiki} "
+                    "(its <dbname>); pass it as the other wiki's file"
+                )
+            yield dump
+
+    def read_guarded(self, body: Callable[[], None]) -> FileSummary:
+        """Run ``body`` (the file's pages) so that any failure fails this file only: what
+        was read before it is kept, and a ``file_error`` row says what went wrong. A file
+        that yields no revision at all fails too (a loud error, not an empty success)."""
+        started, cpu_started = time.monotonic(), cpu_seconds()
+        try:
+            self.summary.bytes = os.path.getsize(self.path)
+            body()
+            if self.summary.revisions == 0:
+                raise NothingReadError(
+                    f"{self.dump_file}: no revision could be read from {self.summary.pages} "
+                    "page(s): not a MediaWiki history dump, or every page is broken"
+                )
+        except (MalformedXMLError, DumpReadError, OSError, EOFError) as exc:
+            self.fail_file(exc)  # truncated, corrupt, unreadable, or not a dump
+        except Exception as exc:  # noqa: BLE001 - anything else fails this file, not the run
+            self.fail_file(exc, expected=False)
+        self.summary.outputs = self.out.close()
+        self.summary.rows = {k: v for k, v in self.out.counts.items() if v}
+        self.summary.seconds = time.monotonic() - started
+        self.summary.cpu_seconds = cpu_seconds() - cpu_started
+        return self.summary
+
+    def reject(self, page_id: int | None, title: str | None, rev_id: int | None,
+               reason: str, detail: str = "") -> None:
+        self.summary.rejects += 1
+        self.out.add("ingest_rejects", {
+            "wiki": self.wiki, "dump_file": self.dump_file, "page_id": page_id, "title": title,
+            "rev_id": rev_id, "reason": reason, "detail": detail[:500],
+        })
+
+    def fail_file(self, exc: BaseException, expected: bool = True) -> None:
+        """Mark the whole file failed (a ``file_error`` row; what was read is kept).
+        ``expected``: a broken, truncated or unreadable dump; otherwise a bug or an input
+        nobody foresaw, logged with its traceback. Either fails this file, not the run."""
+        if not expected:
+            log.exception("%s: unexpected error; the file is marked failed", self.dump_file)
+        text = str(exc) if expected else f"{type(exc).__name__}: {exc}"
+        self.reject(None, None, None, "file_error", text)
+        self.summary.error = text
+
+    def _on_page_reject(self, r: PageReject) -> None:
+        self.reject(r.page_id, r.title, None, "malformed_xml", f"{r.reason} at byte {r.offset}")

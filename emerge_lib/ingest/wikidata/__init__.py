@@ -1,0 +1,2 @@
+"""Wikidata: revisions → statement, item and property intervals (``extract``, per file)
+and their commit with the watermarks (``commit``)."""

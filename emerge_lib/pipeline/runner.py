@@ -1,0 +1,91 @@
+"""The one door every stage goes through, and a whole build.
+
+The CLI, the demo, the tests and the Airflow tasks all call stages through
+:func:`run_stage` (or :func:`build_dataset`, a loop over the registry): it resolves the
+snapshot's plan, refuses a stage that has nothing to do (its ``skip`` says why), runs the
+stage or one of its mapped steps, measures wall and CPU seconds (this process and the
+workers it reaped), and logs the one-line brief. So timing, CPU figures and the log line
+exist once, here, for the mapped ingest's steps and the evaluation too.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from emerge_lib.core.errors import EmergeError
+from emerge_lib.core.resources import cpu_seconds
+from emerge_lib.core.schedule import SnapshotPlan
+from emerge_lib.core.stage import StageContext, StageResult
+from emerge_lib.pipeline.registry import STAGES, stage
+
+log = logging.getLogger(__name__)
+
+
+def run_stage(ctx: StageContext, name: str,
+              snapshot: SnapshotPlan | datetime | str | None = None, *,
+              step: str | None = None, **inputs: Any) -> StageResult:
+    """Run one stage (or its mapped ``step``, with that step's ``inputs``); a snapshot
+    stage needs ``snapshot`` (a plan, or t with the configured windows), the others
+    refuse one. A stage that does not apply to ``ctx`` is refused with its reason (a
+    caller that skips instead asks ``Stage.applies`` first). Logs the stage's brief."""
+    st = stage(name)
+    if st.scope == "snapshot":
+        if snapshot is None:
+            raise EmergeError(f"stage {name} runs per snapshot: give the snapshot t")
+        plan = snapshot if isinstance(snapshot, SnapshotPlan) else ctx.cfg.plan(snapshot)
+    elif snapshot is not None:
+        raise EmergeError(f"stage {name} is not per snapshot; it takes no snapshot")
+    else:
+        plan = None
+    if step is None:
+        why = st.skip(ctx)
+        if why is not None:
+            raise EmergeError(f"stage {name}: {why}")
+        run = st.run
+    elif step in st.steps:
+        run = st.steps[step]
+    else:
+        raise EmergeError(f"stage {name} has no step {step!r}"
+                          + (f"; steps: {', '.join(st.steps)}" if st.steps else ""))
+    started, cpu_started = time.monotonic(), cpu_seconds()
+    outcome = run(ctx, plan, **inputs)
+    result = StageResult(name, plan.key if plan else None, outcome.rows,
+                         time.monotonic() - started, outcome.metrics, outcome.note,
+                         outcome.detail, cpu_seconds() - cpu_started, step)
+    log.info("stage %s", result.brief())
+    return result
+
+
+def build_steps(ctx: StageContext) -> list[tuple[str, SnapshotPlan | None]]:
+    """The (stage, snapshot) steps of a whole build, in the registry's order: every stage
+    of a build that applies to ``ctx`` (ingest what inputs exist, stability, every
+    configured snapshot's stages, the release when a folder is given, its publication
+    when ``publish.to`` is set). Evaluation is not part of a build: the evaluation DAG
+    and ``emerge evaluate`` ask for it."""
+    plans = ctx.cfg.plans()
+    if not plans:
+        raise EmergeError("no snapshot timestamps configured (snapshots.timestamps / --snapshot)")
+    applying = [st for st in STAGES.values() if st.in_build and st.applies(ctx)]
+    before = [(st.name, None) for st in applying if st.scope in ("ingest", "global")]
+    per_snapshot = [(st.name, p) for p in plans for st in applying if st.scope == "snapshot"]
+    after = [(st.name, None) for st in applying if st.scope == "release"]
+    return before + per_snapshot + after
+
+
+def build_dataset(ctx: StageContext,
+                  on_step: Callable[[str, SnapshotPlan | None], None] | None = None,
+                  on_result: Callable[[StageResult], None] | None = None) -> list[StageResult]:
+    """Every step of :func:`build_steps`, in order; returns their results."""
+    results = []
+    for name, plan in build_steps(ctx):
+        if on_step:
+            on_step(name, plan)
+        result = run_stage(ctx, name, plan)
+        results.append(result)
+        if on_result:
+            on_result(result)
+    return results

@@ -1,0 +1,178 @@
+"""``manifest.json``: what a release holds, so a reader can verify it byte for byte.
+
+Every file of the release folder (but the manifest itself) with its bytes, sha256 and
+row count (JSONL lines, Parquet rows), and what made it: the schema version, the Delta
+table versions read, the dump files ingested with their sha1, the snapshot, window and
+semantics settings, a hash of the effective configuration and the code version.
+
+The manifest holds no clock time, so rebuilding the same tables gives a byte-identical
+manifest, and ``version`` (a hash of the file list) names the content: publishing the same
+release twice is the same version, and a reader can tell two releases apart by it alone.
+Pure: no engine, only the files and the values handed in.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from emerge_lib.core.errors import EmergeError  # standard library only, as this module
+
+SCHEMA_VERSION = 1
+MANIFEST = "manifest.json"
+CHUNK = 1 << 20
+
+
+class ManifestError(EmergeError):
+    """A release does not match its manifest (or has none): not retryable, the files are
+    what they are."""
+
+
+def sha256_file(path: str | Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(CHUNK):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _rows(path: Path) -> int | None:
+    if path.suffix == ".jsonl":
+        with path.open("rb") as fh:
+            return sum(1 for line in fh if line.strip())
+    if path.suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        return pq.ParquetFile(path).metadata.num_rows
+    return None
+
+
+def file_entries(out_dir: str | Path, paths: Iterable[str] | None = None) -> list[dict[str, Any]]:
+    """``{path, bytes, sha256, rows}`` of the files ``paths`` (relative to ``out_dir``), or
+    of every file under it but the manifest and hidden or unfinished files; sorted."""
+    root = Path(out_dir)
+    if paths is None:
+        paths = [p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()
+                 and not p.name.startswith(".") and not p.name.endswith(".tmp")]
+    entries = []
+    for rel in sorted(set(paths) - {MANIFEST}):
+        path = root / rel
+        entries.append({"path": rel, "bytes": path.stat().st_size,
+                        "sha256": sha256_file(path), "rows": _rows(path)})
+    return entries
+
+
+def content_version(files: Iterable[Mapping[str, Any]]) -> str:
+    """The release's name from its content: 16 hex digits of sha256 over path and sha256
+    of every file."""
+    h = hashlib.sha256()
+    for f in sorted(files, key=lambda f: f["path"]):
+        h.update(f"{f['path']}\t{f['sha256']}\n".encode())
+    return h.hexdigest()[:16]
+
+
+def config_hash(settings: Mapping[str, Any]) -> str:
+    """sha256 of the configuration as canonical JSON (secrets already redacted)."""
+    text = json.dumps(settings, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def code_version() -> str:
+    """The package version, with the git commit when the code runs from a checkout."""
+    from emerge_lib import __version__
+
+    head = Path(__file__).resolve().parent.parent / ".git"
+    commit = None
+    try:
+        ref = (head / "HEAD").read_text().strip()
+        if ref.startswith("ref: "):
+            target = head / ref[5:]
+            if target.exists():
+                commit = target.read_text().strip()
+            else:  # a packed ref
+                for line in (head / "packed-refs").read_text().splitlines():
+                    if line.endswith(" " + ref[5:]):
+                        commit = line.split()[0]
+        else:
+            commit = ref
+    except OSError:
+        pass
+    return f"{__version__}+g{commit[:12]}" if commit else __version__
+
+
+def build_manifest(out_dir: str | Path, paths: Iterable[str], *,
+                   meta: Mapping[str, Any]) -> dict[str, Any]:
+    """The manifest of the release files ``paths`` in ``out_dir`` (the files a release
+    wrote: a stray file in the folder is not part of it): ``meta`` (settings, dumps,
+    versions, …) plus the file list and the content version."""
+    files = file_entries(out_dir, paths)
+    return {"schema_version": SCHEMA_VERSION, "dataset": "EMERGE",
+            "version": content_version(files), **meta, "files": files}
+
+
+def write_manifest(out_dir: str | Path, paths: Iterable[str], *,
+                   meta: Mapping[str, Any]) -> dict[str, Any]:
+    """Write ``manifest.json`` last (atomically: a reader sees the old one or the new one).
+    A later step that adds files (validation results, the card) writes it again with
+    ``paths`` = the manifest's files plus its own."""
+    manifest = build_manifest(out_dir, paths, meta=meta)
+    path = Path(out_dir) / MANIFEST
+    tmp = path.with_name(f".{MANIFEST}.tmp")
+    tmp.write_text(json.dumps(manifest, indent=1, sort_keys=True, ensure_ascii=False) + "\n",
+                   encoding="utf-8")
+    os.replace(tmp, path)
+    return manifest
+
+
+def read_manifest(out_dir: str | Path) -> dict[str, Any]:
+    path = Path(out_dir) / MANIFEST
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ManifestError(f"{path}: no manifest (not a release folder?)") from None
+    except ValueError as exc:
+        raise ManifestError(f"{path}: not JSON: {exc}") from None
+    if manifest.get("schema_version") != SCHEMA_VERSION:
+        raise ManifestError(f"{path}: schema_version {manifest.get('schema_version')!r}, "
+                            f"this emerge reads {SCHEMA_VERSION}")
+    return manifest
+
+
+@dataclass
+class Verification:
+    checked: int = 0
+    missing: list[str] | None = None
+    mismatched: list[str] | None = None
+    unlisted: list[str] | None = None
+
+    @property
+    def ok(self) -> bool:
+        return not (self.missing or self.mismatched)
+
+
+def verify_release(out_dir: str | Path, paths: Iterable[str] | None = None) -> Verification:
+    """Check the files of the manifest (or those of ``paths``) by size and sha256; files
+    the manifest does not list are reported, not failed."""
+    root = Path(out_dir)
+    manifest = read_manifest(root)
+    listed = {f["path"]: f for f in manifest["files"]}
+    wanted = sorted(listed) if paths is None else sorted(paths)
+    result = Verification(missing=[], mismatched=[])
+    for rel in wanted:
+        entry = listed.get(rel)
+        path = root / rel
+        if entry is None or not path.is_file():
+            result.missing.append(rel)
+            continue
+        result.checked += 1
+        if path.stat().st_size != entry["bytes"] or sha256_file(path) != entry["sha256"]:
+            result.mismatched.append(rel)
+    if paths is None:
+        present = {e["path"] for e in file_entries(root)}
+        result.unlisted = sorted(present - set(listed))
+    return result

@@ -1,0 +1,36 @@
+"""The release stage of the registry: every configured snapshot's EMERGE-format files
+(``emerge_lib.release.writer``) into the context's release folder."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from emerge_lib.catalog.specs import TABLES
+from emerge_lib.core.stage import Outcome, Stage, StageContext
+
+#: what a release reads (and pins the Delta versions of, in its manifest): every released
+#: table among them
+RELEASE_READS = ("instances", "passages", "verdicts", "selection", "validation_results",
+                 "ingested_files", "kg_triples", "entities", "relations")
+assert {n for n, s in TABLES.items() if s.released} <= set(RELEASE_READS)
+
+
+def _release(ctx: StageContext, _: Any = None) -> Outcome:
+    from emerge_lib.release.writer import write_release
+
+    summary = write_release(ctx.catalog, ctx.release_dir, ctx.cfg.plans(), ctx.cfg.passages,
+                            ctx.cfg.curation, ctx.cfg.validation, ctx.cfg.dataset_settings(),
+                            pinned=RELEASE_READS)
+    return Outcome(summary.rows(), {"files": len(summary.files)}, detail=summary)
+
+
+def _no_folder(ctx: StageContext) -> str | None:
+    return None if ctx.release_dir is not None else "no release folder given (--out)"
+
+
+RELEASE = Stage("release", "release", RELEASE_READS, (),
+                ("snapshots", "stability", "passages", "deltas", "qualifiers", "curation",
+                 "selection", "validation"),
+                _release,
+                "the EMERGE-format release (JSONL + Parquet + manifest.json) of every "
+                "configured snapshot", skip=_no_folder)

@@ -1,0 +1,429 @@
+"""passages + instances + the KG snapshots → the EMERGE release on disk.
+
+Layout under the output folder::
+
+    snapshot_YYYY-MM-DD/delta_YYYY-MM-DD.jsonl   one file per window, named by τ_k's date
+    snapshot_YYYY-MM-DD/kg_triples.parquet       G_t: T_t, V_t, R_t of that snapshot
+    snapshot_YYYY-MM-DD/entities.parquet
+    snapshot_YYYY-MM-DD/relations.parquet
+    parquet/instances.parquet                    the released snapshots' instances
+    release.json                                 the files, snapshots and Delta versions read
+
+Only what is released is written (``TableSpec.released``): the internal timelines stay in
+the warehouse. Every table is read at the Delta version it had when the release started
+(recorded in release.json), so a writer working meanwhile cannot mix two states into one
+release; files an earlier release left here that this one does not write are removed.
+
+The JSONL lines follow the authors' instance format (``emerge_lib.release.format``: field
+names, nesting, operation names, date-only dates) so their tooling reads ours, but with
+clean passage text, exact offsets and true UTC timestamps. Output is a pure function of the tables: lines are sorted by ``hash_id``,
+triples by (s, p, o), keys are in a fixed order and the JSON encoding is fixed, so a
+rebuild gives byte-identical files. Every file is written under a temporary name and
+renamed, so a crash never leaves a half-written file under a release name.
+
+Work is streamed per (snapshot, window) for the JSONL and per record batch for Parquet:
+no step holds more than one window's passages and instances in memory.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections import Counter, defaultdict
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from emerge_lib.catalog import TABLES, Catalog, spec
+from emerge_lib.core.config import CurationSettings, PassageSettings, ValidationSettings
+from emerge_lib.core.errors import EmergeError
+from emerge_lib.core.schedule import SnapshotPlan
+from emerge_lib.curation.verdicts import assessments
+from emerge_lib.release.card import CARD, CARD_HTML, PLOTS, write_card
+from emerge_lib.release.format import (
+    FormatError,
+    delta_file_name,
+    dumps_line,
+    hash_id,
+    passage_record,
+    snapshot_dir_name,
+)
+from emerge_lib.release.manifest import MANIFEST, code_version, config_hash, write_manifest
+
+log = logging.getLogger(__name__)
+
+KG_SNAPSHOT_TABLES = ("kg_triples", "entities", "relations")
+LISTING = "release.json"
+#: What a release reads: its JSONL sources and the released tables (TableSpec.released).
+EVALUATION_SET = "evaluation_set"
+VALIDATION = "validation"
+
+class ReleaseError(EmergeError):
+    """Input that must not be published as is (bad offsets, unknown op, name clashes)."""
+
+
+@dataclass
+class ReleaseSummary:
+    """What a release wrote: paths are relative to ``out_dir``."""
+
+    out_dir: Path
+    files: list[str] = field(default_factory=list)
+    lines: dict[str, int] = field(default_factory=dict)  # JSONL file → lines (passages)
+    ops: dict[str, int] = field(default_factory=dict)  # op code → instances released
+    parquet_rows: dict[str, int] = field(default_factory=dict)  # Parquet file → rows
+    orphan_instances: int = 0  # instances whose passage is missing from `passages`
+    anchor_mismatches: int = 0  # mentions whose anchor differs from text[start:end]
+    versions: dict[str, int | None] = field(default_factory=dict)  # Delta versions read
+    removed: list[str] = field(default_factory=list)  # stale files of an earlier release
+    manifest: dict[str, Any] = field(default_factory=dict)  # manifest.json as written
+    duplicates: int = 0  # near-duplicate lines left out (the selection table says why)
+    evaluation_lines: int = 0  # lines of evaluation_set/
+    validation: dict[str, Any] = field(default_factory=dict)  # the manifest's verdict
+    card: list[dict[str, Any]] = field(default_factory=list)  # the card's table rows
+
+    def rows(self) -> dict[str, int]:
+        """Released rows: instances (over the JSONL files), passages (lines), Parquet rows."""
+        out = {"instances": sum(self.ops.values()), "passages": sum(self.lines.values())}
+        for rel, n in self.parquet_rows.items():
+            name = rel.rsplit("/", 1)[-1].removesuffix(".parquet")
+            if name in KG_SNAPSHOT_TABLES:
+                out[name] = out.get(name, 0) + n
+        return out
+
+    def __str__(self) -> str:
+        return (f"release {self.out_dir}: {len(self.files)} files, "
+                f"{sum(self.lines.values())} passages, {sum(self.ops.values())} instances")
+
+
+# --- files -------------------------------------------------------------------------------
+
+
+@contextmanager
+def _atomic(path: Path) -> Iterator[Path]:
+    """Yield a temporary sibling of ``path``; rename it over ``path`` only on success."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _window_rows(
+    catalog: Catalog, name: str, snapshot: str, window: int, version: int | None
+) -> list[dict[str, Any]]:
+    if version is None:
+        return []
+    filters = [("snapshot", "=", snapshot), ("window", "=", window)]
+    return catalog.read_arrow(name, filters=filters, version=version).to_pylist()
+
+
+def _selection(catalog: Catalog, snapshot: str, window: int, version: int | None
+               ) -> dict[str, tuple[bool, bool]] | None:
+    """passage_id → (kept, in the evaluation set); None when the window was not selected
+    (no ``select`` run): then every line is kept and none is drawn."""
+    rows = _window_rows(catalog, "selection", snapshot, window, version)
+    return {r["passage_id"]: (r["kept"], r["evaluation_set"]) for r in rows} or None
+
+
+def _write_window(
+    catalog: Catalog,
+    paths: tuple[Path, Path | None],
+    snapshot: str,
+    window: int,
+    window_days: float,
+    passage_settings: PassageSettings,
+    summary: ReleaseSummary,
+    curation_settings: CurationSettings,
+    records: list[tuple[str, dict[str, Any]]] | None,
+) -> tuple[int, int]:
+    """Write one window's corpus JSONL (the kept lines) and, when the window was selected,
+    its evaluation-set JSONL; returns their numbers of lines. ``records`` collects what was
+    written (for the release suites), when given."""
+    by_passage: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    versions = summary.versions
+    instances = _window_rows(catalog, "instances", snapshot, window, versions["instances"])
+    for r in instances:
+        by_passage[r["passage_id"]].append(r)
+    passages = {
+        p["passage_id"]: p
+        for p in _window_rows(catalog, "passages", snapshot, window, versions["passages"])
+        if p["passage_id"] in by_passage
+    }
+    curated = assessments(catalog, snapshot, window, versions["verdicts"], instances,
+                          list(passages.values()), curation_settings, passage_settings)
+    orphans = sum(len(rows) for pid, rows in by_passage.items() if pid not in passages)
+    if orphans:
+        log.warning("%s window %d: %d instances have no passage", snapshot, window, orphans)
+        summary.orphan_instances += orphans
+    selected = _selection(catalog, snapshot, window, versions["selection"])
+    fates = {pid: (selected or {}).get(pid, (True, False)) for pid in passages}
+    summary.duplicates += sum(1 for kept, _ in fates.values() if not kept)
+    keyed = sorted(
+        (hash_id(snapshot, window, p["page_id"], pid), pid) for pid, p in passages.items()
+        if fates[pid][0]
+    )
+    corpus_path, eval_path = paths
+    ops: Counter[str] = Counter()
+    drawn = 0
+    with ExitStack() as stack:
+        fh = stack.enter_context(stack.enter_context(_atomic(corpus_path)).open(
+            "w", encoding="utf-8", newline="\n"))
+        eval_fh = None
+        if eval_path is not None:
+            eval_fh = stack.enter_context(stack.enter_context(_atomic(eval_path)).open(
+                "w", encoding="utf-8", newline="\n"))
+        for _, pid in keyed:
+            p, rows = passages[pid], by_passage[pid]
+            for m in p.get("mentions") or ():
+                if m.get("qid") is not None and p["text"][m["start"] : m["end"]] != m["anchor"]:
+                    summary.anchor_mismatches += 1
+            try:
+                record = passage_record(p, rows, snapshot, window, window_days,
+                                        passage_settings.title_prefix,
+                                        curated.get(pid))
+            except FormatError as exc:
+                raise ReleaseError(str(exc)) from None
+            line = dumps_line(record) + "\n"
+            fh.write(line)
+            if records is not None:
+                records.append((corpus_path.name, record))
+            if eval_fh is not None and fates[pid][1]:
+                eval_fh.write(line)
+                drawn += 1
+            ops.update(r["op"] for r in rows)
+    for op, n in ops.items():
+        summary.ops[op] = summary.ops.get(op, 0) + n
+    return len(keyed), drawn
+
+
+#: Each released table's row order: a rebuild, on any engine or partitioning, writes the
+#: same bytes.
+RELEASE_ORDER: dict[str, tuple[str, ...]] = {
+    "kg_triples": ("snapshot", "s", "p", "o"),
+    "entities": ("snapshot", "qid"),
+    "relations": ("snapshot", "pid"),
+    "instances": ("snapshot", "window", "passage_id", "op", "s", "p", "o"),
+}
+
+
+def _write_parquet(
+    catalog: Catalog, name: str, path: Path, snapshots: Sequence[str], version: int | None,
+    dropped: Mapping[str, set[str]] | None = None,
+) -> int:
+    """Write one table's rows of ``snapshots`` (at a pinned version) into one Parquet file,
+    one snapshot at a time, each sorted (``RELEASE_ORDER``); rows of the passages in
+    ``dropped`` (snapshot → ``window:passage_id``, near-duplicates) are left out, so the
+    Parquet holds what the JSONL holds.
+
+    Batches are cast to the catalog's declared schema, so a release's Parquet types do not
+    depend on how the engine happened to write the Delta files.
+    """
+    schema = spec(name).schema
+    order = [(c, "ascending") for c in RELEASE_ORDER[name]]
+    rows = 0
+    with _atomic(path) as tmp, pq.ParquetWriter(tmp, schema, compression="zstd") as writer:
+        for snap in sorted(snapshots) if version is not None else ():
+            # prune files by partition, and filter rows too in case a table is unpartitioned
+            dataset = catalog.dataset(name, version, [("snapshot", "=", snap)])
+            table = dataset.to_table(columns=schema.names, filter=pc.field("snapshot") == snap,
+                                     use_threads=False)  # see Catalog.read_arrow
+            left_out = (dropped or {}).get(snap)
+            if left_out and table.num_rows:
+                key = pc.binary_join_element_wise(pc.cast(table["window"], "string"),
+                                                  table["passage_id"], ":")
+                table = table.filter(pc.invert(pc.is_in(key, value_set=pa.array(
+                    sorted(left_out)))))
+            if table.num_rows:
+                writer.write_table(table.cast(schema).sort_by(order))
+                rows += table.num_rows
+    return rows
+
+
+def _dropped(catalog: Catalog, snapshots: Sequence[str], version: int | None
+             ) -> dict[str, set[str]]:
+    """snapshot → ``window:passage_id`` of the near-duplicate lines the release leaves out."""
+    if version is None:
+        return {}
+    out: dict[str, set[str]] = defaultdict(set)
+    for r in catalog.read_arrow("selection", filters=[("kept", "=", False)],
+                                columns=["snapshot", "window", "passage_id"],
+                                version=version).to_pylist():
+        if r["snapshot"] in snapshots:
+            out[r["snapshot"]].add(f"{r['window']}:{r['passage_id']}")
+    return out
+
+
+def _ours(rel: str) -> bool:
+    """Is this release-relative path one a release writes (and may therefore remove)?"""
+    parts = rel.split("/")
+    if parts in ([LISTING], [CARD], [CARD_HTML]) or parts[0] == VALIDATION:
+        return True
+    if parts[0] == EVALUATION_SET:
+        parts = parts[1:]
+    if len(parts) != 2:
+        return False
+    folder, name = parts
+    if folder == "parquet":
+        return name.endswith(".parquet") and name.removesuffix(".parquet") in TABLES
+    if folder == PLOTS:
+        return name.endswith(".png")
+    return folder.startswith("snapshot_") and (
+        (name.startswith("delta_") and name.endswith(".jsonl"))
+        or name.removesuffix(".parquet") in KG_SNAPSHOT_TABLES and name.endswith(".parquet"))
+
+
+def _our_folder(rel: str) -> bool:
+    top = rel.split("/")[0]
+    return top in ("parquet", PLOTS, VALIDATION, EVALUATION_SET) or top.startswith("snapshot_")
+
+
+def _remove_stale(out: Path, keep: set[str]) -> list[str]:
+    """Delete the release files in ``out`` this release did not write (an earlier release's
+    windows, snapshots, tables or validation pages), then our folders left empty."""
+    removed = []
+    if not out.is_dir():
+        return removed
+    for path in sorted(out.rglob("*"), reverse=True):  # children before their folders
+        rel = path.relative_to(out).as_posix()
+        if path.is_file() and _ours(rel) and rel not in keep:
+            path.unlink()
+            removed.append(rel)
+        elif path.is_dir() and _our_folder(rel) and not any(path.iterdir()):
+            path.rmdir()
+    return sorted(removed)
+
+
+def write_release(
+    catalog: Catalog,
+    out_dir: str | Path,
+    plans: Sequence[SnapshotPlan],
+    settings: PassageSettings,
+    curation: CurationSettings,
+    validation: ValidationSettings,
+    dataset_settings: Mapping[str, Any] | None = None,
+    pinned: Sequence[str] = (),
+) -> ReleaseSummary:
+    """Write the release of the snapshots of ``plans`` (each with its windows) under
+    ``out_dir``: the corpus, the evaluation set, the KG snapshots, the validation results,
+    the dataset card and, last, the manifest, which pins the Delta version of each table of
+    ``pinned`` (what the release stage reads).
+
+    Every window gets a file, even one without instances (0 lines), so a reader can tell
+    "nothing aligned" from "not released". Rerunning over the same tables rewrites
+    byte-identical data files. With ``validation.enabled`` the release JSONL is checked
+    (the release suites) and the manifest records whether every snapshot passed its table
+    suites on exactly the rows released; a failure raises after the manifest is written
+    (it says ``success: false``, so nothing publishes it).
+    """
+    out = Path(out_dir)
+    summary = ReleaseSummary(out_dir=out)
+    summary.versions = {name: catalog.version(name) for name in pinned}
+    by_key = {p.key: p for p in plans}
+    keys = sorted(by_key)
+    dirs = [snapshot_dir_name(s) for s in keys]
+    if len(set(dirs)) != len(dirs):
+        raise ReleaseError(f"two snapshots share a release folder (one per day): {keys}")
+    records: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+
+    for snap, folder in zip(keys, dirs, strict=True):
+        plan = by_key[snap]
+        names = [delta_file_name(snap, w.k, plan.window_days) for w in plan.windows]
+        if len(set(names)) != len(names):
+            raise ReleaseError(
+                f"windows of {plan.window_days} days give two files with the same end date: "
+                f"{names}"
+            )
+        selected = summary.versions["selection"] is not None and bool(catalog.read_arrow(
+            "selection", filters=[("snapshot", "=", snap)], columns=["window"],
+            version=summary.versions["selection"]).num_rows)
+        mine = records.setdefault(snap, []) if validation.enabled else None
+        for w, fname in zip(plan.windows, names, strict=True):
+            rel = f"{folder}/{fname}"
+            eval_rel = f"{EVALUATION_SET}/{rel}" if selected else None
+            n, drawn = _write_window(catalog, (out / rel, out / eval_rel if eval_rel else None),
+                                     snap, w.k, plan.window_days, settings, summary, curation,
+                                     mine)
+            summary.files.append(rel)
+            summary.lines[rel] = n
+            if eval_rel:
+                summary.files.append(eval_rel)
+                summary.lines[eval_rel] = drawn
+                summary.evaluation_lines += drawn
+            log.debug("release: %s, %d passages (%d drawn)", rel, n, drawn)
+        for name in KG_SNAPSHOT_TABLES:
+            rel = f"{folder}/{name}.parquet"
+            summary.parquet_rows[rel] = _write_parquet(catalog, name, out / rel, [snap],
+                                                       summary.versions[name])
+            summary.files.append(rel)
+
+    dropped = _dropped(catalog, keys, summary.versions["selection"])
+    for name in sorted(n for n, s in TABLES.items() if s.released and n not in KG_SNAPSHOT_TABLES):
+        rel = f"parquet/{name}.parquet"
+        summary.parquet_rows[rel] = _write_parquet(catalog, name, out / rel, keys,
+                                                   summary.versions[name], dropped)
+        summary.files.append(rel)
+    report = None
+    if validation.enabled:
+        from emerge_lib.validation.validate import validate_release
+
+        report = validate_release(catalog, out, keys, records, summary.versions)
+        summary.files += report.files
+        summary.validation = report.manifest
+    else:
+        summary.validation = {"success": False, "reason": "validation.enabled is false: "
+                              "not validated, not publishable"}
+    kg_rows = {snap: {name: summary.parquet_rows[f"{folder}/{name}.parquet"]
+                      for name in KG_SNAPSHOT_TABLES} for snap, folder in zip(keys, dirs,
+                                                                              strict=True)}
+    card_files, summary.card = write_card(out, keys, kg_rows, _validation_line(
+        summary.validation))
+    summary.files += card_files
+    summary.files.append(LISTING)
+    summary.removed = _remove_stale(out, {*summary.files, MANIFEST})
+    listing = {"snapshots": keys, "files": [f for f in summary.files if f != LISTING],
+               "versions": summary.versions, "lines": summary.lines, "parquet_rows": summary.parquet_rows,
+               "ops": dict(sorted(summary.ops.items())),
+               "orphan_instances": summary.orphan_instances,
+               "anchor_mismatches": summary.anchor_mismatches,
+               "near_duplicates_left_out": summary.duplicates}
+    with _atomic(out / LISTING) as tmp:
+        tmp.write_text(json.dumps(listing, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    if summary.removed:
+        log.info("release: removed %d stale files of an earlier release", len(summary.removed))
+    summary.manifest = write_manifest(out, summary.files, meta=_manifest_meta(
+        catalog, summary, dataset_settings or {}))
+    if report is not None:
+        report.raise_for_failure()
+    return summary
+
+
+def _validation_line(verdict: Mapping[str, Any]) -> str:
+    if verdict.get("success"):
+        return ("Every snapshot passed its table suites on the rows released, and the release "
+                "files passed theirs: validation/results.json, Data Docs under validation/.")
+    return f"Not publishable: {verdict.get('reason', 'a suite failed')}."
+
+
+def _manifest_meta(catalog: Catalog, summary: ReleaseSummary,
+                   dataset_settings: Mapping[str, Any]) -> dict[str, Any]:
+    """What made the release: the dump files (with their sha1), the Delta versions read,
+    the dataset-defining settings and their hash, the code version, the validation verdict
+    and the card's statistics."""
+    version = summary.versions.get("ingested_files")
+    dumps = [] if version is None else sorted(
+        ({"wiki": r["wiki"], "dump_date": r["dump_date"], "file": r["dump_file"],
+          "bytes": r["bytes"], "sha1": r["sha1"]}
+         for r in catalog.read_arrow("ingested_files", version=version).to_pylist()),
+        key=lambda d: (d["wiki"], d["dump_date"], d["file"]))
+    return {"code_version": code_version(), "delta_versions": summary.versions,
+            "settings": dict(dataset_settings), "settings_sha256": config_hash(dataset_settings),
+            "dumps": dumps, "validation": summary.validation, "card": summary.card}

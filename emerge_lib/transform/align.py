@@ -1,0 +1,231 @@
+"""passages + delta_triples + kg_triples → instances (DESIGN.md §1.1 Alignment).
+
+For a passage of window k with mentioned set M (resolved QIDs, the article's own item
+included when configured):
+
+- X, E, EE, D: s and o both in M. E/EE/D come from the window's delta; X is a triple of
+  T_t still in T_{τ_k} and not D.
+- EE-KG: an added triple with exactly one of s, o in M, that one emerging, the other not
+  emerging and not mentioned (emerging as ``deltas.emerging`` says, in the delta rows); when
+  that addition is also D (an end qualifier inside the window), the passage gets the D too.
+
+X triples report an end qualifier dated at or before t (the relation had ended before the
+snapshot, yet the statement is there), as the released data does.
+
+``source_delta_type`` (every operation but X) says which of the authors' three deltas
+would find the triple first: ``wikipedia_intersection`` when the subject's article links
+to the object as the triple changes (for an addition, the link appears between t and τ_k;
+for a deprecation, the link is there at τ_k), else ``emerging`` when an end's item was
+created at or after t, else ``all``. Links are those of the article's paragraphs in the
+paragraph timeline (prose; infobox and list links are not stored), resolved as of t and τ_k.
+
+It joins pairs of mentioned entities (and single mentions, for EE-KG) to the delta and to
+T_t; it never forms passages × KG.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pyspark.sql import functions as F
+
+from emerge_lib.catalog import Catalog
+from emerge_lib.catalog.sql import (
+    created_sql,
+    in_v,
+    literal,
+    literal_list,
+    sql_timestamp,
+    valid_at_expr,
+    windows_sql,
+)
+from emerge_lib.core.config import PassageSettings, QualifierSettings
+from emerge_lib.core.schedule import SnapshotPlan
+from emerge_lib.transform.titles import resolve_titles
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+
+def build_instances(catalog: Catalog, plan: SnapshotPlan, settings: PassageSettings,
+                    qualifiers: QualifierSettings) -> dict[int, int]:
+    """Write the instances partitions (t, k) of one snapshot; returns rows per window."""
+    spark = catalog.session()
+    key = literal(plan.key)
+    t = sql_timestamp(plan.t)
+    own = "page_qid" if settings.article_entity_counts else "CAST(NULL AS STRING)"
+    w = windows_sql(plan)
+    end_pids = literal_list(qualifiers.end)
+    found = catalog.materialize(spark.sql(f"""
+        WITH w AS {w},
+        m AS (  -- the mentioned set of every passage of the snapshot
+          SELECT DISTINCT window, passage_id, qid FROM (
+            SELECT window, passage_id, mq.qid AS qid
+            FROM (SELECT window, passage_id, explode(mentions) AS mq FROM {{passages}}
+                  WHERE snapshot = {key})
+            UNION ALL
+            SELECT window, passage_id, {own} AS qid FROM {{passages}}
+            WHERE snapshot = {key}
+          ) WHERE qid IS NOT NULL
+        ),
+        dk AS (SELECT * FROM {{delta}} WHERE snapshot = {key}),
+        created AS ({created_sql()}),
+        v_k AS (
+          SELECT w.window, i.qid FROM {{items}} i JOIN w ON {valid_at_expr('i', 'w.tau')}
+          WHERE {in_v('i')}
+        ),
+        pairs AS (
+          SELECT a.window, a.passage_id, a.qid AS s, b.qid AS o
+          FROM m a JOIN m b ON a.window = b.window AND a.passage_id = b.passage_id
+                          AND a.qid <> b.qid
+        ),
+        delta_pairs AS (  -- E, EE and D between two mentioned entities
+          SELECT pr.window, pr.passage_id, d.op, d.s, d.p, d.o, d.signal, d.emerging_head,
+                 d.emerging_tail, d.head_created_at, d.tail_created_at, d.lifespan_from,
+                 d.lifespan_to, d.qualifier_pid, d.qualifier_at
+          FROM pairs pr JOIN dk d ON d.window = pr.window AND d.s = pr.s AND d.o = pr.o
+        ),
+        x_kg AS (  -- T_t triples between mentioned pairs
+          SELECT pr.window, pr.passage_id, kg.s, kg.p, kg.o
+          FROM pairs pr JOIN {{kg}} kg ON kg.snapshot = {key} AND kg.s = pr.s
+                                        AND kg.o = pr.o
+        ),
+        x_still AS (  -- ... still in T_τk: the key present at τ_k and both ends in V_τk
+          SELECT x.* FROM x_kg x JOIN w ON w.window = x.window
+          JOIN {{stable}} st ON st.s = x.s AND st.p = x.p AND st.o = x.o
+               AND {valid_at_expr('st', 'w.tau')}
+          JOIN v_k vs ON vs.window = x.window AND vs.qid = x.s
+          JOIN v_k vo ON vo.window = x.window AND vo.qid = x.o
+        ),
+        x_ended AS (  -- end qualifiers dated at or before t on the statements at τ_k
+          SELECT window, s, p, o, MIN(q.instant) AS qualifier_at,
+                 MIN_BY(q.pid, q.instant) AS qualifier_pid
+          FROM (SELECT w.window, r.s, r.p, r.o, explode(r.qualifiers) AS q
+                FROM {{raw}} r JOIN w ON {valid_at_expr('r', 'w.tau')}
+                WHERE r.rank <> 'deprecated')
+          WHERE q.pid IN ({end_pids}) AND q.instant <= {t}
+          GROUP BY window, s, p, o
+        ),
+        x_rows AS (  -- ... and not D
+          SELECT x.window, x.passage_id, 'X' AS op, x.s, x.p, x.o,
+                 CAST(NULL AS STRING) AS signal, false AS emerging_head, false AS emerging_tail,
+                 hs.created_at AS head_created_at, ho.created_at AS tail_created_at,
+                 st.valid_from AS lifespan_from, st.valid_to AS lifespan_to,
+                 q.qualifier_pid, q.qualifier_at
+          FROM x_still x
+          LEFT ANTI JOIN dk d ON d.window = x.window AND d.op = 'D' AND d.s = x.s
+                             AND d.p = x.p AND d.o = x.o
+          JOIN w ON w.window = x.window
+          LEFT JOIN {{stable}} st ON st.s = x.s AND st.p = x.p AND st.o = x.o
+               AND {valid_at_expr('st', 'w.tau')}
+          LEFT JOIN created hs ON hs.qid = x.s
+          LEFT JOIN created ho ON ho.qid = x.o
+          LEFT JOIN x_ended q ON q.window = x.window AND q.s = x.s AND q.p = x.p AND q.o = x.o
+        ),
+        single AS (  -- EE-KG: one end mentioned and emerging, the other not, unmentioned;
+                     -- an addition that is also D (ended inside the window) keeps its D
+          SELECT m.window, m.passage_id, CASE d.op WHEN 'EE' THEN 'EE-KG' ELSE 'D' END AS op,
+                 d.s, d.p, d.o, d.signal,
+                 d.emerging_head, d.emerging_tail, d.head_created_at, d.tail_created_at,
+                 d.lifespan_from, d.lifespan_to, d.qualifier_pid, d.qualifier_at
+          FROM m JOIN dk d ON d.window = m.window AND d.op IN ('EE', 'D')
+               AND ((d.s = m.qid AND d.emerging_head AND NOT d.emerging_tail)
+                 OR (d.o = m.qid AND d.emerging_tail AND NOT d.emerging_head))
+          LEFT ANTI JOIN m other ON other.window = m.window
+               AND other.passage_id = m.passage_id
+               AND other.qid = CASE WHEN d.s = m.qid THEN d.o ELSE d.s END
+        )
+        SELECT * FROM delta_pairs UNION ALL SELECT * FROM x_rows
+        UNION ALL SELECT * FROM single
+    """, passages=catalog.read("passages"), delta=catalog.read("delta_triples"),
+        kg=catalog.read("kg_triples"), stable=catalog.read("stable_statements"),
+        items=catalog.read("item_timeline"), raw=catalog.read("statement_timeline")))
+    links = _subject_links(catalog, plan, found, settings.max_redirect_hops)
+    df = spark.sql(f"""
+        WITH w AS {w},
+        kinds AS (  -- per delta triple: is it added, deprecated, and does s link to o?
+          SELECT f.window, f.s, f.p, f.o,
+                 MAX(CASE WHEN f.op <> 'D' THEN 1 ELSE 0 END) AS added,
+                 MAX(CASE WHEN f.op = 'D' THEN 1 ELSE 0 END) AS deprecated,
+                 MAX(CASE WHEN f.head_created_at >= {t} OR f.tail_created_at >= {t}
+                          THEN 1 ELSE 0 END) AS emerging
+          FROM {{found}} f WHERE f.op <> 'X' GROUP BY f.window, f.s, f.p, f.o
+        ),
+        sources AS (
+          SELECT k.window, k.s, k.p, k.o,
+                 CASE WHEN (k.added = 1 AND COALESCE(l.at_k, false) AND NOT COALESCE(l.at_t, false))
+                        OR (k.deprecated = 1 AND COALESCE(l.at_k, false))
+                      THEN 'wikipedia_intersection'
+                      WHEN k.emerging = 1 THEN 'emerging'
+                      ELSE 'all' END AS source_delta_type
+          FROM kinds k LEFT JOIN {{links}} l ON l.window = k.window AND l.s = k.s AND l.o = k.o
+        ),
+        labels AS (
+          SELECT w.window, i.qid, i.label_en FROM {{items}} i
+          JOIN w ON {valid_at_expr('i', 'w.tau')}
+        ),
+        props AS (
+          SELECT w.window, p.pid, p.label_en FROM {{props}} p
+          JOIN w ON {valid_at_expr('p', 'w.tau')}
+        )
+        SELECT {key} AS snapshot, CAST(f.window AS INT) AS window, f.passage_id, f.op,
+               f.s, f.p, f.o, f.signal, ls.label_en AS s_label, lp.label_en AS p_label,
+               lo.label_en AS o_label, f.emerging_head, f.emerging_tail,
+               f.head_created_at, f.tail_created_at, f.lifespan_from, f.lifespan_to,
+               f.qualifier_pid, lq.label_en AS qualifier_label, f.qualifier_at,
+               src.source_delta_type
+        FROM {{found}} f
+        LEFT JOIN sources src ON f.op <> 'X' AND src.window = f.window AND src.s = f.s
+             AND src.p = f.p AND src.o = f.o
+        LEFT JOIN labels ls ON ls.window = f.window AND ls.qid = f.s
+        LEFT JOIN labels lo ON lo.window = f.window AND lo.qid = f.o
+        LEFT JOIN props lp ON lp.window = f.window AND lp.pid = f.p
+        LEFT JOIN props lq ON lq.window = f.window AND lq.pid = f.qualifier_pid
+    """, found=found, links=links, items=catalog.read("item_timeline"),
+        props=catalog.read("property_timeline"))
+    return catalog.replace_partitions(
+        "instances", df, {"snapshot": plan.key}, "window", [w.k for w in plan.windows],
+        clear_others=True,
+    )
+
+
+def _subject_links(catalog: Catalog, plan: SnapshotPlan, found: DataFrame,
+                   max_hops: int) -> DataFrame:
+    """(window, s, o, at_t, at_k): whether the article of s links to o at t and at τ_k, for
+    the delta triples ``found`` (their link targets resolved as of each instant, following
+    up to ``max_hops`` redirects, as the passages stage does)."""
+    spark = catalog.session()
+    t = sql_timestamp(plan.t)
+    targets = spark.sql(f"""
+        WITH w AS {windows_sql(plan)},
+        heads AS (SELECT DISTINCT window, s, o FROM {{found}} WHERE op <> 'X'),
+        head_pages AS (  -- the article of s at τ_k
+          SELECT h.window, h.s, h.o, w.tau, MIN(pg.page_id) AS page_id
+          FROM heads h JOIN w ON w.window = h.window
+          JOIN {{items}} i ON i.qid = h.s AND {valid_at_expr('i', 'w.tau')} AND {in_v('i')}
+          JOIN {{pages}} pg ON pg.title = i.enwiki_title AND {valid_at_expr('pg', 'w.tau')}
+               AND NOT pg.is_redirect
+          GROUP BY h.window, h.s, h.o, w.tau
+        ),
+        instants AS (
+          SELECT window, s, o, page_id, 'k' AS at_which, tau AS at FROM head_pages
+          UNION ALL SELECT window, s, o, page_id, 't' AS at_which, {t} AS at FROM head_pages
+        )
+        SELECT DISTINCT window, s, o, at_which, at, m.target AS target FROM (
+          SELECT i.window, i.s, i.o, i.at_which, i.at, explode(r.mentions) AS m
+          FROM instants i JOIN {{runs}} r ON r.page_id = i.page_id
+               AND r.first_seen_at <= i.at AND (r.removed_at IS NULL OR r.removed_at > i.at)
+        ) WHERE m.target IS NOT NULL
+    """, found=found, items=catalog.read("item_timeline"), pages=catalog.read("page_timeline"),
+        runs=catalog.read("paragraph_timeline"))
+    targets = catalog.materialize(targets)
+    resolved = resolve_titles(catalog, targets.select(F.col("target").alias("title"),
+                                                      F.col("at").alias("tau")),
+                              max_hops=max_hops)
+    return spark.sql("""
+        SELECT l.window, l.s, l.o,
+               MAX(CASE WHEN l.at_which = 't' AND r.qid = l.o THEN true ELSE false END) AS at_t,
+               MAX(CASE WHEN l.at_which = 'k' AND r.qid = l.o THEN true ELSE false END) AS at_k
+        FROM {targets} l JOIN {resolved} r ON r.title = l.target AND r.tau = l.at
+        GROUP BY l.window, l.s, l.o
+    """, targets=targets, resolved=resolved)

@@ -1,0 +1,201 @@
+"""Timelines → delta_triples: the cumulative KG delta of each window (DESIGN.md §1.1–1.2).
+
+For snapshot t and window k (τ_k = t + k·window):
+
+- added: in T_{τ_k} and not in T_t; op EE when an end is emerging, else E. Emerging
+  (``deltas.emerging``): the item was created at or after t (``created_after_snapshot``,
+  the released data), or it is not in V_t (``not_in_snapshot``, DESIGN §1.1).
+- deprecated (D): in T_t, s and o still in V_{τ_k} (a key that leaves T because an entity
+  left V is neither D nor X), and either a statement for the key in s's state at τ_k
+  carries an end qualifier dated in (t, τ_k] (signal ``qualifier:Pxxx``), or the key is
+  gone from T_{τ_k} because it became deprecated (``rank``) or was removed (``removed``).
+  One signal per triple, preferring qualifier, then rank, then removed.
+- with ``deltas.deprecate_window_additions`` (the released data), an added triple whose
+  statement at τ_k carries an end qualifier dated in (t, τ_k] is D too (a second row,
+  signal ``qualifier:Pxxx``, the addition's emerging flags): a two-operation triple.
+
+Start qualifiers (``qualifiers.start``) dated in (t, τ_k] are reported on additions.
+
+X (in T_t and in T_{τ_k}, not D) is not stored here: it is the KG itself, and the
+alignment stage asks for it only for mentioned pairs.
+
+Only candidate keys are carried through the windows: a key whose stable presence has an
+edge inside (t, τ_n], whose subject or object changes state inside it (and so may enter or
+leave V), or that carries an end qualifier dated inside it. Every other key of T_t is
+unchanged at every τ_k, so it can be neither added nor deprecated.
+"""
+
+from __future__ import annotations
+
+from emerge_lib.catalog import Catalog
+from emerge_lib.catalog.sql import (
+    created_sql,
+    in_v,
+    literal,
+    literal_list,
+    sql_timestamp,
+    valid_at,
+    valid_at_expr,
+    windows_sql,
+)
+from emerge_lib.core.config import DeltaSettings, QualifierSettings
+from emerge_lib.core.schedule import SnapshotPlan
+from emerge_lib.transform.snapshot import entities_at, triples_at
+
+
+def build_deltas(catalog: Catalog, plan: SnapshotPlan, qualifiers: QualifierSettings,
+                 settings: DeltaSettings) -> dict[int, int]:
+    """Write delta_triples for every window of one snapshot (one query for all windows);
+    returns rows per window."""
+    spark = catalog.session()
+    snapshot = plan.t
+    t = sql_timestamp(snapshot)
+    horizon = sql_timestamp(plan.horizon)
+    w = windows_sql(plan)
+    end_pids, start_pids = literal_list(qualifiers.end), literal_list(qualifiers.start)
+    if settings.emerging == "created_after_snapshot":  # created at or after t
+        emerging_head, emerging_tail = (f"COALESCE(cs.created_at >= {t}, false)",
+                                        f"COALESCE(co.created_at >= {t}, false)")
+    else:  # not in V_t
+        emerging_head, emerging_tail = "vs.qid IS NULL", "vo.qid IS NULL"
+    window_additions = "true" if settings.deprecate_window_additions else "false"
+    df = spark.sql(f"""
+        WITH w AS {w},
+        changed_items AS (  -- items whose state changes inside the windows
+          SELECT DISTINCT qid FROM {{items}}
+          WHERE valid_from > {t} AND valid_from <= {horizon}
+        ),
+        end_marked AS (  -- statements carrying an end qualifier dated inside the windows
+          SELECT DISTINCT s, p, o FROM (
+            SELECT s, p, o, explode(qualifiers) AS q FROM {{raw}}
+            WHERE valid_to IS NULL OR valid_to > {t}
+          ) WHERE q.pid IN ({end_pids})
+              AND q.instant > {t} AND q.instant <= {horizon}
+        ),
+        cand AS (  -- the only keys whose delta status can differ from "no change"
+          SELECT s, p, o FROM {{stable}}
+          WHERE (valid_from > {t} AND valid_from <= {horizon})
+             OR (valid_to > {t} AND valid_to <= {horizon})
+          UNION SELECT k.s, k.p, k.o FROM {{stable}} k JOIN changed_items c ON c.qid = k.s
+          UNION SELECT k.s, k.p, k.o FROM {{stable}} k JOIN changed_items c ON c.qid = k.o
+          UNION SELECT s, p, o FROM end_marked
+        ),
+        t_t AS (
+          SELECT t.s, t.p, t.o FROM {{t_t_all}} t
+          LEFT SEMI JOIN cand c ON c.s = t.s AND c.p = t.p AND c.o = t.o
+        ),
+        v_k AS (  -- V at every window end
+          SELECT w.window, i.qid FROM {{items}} i JOIN w ON {valid_at_expr('i', 'w.tau')}
+          WHERE {in_v('i')}
+        ),
+        t_k AS (  -- T at every window end, on the candidate keys
+          SELECT DISTINCT w.window, k.s, k.p, k.o
+          FROM {{stable}} k
+          LEFT SEMI JOIN cand c ON c.s = k.s AND c.p = k.p AND c.o = k.o
+          JOIN w ON {valid_at_expr('k', 'w.tau')}
+          JOIN v_k vs ON vs.window = w.window AND vs.qid = k.s
+          JOIN v_k vo ON vo.window = w.window AND vo.qid = k.o
+        ),
+        raw_k AS (  -- the raw statements of s's state at every window end (any rank)
+          SELECT w.window, w.tau, r.s, r.p, r.o, r.rank, r.qualifiers
+          FROM {{raw}} r JOIN w ON {valid_at_expr('r', 'w.tau')}
+        ),
+        quals AS (
+          SELECT window, tau, s, p, o, rank, q.pid AS qualifier_pid, q.instant AS qualifier_at
+          FROM (SELECT window, tau, s, p, o, rank, explode(qualifiers) AS q FROM raw_k)
+        ),
+        end_q AS (
+          SELECT window, s, p, o, MIN(qualifier_at) AS qualifier_at,
+                 MIN_BY(qualifier_pid, qualifier_at) AS qualifier_pid
+          FROM quals
+          WHERE qualifier_pid IN ({end_pids})
+            AND qualifier_at > {t} AND qualifier_at <= tau
+          GROUP BY window, s, p, o
+        ),
+        start_q AS (  -- start qualifiers dated inside the (cumulative) window
+          SELECT window, s, p, o, MIN(qualifier_at) AS qualifier_at,
+                 MIN_BY(qualifier_pid, qualifier_at) AS qualifier_pid
+          FROM quals
+          WHERE rank <> 'deprecated' AND qualifier_pid IN ({start_pids})
+            AND qualifier_at > {t} AND qualifier_at <= tau
+          GROUP BY window, s, p, o
+        ),
+        created AS ({created_sql()}),
+        added AS (
+          SELECT k.window, k.s, k.p, k.o FROM t_k k
+          LEFT ANTI JOIN t_t t ON t.s = k.s AND t.p = k.p AND t.o = k.o
+        ),
+        added_rows AS (
+          SELECT a.window, a.s, a.p, a.o,
+                 CASE WHEN {emerging_head} OR {emerging_tail} THEN 'EE' ELSE 'E' END AS op,
+                 CAST(NULL AS STRING) AS signal,
+                 {emerging_head} AS emerging_head, {emerging_tail} AS emerging_tail,
+                 q.qualifier_pid, q.qualifier_at, false AS from_t
+          FROM added a
+          LEFT JOIN {{v_t}} vs ON vs.qid = a.s
+          LEFT JOIN {{v_t}} vo ON vo.qid = a.o
+          LEFT JOIN created cs ON cs.qid = a.s
+          LEFT JOIN created co ON co.qid = a.o
+          LEFT JOIN start_q q ON q.window = a.window AND q.s = a.s AND q.p = a.p AND q.o = a.o
+        ),
+        window_d_rows AS (  -- an addition ended inside the window: D as well
+          SELECT a.window, a.s, a.p, a.o, 'D' AS op,
+                 concat('qualifier:', q.qualifier_pid) AS signal,
+                 a.emerging_head, a.emerging_tail, q.qualifier_pid, q.qualifier_at,
+                 false AS from_t
+          FROM added_rows a
+          JOIN end_q q ON q.window = a.window AND q.s = a.s AND q.p = a.p AND q.o = a.o
+          WHERE {window_additions}
+        ),
+        old_in_v AS (  -- keys of T_t whose ends are both still in V at τ_k
+          SELECT vs.window, t.s, t.p, t.o FROM t_t t
+          JOIN v_k vs ON vs.qid = t.s
+          JOIN v_k vo ON vo.window = vs.window AND vo.qid = t.o
+        ),
+        gone AS (
+          SELECT o.window, o.s, o.p, o.o FROM old_in_v o
+          LEFT ANTI JOIN t_k k ON k.window = o.window AND k.s = o.s AND k.p = o.p AND k.o = o.o
+        ),
+        deprecated_rank AS (
+          SELECT DISTINCT window, s, p, o FROM raw_k WHERE rank = 'deprecated'
+        ),
+        d_rows AS (
+          SELECT o.window, o.s, o.p, o.o, 'D' AS op,
+                 CASE WHEN q.s IS NOT NULL THEN concat('qualifier:', q.qualifier_pid)
+                      WHEN r.s IS NOT NULL THEN 'rank'
+                      ELSE 'removed' END AS signal,
+                 false AS emerging_head, false AS emerging_tail,
+                 q.qualifier_pid, q.qualifier_at, true AS from_t
+          FROM old_in_v o
+          LEFT JOIN end_q q ON q.window = o.window AND q.s = o.s AND q.p = o.p AND q.o = o.o
+          LEFT JOIN gone g ON g.window = o.window AND g.s = o.s AND g.p = o.p AND g.o = o.o
+          LEFT JOIN deprecated_rank r
+            ON r.window = o.window AND r.s = o.s AND r.p = o.p AND r.o = o.o
+          WHERE q.s IS NOT NULL OR g.s IS NOT NULL
+        ),
+        all_rows AS (SELECT * FROM added_rows UNION ALL SELECT * FROM d_rows
+                     UNION ALL SELECT * FROM window_d_rows),
+        lifespans AS (  -- the stable presence interval that makes the triple what it is
+          SELECT x.window, x.s, x.p, x.o, x.op, st.valid_from, st.valid_to
+          FROM all_rows x JOIN w ON w.window = x.window
+          JOIN {{stable}} st ON st.s = x.s AND st.p = x.p AND st.o = x.o
+          WHERE (x.from_t AND {valid_at('st', snapshot)})
+             OR (NOT x.from_t AND {valid_at_expr('st', 'w.tau')})
+        )
+        SELECT {literal(plan.key)} AS snapshot, CAST(x.window AS INT) AS window,
+               x.s, x.p, x.o, x.op, x.signal, x.emerging_head, x.emerging_tail,
+               hs.created_at AS head_created_at, ho.created_at AS tail_created_at,
+               l.valid_from AS lifespan_from, l.valid_to AS lifespan_to,
+               x.qualifier_pid, x.qualifier_at
+        FROM all_rows x
+        LEFT JOIN lifespans l
+          ON l.window = x.window AND l.s = x.s AND l.p = x.p AND l.o = x.o AND l.op = x.op
+        LEFT JOIN created hs ON hs.qid = x.s
+        LEFT JOIN created ho ON ho.qid = x.o
+    """, raw=catalog.read("statement_timeline"), stable=catalog.read("stable_statements"),
+        items=catalog.read("item_timeline"), v_t=entities_at(catalog, snapshot),
+        t_t_all=triples_at(catalog, snapshot))
+    return catalog.replace_partitions(
+        "delta_triples", df, {"snapshot": plan.key}, "window",
+        [w.k for w in plan.windows], clear_others=True,
+    )

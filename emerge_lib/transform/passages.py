@@ -1,0 +1,166 @@
+"""paragraph_timeline + page_timeline + item_timeline → passages (DESIGN.md §1.1–1.2).
+
+A paragraph of an article belongs to window k of snapshot t when it is absent at t, first
+appears after t inside (t, τ_k] (``passages.windows: cumulative``, the released data) or
+inside (τ_{k-1}, τ_k] (``first_appearance``, DESIGN §1.1), is present at τ_k, and is still
+present ``passage_minutes`` after it first appeared (vandalism reverted quickly never
+counts). Its
+text, index and links are those of the revision where it first appeared. Links are
+resolved to QIDs as of τ_k (redirects, then enwiki sitelinks; `stages.titles`); the
+article's own item counts as mentioned when configured. Kept: ``min_tokens``..``max_tokens``
+whitespace tokens, markup ratio ≤ ``max_markup_ratio``, ≥ ``min_entities`` distinct QIDs.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+from pyspark.sql import functions as F
+
+from emerge_lib.catalog import Catalog
+from emerge_lib.catalog.sql import literal, sql_timestamp, window_of_sql, windows_sql
+from emerge_lib.core.config import PassageSettings, StabilitySettings
+from emerge_lib.core.schedule import SnapshotPlan
+from emerge_lib.transform.titles import resolve_titles, status_counts
+
+log = logging.getLogger(__name__)
+
+
+def new_paragraphs_sql(plan: SnapshotPlan, settings: PassageSettings,
+                       stability: StabilitySettings) -> str:
+    """SQL over ``{runs}`` (paragraph_timeline): each paragraph new in a window of the plan,
+    with the text, index and links of the revision where it first appeared, kept only when
+    its tokens and markup ratio pass the passage filter (the entity count comes later).
+
+    ``passages.windows``: ``cumulative`` (the released data) puts a paragraph first seen in
+    window j into every window k >= j where it is present at τ_k; ``first_appearance``
+    (DESIGN §1.1) into window j only."""
+    t = sql_timestamp(plan.t)
+    survive = int(stability.passage_minutes * 60)
+    window_match = ("w.window >= c.first_window" if settings.windows == "cumulative"
+                    else "w.window = c.first_window")
+    return f"""
+        WITH per_par AS (
+          SELECT page_id, paragraph_hash,
+                 MAX(CASE WHEN first_seen_at <= {t}
+                           AND (removed_at IS NULL OR removed_at > {t})
+                          THEN 1 ELSE 0 END) AS at_t,
+                 MIN(CASE WHEN first_seen_at > {t} THEN first_seen_at END) AS first_after
+          FROM {{runs}} GROUP BY page_id, paragraph_hash
+        ),
+        cand AS (
+          SELECT page_id, paragraph_hash, first_after,
+                 {window_of_sql('first_after', plan)} AS first_window
+          FROM per_par
+          WHERE at_t = 0 AND first_after IS NOT NULL AND first_after <= {sql_timestamp(plan.horizon)}
+        ),
+        with_end AS (  -- the windows the passage belongs to (first appearance, or every later one)
+          SELECT c.page_id, c.paragraph_hash, c.first_after, w.window, w.tau
+          FROM cand c JOIN {windows_sql(plan)} w ON {window_match}
+        ),
+        checks AS (
+          SELECT c.page_id, c.paragraph_hash, c.first_after, c.window, c.tau,
+                 MAX(CASE WHEN r.first_seen_at <= c.tau
+                           AND (r.removed_at IS NULL OR r.removed_at > c.tau)
+                          THEN 1 ELSE 0 END) AS at_tau,
+                 MAX(CASE WHEN unix_timestamp(r.first_seen_at)
+                               <= unix_timestamp(c.first_after) + {survive}
+                           AND (r.removed_at IS NULL OR unix_timestamp(r.removed_at)
+                                > unix_timestamp(c.first_after) + {survive})
+                          THEN 1 ELSE 0 END) AS survived
+          FROM with_end c JOIN {{runs}} r
+            ON r.page_id = c.page_id AND r.paragraph_hash = c.paragraph_hash
+          GROUP BY c.page_id, c.paragraph_hash, c.first_after, c.window, c.tau
+        )
+        SELECT c.window, c.tau, r.page_id, r.paragraph_hash, r.paragraph_idx, r.text,
+               r.mentions, r.tokens, r.markup_ratio, r.first_seen_rev, r.first_seen_at
+        FROM checks c JOIN {{runs}} r
+          ON r.page_id = c.page_id AND r.paragraph_hash = c.paragraph_hash
+         AND r.first_seen_at = c.first_after
+        WHERE c.at_tau = 1 AND c.survived = 1
+          AND r.tokens BETWEEN {settings.min_tokens} AND {settings.max_tokens}
+          AND r.markup_ratio <= {settings.max_markup_ratio}
+    """
+
+
+def build_passages(
+    catalog: Catalog,
+    plan: SnapshotPlan,
+    settings: PassageSettings,
+    stability: StabilitySettings,
+    check_coverage: bool = True,
+) -> dict[int, int]:
+    """Write the passages partitions (t, k) of one snapshot; returns rows per window.
+
+    ``check_coverage``: refuse (CoverageError) when the paragraph timeline was not
+    ingested for this snapshot's range; only tests of the SQL on hand-made tables skip it.
+    """
+    from emerge_lib.ingest.wikipedia.coverage import require_coverage
+
+    spark = catalog.session()
+    end = plan.horizon + timedelta(minutes=stability.passage_minutes)
+    if check_coverage:
+        require_coverage(catalog, plan.t, end)
+    pages = catalog.read("page_timeline")
+    new = spark.sql(new_paragraphs_sql(plan, settings, stability),
+                    runs=catalog.read("paragraph_timeline"))
+    # the article's title at τ_k, and the titles its links name
+    new_titles = spark.sql("""
+        SELECT n.window, n.tau, n.page_id, n.paragraph_hash, MIN(pg.title) AS page_title
+        FROM {new} n JOIN {pages} pg ON pg.page_id = n.page_id
+         AND pg.valid_from <= n.tau AND (pg.valid_to IS NULL OR pg.valid_to > n.tau)
+         AND NOT pg.is_redirect
+        GROUP BY n.window, n.tau, n.page_id, n.paragraph_hash
+    """, new=new, pages=pages)
+    links = spark.sql("""
+        SELECT window, tau, page_id, paragraph_hash, m.start AS m_start, m.`end` AS m_end,
+               m.anchor, m.target
+        FROM (SELECT window, tau, page_id, paragraph_hash, explode(mentions) AS m FROM {new})
+    """, new=new)
+    wanted = spark.sql(
+        "SELECT target AS title, tau FROM {links} WHERE target IS NOT NULL "
+        "UNION SELECT page_title AS title, tau FROM {new_titles}",
+        links=links, new_titles=new_titles)
+    # resolved once (the counts and the passages both read it; Sail does not cache)
+    resolved = catalog.materialize(
+        resolve_titles(catalog, wanted, max_hops=settings.max_redirect_hops))
+    status_counts(resolved)
+    own = "t.qid" if settings.article_entity_counts else "CAST(NULL AS STRING)"
+    rows = spark.sql(f"""
+        WITH resolved_links AS (
+          SELECT l.window, l.page_id, l.paragraph_hash,
+                 named_struct('start', l.m_start, 'end', l.m_end, 'anchor', l.anchor,
+                              'target', l.target, 'qid', r.qid) AS mention,
+                 r.qid
+          FROM {{links}} l LEFT JOIN {{resolved}} r ON r.title = l.target AND r.tau = l.tau
+        ),
+        per_passage AS (
+          SELECT window, page_id, paragraph_hash,
+                 array_sort(collect_list(mention)) AS mentions,
+                 collect_set(qid) AS qids
+          FROM resolved_links GROUP BY window, page_id, paragraph_hash
+        ),
+        titled AS (
+          SELECT nt.window, nt.page_id, nt.paragraph_hash, nt.page_title, r.qid
+          FROM {{new_titles}} nt
+          LEFT JOIN {{resolved}} r ON r.title = nt.page_title AND r.tau = nt.tau
+        )
+        SELECT {literal(plan.key)} AS snapshot, n.window,
+               concat(CAST(n.page_id AS STRING), '-', n.paragraph_hash) AS passage_id,
+               n.page_id, t.page_title, t.qid AS page_qid, n.first_seen_rev AS rev_id,
+               n.first_seen_at AS rev_timestamp, n.paragraph_idx, n.text,
+               COALESCE(p.mentions, array()) AS mentions,
+               size(array_distinct(concat(COALESCE(p.qids, array()),
+                    CASE WHEN {own} IS NULL THEN array() ELSE array({own}) END))) AS n_entities
+        FROM {{new}} n
+        JOIN titled t ON t.window = n.window AND t.page_id = n.page_id
+                      AND t.paragraph_hash = n.paragraph_hash
+        LEFT JOIN per_passage p ON p.window = n.window AND p.page_id = n.page_id
+                                AND p.paragraph_hash = n.paragraph_hash
+    """, links=links, resolved=resolved, new_titles=new_titles, new=new
+    ).filter(F.col("n_entities") >= settings.min_entities).drop("n_entities")
+    return catalog.replace_partitions(
+        "passages", rows, {"snapshot": plan.key}, "window", [w.k for w in plan.windows],
+        clear_others=True,
+    )

@@ -1,0 +1,98 @@
+"""The relational stages of the registry: configuration → each transform's parameters,
+and its rows as the stage's outcome. Stability rebuilds a whole table (and records what
+it was built from, so snapshot runs side by side do not rewrite it); the others run per
+snapshot t and write that snapshot's partitions."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from emerge_lib.catalog.storage import read_state, write_state
+from emerge_lib.core.stage import Outcome, Stage, StageContext
+
+if TYPE_CHECKING:
+    from emerge_lib.core.schedule import SnapshotPlan
+
+log = logging.getLogger(__name__)
+
+
+def _windows(table: str, rows: dict[int, int]) -> Outcome:
+    return Outcome({table: sum(rows.values())}, {"windows": len(rows)})
+
+
+def _stability(ctx: StageContext, _: SnapshotPlan | None = None) -> Outcome:
+    from emerge_lib.transform.stability import build_stable_statements
+
+    catalog, settings = ctx.catalog, ctx.cfg.stability
+    state = {"statement_timeline": catalog.version("statement_timeline"),
+             "kg_hours": settings.kg_hours}
+    if catalog.exists("stable_statements") and read_state(catalog, "stability") == state:
+        return Outcome({}, note="up to date")
+    rows = build_stable_statements(catalog, settings)
+    write_state(catalog, "stability", state)
+    return Outcome({"stable_statements": rows})
+
+
+def _snapshot(ctx: StageContext, plan: SnapshotPlan) -> Outcome:
+    from emerge_lib.transform.snapshot import build_snapshot, require_kg_coverage
+
+    require_kg_coverage(ctx.catalog, plan, ctx.cfg.dumps.wikidata.wiki)
+    return Outcome(build_snapshot(ctx.catalog, plan))
+
+
+def _deltas(ctx: StageContext, plan: SnapshotPlan) -> Outcome:
+    from emerge_lib.transform.deltas import build_deltas
+
+    return _windows("delta_triples", build_deltas(ctx.catalog, plan, ctx.cfg.qualifiers,
+                                                  ctx.cfg.deltas))
+
+
+def _passages(ctx: StageContext, plan: SnapshotPlan) -> Outcome:
+    from emerge_lib.transform.passages import build_passages
+
+    rows = build_passages(ctx.catalog, plan, ctx.cfg.passages, ctx.cfg.stability)
+    if not sum(rows.values()):
+        log.warning("passages %s: no new passage in any window; does the Wikipedia history "
+                    "reach into (t, τ_n]?", plan.key)
+    return _windows("passages", rows)
+
+
+def _align(ctx: StageContext, plan: SnapshotPlan) -> Outcome:
+    from emerge_lib.transform.align import build_instances
+
+    return _windows("instances", build_instances(ctx.catalog, plan, ctx.cfg.passages,
+                                                 ctx.cfg.qualifiers))
+
+
+def _select(ctx: StageContext, plan: SnapshotPlan) -> Outcome:
+    from emerge_lib.transform.select import build_selection
+
+    return _windows("selection", build_selection(ctx.catalog, plan, ctx.cfg))
+
+
+STABILITY = Stage("stability", "global", ("statement_timeline",), ("stable_statements",),
+                  ("stability",), _stability,
+                  "the 168 h KG stability rule over statement_timeline")
+SNAPSHOT = Stage("snapshot", "snapshot",
+                 ("stable_statements", "item_timeline", "property_timeline", "page_timeline",
+                  "paragraph_timeline", "ingested_files"),
+                 ("kg_triples", "entities", "relations"), ("snapshots", "dumps"), _snapshot,
+                 "G_t: T_t, V_t and R_t of a snapshot")
+DELTAS = Stage("deltas", "snapshot", ("statement_timeline", "stable_statements", "item_timeline"),
+               ("delta_triples",), ("snapshots", "qualifiers", "deltas"), _deltas,
+               "the cumulative KG delta of every window, with operation candidates")
+PASSAGES = Stage("passages", "snapshot",
+                 ("paragraph_timeline", "page_timeline", "item_timeline", "paragraph_coverage",
+                  "page_watermarks", "ingested_files"),
+                 ("passages",), ("snapshots", "passages", "stability"), _passages,
+                 "new paragraphs of every window, links resolved to QIDs")
+ALIGN = Stage("align", "snapshot",
+              ("passages", "delta_triples", "kg_triples", "stable_statements",
+               "statement_timeline", "item_timeline", "property_timeline", "page_timeline",
+               "paragraph_timeline"),
+              ("instances",), ("snapshots", "passages", "qualifiers"), _align,
+              "passages × deltas → the TKGU instances")
+SELECT = Stage("select", "snapshot", ("instances", "passages", "verdicts"), ("selection",),
+               ("selection", "curation", "passages"), _select,
+               "near-duplicate passages removed, the seeded stratified test split drawn")

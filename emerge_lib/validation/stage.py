@@ -1,0 +1,32 @@
+"""The validate stage of the registry: the Great Expectations gate over a snapshot's
+tables (``emerge_lib.validation.validate``); the release publishes only what passed."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from emerge_lib.core.stage import Outcome, Stage, StageContext
+
+if TYPE_CHECKING:
+    from emerge_lib.core.schedule import SnapshotPlan
+
+
+def _validate(ctx: StageContext, plan: SnapshotPlan) -> Outcome:
+    from emerge_lib.validation.validate import validate_snapshot
+
+    report = validate_snapshot(ctx.catalog, plan, ctx.cfg)
+    return Outcome({"validation_results": len(report.results)},
+                   {"checks passed": sum(r.success for r in report.results)}, detail=report)
+
+
+def _off(ctx: StageContext) -> str | None:
+    return None if ctx.cfg.validation.enabled else "validation is off (validation.enabled)"
+
+
+VALIDATE = Stage("validate", "snapshot",
+                 ("kg_triples", "entities", "relations", "passages", "instances", "selection",
+                  "verdicts"),
+                 ("validation_results",),
+                 ("validation", "deltas", "passages", "selection", "curation", "snapshots"),
+                 _validate, "the Great Expectations gate over the snapshot's tables",
+                 skip=_off)

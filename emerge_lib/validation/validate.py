@@ -1,0 +1,239 @@
+"""A snapshot's tables → validation_results: the Great Expectations gate (write, audit,
+publish).
+
+The stages before it wrote their tables (write); this stage audits the snapshot's rows of
+every table the release reads, at pinned Delta versions, with the suites of
+``emerge_lib.validation.suites`` (audit); the release then publishes a snapshot only when
+its results passed at exactly the versions it reads (publish), and S3 publishing refuses a
+release whose manifest does not say so. Results go to the ``validation_results`` table
+(one row per check) and, as Data Docs HTML, to ``<warehouse>/_validation/snapshot_*/``.
+
+A failing suite fails the stage with a summary of what failed (after writing the results,
+so they can be read); a check that could not run at all (an expectation the engine does
+not support) fails it too, as a gate error: that says nothing about the data.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import tempfile
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from emerge_lib.catalog import Catalog
+from emerge_lib.core.config import Config
+from emerge_lib.core.errors import EmergeError
+from emerge_lib.core.schedule import SnapshotPlan
+from emerge_lib.release.format import snapshot_dir_name
+from emerge_lib.validation.gate import GateReport, ValidationFailed, ValidationGateError
+
+log = logging.getLogger(__name__)
+
+#: The tables a snapshot's validation reads (the release's sources and what feeds them).
+VALIDATE_READS = ("kg_triples", "entities", "relations", "passages", "instances",
+                  "selection", "verdicts")
+REQUIRED = ("kg_triples", "entities", "relations", "passages", "instances", "selection")
+
+
+def docs_uri(warehouse: str, snapshot: str) -> str:
+    return f"{warehouse.rstrip('/')}/_validation/{snapshot_dir_name(snapshot)}"
+
+
+def _upload_dir(local: Path, uri: str) -> None:
+    """Replace the folder ``uri`` (local path or filesystem URI) by ``local``'s files."""
+    from pyarrow import fs as pafs
+
+    from emerge_lib.catalog.storage import filesystem_of
+
+    filesystem, root = filesystem_of(uri)
+    filesystem.create_dir(root, recursive=True)
+    filesystem.delete_dir_contents(root, missing_dir_ok=True)
+    pafs.copy_files(str(local), root, source_filesystem=pafs.LocalFileSystem(),
+                    destination_filesystem=filesystem)
+
+
+def validate_snapshot(catalog: Catalog, plan: SnapshotPlan, cfg: Config) -> GateReport:
+    """Run the snapshot's suites, record the results, and raise when they failed."""
+    from pyspark.sql import functions as F
+
+    from emerge_lib.validation.suites import snapshot_suites
+
+    versions = {name: catalog.version(name) for name in VALIDATE_READS}
+    missing = [n for n in REQUIRED if versions[n] is None]
+    if missing:
+        raise EmergeError(f"validate {plan.key}: tables {missing} do not exist yet; run the "
+                          "snapshot's stages first (emerge build)")
+    frames = {name: catalog.read(name, versions[name]).filter(F.col("snapshot") == plan.key)
+              for name in VALIDATE_READS}
+    spark = catalog.session()
+    local_docs = Path(tempfile.mkdtemp(prefix="emerge-validation-"))
+    try:
+        from emerge_lib.validation.gate import run_gate
+
+        report = run_gate(snapshot_suites(spark, catalog, cfg, plan, frames, versions),
+                          local_docs / "docs", run_name=f"tables {plan.key}")
+        (local_docs / "results.json").write_text(json.dumps(
+            {"snapshot": plan.key, "versions": versions, **report.to_dict()},
+            indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        _upload_dir(local_docs, docs_uri(catalog.warehouse, plan.key))
+    finally:
+        catalog.clean_scratch()
+        shutil.rmtree(local_docs, ignore_errors=True)
+    now = datetime.now(UTC)
+    validated = json.dumps(fingerprints(catalog, plan.key, versions), sort_keys=True)
+    rows = [{"snapshot": plan.key, "suite": r.suite, "expectation": r.check,
+             "success": r.success, "raised": r.raised, "unexpected_count": r.unexpected_count,
+             "observed": json.dumps(r.observed, default=str, sort_keys=True),
+             "fingerprints": validated, "validated_at": now}
+            for r in report.results]
+    catalog.replace_partition("validation_results", catalog.frame("validation_results", rows),
+                              {"snapshot": plan.key})
+    if report.raised:
+        raise ValidationGateError(
+            f"validate {plan.key}: {len(report.raised)} checks could not run on this engine "
+            f"(the gate itself failed, not the data): {report.raised[0].line()}")
+    if not report.success:
+        raise ValidationFailed(f"validate {plan.key}: {report.summary()}; nothing may be "
+                               f"released (details: {docs_uri(catalog.warehouse, plan.key)})")
+    return report
+
+
+def fingerprints(catalog: Catalog, snapshot: str, versions: dict[str, int | None]
+                 ) -> dict[str, str | None]:
+    """The snapshot's rows of every validated table, fingerprinted (Delta data files)."""
+    return {name: catalog.partition_digest(name, versions.get(name), snapshot)
+            for name in VALIDATE_READS}
+
+
+def passed_for(catalog: Catalog, snapshot: str, versions: dict[str, int | None]
+               ) -> dict[str, Any] | None:
+    """The snapshot's stored results when every check passed on exactly the rows the
+    tables hold at ``versions`` (what the release reads); None when it was never
+    validated, failed, or its rows changed since."""
+    version = catalog.version("validation_results")
+    if version is None:
+        return None
+    rows = catalog.read_arrow("validation_results", filters=[("snapshot", "=", snapshot)],
+                              version=version).to_pylist()
+    if not rows or not all(r["success"] for r in rows):
+        return None
+    if json.loads(rows[0]["fingerprints"]) != fingerprints(catalog, snapshot, versions):
+        return None
+    return {"checks": len(rows),
+            "validated_at": min(r["validated_at"] for r in rows).isoformat()}
+
+
+# --- the release files ---------------------------------------------------------------------
+
+
+@dataclass
+class ReleaseValidation:
+    """What the release's audit wrote and decided."""
+
+    files: list[str]  # under validation/, relative to the release folder
+    manifest: dict[str, Any]  # the manifest's ``validation`` entry
+    failure: EmergeError | None = None
+
+    def raise_for_failure(self) -> None:
+        if self.failure is not None:
+            raise self.failure
+
+
+def _stored_results(catalog: Catalog, snapshot: str) -> list[dict[str, Any]]:
+    version = catalog.version("validation_results")
+    if version is None:
+        return []
+    rows = catalog.read_arrow("validation_results", filters=[("snapshot", "=", snapshot)],
+                              version=version).to_pylist()
+    return sorted(({"suite": r["suite"], "check": r["expectation"], "success": r["success"],
+                    "raised": r["raised"], "unexpected_count": r["unexpected_count"],
+                    "observed": json.loads(r["observed"])} for r in rows),
+                  key=lambda r: (r["suite"], r["check"]))
+
+
+def _download_dir(uri: str, local: Path) -> bool:
+    """Copy the folder ``uri`` (local path or filesystem URI) to ``local``; False if absent."""
+    from pyarrow import fs as pafs
+
+    from emerge_lib.catalog.storage import filesystem_of
+
+    filesystem, root = filesystem_of(uri)
+    if filesystem.get_file_info(root).type != pafs.FileType.Directory:
+        return False
+    local.mkdir(parents=True, exist_ok=True)
+    pafs.copy_files(root, str(local), source_filesystem=filesystem,
+                    destination_filesystem=pafs.LocalFileSystem())
+    return True
+
+
+def validate_release(catalog: Catalog, out: Path, snapshots: list[str],
+                     records: dict[str, list[tuple[str, dict[str, Any]]]],
+                     versions: dict[str, int | None]) -> ReleaseValidation:
+    """Audit a release being written: every snapshot must have passed its table suites on
+    exactly the rows released, and the JSONL lines written must pass the release suites.
+    Writes ``validation/results.json`` and the Data Docs under ``validation/docs/``."""
+    from emerge_lib.release.format import RELEASE_FIELDS
+    from emerge_lib.validation.gate import run_gate
+    from emerge_lib.validation.suites import flatten_release, release_suites
+
+    folder = out / "validation"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    spark = catalog.session()
+    results: dict[str, Any] = {}
+    states: dict[str, dict[str, str]] = {}
+    problems: list[str] = []  # bad data: the release fails
+    unvalidated: list[str] = []  # not checked on these rows: written, not publishable
+    raised: list[str] = []
+    for snap in snapshots:
+        name = snapshot_dir_name(snap)
+        stored = _stored_results(catalog, snap)
+        if passed_for(catalog, snap, versions):
+            tables = "passed"
+        elif stored and not all(r["success"] for r in stored):
+            tables = "failed"
+        else:
+            tables = "not validated on the rows released (run the validate stage)"
+        if stored:
+            _download_dir(f"{docs_uri(catalog.warehouse, snap)}/docs",
+                          folder / "docs" / name / "tables")
+        lines, mentions, triples = flatten_release(records.get(snap, []))
+        report = run_gate(release_suites(spark, lines, mentions, triples, RELEASE_FIELDS),
+                          folder / "docs" / name / "release", run_name=f"release {snap}")
+        release = "passed" if report.success else "failed"
+        states[snap] = {"tables": tables, "release": release}
+        results[snap] = {"tables": {"state": tables, "checks": stored},
+                         "release": report.to_dict()}
+        if tables == "failed":
+            problems.append(f"{snap}: tables failed their suites")
+        elif tables != "passed":
+            unvalidated.append(snap)
+        if not report.success:
+            problems.append(f"{snap}: release files: {report.summary()}")
+        raised += [r.line() for r in report.raised]
+    success = not problems and not unvalidated
+    (folder / "results.json").write_text(json.dumps(
+        {"success": success, "snapshots": results}, indent=1, sort_keys=True, default=str)
+        + "\n", encoding="utf-8")
+    files = sorted(p.relative_to(out).as_posix() for p in folder.rglob("*") if p.is_file())
+    verdict: dict[str, Any] = {"success": success, "results": "validation/results.json",
+                               "docs": "validation/docs/", "snapshots": states}
+    failure: EmergeError | None = None
+    if raised:
+        verdict["reason"] = f"{len(raised)} checks could not run"
+        failure = ValidationGateError(f"release validation: {len(raised)} checks could not run "
+                                      f"on this engine: {raised[0]}")
+    elif problems:
+        verdict["reason"] = "; ".join(problems)
+        failure = ValidationFailed(f"release validation failed: {'; '.join(problems)}; the "
+                                   "manifest says so and nothing will publish it")
+    elif unvalidated:
+        verdict["reason"] = (f"snapshots {', '.join(unvalidated)} were not validated on the "
+                             "rows released (run the validate stage)")
+        log.warning("release: %s; the release is written but not publishable",
+                    verdict["reason"])
+    return ReleaseValidation(files, verdict, failure)
