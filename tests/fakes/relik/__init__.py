@@ -1,5 +1,0 @@
-"""Stand-in for relik 1.0.7 (see tests/fakes/README.md)."""
-
-from relik.inference.annotator import Relik
-
-__all__ = ["Relik"]

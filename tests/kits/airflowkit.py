@@ -1,0 +1,157 @@
+"""A real local Airflow for tests: the `make airflow` script (api-server, scheduler,
+dag-processor, triggerer as separate processes, LocalExecutor) on a free port, driven
+through the REST API as the UI drives it, and stopped by PID."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPT = REPO / "scripts" / "airflow-local.sh"
+DONE = {"success", "failed"}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class LocalAirflow:
+    def __init__(self, home: Path, env: dict[str, str]) -> None:
+        self.home = home
+        self.port = free_port()
+        bin_dir = str(Path(sys.executable).parent)
+        base = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW__")}
+        self.env = {**base, "AIRFLOW_HOME": str(home), "AIRFLOW_PORT": str(self.port),
+                    "VENV_BIN": bin_dir, "PATH": f"{bin_dir}:{os.environ.get('PATH', '')}",
+                    # tests drive the API and the UI without logging in; DAGs start
+                    # paused, as in a deployment, and a test unpauses what it runs
+                    "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "True",
+                    "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "True",
+                    "AIRFLOW__CORE__PARALLELISM": "3",
+                    # a PostgreSQL cluster (when installed) of this test alone, removed after
+                    "EMERGE_PG_DIR": f"/tmp/emerge-airflow-pg/test-{self.port}", **env}
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.client = httpx.Client(base_url=self.url + "/api/v2", timeout=120)
+
+    def _script(self, action: str) -> str:
+        proc = subprocess.run(["bash", str(SCRIPT), action], env=self.env, capture_output=True,
+                              text=True, timeout=900)
+        if proc.returncode != 0:
+            raise RuntimeError(f"airflow-local.sh {action} failed:\n{proc.stdout}\n{proc.stderr}")
+        return proc.stdout
+
+    def start(self) -> LocalAirflow:
+        self._script("start")
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:  # the dag-processor has parsed the three DAGs
+            dags = self.get("/dags").get("dags", [])
+            if len(dags) >= 3:
+                return self
+            time.sleep(2)
+        raise RuntimeError("the DAGs were not parsed within 300s")
+
+    def stop(self) -> None:
+        self._script("stop")
+        shutil.rmtree(self.env["EMERGE_PG_DIR"], ignore_errors=True)
+
+    def pids(self) -> dict[str, int]:
+        return {p.stem: int(p.read_text()) for p in (self.home / "run").glob("*.pid")}
+
+    def get(self, path: str, **params: Any) -> Any:
+        resp = self.client.get(path, params=params)
+        resp.raise_for_status()
+        return resp.json()
+
+    def post(self, path: str, body: dict[str, Any]) -> Any:
+        resp = self.client.post(path, json=body)
+        if resp.status_code >= 400:
+            raise RuntimeError(f"POST {path}: {resp.status_code} {resp.text}")
+        return resp.json()
+
+    def patch(self, path: str, body: dict[str, Any]) -> Any:
+        resp = self.client.patch(path, json=body)
+        if resp.status_code >= 400:
+            raise RuntimeError(f"PATCH {path}: {resp.status_code} {resp.text}")
+        return resp.json()
+
+    def unpause(self, dag_id: str, free_slot: bool = False) -> dict[str, Any]:
+        """Unpause a DAG; its schedule then creates the run of the latest interval (catchup
+        is off), which is returned once its first task waits deferred (a trigger polls for
+        its inputs; no worker slot is held). ``free_slot``: that run is then marked failed,
+        so that it does not hold the DAG's one active run (manual runs are limited by it,
+        backfills are not; a deleted run would be scheduled again). {} for an
+        Asset-scheduled DAG."""
+        self.patch(f"/dags/{dag_id}", {"is_paused": False})
+        if dag_id == "emerge_evaluate":
+            return {}
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline:
+            scheduled = [r for r in self.runs(dag_id) if r["run_type"] == "scheduled"]
+            if scheduled:
+                run = scheduled[0]
+                states = {t["task_id"]: t["state"] for t in self.tasks(dag_id, run["dag_run_id"])}
+                if "deferred" in states.values():
+                    if free_slot:
+                        self.patch(f"/dags/{dag_id}/dagRuns/{run['dag_run_id']}",
+                                   {"state": "failed"})
+                    return {**run, "tasks": states}
+                assert "failed" not in states.values(), self.explain(dag_id, run["dag_run_id"])
+            time.sleep(2)
+        raise AssertionError(f"{dag_id}: no scheduled run waiting deferred within 600s")
+
+    def event_runs(self, event_id: int) -> list[str]:
+        """The runs an asset event has triggered so far."""
+        events = self.get("/assets/events", limit=100)["asset_events"]
+        return [r["run_id"] for e in events if e["id"] == event_id
+                for r in e.get("created_dagruns") or []]
+
+    def trigger(self, dag_id: str, conf: dict[str, Any] | None = None) -> str:
+        run = self.post(f"/dags/{dag_id}/dagRuns", {"logical_date": None, "conf": conf or {}})
+        return run["dag_run_id"]
+
+    def runs(self, dag_id: str) -> list[dict[str, Any]]:
+        return self.get(f"/dags/{dag_id}/dagRuns", order_by="run_after", limit=100)["dag_runs"]
+
+    def wait(self, dag_id: str, run_ids: list[str] | None = None, count: int = 1,
+             timeout: float = 1200) -> list[dict[str, Any]]:
+        """Wait until the runs (or ``count`` runs) are done; on a failure, say which task
+        failed and the end of its log."""
+        deadline = time.monotonic() + timeout
+        while True:
+            runs = [r for r in self.runs(dag_id) if r["run_type"] != "scheduled" and (
+                run_ids is None or r["dag_run_id"] in run_ids)]
+            if len(runs) >= count and all(r["state"] in DONE for r in runs):
+                for r in runs:
+                    if r["state"] != "success":
+                        raise AssertionError(self.explain(dag_id, r["dag_run_id"]))
+                return runs
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{dag_id} runs not done within {timeout}s: "
+                                     f"{[(r['dag_run_id'], r['state']) for r in runs]}")
+            time.sleep(3)
+
+    def tasks(self, dag_id: str, run_id: str) -> list[dict[str, Any]]:
+        return self.get(f"/dags/{dag_id}/dagRuns/{run_id}/taskInstances",
+                        limit=200)["task_instances"]
+
+    def explain(self, dag_id: str, run_id: str) -> str:
+        lines = [f"{dag_id} {run_id}:"]
+        for ti in self.tasks(dag_id, run_id):
+            lines.append(f"  {ti['task_id']}[{ti['map_index']}] {ti['state']}")
+            if ti["state"] == "failed":
+                folder = (self.home / "logs" / f"dag_id={dag_id}" / f"run_id={run_id}" /
+                          f"task_id={ti['task_id']}")
+                for log in sorted(folder.rglob("*.log"))[-1:]:
+                    lines.append(log.read_text(errors="replace")[-3000:])
+        return "\n".join(lines)

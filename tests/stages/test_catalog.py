@@ -1,0 +1,314 @@
+"""The catalog on the real embedded engine (Sail) with real Delta tables."""
+
+from __future__ import annotations
+
+import socket
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from emerge_lib.catalog import TABLES, Catalog, CatalogError, TableSpec, spark_type, spec
+
+
+def rows(snapshot: str, *triples: tuple[str, str, str]) -> list[dict]:
+    return [{"snapshot": snapshot, "s": s, "p": p, "o": o} for s, p, o in triples]
+
+
+def as_set(table: pa.Table) -> set[tuple]:
+    return {(r["snapshot"], r["s"], r["p"], r["o"]) for r in table.to_pylist()}
+
+
+def test_every_table_is_well_formed() -> None:
+    assert {"statement_timeline", "item_timeline", "kg_triples", "instances"} <= set(TABLES)
+    for name, s in TABLES.items():
+        assert s.name == name
+        assert s.producers, name
+        assert s.description
+        assert spark_type(s.schema.field(0).type)
+        # the DDL mentions every column once
+        assert all(s.ddl.count(f"`{c}` ") >= 1 for c in s.schema.names)
+    assert spec("kg_triples").partition_by == ("snapshot",)
+    assert spec("statement_timeline").write_mode == "merge"
+
+
+def test_bad_specs_are_refused() -> None:
+    schema = pa.schema([("a", pa.string())])
+    with pytest.raises(CatalogError, match="not in its schema"):
+        TableSpec("x", schema, "overwrite", ("x",), "d", partition_by=("b",))
+    with pytest.raises(CatalogError, match="needs a key"):
+        TableSpec("x", schema, "merge", ("x",), "d")
+    with pytest.raises(CatalogError, match="no table named"):
+        spec("nope")
+
+
+def test_partition_replace_touches_only_its_partition(catalog: Catalog) -> None:
+    jan, apr = "2024-01-01", "2024-04-01"
+    catalog.replace_partition(
+        "kg_triples", catalog.frame("kg_triples", rows(jan, ("Q1", "P1", "Q2"))), {"snapshot": jan}
+    )
+    catalog.replace_partition(
+        "kg_triples",
+        catalog.frame("kg_triples", rows(apr, ("Q1", "P1", "Q3"), ("Q4", "P2", "Q5"))),
+        {"snapshot": apr},
+    )
+    catalog.replace_partition(
+        "kg_triples", catalog.frame("kg_triples", rows(jan, ("Q9", "P9", "Q8"))), {"snapshot": jan}
+    )
+    expected = {(jan, "Q9", "P9", "Q8"), (apr, "Q1", "P1", "Q3"), (apr, "Q4", "P2", "Q5")}
+    assert as_set(catalog.read_arrow("kg_triples")) == expected
+    spark_rows = catalog.read("kg_triples").collect()
+    assert {(r.snapshot, r.s, r.p, r.o) for r in spark_rows} == expected
+    # rerunning the same task leaves the same table (idempotent)
+    catalog.replace_partition(
+        "kg_triples", catalog.frame("kg_triples", rows(jan, ("Q9", "P9", "Q8"))), {"snapshot": jan}
+    )
+    assert catalog.read_arrow("kg_triples").num_rows == 3
+
+
+def test_rows_outside_the_partition_are_refused_and_nothing_is_written(catalog: Catalog) -> None:
+    jan, apr = "2024-01-01", "2024-04-01"
+    catalog.replace_partition(
+        "kg_triples", catalog.frame("kg_triples", rows(jan, ("Q1", "P1", "Q2"))), {"snapshot": jan}
+    )
+    catalog.replace_partition(
+        "kg_triples", catalog.frame("kg_triples", rows(apr, ("Q7", "P1", "Q2"))), {"snapshot": apr}
+    )
+    before = catalog.version("kg_triples")
+    stray = catalog.frame("kg_triples", rows(jan, ("Q1", "P1", "Q3")) + rows(apr, ("Q6", "P6", "Q6")))
+    with pytest.raises(CatalogError, match="outside the partition"):
+        catalog.replace_partition("kg_triples", stray, {"snapshot": jan})
+    assert catalog.version("kg_triples") == before
+    assert as_set(catalog.read_arrow("kg_triples")) == {
+        (jan, "Q1", "P1", "Q2"),
+        (apr, "Q7", "P1", "Q2"),
+    }
+    with pytest.raises(CatalogError, match="exactly the partition columns"):
+        catalog.replace_partition("delta_triples", catalog.frame("delta_triples", []), {"snapshot": jan})
+
+
+def test_sail_trap_dynamic_overwrite_replaces_whole_table(catalog: Catalog, spark) -> None:
+    """Characterizes the Sail 0.7 trap the catalog avoids (DESIGN.md §4).
+
+    If this starts failing, Sail fixed dynamic partition overwrite; the catalog's guard
+    stays correct either way.
+    """
+    path = catalog.path("kg_triples")
+    df = catalog.frame("kg_triples", rows("a", ("Q1", "P1", "Q2")) + rows("b", ("Q3", "P1", "Q4")))
+    df.write.format("delta").partitionBy("snapshot").save(path)
+    only_a = catalog.frame("kg_triples", rows("a", ("Q5", "P1", "Q6")))
+    (
+        only_a.write.format("delta")
+        .mode("overwrite")
+        .option("partitionOverwriteMode", "dynamic")
+        .partitionBy("snapshot")
+        .save(path)
+    )
+    assert as_set(catalog.read_arrow("kg_triples")) == {("a", "Q5", "P1", "Q6")}
+
+
+def test_merge_updates_and_inserts_on_the_key(catalog: Catalog) -> None:
+    ts = datetime(2024, 1, 1, tzinfo=UTC)
+    first = [{"wiki": "wikidatawiki", "page_id": 1, "title": "Q1", "last_rev_id": 10, "last_timestamp": ts}]
+    catalog.merge("page_watermarks", catalog.frame("page_watermarks", first))
+    second = [
+        {"wiki": "wikidatawiki", "page_id": 1, "title": "Q1", "last_rev_id": 12, "last_timestamp": ts},
+        {"wiki": "wikidatawiki", "page_id": 2, "title": "Q2", "last_rev_id": 3, "last_timestamp": ts},
+    ]
+    catalog.merge("page_watermarks", catalog.frame("page_watermarks", second))
+    catalog.merge("page_watermarks", catalog.frame("page_watermarks", second))  # idempotent
+    got = sorted(
+        (r["page_id"], r["last_rev_id"], r["last_timestamp"])
+        for r in catalog.read_arrow("page_watermarks").to_pylist()
+    )
+    assert got == [(1, 12, ts), (2, 3, ts)]
+    dup = second + [second[0]]
+    with pytest.raises(CatalogError, match="duplicate merge key"):
+        catalog.merge("page_watermarks", catalog.frame("page_watermarks", dup))
+
+
+def test_nested_qualifiers_round_trip(catalog: Catalog) -> None:
+    q = {"pid": "P580", "kind": "time", "time": "+2001-00-00T00:00:00Z", "precision": 9,
+         "instant": datetime(2001, 1, 1, tzinfo=UTC), "item": None}
+    row = {"s": "Q1", "p": "P39", "o": "Q2", "statement_id": "Q1$a", "rank": "preferred",
+           "version_hash": "h1",
+           "qualifiers": [q], "valid_from": datetime(2020, 5, 1, 12, 30, tzinfo=UTC),
+           "valid_to": None, "rev_from": 7, "rev_to": None, "s_bucket": 3}
+    catalog.merge("statement_timeline", catalog.frame("statement_timeline", [row]))
+    (back,) = catalog.read_arrow("statement_timeline").to_pylist()
+    assert back == row
+
+
+def test_conform_refuses_wrong_columns(catalog: Catalog, spark) -> None:
+    df = spark.createDataFrame([("x", "Q1")], "snapshot string, s string")
+    with pytest.raises(CatalogError, match="missing"):
+        catalog.conform("kg_triples", df)
+
+
+def test_embedded_engine_leaves_nothing_running() -> None:
+    from emerge_lib.core.engine import embedded_server
+
+    with embedded_server() as url:
+        port = int(url.rsplit(":", 1)[1])
+        with socket.create_connection(("127.0.0.1", port), timeout=2):
+            pass
+    with pytest.raises(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+        pass
+
+
+def test_replace_partitions_of_a_snapshot_in_one_transaction(catalog: Catalog) -> None:
+    def inst(snapshot: str, window: int, s: str) -> dict:
+        return {"snapshot": snapshot, "window": window, "passage_id": "p", "op": "E",
+                "s": s, "p": "P1", "o": "Q9"}
+
+    other = [inst("b", 1, "Q7")]
+    catalog.replace_partitions("instances", catalog.frame("instances", other), {"snapshot": "b"},
+                               "window", [1])
+    first = [inst("a", 1, "Q1"), inst("a", 2, "Q2"), inst("a", 5, "Q5")]
+    counts = catalog.replace_partitions("instances", catalog.frame("instances", first),
+                                        {"snapshot": "a"}, "window", range(1, 6))
+    assert counts == {1: 1, 2: 1, 3: 0, 4: 0, 5: 1}
+    # rebuilt with 3 windows: window 5 must not survive, snapshot b is untouched
+    again = [inst("a", 1, "Q1"), inst("a", 3, "Q3")]
+    catalog.replace_partitions("instances", catalog.frame("instances", again), {"snapshot": "a"},
+                               "window", range(1, 4), clear_others=True)
+    rows = {(r["snapshot"], r["window"], r["s"]) for r in catalog.read_arrow("instances").to_pylist()}
+    assert rows == {("a", 1, "Q1"), ("a", 3, "Q3"), ("b", 1, "Q7")}
+    with pytest.raises(CatalogError, match="outside the partition"):
+        catalog.replace_partitions("instances", catalog.frame("instances", [inst("a", 9, "Q9")]),
+                                   {"snapshot": "a"}, "window", range(1, 4))
+    assert len(rows) == catalog.read_arrow("instances").num_rows
+
+
+def test_remote_engine_url_connects_to_any_spark_connect_server(tmp_path) -> None:
+    """`engine.url: sc://host:port` reaches a server started elsewhere (here: a Sail one)."""
+    from emerge_lib.core.engine import embedded_server, spark_session
+
+    with embedded_server() as url, spark_session(url) as remote:
+        assert url.startswith("sc://127.0.0.1:")
+        catalog = Catalog(tmp_path / "wh", remote)
+        catalog.replace_partition(
+            "kg_triples", catalog.frame("kg_triples", rows("t", ("Q1", "P1", "Q2"))), {"snapshot": "t"}
+        )
+        assert as_set(catalog.read_arrow("kg_triples")) == {("t", "Q1", "P1", "Q2")}
+        assert remote.conf.get("spark.sql.session.timeZone") == "UTC"
+
+
+def test_each_write_method_is_refused_for_a_table_of_another_write_mode(catalog: Catalog) -> None:
+    kg = catalog.frame("kg_triples", rows("a", ("Q1", "P1", "Q2")))
+    with pytest.raises(CatalogError, match="replace_partition, not by merge"):
+        catalog.merge("kg_triples", kg)
+    with pytest.raises(CatalogError, match="not by overwrite"):
+        catalog.overwrite("kg_triples", kg)
+    with pytest.raises(CatalogError, match="not by merge"):
+        catalog.delete_matching("kg_triples", kg, on=["s"])
+    stable = catalog.frame("stable_statements", [])
+    with pytest.raises(CatalogError, match="not by replace_partition"):
+        catalog.replace_partition("stable_statements", stable, {})
+    assert not catalog.exists("kg_triples") and not catalog.exists("stable_statements")
+
+
+def _marks(*pairs: tuple[int, int]) -> list[dict]:
+    ts = datetime(2024, 1, 1, tzinfo=UTC)
+    return [{"wiki": "w", "page_id": p, "title": f"Q{p}", "last_rev_id": r, "last_timestamp": ts}
+            for p, r in pairs]
+
+
+def test_delete_and_update_matching(catalog: Catalog, spark) -> None:
+    catalog.merge("page_watermarks", catalog.frame("page_watermarks", _marks((1, 10), (2, 20), (3, 30))))
+    keys = spark.createDataFrame([("w", 2), ("w", 9)], "wiki string, page_id bigint")
+    catalog.delete_matching("page_watermarks", keys, on=["wiki", "page_id"])
+    updates = spark.createDataFrame([(1, 11), (3, 29)], "page_id bigint, rev bigint")
+    # only rows matching the whole condition change: page 3 is not below 29
+    catalog.update_matching("page_watermarks", updates,
+                            "t.page_id = s.page_id AND t.last_rev_id < s.rev",
+                            {"last_rev_id": "s.rev"})
+    got = sorted((r["page_id"], r["last_rev_id"]) for r in catalog.read_arrow("page_watermarks").to_pylist())
+    assert got == [(1, 11), (3, 30)]
+    with pytest.raises(CatalogError, match="unknown columns"):
+        catalog.update_matching("page_watermarks", updates, "t.page_id = s.page_id", {"nope": "1"})
+
+
+def test_an_empty_merge_commits_nothing(catalog: Catalog) -> None:
+    catalog.merge("page_watermarks", catalog.frame("page_watermarks", _marks((1, 10))))
+    before = catalog.version("page_watermarks")
+    assert catalog.merge("page_watermarks", catalog.frame("page_watermarks", [])) == 0
+    assert catalog.version("page_watermarks") == before
+
+
+def test_row_counts_come_from_the_log_and_reads_pin_a_version(catalog: Catalog) -> None:
+    catalog.replace_partition("kg_triples", catalog.frame("kg_triples", rows("a", ("Q1", "P1", "Q2"))),
+                              {"snapshot": "a"})
+    v0 = catalog.version("kg_triples")
+    catalog.replace_partition("kg_triples", catalog.frame(
+        "kg_triples", rows("b", ("Q1", "P1", "Q3"), ("Q2", "P1", "Q3"))), {"snapshot": "b"})
+    assert catalog.row_count("kg_triples") == 3 == catalog.read_arrow("kg_triples").num_rows
+    assert catalog.row_count("kg_triples", version=v0) == 1
+    assert as_set(catalog.read_arrow("kg_triples", version=v0)) == {("a", "Q1", "P1", "Q2")}
+    assert catalog.row_count("relations") == 0  # a missing table
+
+
+def test_a_lost_commit_race_is_retried_and_the_last_loss_is_retryable(catalog: Catalog) -> None:
+    from emerge_lib.catalog import CommitConflictError
+
+    calls: list[int] = []
+
+    def flaky() -> str:
+        calls.append(1)
+        if len(calls) < 3:
+            raise RuntimeError("Failed to commit transaction: 0")
+        return "done"
+
+    assert catalog._committed("kg_triples", flaky) == "done" and len(calls) == 3
+    impatient = Catalog(catalog.warehouse, catalog.spark, commit_attempts=2)
+    calls.clear()
+    with pytest.raises(CommitConflictError, match="kg_triples") as info:
+        impatient._committed("kg_triples", flaky)
+    assert info.value.retryable and len(calls) == 2
+    with pytest.raises(ValueError, match="other"):  # any other error is not retried
+        catalog._committed("kg_triples", lambda: (_ for _ in ()).throw(ValueError("other")))
+
+
+def test_concurrent_writers_to_disjoint_partitions_all_land_once(catalog: Catalog) -> None:
+    """Sail 0.7 lets one of several simultaneous commits win and fails the others
+    ("Failed to commit transaction"); the catalog retries them, so every writer lands."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    catalog.replace_partition("kg_triples", catalog.frame("kg_triples", rows("s0", ("Q0", "P0", "Q0"))),
+                              {"snapshot": "s0"})
+    writers = 4
+
+    def write(i: int) -> int:
+        own = Catalog(catalog.warehouse, catalog.spark)  # per-task catalog, shared engine
+        frame = own.frame("kg_triples", rows(f"s{i}", *[(f"Q{i}", "P1", f"Q{j}") for j in range(5)]))
+        return own.replace_partition("kg_triples", frame, {"snapshot": f"s{i}"})
+
+    with ThreadPoolExecutor(writers) as pool:
+        assert list(pool.map(write, range(1, writers + 1))) == [5] * writers
+    got = catalog.read_arrow("kg_triples").to_pylist()
+    assert len(got) == 1 + 5 * writers
+    assert len({(r["snapshot"], r["s"], r["o"]) for r in got}) == len(got)
+
+
+def test_a_process_that_reads_and_exits_exits_cleanly(tmp_path: Path) -> None:
+    """deltalake's file system handler on pyarrow's thread pool aborted the interpreter at
+    exit (SIGABRT, "terminate called without an active exception") in most processes that
+    exited soon after a threaded read, as `emerge demo` did; reads are single-threaded."""
+    import subprocess
+    import sys
+
+    from deltalake import write_deltalake
+
+    rows = [{"snapshot": "2024-01-01T00:00:00Z", "s": f"Q{i}", "p": "P31", "o": "Q5"}
+            for i in range(1, 2001)]
+    write_deltalake(str(tmp_path / "kg_triples"), pa.Table.from_pylist(
+        rows, schema=spec("kg_triples").schema), partition_by=["snapshot"])
+    code = ("from emerge_lib.catalog import Catalog\n"
+            f"t = Catalog({str(tmp_path)!r}).read_arrow('kg_triples', "
+            "filters=[('snapshot', '=', '2024-01-01T00:00:00Z')])\n"
+            "print(t.num_rows)")
+    for _ in range(4):
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              timeout=120)
+        assert (done.returncode, done.stdout.strip()) == (0, "2000"), done.stderr[-500:]

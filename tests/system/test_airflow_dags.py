@@ -1,0 +1,282 @@
+"""The DAG files and the Airflow glue, without a scheduler: they import cleanly (DagBag and
+the CLI), the snapshot DAG is the stage registry in its order, params validate, the
+snapshot of a run is resolved from params, an Asset event or the logical date (never
+``{{ ds }}``), only retryable errors are retried, and connections become configuration."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import subprocess
+import sys
+from datetime import datetime, timedelta
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def dagbag():
+    from airflow.dag_processing.dagbag import DagBag
+
+    return DagBag(dag_folder=str(REPO / "dags"))
+
+
+def test_the_dag_files_import_without_errors(dagbag) -> None:
+    assert dagbag.import_errors == {}
+    assert set(dagbag.dag_ids) == {"emerge_ingest", "emerge_snapshot", "emerge_evaluate"}
+
+
+def test_the_cli_lists_no_import_errors(airflow_db) -> None:
+    proc = subprocess.run([str(Path(sys.executable).parent / "airflow"), "dags",
+                           "list-import-errors", "--local", "-o", "json"],
+                          capture_output=True, text=True, timeout=300, env=os.environ.copy())
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert json.loads(proc.stdout.strip().splitlines()[-1] or "[]") == []
+
+
+def test_the_snapshot_dag_is_the_registry_in_order(dagbag) -> None:
+    from airflow.sdk import CronTriggerTimetable
+
+    from emerge_lib.airflow.assets import RELEASE, TIMELINES
+    from emerge_lib.pipeline.registry import STAGES
+
+    dag = dagbag.dags["emerge_snapshot"]
+    stages = [name for name in STAGES if name not in ("publish", "evaluate")]
+    order = ["wait_for_inputs", *stages, "publish"]
+    assert set(dag.task_ids) == set(order)
+    for upstream, downstream in zip(order, order[1:], strict=False):
+        assert dag.get_task(downstream).upstream_task_ids == {upstream}
+    assert stages[:3] == ["ingest_wikidata", "ingest_wikipedia", "stability"]
+    assert stages.index("snapshot") < stages.index("curate") < stages.index("release")
+    for name in [*stages, "publish"]:
+        task = dag.get_task(name)
+        assert task.trigger_rule == "none_failed", name  # a skipped curate does not stop it
+        assert task.retries == 3 and task.retry_exponential_backoff, name
+        assert task.execution_timeout and task.execution_timeout <= timedelta(days=3), name
+    assert dag.get_task("curate").pool == "emerge_llm"
+    assert {t.pool for t in dag.tasks if t.task_id != "curate"} == {"default_pool"}
+    assert dag.get_task("publish").outlets == [RELEASE]
+    assert dag.get_task("wait_for_inputs").inlets == [TIMELINES]
+    assert isinstance(dag.timetable, CronTriggerTimetable)
+    assert (dag.timetable.expression, str(dag.timetable.timezone)) == ("0 0 1 1,4,7,10 *", "UTC")
+    assert dag.max_active_runs == 1 and dag.catchup is False
+
+
+def test_emerge_is_a_provider_whose_connection_types_airflow_lists() -> None:
+    """The Airflow glue is found through the installed package's provider entry point
+    (no plugins folder on sys.path): the connection form offers emerge's two types."""
+    from airflow.providers_manager import ProvidersManager
+    from airflow.sdk.providers_manager_runtime import ProvidersManagerTaskRuntime
+
+    assert "emerge" in ProvidersManager().providers
+    hooks = ProvidersManagerTaskRuntime().hooks
+    assert hooks["emerge_engine"].hook_class_name == "emerge_lib.airflow.hooks.EngineHook"
+    assert hooks["emerge_llm"].hook_class_name == "emerge_lib.airflow.hooks.LLMWorkersHook"
+    assert hooks["emerge_llm"].hook_name == "emerge LLM workers"
+
+
+def test_params_are_the_runs_declaration(dagbag) -> None:
+    """Each DAG's params are generated from SnapshotRun's fields: the same names,
+    defaults and descriptions, so the trigger form and the tasks read one definition."""
+    from emerge_lib.pipeline.runs import SnapshotRun
+
+    for dag_id, which in (("emerge_snapshot", "snapshot"), ("emerge_ingest", "ingest")):
+        declared = SnapshotRun.params_of(which)
+        params = dagbag.dags[dag_id].params
+        assert set(declared) <= set(params), dag_id
+        for name, p in declared.items():
+            assert params.get_param(name).description == p["description"], name
+            assert params[name] == p["default"], name
+    assert set(dagbag.dags["emerge_ingest"].params) - set(SnapshotRun.params_of("ingest")) == {
+        "max_tasks"}
+
+
+def test_params_have_valid_defaults_and_refuse_bad_values(dagbag) -> None:
+    from airflow.sdk.exceptions import ParamValidationError
+
+    def merged(params, values):
+        out = copy.deepcopy(params)
+        out.update(values)  # each value is checked as it is set
+        return out
+
+    dag = dagbag.dags["emerge_snapshot"]
+    assert dag.params.validate()["snapshot"] is None  # a scheduled run takes the logical date
+    expected = {"snapshot", "weeks", "window_days", "wikidata_files", "wikipedia_files",
+                "mirror", "dump_date", "config", "curate", "publish", "release_to",
+                "release_dir"}
+    assert set(dag.params) == expected
+    ok = merged(dag.params, {"snapshot": "2024-04-01T00:00:00Z", "weeks": 3,
+                                "wikidata_files": ["a.bz2"], "curate": True,
+                                "release_to": "s3://emerge/releases"})
+    assert ok.validate()["weeks"] == 3
+    for bad in ({"dump_date": "2024-06"}, {"weeks": 0}, {"release_to": "/tmp/x"},
+                {"wikidata_files": "a.bz2"}, {"publish": "yes"}):
+        with pytest.raises(ParamValidationError):
+            merged(dag.params, bad).validate()
+    ingest = dagbag.dags["emerge_ingest"]
+    assert ingest.params.validate()["max_tasks"] <= 1024
+    with pytest.raises(ParamValidationError):
+        merged(ingest.params, {"max_tasks": 1025}).validate()
+
+
+def test_the_ingest_dag_maps_extraction_and_emits_the_timelines(dagbag) -> None:
+    from airflow.sdk.definitions.mappedoperator import MappedOperator
+
+    from emerge_lib.airflow.assets import TIMELINES
+
+    dag = dagbag.dags["emerge_ingest"]
+    for kind in ("wikidata", "wikipedia"):
+        assert isinstance(dag.get_task(f"{kind}.extract"), MappedOperator)
+        assert dag.get_task(f"{kind}.plan").upstream_task_ids == {"wait_for_dump"}
+        assert f"{kind}.commit" in dag.get_task("stability").upstream_task_ids
+    assert dag.get_task("stability").outlets == [TIMELINES]
+    assert dag.timetable.expression == "0 0 1 3,6,9,12 *"
+    evaluate = dagbag.dags["emerge_evaluate"]
+    assert [a.name for a in evaluate.timetable.asset_condition.objects] == ["emerge_release"]
+
+
+def test_assets_are_declared_once() -> None:
+    hits = [str(p.relative_to(REPO)) for folder in ("dags", "emerge_lib")
+            for p in (REPO / folder).rglob("*.py") if "Asset(" in p.read_text()]
+    assert hits == ["emerge_lib/airflow/assets.py"]
+
+
+def test_the_snapshot_of_a_run() -> None:
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from emerge_lib.airflow.runtime import resolve_snapshot
+
+    quarter = datetime(2024, 4, 1, tzinfo=datetime.now().astimezone().tzinfo).astimezone()
+    event = SimpleNamespace(extra={"snapshot": "2023-10-01T00:00:00Z"})
+    assert resolve_snapshot({"params": {"snapshot": "2024-07-01T00:00:00Z"},
+                             "logical_date": quarter}) == "2024-07-01T00:00:00Z"
+    assert resolve_snapshot({"params": {}, "logical_date": None,
+                             "triggering_asset_events": {"a": [event]}}) == "2023-10-01T00:00:00Z"
+    assert resolve_snapshot({"params": {"snapshot": None},
+                             "logical_date": quarter}) == quarter.isoformat()
+    with pytest.raises(AirflowFailException, match="params.snapshot"):
+        resolve_snapshot({"params": {}, "logical_date": None})  # a manual run without one
+
+
+def test_only_retryable_errors_are_retried() -> None:
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from emerge_lib.airflow.runtime import verdicts
+    from emerge_lib.catalog import CommitConflictError
+    from emerge_lib.core.errors import EmergeError, InputError
+
+    with pytest.raises(CommitConflictError), verdicts():
+        raise CommitConflictError("lost a commit race")
+    with pytest.raises(EmergeError), verdicts():
+        raise EmergeError("mirror down", retryable=True)
+    for exc in (InputError("bad file"), ValueError("a bug")):
+        with pytest.raises(AirflowFailException) as info, verdicts():
+            raise exc
+        assert str(exc) in str(info.value)
+
+
+def test_connections_become_configuration(monkeypatch) -> None:
+    from airflow.sdk import BaseHook, Connection
+    from airflow.sdk.exceptions import AirflowNotFoundException
+
+    from emerge_lib.airflow import hooks
+
+    conns = {
+        "emerge_engine": Connection(conn_id="emerge_engine", conn_type="generic",
+                                    host="sail.internal", port=50051, password="tok",
+                                    extra=json.dumps({"params": {"use_ssl": "true"}})),
+        "emerge_llm": Connection(conn_id="emerge_llm", conn_type="http", host="vllm", port=8000,
+                                 extra=json.dumps({"concurrency": 256, "deprecations": {
+                                     "url": "http://vllm-405b:8000/v1"}})),
+        "emerge_s3": Connection(conn_id="emerge_s3", conn_type="aws", login="key",
+                                password="secret", extra=json.dumps(
+                                    {"endpoint_url": "http://127.0.0.1:8333",
+                                     "region_name": "eu-west-1"})),
+    }
+
+    def get(conn_id):
+        if conn_id not in conns:
+            raise AirflowNotFoundException(conn_id)
+        return conns[conn_id]
+
+    monkeypatch.setattr(BaseHook, "get_connection", classmethod(lambda cls, c: get(c)))
+    got = hooks.connection_overrides()
+    assert got["engine"] == {"url": "sc://sail.internal:50051/;use_ssl=true;token=tok"}
+    curation = got["curation"]
+    assert curation["concurrency"] == 256
+    assert curation["additions"] == {"url": "http://vllm:8000/v1"}
+    assert curation["deprecations"] == {"url": "http://vllm-405b:8000/v1"}
+    assert got["s3"] == {"endpoint_url": "http://127.0.0.1:8333", "region": "eu-west-1",
+                         "access_key_id": "key", "secret_access_key": "secret"}
+    from emerge_lib.pipeline.runs import SnapshotRun
+
+    cfg = SnapshotRun.from_params({}, "2024-04-01", got).settings()  # the config accepts them
+    assert cfg.engine.url.startswith("sc://sail.internal") and cfg.s3.region == "eu-west-1"
+    assert cfg.curation.deprecations.url == "http://vllm-405b:8000/v1"
+    assert cfg.curation.deprecations.name == "Meta-Llama-3.1-405B"  # the judge keeps its name
+    conns["emerge_engine"] = Connection(conn_id="emerge_engine", conn_type="generic",
+                                        host="embedded", extra='{"mode": "local-cluster"}')
+    assert hooks.EngineHook().overrides() == {"engine": {"url": "embedded",
+                                                         "mode": "local-cluster"}}
+    conns.clear()
+    assert hooks.connection_overrides() == {}  # no connections: the configuration decides
+
+
+def test_the_wait_defers_to_a_trigger_that_never_blocks_the_event_loop(tmp_path: Path) -> None:
+    """The trigger polls the mirror's dumpstatus.json in a thread: while the dump is
+    in progress the triggerer's loop keeps running other coroutines; it fires when the
+    dump is done, and reports a failed dump job as a failure."""
+    import asyncio
+
+    from emerge_lib.airflow.triggers import InputsTrigger
+
+    date = "20240520"
+    for wiki in ("wikidatawiki", "enwiki"):
+        folder = tmp_path / "mirror" / wiki / date
+        folder.mkdir(parents=True)
+        (folder / "dumpstatus.json").write_text(json.dumps(
+            {"jobs": {"metahistorybz2dump": {"status": "in-progress", "files": {}}}}))
+    overrides = {"dumps": {"mirror": (tmp_path / "mirror").as_uri()}}
+    trigger = InputsTrigger("dump", None, overrides, dump_date=date, poll_s=0.2)
+    classpath, kwargs = trigger.serialize()
+    assert classpath == "emerge_lib.airflow.triggers.InputsTrigger"
+    assert InputsTrigger(**kwargs).serialize() == (classpath, kwargs)  # round-trips
+
+    def set_status(status: str) -> None:
+        for wiki in ("wikidatawiki", "enwiki"):
+            path = tmp_path / "mirror" / wiki / date / "dumpstatus.json"
+            path.write_text(json.dumps({"jobs": {"metahistorybz2dump": {"status": status,
+                                                                        "files": {}}}}))
+
+    async def scenario(final: str) -> tuple[dict, int]:
+        ticks = 0
+        done = asyncio.Event()
+
+        async def ticker() -> None:
+            nonlocal ticks
+            while not done.is_set():
+                ticks += 1
+                await asyncio.sleep(0.05)
+
+        async def finish_later() -> None:
+            await asyncio.sleep(1.0)
+            set_status(final)
+
+        tick = asyncio.create_task(ticker())
+        later = asyncio.create_task(finish_later())
+        event = await asyncio.wait_for(anext(InputsTrigger(**kwargs).run()), timeout=60)
+        done.set()
+        await tick
+        await later
+        return event.payload, ticks
+
+    payload, ticks = asyncio.run(scenario("done"))
+    assert payload == {"status": "ready"} and ticks >= 10  # the loop ran while it waited
+    set_status("in-progress")
+    payload, _ = asyncio.run(scenario("failed"))
+    assert payload["status"] == "failed" and "failed" in payload["reason"]

@@ -1,0 +1,272 @@
+"""emerge's DAGs on a real local Airflow (`make airflow`'s script: api-server, scheduler,
+dag-processor, triggerer, LocalExecutor), driven through the REST API as the UI drives it:
+an ingest run (mapped extraction, the timelines Asset), a backfill of two quarters with two
+runs side by side (their releases equal `emerge build`'s, byte for byte, and stability is
+not rewritten), a rerun of one task (tables unchanged), the grid view in headless Chromium,
+and the evaluation DAG on two release Asset events. Slow: one Airflow for the module."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from airflowkit import LocalAirflow
+from worlds import SMALL
+
+from emerge_lib.catalog import Catalog
+
+SNAPSHOTS = ("2024-01-01T00:00:00Z", "2024-04-01T00:00:00Z")  # two quarter starts
+SUCCESS_ICON = "M20 6 9 17l-5-5"  # the grid's check mark (lucide "check") on a successful task
+RELEASED = ("instances", "passages", "kg_triples", "entities", "relations", "delta_triples")
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory, worlds) -> Path:
+    out = tmp_path_factory.mktemp("airflow") / "world"
+    shutil.copytree(worlds.world(SMALL), out)  # its warehouse and releases go inside it
+    # the deployment's configuration: the world's mirror and snapshots, and an evaluation
+    # of oracle predictions (written once a release exists)
+    cfg = (out / "config.yaml").read_text()
+    (out / "config.yaml").write_text(cfg + "evaluation:\n  predictions: [predictions.jsonl]\n"
+                                     "  metrics: [recall]\n  out: evaluation\n")
+    return out
+
+
+@pytest.fixture(scope="module")
+def airflow(world: Path, tmp_path_factory):
+    home = tmp_path_factory.mktemp("airflow-home")
+    instance = LocalAirflow(home, {
+        "EMERGE_CONFIG": str(world / "config.yaml"),
+        "EMERGE__WAREHOUSE": str(world / "warehouse"),
+        "EMERGE_RELEASE_ROOT": str(world / "releases"),
+        "EMERGE__DUMPS__WORKERS": "1",  # small files: no process pool per task
+    })
+    instance.start()
+    try:
+        yield instance
+    finally:
+        instance.stop()
+        for name, pid in instance.pids().items():  # every component stopped by its PID
+            assert subprocess.run(["kill", "-0", str(pid)], capture_output=True).returncode, name
+
+
+@pytest.fixture(scope="module")
+def warehouse(world: Path) -> Catalog:
+    return Catalog(str(world / "warehouse"))
+
+
+def table_rows(catalog: Catalog) -> dict[str, list]:
+    return {t: sorted(map(repr, (sorted(r.items()) for r in catalog.read_arrow(t).to_pylist())))
+            for t in RELEASED}
+
+
+def quarterly(logical_date: str, months: set[int]) -> bool:
+    """A logical date at 00:00 UTC on the 1st of one of ``months``, not in the future."""
+    when = datetime.fromisoformat(logical_date.replace("Z", "+00:00"))
+    return (when.day, when.hour, when.minute) == (1, 0, 0) and when.month in months and \
+        when <= datetime.now(UTC) and when.utcoffset() == timedelta(0)
+
+
+def test_an_ingest_run_triggered_through_the_rest_api(airflow: LocalAirflow,
+                                                      warehouse: Catalog, world: Path) -> None:
+    # unpaused, the schedule starts the run of the latest quarter's dump, which the world's
+    # mirror does not have: it waits deferred for it, in the triggerer
+    scheduled = airflow.unpause("emerge_ingest", free_slot=True)
+    assert quarterly(scheduled["logical_date"], {3, 6, 9, 12})
+    assert scheduled["tasks"]["wait_for_dump"] == "deferred"
+    run_id = airflow.trigger("emerge_ingest")
+    airflow.wait("emerge_ingest", [run_id], timeout=1500)
+    tasks = airflow.tasks("emerge_ingest", run_id)
+    mapped = [t for t in tasks if t["task_id"] == "wikidata.extract"]
+    assert len(mapped) >= 2 and all(t["state"] == "success" for t in mapped)
+    files = {p.name for p in (world / "mirror").rglob("*.7z")}  # dumps.prefer: 7z
+    stored = warehouse.read_arrow("ingested_files").to_pylist()
+    assert {r["dump_file"] for r in stored} == files and not any(r["error"] for r in stored)
+    assert warehouse.row_count("stable_statements") > 0
+    events = airflow.get("/assets/events", order_by="-timestamp")["asset_events"]
+    timelines = [e for e in events if e["uri"] == "emerge://warehouse/timelines"]
+    assert timelines and timelines[0]["extra"]["files"] == {"wikidata": 8, "wikipedia": 4}
+
+
+def test_a_backfill_of_two_quarters_side_by_side(airflow: LocalAirflow, warehouse: Catalog,
+                                                 world: Path, tmp_path_factory) -> None:
+    # the latest quarter's run waits for its data (and keeps waiting: backfill runs do not
+    # count against the DAG's max_active_runs)
+    scheduled = airflow.unpause("emerge_snapshot")
+    assert quarterly(scheduled["logical_date"], {1, 4, 7, 10})
+    assert scheduled["tasks"]["wait_for_inputs"] == "deferred"
+    stability = warehouse.version("stable_statements")
+    backfill = airflow.post("/backfills", {
+        "dag_id": "emerge_snapshot", "from_date": SNAPSHOTS[0], "to_date": SNAPSHOTS[1],
+        "max_active_runs": 2, "reprocess_behavior": "none", "run_backwards": False,
+        "dag_run_conf": {}})
+    assert backfill["max_active_runs"] == 2
+    runs = [r for r in airflow.wait("emerge_snapshot", count=2, timeout=1800)
+            if r["run_type"] == "backfill"]
+    assert sorted(r["logical_date"][:10] for r in runs) == ["2024-01-01", "2024-04-01"]
+    assert all(r["run_type"] == "backfill" for r in runs)
+    (a, b) = sorted((r["start_date"], r["end_date"]) for r in runs)
+    assert b[0] < a[1], "the two backfill runs did not run side by side"
+    assert warehouse.version("stable_statements") == stability  # the ingest DAG's alone
+    # each run's release equals `emerge build` of the same dumps (the world's mirror) and
+    # snapshot: every data file byte for byte; the listing and the manifest too, but for
+    # the Delta versions they record (this warehouse holds two snapshots, written side by
+    # side in either order)
+    reference = tmp_path_factory.mktemp("reference")
+    for t in SNAPSHOTS:
+        out = reference / t[:10]
+        emerge("build", "-c", str(world / "config.yaml"), "--snapshot", t, "--out", str(out),
+               "--warehouse", str(reference / "wh"))
+        released = world / "releases" / f"snapshot_{t[:10]}"
+        names = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
+        assert names == sorted(p.relative_to(released).as_posix()
+                               for p in released.rglob("*") if p.is_file())
+        assert any(n.endswith(".jsonl") for n in names)
+        for name in names:
+            if name in ("release.json", "manifest.json"):
+                assert unversioned(released / name) == unversioned(out / name), name
+            else:
+                assert (released / name).read_bytes() == (out / name).read_bytes(), name
+
+
+def emerge(*args: str) -> str:
+    """The emerge command, as a user runs it (a process of its own)."""
+    proc = subprocess.run([sys.executable, "-m", "emerge_lib.cli", *args], capture_output=True,
+                          text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout
+
+
+def unversioned(path: Path) -> dict:
+    """A listing or manifest without the Delta versions it records (and what hashes them)."""
+    data = json.loads(path.read_text())
+    for key in ("versions", "delta_versions", "version"):
+        data.pop(key, None)
+    if "files" in data and path.name == "manifest.json":
+        data["files"] = [f for f in data["files"] if f["path"] != "release.json"]
+    return data
+
+
+def test_rerunning_one_task_leaves_the_tables_unchanged(airflow: LocalAirflow,
+                                                        warehouse: Catalog,
+                                                        world: Path) -> None:
+    run_id = "backfill__2024-04-01T00:00:00+00:00"
+    before = table_rows(warehouse)
+    release = world / "releases" / "snapshot_2024-04-01"
+    files = {p: p.read_bytes() for p in release.rglob("*") if p.is_file()}
+    version = warehouse.version("delta_triples")
+    airflow.post("/dags/emerge_snapshot/clearTaskInstances", {
+        "dry_run": False, "dag_run_id": run_id, "task_ids": ["deltas"], "only_failed": False,
+        "reset_dag_runs": True, "include_downstream": False})
+    airflow.wait("emerge_snapshot", [run_id], timeout=900)
+    deltas = next(t for t in airflow.tasks("emerge_snapshot", run_id) if t["task_id"] == "deltas")
+    assert deltas["try_number"] == 2 and deltas["state"] == "success"
+    assert warehouse.version("delta_triples") > version  # it did write again...
+    assert table_rows(warehouse) == before  # ...the same rows
+    assert {p: p.read_bytes() for p in files} == files
+
+
+def test_the_grid_view_shows_the_runs(airflow: LocalAirflow, world: Path, tmp_path: Path) -> None:
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        pytest.skip("Debian's chromium is not installed (.ci/run installs it)")
+    url = f"{airflow.url}/dags/emerge_snapshot"  # the grid is the DAG page's first view
+    flags = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+             "--window-size=1600,1000", "--virtual-time-budget=25000"]
+    png = tmp_path / "emerge_snapshot-grid.png"
+    shot = subprocess.run([*flags, f"--screenshot={png}", url], capture_output=True, text=True,
+                          timeout=240)
+    assert png.is_file() and png.stat().st_size > 10_000, shot.stderr[-2000:]
+    dom = subprocess.run([*flags, "--dump-dom", url], capture_output=True, text=True,
+                         timeout=240).stdout
+    (tmp_path / "grid.html").write_text(dom)
+    # the runs' state: no failed run or task in the overview, a cell per task instance of
+    # both runs, and the success mark on exactly the task instances that succeeded
+    text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", dom))
+    assert "0 Failed Tasks" in text and "0 Failed Runs" in text, text[:3000]
+    succeeded = 0
+    for run in airflow.runs("emerge_snapshot"):
+        if run["run_type"] != "backfill":
+            continue
+        assert f'href="/dags/emerge_snapshot/runs/{run["dag_run_id"]}' in dom
+        for ti in airflow.tasks("emerge_snapshot", run["dag_run_id"]):
+            assert f'data-testid="grid-{run["dag_run_id"]}-{ti["task_id"]}"' in dom
+            succeeded += ti["state"] == "success"
+    check_mark = re.findall(r'data-testid="task-state-badge"[^>]*><svg[^>]*><path d="([^"]+)"',
+                            dom).count(SUCCESS_ICON)
+    assert check_mark == succeeded > 0  # every successful task shows the success icon
+    kept = world / "emerge_snapshot-grid.png"
+    shutil.copy(png, kept)
+    print(f"grid view: {kept}")
+
+
+def test_published_releases_are_evaluated(airflow: LocalAirflow, world: Path) -> None:
+    from emerge_lib.evaluation.data import read_gold
+
+    lines = []
+    for t in SNAPSHOTS:
+        for i in read_gold(world / "releases" / f"snapshot_{t[:10]}"):
+            lines.append(json.dumps({"hash_id": i.hash_id, "model": "oracle", "predicted": [
+                {"triple": list(x.triple), "operation": None} for x in i.triples]}))
+    (world / "predictions.jsonl").write_text("\n".join(lines) + "\n")
+    airflow.unpause("emerge_evaluate")
+    release = next(a for a in airflow.get("/assets")["assets"] if a["name"] == "emerge_release")
+    # what emerge_snapshot's publish task emits, one event per quarter; each posted once
+    # the run of the one before exists (an event that lands while the scheduler creates a
+    # run can miss that run and the next: an Airflow race, not the DAG's)
+    for t in SNAPSHOTS:
+        folder = world / "releases" / f"snapshot_{t[:10]}"
+        version = json.loads((folder / "manifest.json").read_text())["version"]
+        event = airflow.post("/assets/events", {"asset_id": release["id"], "extra": {
+            "snapshot": t, "release_dir": str(folder), "version": version}})
+        deadline = time.monotonic() + 300
+        while not airflow.event_runs(event["id"]):
+            assert time.monotonic() < deadline, f"no evaluation run for {t}"
+            time.sleep(2)
+    deadline = time.monotonic() + 900
+    summaries: dict[str, list[Path]] = {}
+    while time.monotonic() < deadline:
+        runs = airflow.runs("emerge_evaluate")
+        summaries = {t: list((world / "evaluation" / t[:10]).glob("*/summary.json"))
+                     for t in SNAPSHOTS}
+        if runs and all(r["state"] in ("success", "failed") for r in runs) and all(
+                summaries.values()):
+            break
+        time.sleep(3)
+    for r in runs:
+        assert r["state"] == "success", airflow.explain("emerge_evaluate", r["dag_run_id"])
+        assert r["run_type"] == "asset_triggered"
+    assert len(runs) == 2
+    for t in SNAPSHOTS:
+        assert len(summaries[t]) == 1, t
+        rows = json.loads(summaries[t][0].read_text())
+        recall = {r["operation"]: r["value"] for r in rows
+                  if r["model"] == "oracle" and r["metric"] == "recall"}
+        assert recall and set(recall.values()) == {1.0}, (t, recall)  # the oracle's
+
+
+def test_one_evaluation_run_loops_over_every_triggering_event(world: Path, monkeypatch) -> None:
+    """Events that arrive between two runs become one run: the task scores each."""
+    from types import SimpleNamespace
+
+    from emerge_lib.airflow.assets import RELEASE
+    from emerge_lib.airflow.runtime import evaluate_task
+
+    monkeypatch.setenv("EMERGE_CONFIG", str(world / "config.yaml"))
+    monkeypatch.setattr("emerge_lib.airflow.hooks.connection_overrides", lambda: {})
+    events = []
+    for t in SNAPSHOTS:
+        folder = world / "releases" / f"snapshot_{t[:10]}"
+        events.append(SimpleNamespace(extra={"snapshot": t, "release_dir": str(folder),
+                                             "version": "merged"}))
+    out = evaluate_task({"params": {}, "triggering_asset_events": {RELEASE: events}}, RELEASE)
+    assert [o["snapshot"] for o in out] == list(SNAPSHOTS)
+    for t in SNAPSHOTS:
+        assert (world / "evaluation" / t[:10] / "merged" / "summary.json").is_file()
