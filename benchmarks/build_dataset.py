@@ -2,7 +2,7 @@
 
 Issue 6: a generated world with >= 1 M item-valued statements and >= 100 k passages, built
 end to end (ingest -> stability -> snapshot -> deltas -> passages -> align -> release) on
-the embedded Sail engine by ``emerge_lib.pipeline.build_dataset`` (what `emerge build` runs,
+the embedded Sail engine by ``emerge_lib.pipeline.runner.build_dataset`` (what `emerge build` runs,
 with its defaults: dumps.workers 0 = one extraction process per core). The world comes from the
 sample generator's opt-in bench mode (``--bench-statements``: extra item-valued
 statements per filler item, objects being items with articles; ``--bench-passages``:
@@ -37,8 +37,6 @@ import json
 import os
 import resource
 import shutil
-import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -49,16 +47,15 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+from _harness import cpu_seconds
+from _harness import ensure_world as harness_world
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-from emerge_lib.config import load_config  # noqa: E402
-from emerge_lib.dumps.compressed import cpu_seconds  # noqa: E402
-from emerge_lib.engine import spark_session  # noqa: E402
-from emerge_lib.pipeline import StageContext, build_dataset  # noqa: E402
-from emerge_lib.schedule import as_utc  # noqa: E402
-from emerge_lib.tables import Catalog  # noqa: E402
+from emerge_lib.catalog import Catalog
+from emerge_lib.core.config import load_config
+from emerge_lib.core.engine import spark_session
+from emerge_lib.core.schedule import as_utc
+from emerge_lib.core.stage import StageContext
+from emerge_lib.pipeline.runner import build_dataset
 
 FULL = {"items": 100_000, "articles": 50_000, "revisions": 2, "bench_statements": 9,
         "bench_passages": 130_000}
@@ -69,11 +66,10 @@ TARGET_PASSAGES = 100_000
 
 # ----------------------------------------------------------------------------- the world
 def world_command(world: Path, scale: float, jobs: int) -> list[str]:
-    """The ``emerge sample`` command of the bench world at this scale."""
+    """The ``emerge sample`` arguments of the bench world at this scale."""
     n = {k: (v if k in ("revisions", "bench_statements") else max(1000, round(v * scale)))
          for k, v in FULL.items()}
-    return [str(REPO / ".venv" / "bin" / "emerge"), "sample", "--out", str(world),
-            "--items", str(n["items"]), "--articles", str(n["articles"]),
+    return ["--items", str(n["items"]), "--articles", str(n["articles"]),
             "--revisions", str(n["revisions"]), "--bench-statements", str(n["bench_statements"]),
             "--bench-passages", str(n["bench_passages"]), "--dump-date", DUMP_DATE,
             "--compress-level", "1", "--jobs", str(jobs), "--quiet"]
@@ -81,13 +77,7 @@ def world_command(world: Path, scale: float, jobs: int) -> list[str]:
 
 def ensure_world(world: Path, scale: float, jobs: int) -> float | None:
     """Generate the world when missing; returns the generation seconds (None: cached)."""
-    if (world / "world.json").is_file():
-        return None
-    cmd = world_command(world, scale, jobs)
-    print(f"no world at {world}; generating it:\n  {' '.join(cmd)}", flush=True)
-    started = time.monotonic()
-    subprocess.run(cmd, check=True)
-    return time.monotonic() - started
+    return harness_world(world, world_command(world, scale, jobs))
 
 
 def newest_files(world: Path, wiki: str) -> list[Path]:
@@ -256,7 +246,7 @@ def main() -> int:
             base: dict[str, Any] = {}
             if not args.no_baseline:
                 t = as_utc(cfg.snapshots.timestamps[0])
-                from emerge_lib.stages.snapshot import triples_at
+                from emerge_lib.transform.snapshot import triples_at
 
                 with phase(sampler, "engine: T_t count (1 snapshot)", rows) as box:
                     box["rows"] = base["engine"] = triples_at(catalog, t).count()

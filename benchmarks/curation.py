@@ -46,12 +46,12 @@ import time
 from pathlib import Path
 
 import httpx
+from _harness import emerge as harness_emerge
 
 from emerge_lib.curation.answers import parse_answer
 from emerge_lib.curation.client import ChatClient, Endpoint
 from emerge_lib.curation.prompts import ASSERTION, DEPRECATION, render
 
-REPO = Path(__file__).resolve().parent.parent
 WORDS = ["the", "of", "and", "in", "was", "a", "to", "he", "she", "his", "her", "it", "for", "with", "as", "by", "on", "at", "from", "that", "which", "born", "died", "river", "city", "album", "film", "team", "club", "league", "party", "member", "president", "university", "founded", "located", "capital", "north", "south"]
 
 
@@ -116,8 +116,7 @@ def start_stub() -> tuple[subprocess.Popen, str]:
 
 
 def emerge(*args: str) -> subprocess.CompletedProcess:
-    exe = shutil.which("emerge", path=str(Path(sys.executable).parent)) or "emerge"
-    return subprocess.run([exe, *args], capture_output=True, text=True, check=False)
+    return harness_emerge(*args, capture_output=True, text=True, check=False)
 
 
 def cli_section(world: Path, url: str, model: str | None, backend: str | None) -> None:

@@ -41,15 +41,12 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+import numpy as np
 
-import numpy as np  # noqa: E402
-
-from emerge_lib.evaluation.data import OPS, read_gold  # noqa: E402
-from emerge_lib.evaluation.embed import Embedder, triple_text  # noqa: E402
-from emerge_lib.evaluation.metrics import Settings, model_predictions  # noqa: E402
-from emerge_lib.evaluation.models import ensure  # noqa: E402
+from emerge_lib.evaluation.data import OPS, read_gold
+from emerge_lib.evaluation.embed import Embedder, triple_text
+from emerge_lib.evaluation.metrics import Settings, model_predictions
+from emerge_lib.evaluation.models import ensure
 
 AUTHORS_TRIPLES = 1_190_000
 YEARS = range(2019, 2026)

@@ -33,7 +33,7 @@ Targets (issue 18): Wikidata from 7z end to end >= 300 MB of XML per CPU-second 
 >= 4x the wall-clock rate of bz2 on 2 cores, identical tables; Wikipedia from 7z >= 4x
 bz2; the full Wikidata history in under an hour on 64 cores.
 
-    PYTHONPATH=. .venv/bin/python benchmarks/ingest_7z.py --world /tmp/bench-world-7z
+    .venv/bin/python benchmarks/ingest_7z.py --world /tmp/bench-world-7z
 
 A missing world is generated first (``emerge sample --items 22000 --articles 3000
 --revisions 8 --pages-per-file 1000 --compress-level 9``: 1.4 GB of Wikidata XML and
@@ -53,25 +53,17 @@ import io
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "benchmarks"))
-
-from ingest_wikidata import (  # noqa: E402
+from _harness import EMERGE, Figure, children_cpu, cpu_count, cpu_seconds, measure
+from ingest_wikidata import (
     POOL_CPU,
-    Figure,
-    _children_cpu,
-    _cpu,
     decompress_ibz2_pool,
     drain,
     ensure_world,
     history_files,
-    measure,
     naive,
     naive_parse,
     ours_pool,
@@ -80,12 +72,10 @@ from ingest_wikidata import (  # noqa: E402
     verdict,
 )
 
-from emerge_lib.dumps import sevenzip  # noqa: E402
-from emerge_lib.dumps.compressed import cpu_count, open_dump  # noqa: E402
-from emerge_lib.stages.ingest_common import keep_freed_memory  # noqa: E402
+from emerge_lib.dumps import sevenzip
+from emerge_lib.dumps.compressed import open_dump
+from emerge_lib.ingest.pool import keep_freed_memory
 
-EMERGE = next((p for p in (Path(sys.executable).with_name("emerge"),
-                           REPO / ".venv" / "bin" / "emerge") if p.exists()), Path("emerge"))
 CPU_TARGET = 300.0  # MB of XML per CPU-second, Wikidata from 7z end to end
 RATIO_TARGET = 4.0  # 7z / bz2 wall-clock rate
 HOUR_TARGET = 1.0  # the full Wikidata history on 64 cores
@@ -163,7 +153,7 @@ def cli_ingest(kind: str, files: list[Path], scratch: Path, tag: str,
 def table_rows(warehouse: Path, name: str) -> list[str]:
     """Sorted rows without what differs by format (file suffix, compressed size, sha1,
     timings)."""
-    from emerge_lib.tables import Catalog
+    from emerge_lib.catalog import Catalog
 
     rows = []
     for row in Catalog(warehouse).read_arrow(name).to_pylist():
@@ -178,9 +168,9 @@ def table_rows(warehouse: Path, name: str) -> list[str]:
 def in_range_share(world: Path, files: list[Path]) -> tuple[int, int]:
     """(revisions in the snapshots' ranges, revisions) of the Wikipedia files: what the
     cleaner runs on (the worker in this process, untimed)."""
-    from emerge_lib.config import load_config
-    from emerge_lib.stages.ingest_wikipedia import ranges_from_config
-    from emerge_lib.stages.wikipedia_extract import extract_file
+    from emerge_lib.core.config import load_config
+    from emerge_lib.ingest.wikipedia.coverage import ranges_from_config
+    from emerge_lib.ingest.wikipedia.extract import extract_file
 
     ranges = ranges_from_config(load_config(world / "config.yaml"))
     hit = total = 0
@@ -258,34 +248,34 @@ def main() -> None:
     scratch = Path(tempfile.mkdtemp(prefix="emerge-bench-7z-"))
     plan: list[tuple[str, Figure, Callable[[], object], Callable[[], float]]] = [
         ("floor_7z", Figure(f"floor 7z: dumps.sevenzip, pool of {cores}", xml),
-         lambda: pool_map(_drain_7z, wd7, cores), _cpu),
+         lambda: pool_map(_drain_7z, wd7, cores), cpu_seconds),
     ]
     if any(shutil.which(t) for t in ("7zz", "7za", "7z")):
         plan.append(("floor_7z_tool", Figure(f"floor 7z: `7z e -so` pipe, pool of {cores}", xml),
-                     lambda: pool_map(_drain_tool, wd7, cores), _cpu))
+                     lambda: pool_map(_drain_tool, wd7, cores), cpu_seconds))
     plan += [
         ("floor_bz2", Figure(f"floor bz2: indexed_bzip2, pool of {cores}", xml),
-         lambda: decompress_ibz2_pool(wdbz, cores), _cpu),
+         lambda: decompress_ibz2_pool(wdbz, cores), cpu_seconds),
         ("pool_7z", Figure(f"ours extraction, pool of {cores}, 7z", xml),
-         lambda: ours_pool(wd7, scratch, cores), _cpu),
+         lambda: ours_pool(wd7, scratch, cores), cpu_seconds),
         ("pool_bz2", Figure(f"ours extraction, pool of {cores}, bz2", xml),
-         lambda: ours_pool(wdbz, scratch, cores), _cpu),
+         lambda: ours_pool(wdbz, scratch, cores), cpu_seconds),
         ("naive_7z", Figure("naive 1 process, 7z (prefix)", xml_prefix),
-         lambda: naive_7z(prefix), _cpu),
+         lambda: naive_7z(prefix), cpu_seconds),
         ("naive_bz2", Figure("naive 1 process, bz2 (prefix)", xml_prefix),
-         lambda: naive(prefix_bz), _cpu),
+         lambda: naive(prefix_bz), cpu_seconds),
         ("cli_7z", Figure("emerge ingest --wiki wikidata, 7z", xml),
-         lambda: cli_ingest("wikidata", wd7, scratch, "wd7z"), _children_cpu),
+         lambda: cli_ingest("wikidata", wd7, scratch, "wd7z"), children_cpu),
         ("cli_bz2", Figure("emerge ingest --wiki wikidata, bz2", xml),
-         lambda: cli_ingest("wikidata", wdbz, scratch, "wdbz"), _children_cpu),
+         lambda: cli_ingest("wikidata", wdbz, scratch, "wdbz"), children_cpu),
     ]
     if wp7:
         cfg = args.world / "config.yaml"
         plan += [
             ("wp_7z", Figure("emerge ingest --wiki wikipedia, 7z", wp_xml),
-             lambda: cli_ingest("wikipedia", wp7, scratch, "wp7z", cfg), _children_cpu),
+             lambda: cli_ingest("wikipedia", wp7, scratch, "wp7z", cfg), children_cpu),
             ("wp_bz2", Figure("emerge ingest --wiki wikipedia, bz2", wp_xml),
-             lambda: cli_ingest("wikipedia", wpbz, scratch, "wpbz", cfg), _children_cpu),
+             lambda: cli_ingest("wikipedia", wpbz, scratch, "wpbz", cfg), children_cpu),
         ]
     try:
         for round_no in range(args.repeat):

@@ -62,23 +62,19 @@ import contextlib
 import json
 import os
 import re
-import resource
 import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from calendar import timegm
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from _harness import EMERGE, REPO, Figure, children_cpu, cpu_count, cpu_seconds, measure
+from _harness import ensure_world as harness_world
 
-from emerge_lib.dumps.compressed import cpu_count  # noqa: E402
-from emerge_lib.stages.ingest_common import keep_freed_memory  # noqa: E402
+from emerge_lib.ingest.pool import keep_freed_memory
 
 FLOOR_TARGET = 0.8
 NAIVE_TARGET = 1.6
@@ -86,21 +82,16 @@ CLI_NAIVE_TARGET = 2.5
 CLI_CORES_TARGET = 1.6
 CLI_MIN_XML = 1e9  # the CPU/wall targets are stated for an ingest of >= 1 GB of XML
 KG_SPAN = 168 * 3600  # stability.kg_hours, the default
-EMERGE = REPO / ".venv" / "bin" / "emerge"
 
 
 # ----------------------------------------------------------------------------- the world
 def ensure_world(world: Path, jobs: int, articles: int = 10, items: int = 22000,
                  revisions: int = 8, pages_per_file: int = 1000) -> None:
     """Generate the benchmark's world unless ``world`` holds one (whatever its shape)."""
-    if (world / "mirror" / "wikidatawiki").is_dir():
-        return
-    cmd = [str(EMERGE), "sample", "--out", str(world),
-           "--items", str(items), "--articles", str(articles), "--revisions", str(revisions),
-           "--pages-per-file", str(pages_per_file), "--jobs", str(jobs),
-           "--compress-level", "9", "--quiet"]
-    print(f"no world at {world}; generating it (10+ minutes):\n  {' '.join(cmd)}", flush=True)
-    subprocess.run(cmd, check=True)
+    harness_world(world, ["--items", str(items), "--articles", str(articles),
+                          "--revisions", str(revisions), "--pages-per-file", str(pages_per_file),
+                          "--jobs", str(jobs), "--compress-level", "9", "--quiet"],
+                  marker="mirror/wikidatawiki", note=" (10+ minutes)")
 
 
 def history_files(world: Path, dump_date: str | None, wiki: str = "wikidatawiki",
@@ -129,73 +120,6 @@ def first_snapshot(world: Path) -> str | None:
         return None
     stamps = ((yaml.safe_load(config.read_text()) or {}).get("snapshots") or {}).get("timestamps")
     return str(sorted(stamps)[0]) if stamps else None
-
-
-# ----------------------------------------------------------------------------- measuring
-def _cpu() -> float:
-    """CPU seconds of this process and its waited-for children (the in-process figures)."""
-    own = resource.getrusage(resource.RUSAGE_SELF)
-    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
-
-
-def _children_cpu() -> float:
-    """CPU seconds of waited-for children only (the subprocess figures: the CLI runs)."""
-    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return kids.ru_utime + kids.ru_stime
-
-
-@dataclass
-class Figure:
-    name: str
-    xml_bytes: int
-    revisions: int | None = None
-    walls: list[float] = field(default_factory=list)
-    cpus: list[float] = field(default_factory=list)
-    note: str = ""
-
-    @property
-    def best(self) -> int:
-        return min(range(len(self.walls)), key=self.walls.__getitem__)
-
-    @property
-    def wall(self) -> float:
-        return self.walls[self.best]
-
-    @property
-    def cpu(self) -> float:
-        """CPU seconds of the best (fastest) run."""
-        return self.cpus[self.best]
-
-    @property
-    def cores_used(self) -> float:
-        """CPU / wall of the best run: how many cores it kept busy."""
-        return self.cpu / self.wall
-
-    @property
-    def mb_s(self) -> float:
-        return self.xml_bytes / 1e6 / self.wall
-
-    @property
-    def mb_cpu_s(self) -> float:
-        return self.xml_bytes / 1e6 / min(self.cpus)
-
-    def spread(self) -> str:
-        rates = sorted(self.xml_bytes / 1e6 / w for w in self.walls)
-        return "/".join(f"{r:.0f}" for r in rates)
-
-
-def measure(fig: Figure, repeat: int, fn: Callable[[], object],
-            clock: Callable[[], float] = _cpu) -> Figure:
-    for _ in range(repeat):
-        c, t = clock(), time.perf_counter()
-        fn()
-        fig.walls.append(time.perf_counter() - t)
-        fig.cpus.append(clock() - c)
-        print(f"  {fig.name}: {fig.walls[-1]:.1f} s, CPU {fig.cpus[-1]:.1f} s "
-              f"({fig.cpus[-1] / fig.walls[-1]:.2f} cores), "
-              f"{fig.xml_bytes / 1e6 / fig.walls[-1]:.1f} MB/s", flush=True)
-    return fig
 
 
 def drain(stream, chunk: int = 1 << 22) -> int:
@@ -438,8 +362,8 @@ def _unix(iso: str) -> int:
 
 # ----------------------------------------------------------------------------- ours
 def _empty_catalog(staging: Path):
-    from emerge_lib.config import load_config
-    from emerge_lib.tables import Catalog
+    from emerge_lib.catalog import Catalog
+    from emerge_lib.core.config import load_config
 
     warehouse = Path(tempfile.mkdtemp(dir=staging))
     cfg = load_config(None, overrides={"warehouse": str(warehouse / "warehouse")})
@@ -447,7 +371,7 @@ def _empty_catalog(staging: Path):
 
 
 def ours_one_process(files: list[Path], staging: Path, date: str) -> int:
-    from emerge_lib.stages.wikidata_extract import WikidataFileExtractor
+    from emerge_lib.ingest.wikidata.extract import WikidataFileExtractor
 
     revisions = 0
     for f in files:
@@ -466,8 +390,9 @@ POOL_CPU: list[tuple[str, float]] = []
 
 def ours_pool(files: list[Path], staging: Path, workers: int) -> int:
     """plan -> extract in a pool of ``workers`` (the ingest's own runner), no commit."""
-    from emerge_lib.stages.ingest import extract, job_for, plan_ingest
-    from emerge_lib.stages.ingest_common import run_workers
+    from emerge_lib.ingest.extract import extract, job_for
+    from emerge_lib.ingest.plan import plan_ingest
+    from emerge_lib.ingest.pool import run_workers
 
     warehouse, cfg, catalog = _empty_catalog(staging)
     try:
@@ -486,8 +411,9 @@ def ours_pool(files: list[Path], staging: Path, workers: int) -> int:
 
 def ours_with_commit(files: list[Path], staging: Path, spark) -> int:
     """The ingest_wikidata stage as users run it: default configuration, Delta commit."""
-    from emerge_lib.pipeline import StageContext, run_stage
-    from emerge_lib.tables import Catalog
+    from emerge_lib.catalog import Catalog
+    from emerge_lib.core.stage import StageContext
+    from emerge_lib.pipeline.runner import run_stage
 
     warehouse, cfg, _ = _empty_catalog(staging)
     try:
@@ -665,28 +591,28 @@ def main() -> None:
 
         plan: list[tuple[str, Figure, Callable[[], object], int, Callable[[], float]]] = [
             ("floor_ibz2", Figure(f"floor indexed_bzip2 x{cores} threads", xml_total),
-             lambda: decompress_ibz2(files, cores), args.repeat, _cpu),
+             lambda: decompress_ibz2(files, cores), args.repeat, cpu_seconds),
             ("floor_pool", Figure(f"floor indexed_bzip2 pool of {cores} x 1 thread", xml_total),
-             lambda: decompress_ibz2_pool(files, cores), args.repeat, _cpu),
+             lambda: decompress_ibz2_pool(files, cores), args.repeat, cpu_seconds),
         ]
         if shutil.which("lbzip2"):
             plan.append(("floor_lbzip2", Figure(f"floor lbzip2 -n{cores}", xml_total),
-                         lambda: decompress_lbzip2(files, cores), args.repeat, _cpu))
+                         lambda: decompress_lbzip2(files, cores), args.repeat, cpu_seconds))
         plan += [
             ("ours_pool", Figure(f"ours plan+extract, run_workers pool of {cores}", xml_total),
-             counted("ours_pool", lambda: ours_pool(files, staging, cores)), args.repeat, _cpu),
+             counted("ours_pool", lambda: ours_pool(files, staging, cores)), args.repeat, cpu_seconds),
             ("bz2_1core", Figure("indexed_bzip2 1 thread (prefix)", xml_prefix),
-             lambda: decompress_ibz2(prefix, 1), args.repeat, _cpu),
+             lambda: decompress_ibz2(prefix, 1), args.repeat, cpu_seconds),
             ("naive", Figure("naive 1 process (prefix)", xml_prefix),
-             counted("naive", lambda: naive(prefix)), args.repeat, _cpu),
+             counted("naive", lambda: naive(prefix)), args.repeat, cpu_seconds),
             ("ours_1", Figure("ours 1 process (prefix)", xml_prefix),
              counted("ours_1", lambda: ours_one_process(prefix, staging, date)), args.repeat,
-             _cpu),
+             cpu_seconds),
         ]
         with contextlib.ExitStack() as stack:
             if not args.skip_commit:
-                from emerge_lib.config import load_config
-                from emerge_lib.engine import spark_session
+                from emerge_lib.core.config import load_config
+                from emerge_lib.core.engine import spark_session
 
                 spark = stack.enter_context(spark_session("embedded"))
                 workers = load_config(None).workers  # the default: dumps.workers 0
@@ -695,7 +621,7 @@ def main() -> None:
                     Figure(f"ours run_stage ingest_wikidata + Delta, {workers} workers",
                            xml_total),
                     counted("ours_commit", lambda: ours_with_commit(files, staging, spark)),
-                    args.commit_repeat, _cpu,
+                    args.commit_repeat, cpu_seconds,
                 ))
             cli_out = staging / "cli"
             cli_out.mkdir()
@@ -707,10 +633,10 @@ def main() -> None:
                 plan += [
                     ("cli_inspect", Figure("CLI emerge inspect statements (defaults)", xml_total),
                      lambda: cli_inspect(files, at, numbered("inspect")), args.cli_repeat,
-                     _children_cpu),
+                     children_cpu),
                     ("cli_naive", Figure("naive reference T_τ, 1 process", xml_total),
                      lambda: naive_cli(files, at, numbered("naive")), args.cli_repeat,
-                     _children_cpu),
+                     children_cpu),
                 ]
             if not args.skip_cli and not args.skip_build:
                 wiki_dates = sorted(p.name for p in (args.world / "mirror" / "enwiki").iterdir())
@@ -721,7 +647,7 @@ def main() -> None:
                     "cli_build",
                     Figure(f"CLI emerge build (defaults; + enwiki {wdate})", build_xml),
                     lambda: cli_build(args.world, files, wiki_files, cli_out),
-                    args.cli_repeat, _children_cpu))
+                    args.cli_repeat, children_cpu))
             for round_no in range(max(rounds for *_, rounds, _ in plan)):
                 print(f"round {round_no + 1}, load average {os.getloadavg()[0]:.1f}", flush=True)
                 for _, fig, fn, rounds, clock in plan:

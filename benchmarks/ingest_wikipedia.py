@@ -25,18 +25,14 @@ import bz2
 import random
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-from emerge_lib.config import Config  # noqa: E402
-from emerge_lib.stages.ingest_wikipedia import needed_ranges  # noqa: E402
-from emerge_lib.stages.wikipedia_extract import extract_file  # noqa: E402
+from emerge_lib.core.config import Config
+from emerge_lib.ingest.wikipedia.coverage import needed_ranges
+from emerge_lib.ingest.wikipedia.extract import extract_file
 
 START = int(datetime(2014, 1, 1, tzinfo=UTC).timestamp())
 END = int(datetime(2024, 6, 1, tzinfo=UTC).timestamp())

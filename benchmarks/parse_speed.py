@@ -21,14 +21,13 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+import msgspec
+from _harness import REPO
+
+from emerge_lib.dumps import wikidata as W
+from emerge_lib.dumps.xml import iter_dump
+
 REALDATA = REPO.parent / "shared" / "realdata"
-
-import msgspec  # noqa: E402
-
-from emerge_lib.dumps import wikidata as W  # noqa: E402
-from emerge_lib.dumps.xmlstream import iter_dump  # noqa: E402
 
 
 def _pages_of(xml: bytes) -> list[bytes]:
@@ -135,7 +134,7 @@ def xml_section(mb: int, skip_mwxml: bool, bz2_mb: int) -> None:
 def bz2_section(tmp: Path, mb: int) -> None:
     """Decompression alone and decompression + scanner, per backend and thread count."""
     from emerge_lib.dumps.compressed import _external_bz2, open_dump
-    from emerge_lib.dumps.xmlstream import Dump
+    from emerge_lib.dumps.xml import Dump
 
     xml = tmp / "wd-bz2.xml"
     size = build_xml(xml, "wikidata", mb)

@@ -30,14 +30,11 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+import pyarrow as pa
+import pyarrow.parquet as pq
 
-import pyarrow as pa  # noqa: E402
-import pyarrow.parquet as pq  # noqa: E402
-
-from emerge_lib.manifest import write_manifest  # noqa: E402
-from emerge_lib.publish import local_s3  # noqa: E402
+from emerge_lib.publish import local_s3
+from emerge_lib.release.manifest import write_manifest
 
 BUCKET = "bench"
 SNAPSHOTS = ["2021-01-01", "2022-01-01", "2023-01-01", "2024-01-01"]
@@ -185,7 +182,7 @@ def main() -> int:
               f"(generated in {time.perf_counter() - t:.0f}s)")
         with local_s3.start(work / "s3", buckets=[BUCKET]) as server:
             env = {**os.environ, **server.environment("publisher"),
-                   "PYTHONPATH": str(REPO), "AWS_EC2_METADATA_DISABLED": "true"}
+                   "AWS_EC2_METADATA_DISABLED": "true"}
             sides = {"plain": (PLAIN_UPLOAD, PLAIN_DOWNLOAD),
                      "threaded": (THREADED_UPLOAD, THREADED_DOWNLOAD), "emerge": None}
             runs: dict[tuple[str, str], list[float]] = {

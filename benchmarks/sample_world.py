@@ -5,7 +5,7 @@ real thing (bz2 level 9, as Wikimedia), (3) bz2 level 9 alone on the same XML, f
 context. The target is >= 20 MB/s of XML for (1); (2) is bounded by (3) per core, and
 ``--jobs N`` (one process per history file) multiplies it by the cores you give it.
 
-    PYTHONPATH=. .venv/bin/python benchmarks/sample_world.py [--items 2000] [--articles 600]
+    .venv/bin/python benchmarks/sample_world.py [--items 2000] [--articles 600]
         [--revisions 6] [--jobs 1] [--keep DIR]
 """
 

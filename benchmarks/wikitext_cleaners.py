@@ -5,7 +5,7 @@ them, agreement on paragraph texts and on (anchor, target) mentions; checks that
 `text[start:end] == anchor` for every mention of both. Real samples are read from
 ../shared/realdata (see its PROVENANCE.md); nothing is copied.
 
-    PYTHONPATH=. .venv/bin/python benchmarks/wikitext_cleaners.py [--repeat 3] [--show 5]
+    .venv/bin/python benchmarks/wikitext_cleaners.py [--repeat 3] [--show 5]
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from typing import BinaryIO
 import mwparserfromhell
 import mwxml
 
-from emerge_lib.dumps.wikitext import extract_paragraphs
-from emerge_lib.dumps.wikitext_reference import reference_paragraphs
+from emerge_lib.text.reference import reference_paragraphs
+from emerge_lib.text.wikitext import extract_paragraphs
 
 REALDATA = Path(__file__).resolve().parents[1].parent / "shared" / "realdata"
 XML_SAMPLES = (
