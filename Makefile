@@ -56,12 +56,12 @@ models: $(STAMP)
 # every core: one pytest process per core, each test file whole on one of them (but the
 # world builds' seeds, which spread: tests/conftest.py)
 test: lint models
-	$(PY) -m pytest -q -n auto --dist loadgroup
+	$(PY) -m pytest -q -n auto --dist loadfile
 
 # the quick loop for local work: the unit and stages tiers, no generated world and no
 # server (CI runs `make test`: every tier)
 test-fast: lint models
-	$(PY) -m pytest -q -n auto --dist loadgroup -m "unit or stages"
+	$(PY) -m pytest -q -n auto --dist loadfile -m "unit or stages"
 
 bench: $(STAMP)
 	@for b in benchmarks/[!_]*.py; do echo "== $$b"; $(PY) $$b || exit 1; done

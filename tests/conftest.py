@@ -53,12 +53,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         parts = where(item)
         if parts and parts[0] in TIERS:
             item.add_marker(getattr(pytest.mark, parts[0]))
-        # pytest-xdist (--dist loadgroup) keeps a group on one worker: a file whole (its
-        # module fixtures are made once), but the seeds of the world builds spread out
-        group = "/".join(parts)
-        if parts[-1] == "test_build_world.py" and "[" in item.name:
-            group += item.name[item.name.index("["):].split("-")[0]
-        item.add_marker(pytest.mark.xdist_group(group))
 
     def order(item: pytest.Item) -> tuple[int, int]:
         rel = "/".join(where(item))
