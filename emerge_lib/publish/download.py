@@ -8,6 +8,13 @@ match the manifest, so no half-written or wrong file ever has its final name. A 
 is cut off (or a connection that drops) continues each ``.part`` file with a ranged GET;
 files already present and correct are not fetched again. A mismatch fails with one line
 naming the file; the bad ``.part`` is removed. ``manifest.json`` is written last.
+
+The manifest is untrusted input (whoever can write to the bucket can forge one whose
+hashes agree): before anything is written its file list must keep the path rule of
+:func:`emerge_lib.release.manifest.check_files` (relative paths under ``--to``, no ``..``,
+no duplicates), and each file is written only where no symbolic link leads out of
+``--to``. ``--version`` pins a content version; ``manifest_sha256`` (the figure
+``emerge publish`` prints) pins the manifest's bytes.
 """
 
 from __future__ import annotations
@@ -37,7 +44,14 @@ from emerge_lib.publish.s3 import (
     error_code,
     s3_error,
 )
-from emerge_lib.release.manifest import MANIFEST, content_version, sha256_file
+from emerge_lib.release.manifest import (
+    MANIFEST,
+    ManifestError,
+    check_files,
+    content_version,
+    inside,
+    sha256_file,
+)
 
 log = logging.getLogger(__name__)
 
@@ -131,15 +145,18 @@ class _Fetcher:
             self.progress(n)
 
     def fetch(self, f: Mapping[str, Any]) -> None:
-        final = self.out / f["path"]
+        final = inside(self.out, f["path"])
         part = final.with_name(final.name + ".part")
-        if final.is_file() and final.stat().st_size == f["bytes"] and \
-                sha256_file(final) == f["sha256"]:
+        if not final.is_symlink() and final.is_file() and \
+                final.stat().st_size == f["bytes"] and sha256_file(final) == f["sha256"]:
             with self.lock:
                 self.report.present_files += 1
             self._tick(f["bytes"])
             return
         final.parent.mkdir(parents=True, exist_ok=True)
+        final = inside(self.out, f["path"])  # no link swapped in on the way
+        if part.is_symlink():
+            part.unlink()
         key = self.source.version_key(self.version, f["path"])
         url = f"s3://{self.source.bucket}/{key}"
         for fresh in (False, True):
@@ -237,11 +254,13 @@ def _object_size(response: Mapping[str, Any]) -> int:
     return int(response["ContentLength"])
 
 
-def resolve_version(client: Any, source: S3Location,
-                    version: str | None) -> tuple[str, bytes, dict[str, Any]]:
+def resolve_version(client: Any, source: S3Location, version: str | None, *,
+                    expect_version: str | None = None,
+                    manifest_sha256: str | None = None) -> tuple[str, bytes, dict[str, Any]]:
     """The version to fetch with its manifest (bytes and parsed), proven: the manifest's
-    sha256 is ``latest``'s (when the version came from there), and its file list hashes
-    to its version."""
+    sha256 is ``latest``'s (when the version came from there) and ``manifest_sha256``
+    (when given), its file list hashes to its version and keeps the path rule; the
+    version is ``expect_version`` (when given)."""
     expected_sha = None
     if version is None:
         from emerge_lib.publish.upload import read_latest
@@ -250,7 +269,13 @@ def resolve_version(client: Any, source: S3Location,
         if latest is None:
             raise S3NotFoundError(f"{source.url(LATEST)}: nothing published there (no "
                                   "latest pointer); check --from")
-        version, expected_sha = latest["version"], latest.get("manifest_sha256")
+        version, expected_sha = latest.get("version"), latest.get("manifest_sha256")
+        if not isinstance(version, str) or not re.fullmatch(r"[0-9a-f]{16}", version):
+            raise ChecksumMismatchError(f"{source.url(LATEST)}: names no version "
+                                        f"({version!r:.40}); not a release pointer")
+    if expect_version is not None and version != expect_version:
+        raise ChecksumMismatchError(f"{source.url(LATEST)}: points at {version}, not the "
+                                    f"version you expect ({expect_version}); nothing fetched")
     url = source.url(VERSIONS, version, MANIFEST)
     try:
         body = client.get_object(Bucket=source.bucket,
@@ -261,13 +286,18 @@ def resolve_version(client: Any, source: S3Location,
             raise S3NotFoundError(f"{url}: no such version; published: "
                                   f"{', '.join(known) or 'none'}") from None
         raise
-    if expected_sha and hashlib.sha256(body).hexdigest() != expected_sha:
+    digest = hashlib.sha256(body).hexdigest()
+    if expected_sha and digest != expected_sha:
         raise ChecksumMismatchError(f"{url}: its sha256 is not the one {LATEST} records")
+    if manifest_sha256 and digest != manifest_sha256.lower():
+        raise ChecksumMismatchError(f"{url}: its sha256 {digest[:16]}… is not the "
+                                    f"{manifest_sha256[:16]}… you pinned; nothing fetched")
     try:
         manifest = json.loads(body)
         files = manifest["files"]
     except (ValueError, KeyError, TypeError):
         raise ChecksumMismatchError(f"{url}: not a release manifest") from None
+    check_files(files, url)  # the path rule, before anything is written
     if manifest.get("version") != version or content_version(files) != version:
         raise ChecksumMismatchError(f"{url}: its file list does not hash to {version}")
     return version, body, manifest
@@ -283,7 +313,8 @@ def published_versions(client: Any, source: S3Location) -> list[str]:
 
 
 def download_release(source: S3Location | str, out: str | Path, client: Any, *,
-                     version: str | None = None, snapshots: Iterable[str] = (),
+                     version: str | None = None, expect_version: str | None = None,
+                     manifest_sha256: str | None = None, snapshots: Iterable[str] = (),
                      evaluation_set_only: bool = False, workers: int = 8, retries: int = 5,
                      progress: Progress | None = None,
                      on_total: Callable[[int], None] | None = None) -> DownloadReport:
@@ -293,7 +324,9 @@ def download_release(source: S3Location | str, out: str | Path, client: Any, *,
         source = S3Location.parse(source)
     root = Path(out)
     try:
-        version, manifest_bytes, manifest = resolve_version(client, source, version)
+        version, manifest_bytes, manifest = resolve_version(
+            client, source, version, expect_version=expect_version,
+            manifest_sha256=manifest_sha256)
         files = select_files(manifest, list(snapshots), evaluation_set_only)
         if on_total:
             on_total(sum(f["bytes"] for f in files))
@@ -306,7 +339,7 @@ def download_release(source: S3Location | str, out: str | Path, client: Any, *,
         fetcher.report.files = len(files)
         fetcher.report.bytes = total
         fetcher.run(files)
-    except PublishError:
+    except (PublishError, ManifestError):  # ManifestError: the path rule
         raise
     except Exception as exc:
         raise s3_error(exc, source.url()) from exc

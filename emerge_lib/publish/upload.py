@@ -71,6 +71,7 @@ class PublishReport:
     latest_changed: bool = False
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
+    manifest_sha256: str = ""  # what a consumer pins: emerge download --manifest-sha256
 
     def brief(self) -> str:
         rate = (f", {self.uploaded_bytes / 1e6 / self.seconds:.1f} MB/s"
@@ -81,7 +82,7 @@ class PublishReport:
                 f"({self.uploaded_bytes / 1e6:.1f} of {self.bytes / 1e6:.1f} MB)")
         latest = "latest → this version" if self.latest_changed else "latest unchanged"
         return (f"published {self.version} to {self.target}: {what}, {latest} in "
-                f"{self.seconds:.1f}s{rate}")
+                f"{self.seconds:.1f}s{rate}; manifest sha256 {self.manifest_sha256}")
 
 
 # -- the gate ------------------------------------------------------------------------------
@@ -367,10 +368,20 @@ def read_latest(client: Any, target: S3Location) -> tuple[dict[str, Any] | None,
         if error_code(exc) in ("NoSuchKey", "404", "NotFound"):
             return None, None
         raise
+    body = r["Body"].read()
     try:
-        return json.loads(r["Body"].read()), r["ETag"]
+        pointer = json.loads(body)
     except ValueError:
+        looks = body[:200].lstrip().lower()
+        if looks.startswith((b"<!doctype html", b"<html")) or "html" in str(
+                r.get("ContentType", "")):
+            raise PublishError(f"{target.url(LATEST)}: the endpoint answered a web page, not "
+                               "an object: is s3.endpoint_url (--endpoint-url) an S3 server?"
+                               ) from None
         raise PublishError(f"{target.url(LATEST)} is not JSON; fix or delete it") from None
+    if not isinstance(pointer, dict):
+        raise PublishError(f"{target.url(LATEST)} is not a release pointer (a JSON object)")
+    return pointer, r["ETag"]
 
 
 def point_latest(client: Any, target: S3Location, version: str, manifest_sha256: str,
@@ -452,6 +463,7 @@ def publish_release(release_dir: str | Path, target: S3Location | str, client: A
                               ChecksumSHA256=_b64(hashlib.sha256(manifest_bytes).digest()),
                               Metadata={"sha256": manifest_sha256},
                               ContentType="application/json")
+        report.manifest_sha256 = manifest_sha256
         report.latest_changed = point_latest(client, target, version, manifest_sha256)
     except ReleaseGateError:
         raise

@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +32,78 @@ CHUNK = 1 << 20
 class ManifestError(EmergeError):
     """A release does not match its manifest (or has none): not retryable, the files are
     what they are."""
+
+
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+_DRIVE = re.compile(r"[A-Za-z]:")
+
+
+def path_problem(path: object) -> str | None:
+    """Why ``path`` may not name a file of a release, or None: the path rule.
+
+    A release's paths come from its manifest, which whoever can write to a bucket can
+    forge with self-consistent hashes; so a path is only ever a relative POSIX path that
+    stays under the release root: no absolute or drive path, no empty, ``.`` or ``..``
+    component, no backslash or NUL, not the manifest itself."""
+    if not isinstance(path, str) or not path:
+        return "not a non-empty string"
+    if "\\" in path or "\0" in path:
+        return "holds a backslash or NUL"
+    if path.startswith("/") or _DRIVE.match(path):
+        return "is absolute"
+    parts = path.split("/")
+    if any(part in ("", ".", "..") for part in parts):
+        return "has an empty, '.' or '..' component"
+    if path == MANIFEST:
+        return "is the manifest itself"
+    return None
+
+
+def check_files(files: object, where: str) -> list[dict[str, Any]]:
+    """The manifest's file list if every entry keeps the path rule (:func:`path_problem`)
+    and is well formed (``bytes`` a count, ``sha256`` 64 hex digits), no two paths name
+    the same file (after case folding, as a case-insensitive filesystem would) and no
+    file is the folder of another; else :class:`ManifestError` with one line naming the
+    first bad path. The whole manifest is refused, before anything is written."""
+    if not isinstance(files, list):
+        raise ManifestError(f"{where}: 'files' is not a list")
+    seen: dict[str, str] = {}
+    for entry in files:
+        if not isinstance(entry, dict):
+            raise ManifestError(f"{where}: a file entry is not an object: {entry!r:.80}")
+        path = entry.get("path")
+        problem = path_problem(path)
+        if problem is None and (not isinstance(entry.get("bytes"), int)
+                                or isinstance(entry.get("bytes"), bool) or entry["bytes"] < 0):
+            problem = f"has no byte count ({entry.get('bytes')!r:.40})"
+        if problem is None and not (isinstance(entry.get("sha256"), str)
+                                    and _SHA256.fullmatch(entry["sha256"])):
+            problem = f"has no sha256 ({entry.get('sha256')!r:.40})"
+        if problem is None and path.casefold() in seen:
+            problem = f"names the same file as {seen[path.casefold()]!r}"
+        if problem is not None:
+            raise ManifestError(f"{where}: refusing the release: file path {path!r:.200} "
+                                f"{problem}")
+        seen[path.casefold()] = path
+    for path in seen:
+        parts = path.split("/")
+        for i in range(1, len(parts)):
+            folder = "/".join(parts[:i])
+            if folder in seen:
+                raise ManifestError(f"{where}: refusing the release: file path "
+                                    f"{seen[folder]!r} is also the folder of {path!r}")
+    return files
+
+
+def inside(root: str | Path, rel: str) -> Path:
+    """``root/rel`` once no symbolic link on the way leads it out of ``root`` (a link
+    left in the folder before, pointing elsewhere); else :class:`ManifestError`."""
+    base = Path(root).resolve()
+    target = (base / rel).parent.resolve() / Path(rel).name
+    if not target.is_relative_to(base):
+        raise ManifestError(f"{Path(root) / rel}: a symbolic link leads it out of {root}; "
+                            "refusing to write or read it")
+    return target
 
 
 def sha256_file(path: str | Path) -> str:
@@ -140,6 +213,7 @@ def read_manifest(out_dir: str | Path) -> dict[str, Any]:
     if manifest.get("schema_version") != SCHEMA_VERSION:
         raise ManifestError(f"{path}: schema_version {manifest.get('schema_version')!r}, "
                             f"this emerge reads {SCHEMA_VERSION}")
+    check_files(manifest.get("files"), str(path))
     return manifest
 
 
@@ -165,8 +239,11 @@ def verify_release(out_dir: str | Path, paths: Iterable[str] | None = None) -> V
     result = Verification(missing=[], mismatched=[])
     for rel in wanted:
         entry = listed.get(rel)
-        path = root / rel
-        if entry is None or not path.is_file():
+        if entry is None:
+            result.missing.append(rel)
+            continue
+        path = inside(root, rel)
+        if not path.is_file():
             result.missing.append(rel)
             continue
         result.checked += 1

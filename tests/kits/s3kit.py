@@ -134,3 +134,147 @@ def keys(server: Any, bucket: str, prefix: str) -> list[str]:
     for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
         out += [o["Key"] for o in page.get("Contents", [])]
     return sorted(out)
+
+
+# -- an S3 server that accepts any key -----------------------------------------------------
+class AnyKeyS3:
+    """A stand-in S3 server over HTTP on 127.0.0.1 that stores and serves any key byte for
+    byte (``..`` and leading slashes included), as AWS does and SeaweedFS does not: what
+    a forged release on a real bucket looks like to ``emerge download``. It speaks the
+    REST protocol boto3 sends (path-style GET, HEAD, PUT); no signatures checked."""
+
+    def __init__(self) -> None:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+        from urllib.parse import parse_qs, unquote, urlsplit
+        from xml.sax.saxutils import escape
+
+        objects: dict[str, bytes] = {}
+        self.objects, self.requests, self.headers = objects, [], []
+        requests, seen_headers = self.requests, self.headers
+
+        class Handler(BaseHTTPRequestHandler):
+            def _key(self) -> str:
+                return unquote(urlsplit(self.path).path)  # /bucket/key, raw
+
+            def _body(self) -> bytes:
+                raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                if "aws-chunked" not in self.headers.get("Content-Encoding", ""):
+                    return raw
+                data, rest = b"", raw  # size;ext CRLF bytes CRLF ... 0 CRLF trailers
+                while rest:
+                    line, _, rest = rest.partition(b"\r\n")
+                    size = int(line.split(b";")[0], 16)
+                    if size == 0:
+                        break
+                    data, rest = data + rest[:size], rest[size + 2:]
+                return data
+
+            def do_PUT(self) -> None:  # noqa: N802 (the protocol's name)
+                seen_headers.append(dict(self.headers))
+                objects[self._key()] = self._body()
+                self.send_response(200)
+                self.send_header("ETag", '"x"')
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def do_GET(self, body: bool = True) -> None:  # noqa: N802
+                seen_headers.append(dict(self.headers))
+                query = parse_qs(urlsplit(self.path).query)
+                if "list-type" in query:  # ListObjectsV2 of /bucket?prefix=
+                    bucket = self._key().rstrip("/")
+                    prefix = query.get("prefix", [""])[0]
+                    found = sorted(k[len(bucket) + 1:] for k in objects
+                                   if k.startswith(f"{bucket}/{prefix}"))
+                    listing = "".join(f"<Contents><Key>{escape(k)}</Key><Size>"
+                                      f"{len(objects[f'{bucket}/{k}'])}</Size></Contents>"
+                                      for k in found)
+                    xml = (f'<?xml version="1.0"?><ListBucketResult><Name>{bucket[1:]}</Name>'
+                           f"<Prefix>{escape(prefix)}</Prefix><KeyCount>{len(found)}</KeyCount>"
+                           f"<IsTruncated>false</IsTruncated>{listing}</ListBucketResult>").encode()
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/xml")
+                    self.send_header("Content-Length", str(len(xml)))
+                    self.end_headers()
+                    self.wfile.write(xml)
+                    return
+                requests.append(self._key())
+                data = objects.get(self._key())
+                if data is None:
+                    error = (b'<?xml version="1.0"?><Error><Code>NoSuchKey</Code>'
+                             b"<Message>no such key</Message></Error>")
+                    self.send_response(404)
+                    self.send_header("Content-Type", "application/xml")
+                    self.send_header("Content-Length", str(len(error)))
+                    self.end_headers()
+                    if body:
+                        self.wfile.write(error)
+                    return
+                self.send_response(200)
+                self.send_header("ETag", f'"{hash(data) & 0xFFFFFFFF:08x}"')
+                self.send_header("Content-Length", str(len(data)))
+                self.send_header("Last-Modified", "Wed, 02 Dec 2026 00:00:00 GMT")
+                self.end_headers()
+                if body:
+                    self.wfile.write(data)
+
+            def do_HEAD(self) -> None:  # noqa: N802
+                self.do_GET(body=False)
+
+            def log_message(self, *_: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.endpoint_url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def put(self, bucket: str, key: str, data: bytes) -> None:
+        self.objects[f"/{bucket}/{key}"] = data
+
+    def client(self) -> Any:
+        from emerge_lib.core.config import S3Settings
+        from emerge_lib.publish import make_client
+
+        return make_client(S3Settings(endpoint_url=self.endpoint_url), unsigned=True,
+                           retries=0)
+
+    def __enter__(self) -> AnyKeyS3:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def forge_release(paths: Mapping[str, bytes]) -> tuple[dict[str, Any], bytes]:
+    """A manifest whose hashes all agree (its version is its file list's hash) over files
+    with arbitrary ``paths``: what anyone who can write to a bucket can publish."""
+    import hashlib
+    import json
+
+    from emerge_lib.release.manifest import SCHEMA_VERSION, content_version
+
+    files = [{"path": p, "bytes": len(b), "sha256": hashlib.sha256(b).hexdigest(), "rows": None}
+             for p, b in paths.items()]
+    manifest = {"schema_version": SCHEMA_VERSION, "dataset": "EMERGE",
+                "version": content_version(files), "files": files}
+    return manifest, json.dumps(manifest).encode()
+
+
+def plant_forgery(put: Any, prefix: str, paths: Mapping[str, bytes]) -> str:
+    """Store a forged release (files, manifest, latest) through ``put(key, bytes)``;
+    returns its version."""
+    import hashlib
+    import json
+
+    manifest, body = forge_release(paths)
+    version = manifest["version"]
+    for path, data in paths.items():
+        put(f"{prefix}/v/{version}/{path}", data)
+    put(f"{prefix}/v/{version}/manifest.json", body)
+    put(f"{prefix}/latest", json.dumps({"version": version,
+                                        "manifest_sha256": hashlib.sha256(body).hexdigest()}).encode())
+    return version

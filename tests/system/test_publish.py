@@ -452,3 +452,88 @@ def test_a_killed_publish_is_continued_by_the_next_one(s3_server: Any, tmp_path:
     out = tmp_path / "download"
     download_release(f"s3://{BUCKET}/killed", out, client_of(s3_server))
     assert files_of(out) == files_of(release)
+
+
+def _forged_paths(victim: Path) -> dict[str, bytes]:
+    return {"README.md": b"# a release\n",
+            "snapshot_2024-01-01/delta_2024-01-08.jsonl": b'{"hash_id": "1"}\n',
+            "../../escaped.txt": b"written outside --to\n",
+            str(victim): b"overwritten\n"}
+
+
+@pytest.mark.parametrize("server", ["seaweedfs", "any-key"])
+def test_a_forged_release_writes_nothing_outside_the_target(server: str, s3_server: Any,
+                                                             tmp_path: Path, capsys) -> None:
+    """A manifest naming absolute and '..' paths, its hashes self-consistent, served by
+    the project's SeaweedFS and by a server that keeps any key as AWS does: download
+    refuses it as a whole with one line, and writes nothing anywhere."""
+    from s3kit import AnyKeyS3, plant_forgery
+
+    victim = tmp_path / "home" / ".bashrc"
+    victim.parent.mkdir()
+    victim.write_bytes(b"the user's own file\n")
+    out = tmp_path / "area" / "sub" / "download"
+    before = files_of(tmp_path)
+    stand_in = AnyKeyS3() if server == "any-key" else None
+    try:
+        if stand_in is not None:
+            client = stand_in.client()
+            plant_forgery(lambda k, b: stand_in.put(BUCKET, k, b), "forged", _forged_paths(victim))
+        else:
+            admin = s3_server.client("admin")
+            client = client_of(s3_server)
+            paths = {p: b for p, b in _forged_paths(victim).items() if not p.startswith("..")}
+            plant_forgery(lambda k, b: admin.put_object(Bucket=BUCKET, Key=k, Body=b),
+                          "forged", paths)
+        with pytest.raises(Exception, match="refusing the release: file path") as err:
+            download_release(f"s3://{BUCKET}/forged", out, client)
+        assert "\n" not in str(err.value)
+        if stand_in is not None:  # only the pointer and the manifest were read
+            assert [k.rsplit("/", 1)[-1] for k in stand_in.requests] == ["latest", MANIFEST]
+    finally:
+        if stand_in is not None:
+            stand_in.stop()
+    assert files_of(tmp_path) == before  # nothing written, not even --to
+    assert not out.exists() and victim.read_bytes() == b"the user's own file\n"
+
+
+def test_a_link_in_the_target_does_not_lead_a_download_out(s3_server: Any, tmp_path: Path) -> None:
+    release = tmp_path / "release"
+    make_release(release, seed=7, big_mb=0)
+    client = client_of(s3_server)
+    publish(release, f"s3://{BUCKET}/linked", client, tmp_path)
+    out, elsewhere = tmp_path / "download", tmp_path / "elsewhere"
+    out.mkdir()
+    elsewhere.mkdir()
+    (out / "snapshot_2024-01-01").symlink_to(elsewhere)
+    with pytest.raises(Exception, match="symbolic link"):
+        download_release(f"s3://{BUCKET}/linked", out, client)
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_a_consumer_pins_the_version_they_reviewed(s3_server: Any, tmp_path: Path, monkeypatch,
+                                                   capsys) -> None:
+    first, second = tmp_path / "r1", tmp_path / "r2"
+    make_release(first, seed=11, big_mb=0)
+    make_release(second, seed=12, big_mb=0)
+    cli_env(monkeypatch, s3_server, "publisher")
+    to = f"s3://{BUCKET}/pinned"
+    assert main(["publish", "--release", str(first), "--to", to]) == 0
+    printed = capsys.readouterr().out
+    reviewed = read_manifest(first)["version"]
+    sha = hashlib.sha256((first / MANIFEST).read_bytes()).hexdigest()
+    assert f"manifest sha256 {sha}" in printed
+    assert main(["publish", "--release", str(second), "--to", to]) == 0
+    capsys.readouterr()
+    # latest moved on: the pin refuses it, nothing fetched
+    assert main(["download", "--from", to, "--to", str(tmp_path / "d1"),
+                 "--expect-version", reviewed]) == 1
+    err = capsys.readouterr().err
+    assert f"not the version you expect ({reviewed})" in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "d1").exists()
+    assert main(["download", "--from", to, "--to", str(tmp_path / "d2"), "--version", reviewed,
+                 "--manifest-sha256", sha]) == 0
+    assert files_of(tmp_path / "d2") == files_of(first)
+    assert main(["download", "--from", to, "--to", str(tmp_path / "d3"),
+                 "--manifest-sha256", sha]) == 1
+    assert "you pinned" in capsys.readouterr().err

@@ -13,6 +13,8 @@ import pytest
 from emerge_lib.release.manifest import (
     MANIFEST,
     ManifestError,
+    check_files,
+    inside,
     read_manifest,
     sha256_file,
     verify_release,
@@ -84,3 +86,63 @@ def test_a_folder_without_a_readable_manifest_is_refused(tmp_path: Path) -> None
     (root / MANIFEST).write_text('{"schema_version": 99, "files": []}')
     with pytest.raises(ManifestError, match="schema_version 99"):
         read_manifest(root)
+
+
+def _entry(path: object) -> dict[str, object]:
+    return {"path": path, "bytes": 3, "sha256": "0" * 64, "rows": None}
+
+
+@pytest.mark.parametrize(("path", "why"), [
+    ("/home/user/.bashrc", "is absolute"),
+    ("C:/Windows/evil", "is absolute"),
+    ("../../x", "'..'"),
+    ("snapshot_2024-01-01/../../x", "'..'"),
+    ("a//b", "empty"),
+    ("./a", "'.'"),
+    ("a\\..\\b", "backslash"),
+    ("a\0b", "NUL"),
+    ("", "non-empty string"),
+    (123, "non-empty string"),
+    (MANIFEST, "manifest itself"),
+])
+def test_the_path_rule_refuses_paths_that_leave_the_root(path: object, why: str) -> None:
+    files = [_entry("README.md"), _entry(path)]
+    with pytest.raises(ManifestError, match="refusing the release") as err:
+        check_files(files, "m.json")
+    assert why in str(err.value) and "\n" not in str(err.value)
+
+
+def test_the_path_rule_refuses_duplicates_folders_and_malformed_entries() -> None:
+    with pytest.raises(ManifestError, match="same file as 'a/B.txt'"):
+        check_files([_entry("a/B.txt"), _entry("a/b.txt")], "m.json")
+    with pytest.raises(ManifestError, match="also the folder of 'a/b'"):
+        check_files([_entry("a/b"), _entry("a")], "m.json")
+    with pytest.raises(ManifestError, match="byte count"):
+        check_files([{"path": "a", "bytes": -1, "sha256": "0" * 64}], "m.json")
+    with pytest.raises(ManifestError, match="sha256"):
+        check_files([{"path": "a", "bytes": 1, "sha256": "zz"}], "m.json")
+    with pytest.raises(ManifestError, match="not a list"):
+        check_files({"path": "a"}, "m.json")
+    good = [_entry("README.md"), _entry("snapshot_2024-01-01/kg_triples.parquet")]
+    assert check_files(good, "m.json") == good
+
+
+def test_a_forged_manifest_is_refused_by_every_reader(tmp_path: Path) -> None:
+    root = release(tmp_path)
+    manifest = write_manifest(root, FILES, meta={})
+    manifest["files"].append(_entry("../outside.txt"))
+    (root / MANIFEST).write_text(json.dumps(manifest))
+    with pytest.raises(ManifestError, match="'../outside.txt'"):
+        read_manifest(root)
+    with pytest.raises(ManifestError, match="'../outside.txt'"):
+        verify_release(root)
+
+
+def test_a_symbolic_link_out_of_the_root_is_refused(tmp_path: Path) -> None:
+    root, elsewhere = tmp_path / "rel", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    root.mkdir()
+    (root / "snapshot_2024-01-01").symlink_to(elsewhere)
+    with pytest.raises(ManifestError, match="symbolic link"):
+        inside(root, "snapshot_2024-01-01/kg_triples.parquet")
+    assert inside(root, "README.md") == root.resolve() / "README.md"
