@@ -51,10 +51,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    from emerge_lib.core.logs import setup_logging
+
+    setup_logging(args.verbose)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
@@ -64,7 +63,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except ConfigError as exc:
-        print(f"emerge: {exc}", file=sys.stderr)
+        from emerge_lib.core.logs import redact
+
+        print(f"emerge: {redact(str(exc))}", file=sys.stderr)  # a line per bad setting
         return 2
     except EmergeError as exc:
         # one line a user can act on; the traceback only with --verbose
@@ -75,10 +76,58 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("emerge: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:  # never a traceback: one line, the traceback with --verbose
+        logging.getLogger(__name__).debug("failed", exc_info=True)
+        print(f"emerge: {_one_line_for(exc, args)}", file=sys.stderr)
+        return 1
+
+
+def _one_line_for(exc: BaseException, args: argparse.Namespace) -> str:
+    """The line for an error emerge did not raise on purpose: a full disk names the
+    folder and the space left, a file where a folder is needed says so; anything else
+    is its type and message."""
+    import errno
+    import re
+
+    text = " ".join(str(exc).split())
+    if (isinstance(exc, OSError) and exc.errno == errno.ENOSPC) or \
+            "No space left on device" in text:
+        where = getattr(exc, "filename", None) or next(
+            iter(re.findall(r"(?:file:)?(/[^\s'\"(),]+)", text)), None) or next(
+            (str(v) for k in ("out", "warehouse", "to", "release")
+             if isinstance(v := getattr(args, k, None), str) and "://" not in v), None)
+        return _disk_full(where)
+    if isinstance(exc, FileExistsError | NotADirectoryError) and exc.filename:
+        return f"{exc.filename}: a file is in the way of a folder emerge needs there"
+    if isinstance(exc, OSError) and exc.filename:
+        return f"{exc.filename}: {exc.strerror or exc}"
+    if isinstance(exc, ValueError):
+        return _one_line(exc)
+    return (f"{type(exc).__name__}: {_one_line(exc)} (an unexpected error: -v shows the "
+            "traceback; please report it)")
+
+
+def _disk_full(where: str | None) -> str:
+    import shutil
+    from pathlib import Path
+
+    if not where:
+        return "no space left on device; free some space and run again (finished work is kept)"
+    folder = Path(where.removeprefix("file:"))
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    try:
+        free = f"{shutil.disk_usage(folder).free / 1e6:,.0f} MB left"
+    except OSError:
+        free = "space left unknown"
+    return (f"no space left on device under {folder} ({free}); free some space and run "
+            "again (finished work is kept)")
 
 
 def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split()) or type(exc).__name__
+    from emerge_lib.core.logs import redact
+
+    text = redact(" ".join(str(exc).split())) or type(exc).__name__
     return text if len(text) <= 2000 else text[:2000] + " …"
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -49,13 +48,6 @@ def byte_bar(desc: str) -> Iterator[tuple[Callable[[int], None], Callable[[int],
         yield on_total, on_bytes
 
 
-def quiet_sdk_logs(args: argparse.Namespace) -> None:
-    """boto's INFO lines ("Found credentials in environment variables") only with -v."""
-    if not getattr(args, "verbose", False):
-        for name in ("botocore", "boto3", "s3transfer", "urllib3"):
-            logging.getLogger(name).setLevel(logging.WARNING)
-
-
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "publish",
@@ -84,7 +76,6 @@ def run(args: argparse.Namespace) -> int:
     from emerge_lib.pipeline.runner import run_stage
 
     cfg = load(args, **s3_overrides(args, to=args.to, part_size_mb=args.part_size_mb))
-    quiet_sdk_logs(args)
     with open_context(cfg, engine=False, release_dir=args.release) as ctx, bars(), \
             byte_bar("publish") as (on_total, on_bytes):
         ctx.on_transfer_total, ctx.on_transfer = on_total, on_bytes

@@ -485,8 +485,10 @@ def load_config(
 ) -> Config:
     """Load YAML (optional), then environment overrides, then explicit overrides.
 
-    Relative local paths in the file (warehouse, dumps.download_dir, file:// mirror) are
-    resolved against the file's folder, so a config travels with its data.
+    Relative local paths (warehouse, evaluation.out and predictions, dumps.download_dir
+    and staging, a file:// mirror) resolve where the user wrote them: those in the file,
+    and the defaults when a file is given, against the file's folder (a config travels
+    with its data); those from the environment or a flag against the current directory.
     """
     data: dict[str, Any] = {}
     source = "defaults"
@@ -496,26 +498,93 @@ def load_config(
         source = str(p)
         try:
             loaded = yaml.safe_load(p.read_text(encoding="utf-8"))
-        except FileNotFoundError as exc:
-            raise ConfigError(f"configuration file not found: {p}") from exc
+        except FileNotFoundError:
+            raise ConfigError(f"configuration file not found: {p}") from None
+        except IsADirectoryError:
+            raise ConfigError(f"{p}: is a folder, not a configuration file") from None
+        except PermissionError:
+            raise ConfigError(f"{p}: not readable (permission denied)") from None
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"{p}: not UTF-8 text (byte {exc.start}); expected YAML") from None
+        except OSError as exc:
+            raise ConfigError(f"{p}: cannot read it: {exc.strerror or exc}") from None
         except yaml.YAMLError as exc:
-            raise ConfigError(f"{p}: not valid YAML: {exc}") from exc
+            raise ConfigError(f"{p}: not valid YAML: {' '.join(str(exc).split())}") from None
         if loaded is None:
             loaded = {}
         if not isinstance(loaded, dict):
             raise ConfigError(f"{p}: the top level must be a mapping")
-        data = loaded
         base_dir = p.resolve().parent
-    data = deep_merge(data, env_overrides(environ))
+        data = _anchor(loaded, base_dir)
+    cwd = Path.cwd()
+    env = env_overrides(environ)
+    if env:
+        source += " + EMERGE__* environment"
+    data = deep_merge(data, _anchor(env, cwd))
     if overrides:
-        data = deep_merge(data, overrides)
+        source += " + command-line flags"
+        data = deep_merge(data, _anchor(dict(overrides), cwd))
     try:
         cfg = Config.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(_format_errors(exc, source)) from None
     if base_dir is not None:
         cfg = _resolve_relative(cfg, base_dir)
+    from emerge_lib.core.logs import register_secrets
+
+    register_secrets(_secret_values(cfg))
     return cfg
+
+
+def _secret_values(node: Any) -> list[str]:
+    """Every SecretStr value in the configuration (masked in every log line)."""
+    if isinstance(node, SecretStr):
+        return [node.get_secret_value()]
+    if isinstance(node, BaseModel):
+        return [v for name in type(node).model_fields
+                for v in _secret_values(getattr(node, name))]
+    if isinstance(node, list | tuple):
+        return [v for item in node for v in _secret_values(item)]
+    if isinstance(node, dict):
+        return [v for item in node.values() for v in _secret_values(item)]
+    return []
+
+
+def _local_relative(value: Any) -> bool:
+    return isinstance(value, str) and bool(value) and "://" not in value \
+        and not Path(value).is_absolute()
+
+
+def _anchor(tree: dict[str, Any], base: Path) -> dict[str, Any]:
+    """``tree`` (raw settings, before validation) with its relative local paths made
+    absolute against ``base``: the folder of the file, or the current directory for the
+    environment and the flags."""
+    out = dict(tree)
+
+    def section(name: str) -> dict[str, Any] | None:
+        value = out.get(name)
+        if not isinstance(value, Mapping):
+            return None
+        out[name] = dict(value)
+        return out[name]
+
+    if _local_relative(out.get("warehouse")):
+        out["warehouse"] = str((base / out["warehouse"]).resolve())
+    if (evaluation := section("evaluation")) is not None:
+        if _local_relative(evaluation.get("out")):
+            evaluation["out"] = str((base / evaluation["out"]).resolve())
+        if isinstance(evaluation.get("predictions"), list):
+            evaluation["predictions"] = [str((base / p).resolve()) if _local_relative(p) else p
+                                         for p in evaluation["predictions"]]
+    if (dumps := section("dumps")) is not None:
+        for key in ("download_dir", "staging"):
+            if _local_relative(dumps.get(key)):
+                dumps[key] = str((base / dumps[key]).resolve())
+        mirror = dumps.get("mirror")
+        if isinstance(mirror, str) and mirror.startswith("file://") \
+                and not mirror.startswith("file:///"):
+            dumps["mirror"] = (base / mirror[len("file://"):]).resolve().as_uri()
+    return out
 
 
 def _resolve_relative(cfg: Config, base: Path) -> Config:

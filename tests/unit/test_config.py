@@ -139,3 +139,34 @@ def test_not_yaml_and_missing_file(tmp_path: Path) -> None:
         load_config(tmp_path / "nope.yaml", environ={})
     with pytest.raises(ConfigError, match="mapping"):
         load_config(write(tmp_path, "- 1\n- 2\n"), environ={})
+
+
+def test_paths_resolve_where_the_user_wrote_them(tmp_path: Path, monkeypatch) -> None:
+    """In the file (and the defaults, when a file is given): against the file's folder;
+    from the environment or a flag: against the current directory."""
+    folder, cwd = tmp_path / "configs", tmp_path / "here"
+    folder.mkdir()
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    p = write(folder, "warehouse: wh\ndumps: {staging: st}\n")
+    cfg = load_config(p, environ={})
+    assert cfg.warehouse == str(folder / "wh") and cfg.dumps.staging == str(folder / "st")
+    assert cfg.dumps.download_dir.startswith(str(folder))  # a default, beside the file
+    from_env = load_config(p, environ={"EMERGE__WAREHOUSE": "env-wh"})
+    assert from_env.warehouse == str(cwd / "env-wh")
+    from_flag = load_config(p, overrides={"warehouse": "flag-wh",
+                                          "evaluation": {"out": "ev"}}, environ={})
+    assert from_flag.warehouse == str(cwd / "flag-wh")
+    assert from_flag.evaluation.out == str(cwd / "ev")
+    assert load_config(p, overrides={"warehouse": "s3://b/w"}, environ={}).warehouse == "s3://b/w"
+
+
+def test_a_config_that_is_a_folder_or_not_text_is_one_line(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="is a folder"):
+        load_config(tmp_path, environ={})
+    binary = tmp_path / "c.yaml"
+    binary.write_bytes(b"\xff\xfe\x00warehouse")
+    with pytest.raises(ConfigError, match="not UTF-8"):
+        load_config(binary, environ={})
+    with pytest.raises(ConfigError, match=r"EMERGE__\* environment"):
+        load_config(environ={"EMERGE__SNAPSHOTS__WINDOWS": "many"})
