@@ -63,7 +63,7 @@ def run_snapshot_dag(world: Path, out: Path, snapshot: str | None = None,
             "publish": publish_to is not None}
     if publish_to is not None:
         conf["release_to"] = publish_to
-    extra = {"EMERGE__WAREHOUSE": str(out / "warehouse"), "EMERGE__DUMPS__WORKERS": "1"}
+    extra = {"EMERGE__WAREHOUSE": str(out / "warehouse")}
     with ExitStack() as stack:
         if curate or (curate is None and local_server.available()):
             server = stack.enter_context(local_server.start())

@@ -13,23 +13,23 @@ import logging
 import os
 import pickle
 import sys
+import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import nullcontext
-from multiprocessing import get_context
+from multiprocessing import popen_spawn_posix, spawn
+from multiprocessing.context import SpawnContext, SpawnProcess
 from typing import Any, TypeVar
+
+from emerge_lib.ingest.files import IngestError
 
 log = logging.getLogger(__name__)
 
 
 S = TypeVar("S")
 M = TypeVar("M")
-
-
-
-
-
-
 
 
 def _run_in_spark(worker: Callable[..., Any]):
@@ -99,10 +99,64 @@ def keep_freed_memory() -> bool:
                 and mallopt(_M_TRIM_THRESHOLD, 4 * KEEP_FREED_BELOW))
 
 
-def _init_worker() -> None:
-    """Pool initializer: see _without_pandas and keep_freed_memory."""
+PARENT_POLL_S = 0.5
+
+
+def _exit_with_parent(parent: int) -> None:
+    """End this worker within ``PARENT_POLL_S`` of its parent's death (a kill -9 included:
+    nothing else tells a pool worker, whose queues it holds both ends of). Polling the
+    parent pid, not PR_SET_PDEATHSIG, which fires when the *thread* that spawned the
+    worker ends, and the pool spawns from whichever thread submits first."""
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_POLL_S)
+        os._exit(70)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
+def _init_worker(parent: int) -> None:
+    """Pool initializer: see _exit_with_parent, _without_pandas and keep_freed_memory."""
+    _exit_with_parent(parent)
     _without_pandas()
     keep_freed_memory()
+
+
+_LAUNCH = threading.Lock()
+
+
+class _PopenWithoutMain(popen_spawn_posix.Popen):
+    """Spawn's launch, minus the parent's ``__main__``: a spawned child normally re-runs
+    the parent's main script as ``__mp_main__``, and when that is Airflow's ``airflow``
+    entry point the worker configures Airflow again, and dies on the task supervisor's
+    deliberately blocked database URL (BrokenProcessPool in every pooled ingest task).
+    The workers are functions of emerge_lib and need nothing from ``__main__``."""
+
+    def _launch(self, process_obj: Any) -> None:
+        real = spawn.get_preparation_data
+
+        def without_main(name: str) -> dict[str, Any]:
+            data = real(name)
+            data.pop("init_main_from_path", None)
+            data.pop("init_main_from_name", None)
+            return data
+
+        with _LAUNCH:
+            spawn.get_preparation_data = without_main
+            try:
+                super()._launch(process_obj)
+            finally:
+                spawn.get_preparation_data = real
+
+
+class _ProcessWithoutMain(SpawnProcess):
+    @staticmethod
+    def _Popen(process_obj: Any) -> _PopenWithoutMain:  # noqa: N802 (multiprocessing's name)
+        return _PopenWithoutMain(process_obj)
+
+
+class _SpawnWithoutMain(SpawnContext):
+    Process = _ProcessWithoutMain
 
 
 class WorkerPool:
@@ -117,8 +171,9 @@ class WorkerPool:
     def executor(self) -> ProcessPoolExecutor:
         if self._pool is None:
             self._pool = ProcessPoolExecutor(max_workers=self.workers,
-                                             mp_context=get_context("spawn"),
-                                             initializer=_init_worker)
+                                             mp_context=_SpawnWithoutMain(),
+                                             initializer=_init_worker,
+                                             initargs=(os.getpid(),))
         return self._pool
 
     def close(self) -> None:
@@ -170,8 +225,17 @@ def run_workers(
         return results
     with WorkerPool(workers) if pool is None else nullcontext(pool) as active:
         executor = active.executor()
-        for fut in as_completed([executor.submit(worker, *job, threads=1) for job in jobs]):
-            done(fut.result())
+        try:
+            for fut in as_completed([executor.submit(worker, *job, threads=1) for job in jobs]):
+                done(fut.result())
+        except BrokenProcessPool:
+            codes = sorted({p.exitcode for p in (getattr(executor, "_processes", None) or {}).values()
+                            if p.exitcode is not None})
+            active.close()
+            raise IngestError(
+                f"an extraction worker process died (exit code {codes or 'unknown'}; -9 is "
+                "a kill, often the kernel's out-of-memory killer): lower dumps.workers or "
+                "free memory, and run again (finished files are kept)", retryable=True) from None
     return results
 
 

@@ -41,7 +41,6 @@ def test_dags_test_builds_the_release_emerge_build_builds(tmp_path: Path, worlds
     host, port = server.host_port
     env = airflow_env(
         tmp_path / "airflow", EMERGE__WAREHOUSE=str(tmp_path / "wh-dag"),
-        EMERGE__DUMPS__WORKERS="1",
         AIRFLOW_CONN_EMERGE_LLM=json.dumps({
             "conn_type": "emerge_llm", "host": host, "port": port,
             "extra": {"backend": "llamacpp", "model": server.model}}),

@@ -46,7 +46,6 @@ def airflow(world: Path, tmp_path_factory):
         "EMERGE_CONFIG": str(world / "config.yaml"),
         "EMERGE__WAREHOUSE": str(world / "warehouse"),
         "EMERGE_RELEASE_ROOT": str(world / "releases"),
-        "EMERGE__DUMPS__WORKERS": "1",  # small files: no process pool per task
     })
     instance.start()
     try:
