@@ -145,8 +145,19 @@ class Catalog:
 
     def _delta(self, name: str, version: int | None = None) -> DeltaTable:
         from deltalake import DeltaTable
+        from deltalake.exceptions import DeltaError, DeltaProtocolError
 
-        return DeltaTable(self.path(name), version=version, storage_options=self.storage_options)
+        try:
+            return DeltaTable(self.path(name), version=version,
+                              storage_options=self.storage_options)
+        except (DeltaError, DeltaProtocolError) as exc:
+            if "version" in str(exc).lower() and version is not None:
+                raise
+            # deltalake's message carries a native backtrace ("0: <unknown> …"): cut it
+            reason = " ".join(str(exc).split(" 0: ")[0].split())[:300]
+            raise CatalogError(f"table {name} ({self.path(name)}): its Delta log cannot be "
+                               f"read ({reason}); restore _delta_log from a backup, or "
+                               "remove the table and rebuild it") from None
 
     def read_arrow(
         self,
@@ -193,6 +204,14 @@ class Catalog:
             file_pruning_predicate=[("snapshot", "=", snapshot)])
         names = sorted(f.rsplit("/", 1)[-1] for f in files)
         return hashlib.sha256("\n".join(names).encode()).hexdigest()[:16]
+
+    def has_snapshot(self, name: str, snapshot: str) -> bool:
+        """Whether the table holds rows of ``snapshot`` (a partition value), read from its
+        Delta log without an engine."""
+        if not self.exists(name):
+            return False
+        return bool(self._delta(name).file_uris(
+            file_pruning_predicate=[("snapshot", "=", snapshot)]))
 
     def version(self, name: str) -> int | None:
         if not self.exists(name):

@@ -14,6 +14,20 @@ if TYPE_CHECKING:
     from emerge_lib.core.stage import StageContext, StageResult
 
 
+def count(minimum: int) -> Any:
+    """An argparse type: an integer of at least ``minimum`` (``--items -5`` is refused)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{value} is below {minimum}")
+        return value
+
+    return parse
+
+
 def load(args: argparse.Namespace, **sections: Any) -> Config:
     """The configuration of ``--config`` with the common flags (and ``sections``) on top."""
     from emerge_lib.core.config import load_config
@@ -29,6 +43,23 @@ def load(args: argparse.Namespace, **sections: Any) -> Config:
     if dumps:
         overrides["dumps"] = dumps
     return load_config(getattr(args, "config", None), overrides=overrides)
+
+
+def require_warehouse(cfg: Config, command: str) -> None:
+    """Refuse, with one line, a local warehouse that does not exist or holds no table: a
+    command that reads one would otherwise succeed on nothing."""
+    from pathlib import Path
+
+    from emerge_lib.core.errors import EmergeError
+
+    if "://" in cfg.warehouse:
+        return
+    root = Path(cfg.warehouse)
+    if not root.is_dir() or not any((p / "_delta_log").is_dir() for p in root.iterdir()):
+        what = "does not exist" if not root.exists() else (
+            "is not a folder" if not root.is_dir() else "holds no table")
+        raise EmergeError(f"{command}: the warehouse {root} {what}; give --warehouse (or "
+                          "-c) of a built one, or build it first with `emerge build`")
 
 
 @contextmanager

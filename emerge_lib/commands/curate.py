@@ -64,7 +64,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from emerge_lib.commands._common import bars, curation_progress, load
+    from emerge_lib.commands._common import bars, curation_progress, load, require_warehouse
+    from emerge_lib.core.errors import EmergeError
     from emerge_lib.pipeline.context import open_context
     from emerge_lib.pipeline.runner import run_stage
 
@@ -73,7 +74,13 @@ def run(args: argparse.Namespace) -> int:
         cfg = load(args, curation=overrides, snapshots=snapshots)
         if not overrides:  # curating is what this command is for
             cfg.curation.enabled = True
+        require_warehouse(cfg, "curate")
         with open_context(cfg, release_dir=args.out) as ctx, bars():
+            unbuilt = [p.key for p in cfg.plans()
+                       if not ctx.catalog.has_snapshot("instances", p.key)]
+            if unbuilt:
+                raise EmergeError(f"curate: snapshot {', '.join(unbuilt)} was never built in "
+                                  f"{cfg.warehouse}; build it first (emerge build)")
             curation_progress(ctx)
             for plan in cfg.plans():
                 run_stage(ctx, "curate", plan)

@@ -24,7 +24,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     st.add_argument("--wikidata", nargs="+", required=True, metavar="PATH",
                     help="Wikidata history dump files (bz2, gz, 7z or plain XML)")
-    st.add_argument("--at", required=True, metavar="ISO_TS", help="the instant τ (UTC)")
+    st.add_argument("--at", required=True, metavar="ISO_TS", type=_instant,
+                    help="the instant τ (UTC)")
     st.add_argument("--all-items", action="store_true",
                     help="do not restrict s and o to V_τ")
     st.add_argument("--no-stability", action="store_true",
@@ -37,18 +38,26 @@ def register(sub: argparse._SubParsersAction) -> None:
     st.set_defaults(func=run_statements)
 
 
+def _instant(value: str):
+    from emerge_lib.core.schedule import parse_utc
+
+    try:
+        return parse_utc(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def run_statements(args: argparse.Namespace) -> int:
     import sys
     import tempfile
 
     from emerge_lib.commands._common import bars, ingest_progress, load
-    from emerge_lib.core.schedule import parse_utc
     from emerge_lib.ingest.plan import check_inputs
     from emerge_lib.pipeline.context import open_context
     from emerge_lib.pipeline.runner import run_stage
     from emerge_lib.transform.snapshot import triples_at
 
-    tau = parse_utc(args.at)
+    tau = args.at
     check_inputs(args.wikidata)  # before any engine
     with tempfile.TemporaryDirectory(prefix="emerge-inspect-") as tmp:
         stability = {"kg_hours": args.kg_hours} if args.kg_hours is not None else {}

@@ -64,12 +64,17 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     n = 0
-    with out.open("w", encoding="utf-8") as fh, tqdm(total=len(instances), unit="inst",
-                                                     disable=None) as bar:
-        for line in _lines(args, instances, os.environ):
-            fh.write(json.dumps(line, ensure_ascii=False) + "\n")
-            n += 1
-            bar.update(1)
+    partial = out.with_name(f".{out.name}.part")  # a failed run leaves no file under --out
+    try:
+        with partial.open("w", encoding="utf-8") as fh, tqdm(
+                total=len(instances), unit="inst", disable=None) as bar:
+            for line in _lines(args, instances, os.environ):
+                fh.write(json.dumps(line, ensure_ascii=False) + "\n")
+                n += 1
+                bar.update(1)
+        os.replace(partial, out)
+    finally:
+        partial.unlink(missing_ok=True)
     print(f"{n} prediction lines written to {out}")
     return 0
 

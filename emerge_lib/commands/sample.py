@@ -23,6 +23,8 @@ items x revisions x 6 KB + articles x revisions x 8 KB per dump; e.g. --items 20
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    from emerge_lib.commands._common import count
+
     p = sub.add_parser(
         "sample",
         help="generate a sample dump mirror with planted truth (for tests and demos)",
@@ -31,10 +33,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--out", required=True, metavar="DIR", help="output folder")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    p.add_argument("--items", type=int, default=1000, help="Wikidata items in total (default 1000)")
-    p.add_argument("--articles", type=int, default=300,
+    p.add_argument("--items", type=count(1), default=1000, help="Wikidata items in total (default 1000)")
+    p.add_argument("--articles", type=count(1), default=300,
                    help="English Wikipedia articles in total (default 300)")
-    p.add_argument("--revisions", type=int, default=4,
+    p.add_argument("--revisions", type=count(1), default=4,
                    help="mean revisions per filler page (default 4)")
     p.add_argument("--snapshot", action="append", dest="snapshots", metavar="TS",
                    help="snapshot timestamp t (repeatable; >= 60 days apart; "
@@ -42,19 +44,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--dump-date", action="append", dest="dump_dates", metavar="YYYYMMDD",
                    help="dump dates (repeatable; default: one covering each snapshot's "
                         "windows + 168 h, on the 1st/20th schedule, at least two)")
-    p.add_argument("--pages-per-file", type=int, default=None,
+    p.add_argument("--pages-per-file", type=count(1), default=None,
                    help="pages per history file (default: 4+ files per wiki)")
-    p.add_argument("--jobs", type=int, default=1,
+    p.add_argument("--jobs", type=count(1), default=1,
                    help="processes writing files in parallel (default 1)")
     p.add_argument("--compress-level", type=int, default=9, choices=range(1, 10), metavar="1-9",
                    help="bz2 compression level (default 9, as Wikimedia)")
     p.add_argument("--formats", default="bz2,7z", metavar="LIST",
                    help="formats of the history files, comma-separated (default bz2,7z: both, "
                         "as Wikimedia publishes them, each listed in dumpstatus.json)")
-    p.add_argument("--bench-statements", type=int, default=0, metavar="N",
+    p.add_argument("--bench-statements", type=count(0), default=0, metavar="N",
                    help="bench mode: N extra item-valued statements per filler item, objects "
                         "being items with articles (default 0 = off)")
-    p.add_argument("--bench-passages", type=int, default=0, metavar="N",
+    p.add_argument("--bench-passages", type=count(0), default=0, metavar="N",
                    help="bench mode: about N linked paragraphs appended by filler articles "
                         "inside the windows (default 0 = off; truth.jsonl then lists planted "
                         "rows only)")

@@ -22,12 +22,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from emerge_lib.catalog import TABLES, Catalog
+    from emerge_lib.commands._common import require_warehouse
     from emerge_lib.core.config import load_config
 
     catalog = None
     if args.warehouse or args.config:
         cfg = load_config(args.config, overrides={"warehouse": args.warehouse}
                           if args.warehouse else None)
+        require_warehouse(cfg, "tables")
         catalog = Catalog.for_config(cfg)
     header = ["table", "producer", "consumers", "partition_by", "mode"]
     if catalog:

@@ -4,6 +4,7 @@ the tests open it this way)."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from typing import TYPE_CHECKING, Any
@@ -16,6 +17,8 @@ if TYPE_CHECKING:
 
     from emerge_lib.core.config import Config
 
+log = logging.getLogger(__name__)
+
 
 @contextmanager
 def open_context(cfg: Config, *, engine: bool = True, spark: SparkSession | None = None,
@@ -25,6 +28,8 @@ def open_context(cfg: Config, *, engine: bool = True, spark: SparkSession | None
     stage first needs it (a stage with nothing to do, or one that reads through deltalake
     only, never waits for an engine) and stopped on exit; ``engine=False``: never (the
     ingest's plan and extract steps, a release from stored files)."""
+    if engine:  # the effective warehouse, wherever it came from (a flag, the env, a file)
+        log.info("warehouse %s", cfg.warehouse)
     if spark is not None or not engine:
         yield StageContext(cfg, Catalog.for_config(cfg, spark), **fields)
         return

@@ -18,8 +18,11 @@ The JSONL lines follow the authors' instance format (``emerge_lib.release.format
 names, nesting, operation names, date-only dates) so their tooling reads ours, but with
 clean passage text, exact offsets and true UTC timestamps. Output is a pure function of the tables: lines are sorted by ``hash_id``,
 triples by (s, p, o), keys are in a fixed order and the JSON encoding is fixed, so a
-rebuild gives byte-identical files. Every file is written under a temporary name and
-renamed, so a crash never leaves a half-written file under a release name.
+rebuild gives byte-identical files. The whole release is written into a folder beside
+the output (``.NAME.writing``) and swapped into place at the end (one atomic exchange of
+the two folders where the kernel has ``renameat2``, else two renames), so no reader ever
+sees a mixed release: a kill or a full disk at any point leaves the old release or the
+new one. Files of the old folder that no release writes (the user's own) are carried over.
 
 Work is streamed per (snapshot, window) for the JSONL and per record batch for Parquet:
 no step holds more than one window's passages and instances in memory.
@@ -27,9 +30,12 @@ no step holds more than one window's passages and instances in memory.
 
 from __future__ import annotations
 
+import ctypes
+import errno
 import json
 import logging
 import os
+import shutil
 from collections import Counter, defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
@@ -281,25 +287,72 @@ def _ours(rel: str) -> bool:
         or name.removesuffix(".parquet") in KG_SNAPSHOT_TABLES and name.endswith(".parquet"))
 
 
-def _our_folder(rel: str) -> bool:
-    top = rel.split("/")[0]
-    return top in ("parquet", PLOTS, VALIDATION, EVALUATION_SET) or top.startswith("snapshot_")
+def _stale(old: Path, keep: set[str]) -> list[str]:
+    """The release files of the old folder this release does not write (an earlier
+    release's windows, snapshots, tables or validation pages): they go with the swap."""
+    if not old.is_dir():
+        return []
+    return sorted(rel for path in old.rglob("*") if path.is_file()
+                  and _ours(rel := path.relative_to(old).as_posix()) and rel not in keep)
 
 
-def _remove_stale(out: Path, keep: set[str]) -> list[str]:
-    """Delete the release files in ``out`` this release did not write (an earlier release's
-    windows, snapshots, tables or validation pages), then our folders left empty."""
-    removed = []
-    if not out.is_dir():
-        return removed
-    for path in sorted(out.rglob("*"), reverse=True):  # children before their folders
-        rel = path.relative_to(out).as_posix()
-        if path.is_file() and _ours(rel) and rel not in keep:
-            path.unlink()
-            removed.append(rel)
-        elif path.is_dir() and _our_folder(rel) and not any(path.iterdir()):
-            path.rmdir()
-    return sorted(removed)
+def _carry_foreign(old: Path, new: Path) -> None:
+    """Hard-link (or copy) into ``new`` the files of ``old`` no release writes."""
+    if not old.is_dir():
+        return
+    for path in sorted(old.rglob("*")):
+        rel = path.relative_to(old).as_posix()
+        if not path.is_file() or _ours(rel) or rel == MANIFEST or (new / rel).exists():
+            continue
+        (new / rel).parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(path, new / rel)
+        except OSError:
+            shutil.copy2(path, new / rel)
+
+
+_RENAME_EXCHANGE, _AT_FDCWD = 2, -100
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two folders in one atomic step (Linux renameat2); False where unsupported."""
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return False
+    if renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+        return False
+    raise OSError(code, os.strerror(code), str(b))
+
+
+def _staging_of(out: Path) -> tuple[Path, Path]:
+    return out.with_name(f".{out.name}.writing"), out.with_name(f".{out.name}.old")
+
+
+def _recover(out: Path) -> None:
+    """Undo what a kill between the two renames of the fallback swap left: the old
+    release back under its name; a half-written new one thrown away."""
+    staging, old = _staging_of(out)
+    if old.is_dir() and not out.exists():
+        os.rename(old, out)
+    for leftover in (staging, old):
+        if leftover.exists():
+            shutil.rmtree(leftover)
+
+
+def _swap_into_place(staging: Path, out: Path) -> None:
+    _, old = _staging_of(out)
+    if not out.exists():
+        os.rename(staging, out)
+    elif _exchange(staging, out):
+        shutil.rmtree(staging)  # it holds the old release now
+    else:
+        os.rename(out, old)
+        os.rename(staging, out)
+        shutil.rmtree(old)
 
 
 def write_release(
@@ -324,7 +377,32 @@ def write_release(
     suites on exactly the rows released; a failure raises after the manifest is written
     (it says ``success: false``, so nothing publishes it).
     """
-    out = Path(out_dir)
+    final = Path(out_dir)
+    _recover(final)
+    out, _ = _staging_of(final)
+    out.mkdir(parents=True)
+    try:
+        summary, report = _write_into(catalog, out, plans, settings, curation, validation,
+                                      dataset_settings, pinned)
+        summary.removed = _stale(final, set(summary.files))
+        _carry_foreign(final, out)
+        _swap_into_place(out, final)
+    except BaseException:
+        shutil.rmtree(out, ignore_errors=True)
+        raise
+    summary.out_dir = final
+    if summary.removed:
+        log.info("release: removed %d stale files of an earlier release", len(summary.removed))
+    if report is not None:
+        report.raise_for_failure()
+    return summary
+
+
+def _write_into(catalog: Catalog, out: Path, plans: Sequence[SnapshotPlan],
+                settings: PassageSettings, curation: CurationSettings,
+                validation: ValidationSettings, dataset_settings: Mapping[str, Any] | None,
+                pinned: Sequence[str]) -> tuple[ReleaseSummary, Any]:
+    """Every file of the release in the fresh folder ``out``, the manifest last."""
     summary = ReleaseSummary(out_dir=out)
     summary.versions = {name: catalog.version(name) for name in pinned}
     by_key = {p.key: p for p in plans}
@@ -388,7 +466,6 @@ def write_release(
         summary.validation))
     summary.files += card_files
     summary.files.append(LISTING)
-    summary.removed = _remove_stale(out, {*summary.files, MANIFEST})
     listing = {"snapshots": keys, "files": [f for f in summary.files if f != LISTING],
                "versions": summary.versions, "lines": summary.lines, "parquet_rows": summary.parquet_rows,
                "ops": dict(sorted(summary.ops.items())),
@@ -397,13 +474,9 @@ def write_release(
                "near_duplicates_left_out": summary.duplicates}
     with _atomic(out / LISTING) as tmp:
         tmp.write_text(json.dumps(listing, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    if summary.removed:
-        log.info("release: removed %d stale files of an earlier release", len(summary.removed))
     summary.manifest = write_manifest(out, summary.files, meta=_manifest_meta(
         catalog, summary, dataset_settings or {}))
-    if report is not None:
-        report.raise_for_failure()
-    return summary
+    return summary, report
 
 
 def _validation_line(verdict: Mapping[str, Any]) -> str:
