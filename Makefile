@@ -53,8 +53,9 @@ lint: $(STAMP)
 models: $(STAMP)
 	$(PY) -m emerge_lib.evaluation.models
 
-# every core: one pytest process per core, each test file whole on one of them (but the
-# world builds' seeds, which spread: tests/conftest.py)
+# every core: one pytest process per core, each test file whole on one of them (a file's
+# servers and module fixtures are made once; the longest files start first:
+# tests/conftest.py)
 test: lint models
 	$(PY) -m pytest -q -n auto --dist loadfile
 

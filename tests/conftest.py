@@ -38,6 +38,7 @@ os.environ.update(airflow_env(AIRFLOW_TEST_HOME))
 #: the longest files, started first so that no worker runs one of them alone at the end
 #: (pytest-xdist hands each group, a file, to one worker, in collection order)
 LONGEST_FIRST = ("system/test_airflow_scheduler.py", "e2e/test_build_world.py",
+                 "e2e/test_build_world_more_seeds.py",
                  "e2e/test_compat.py", "system/test_airflow_dagtest.py",
                  "system/test_curate_llm.py", "e2e/test_engine_modes.py",
                  "e2e/test_curate_stage.py")

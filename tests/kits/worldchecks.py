@@ -1,0 +1,81 @@
+"""The checks every built world passes, shared by the world files of tests/e2e.
+
+Each test_build_world*.py file imports these tests and gives them its own ``built``
+fixture (its seeds): pytest-xdist runs a file whole on one worker, so the seeds are split
+over files to spread over the cores. ``built`` is (world, catalog, variant, release).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from typing import Any
+
+import pytest
+from worlds import SEED1
+
+from emerge_lib.sample.compare import DESIGN_SETTINGS
+from emerge_lib.sample.compare import built as produced
+from emerge_lib.sample.compare import planted as expected
+
+
+def seeds(released: tuple[int, ...], design: tuple[int, ...] = ()) -> list[Any]:
+    """The (seed, semantics) parameters of a world file: "released" is the default
+    configuration (what the released data shows, truth.jsonl), "design" the DESIGN
+    §1.1-1.2 rule (truth-design.jsonl)."""
+    return [pytest.param((s, "released"), id=f"seed{s}") for s in released] + [
+        pytest.param((s, "design"), id=f"seed{s}-design") for s in design]
+
+
+def built_world(request: pytest.FixtureRequest, worlds: Any, spark: Any) -> tuple:
+    """The ``built`` fixture's body: the seed's world ingested once (kits/worlds.py) and
+    built under the variant's settings."""
+    seed, variant = request.param
+    done = worlds.built(replace(SEED1, seed=seed),
+                        DESIGN_SETTINGS if variant == "design" else None)
+    return done.world, done.catalog(spark), variant, done.release
+
+
+def test_instances_equal_truth(built) -> None:
+    world, catalog, variant, _ = built
+    got, _ = produced(catalog)
+    want = expected(world, variant)
+    assert {op for *_, op, _s, _p, _o, _sig in [(*k[:3], k[3], *k[4:]) for k in want]} == {
+        "X", "E", "EE", "EE-KG", "D"}
+    assert {k[7] for k in want if k[3] == "D"} >= {"removed", "rank"}
+    assert any((k[7] or "").startswith("qualifier:") for k in want)
+    assert sorted(want - got) == [], "missing instances"
+    assert sorted(got - want) == [], "unexpected instances"
+
+
+def test_no_trap_appears(built) -> None:
+    world, catalog, variant, _ = built
+    got, passages = produced(catalog)
+    texts = {(p["snapshot"], p["text"]) for p in passages.values()}
+    in_window = {(p["snapshot"], p["window"], p["text"]) for p in passages.values()}
+    name = "traps.jsonl" if variant == "released" else f"traps-{variant}.jsonl"
+    traps = [json.loads(line) for line in (world / name).read_text().splitlines()]
+    assert traps
+    for trap in traps:
+        if trap.get("op"):
+            # the trapped instance must not come from the trap's page (the same triple may
+            # rightly come from another passage, and then truth lists it)
+            hits = {k for k in got if (k[0], k[1], k[3], k[4], k[5], k[6]) ==
+                    (trap["snapshot"], trap["window"], trap["op"], trap["s"], trap["p"], trap["o"])
+                    and trap.get("page_id") in (None, k[2])}
+            assert not hits - expected(world, variant), trap
+        if trap.get("paragraph") and trap.get("window"):
+            assert (trap["snapshot"], trap["window"], trap["paragraph"]) not in in_window, trap
+        elif trap.get("paragraph"):
+            assert (trap["snapshot"], trap["paragraph"]) not in texts, trap
+
+
+def test_release_lines_match_instances(built) -> None:
+    _, catalog, _, release = built
+    lines = [json.loads(line) for f in sorted(release.glob("snapshot_*/delta_*.jsonl"))
+             for line in f.read_text().splitlines()]
+    released = sum(len(t["tkgu_operations"]) for line in lines for t in line["tkgu_triples"])
+    assert released == catalog.row_count("instances")
+    for line in lines:
+        for m in line["mentions"]:
+            assert line["passage"][m["start_char"]:m["end_char"]] == m["mention_text"]
