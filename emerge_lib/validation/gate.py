@@ -247,7 +247,8 @@ def _run(suites: Sequence[Suite], docs_dir: str | Path | None, run_name: str) ->
     # the pages are built once, after the last suite (an UpdateDataDocsAction per
     # checkpoint rebuilt the whole site each time: half of a snapshot's validation went
     # to compiling GX's page templates again)
-    context.build_data_docs(site_names=["emerge"])
+    with _listings_in_order():
+        context.build_data_docs(site_names=["emerge"])
     _steady_pages(docs)
     return report
 
@@ -255,6 +256,27 @@ def _run(suites: Sequence[Suite], docs_dir: str | Path | None, run_name: str) ->
 CACHE_BUSTER = re.compile(r"\?d=[0-9]{8}T[0-9]{6}\.[0-9]+Z")
 INSTANT = re.compile(r"[0-9]{8}T[0-9]{6}\.[0-9]{6}Z")
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+@contextmanager
+def _listings_in_order() -> Iterator[None]:
+    """GX lists its stores with os.walk, in the filesystem's directory order, and the
+    index page lists suites in that order: the same results gave other bytes on another
+    filesystem. While the pages are built, every listing comes sorted."""
+    from great_expectations.data_context.store.tuple_store_backend import (
+        TupleFilesystemStoreBackend,
+    )
+
+    unsorted = TupleFilesystemStoreBackend.list_keys
+
+    def list_keys(self: Any, prefix: tuple = ()) -> list[tuple]:
+        return sorted(unsorted(self, prefix))
+
+    TupleFilesystemStoreBackend.list_keys = list_keys  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        TupleFilesystemStoreBackend.list_keys = unsorted  # type: ignore[method-assign]
 
 
 def _steady_pages(docs: Path) -> None:

@@ -258,3 +258,35 @@ def test_a_check_the_engine_cannot_run_fails_the_gate_not_the_data(spark, wareho
     monkeypatch.setattr(suites, "snapshot_suites", with_a_median)
     with pytest.raises(ValidationGateError, match="could not run on this engine"):
         run(warehouse, "validate", GOOD, snapshots=SNAPSHOTS)
+
+
+def test_the_pages_do_not_depend_on_the_filesystems_listing_order(spark, tmp_path: Path,
+                                                                  monkeypatch) -> None:
+    """GX lists its pages with os.walk (directory order: hash order on ext4, reverse
+    creation on tmpfs); the index must list the suites in one order whatever the disk."""
+    import os
+
+    from great_expectations.data_context.store import tuple_store_backend
+
+    frame = spark.createDataFrame([(1,), (2,)], "n int")
+    positive = Check("n is positive", "ExpectColumnValuesToBeBetween",
+                     {"column": "n", "min_value": 1})
+    suites = [Suite(name, frame, [positive]) for name in ("s_b", "s_c", "s_a")]
+    run_gate(suites, tmp_path / "as-listed")
+    walk = os.walk
+
+    def reversed_walk(top, *args, **kwargs):
+        for root, dirs, files in walk(top, *args, **kwargs):
+            dirs.sort(reverse=True)
+            yield root, dirs, sorted(files, reverse=True)
+
+    monkeypatch.setattr(tuple_store_backend.os, "walk", reversed_walk)
+    run_gate(suites, tmp_path / "reversed")
+    pages = sorted(p.relative_to(tmp_path / "as-listed")
+                   for p in (tmp_path / "as-listed").rglob("*.html"))
+    assert len(pages) == 7  # the index, and a suite page and a results page per suite
+    for page in pages:
+        assert (tmp_path / "as-listed" / page).read_bytes() == \
+            (tmp_path / "reversed" / page).read_bytes(), page
+    index = (tmp_path / "reversed" / "index.html").read_text()
+    assert index.index("s_a") < index.index("s_b") < index.index("s_c")
