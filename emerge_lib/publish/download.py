@@ -209,7 +209,7 @@ class _Fetcher:
                     raise ChecksumMismatchError(
                         f"{url}: {total:,} bytes in the bucket, the manifest says {size:,}: "
                         "the object is not the published file")
-                with open(part, "ab" if have else "wb") as out:
+                with _local(part, "ab" if have else "wb") as out:
                     for chunk in r["Body"].iter_chunks(CHUNK):
                         out.write(chunk)
                         hasher.update(chunk)
@@ -244,6 +244,44 @@ class _Fetcher:
         log.warning("%s: %s; continuing at byte %d in %.1fs", url, exc, have, delay)
         time.sleep(delay)
         return attempt
+
+
+class _LocalWriteError(Exception):
+    """An OSError of the local file (a full disk, no permission), kept apart from the
+    network's OSErrors, which are retried."""
+
+    def __init__(self, error: OSError, path: Path) -> None:
+        super().__init__(str(error))
+        if error.filename is None:  # a failed write names no file
+            error.filename = str(path)
+        self.error = error
+
+
+class _local:  # noqa: N801 (used as a function: ``with _local(path, mode) as out``)
+    """``open(path, mode)`` whose open and write errors are ``_LocalWriteError``."""
+
+    def __init__(self, path: Path, mode: str) -> None:
+        try:
+            self.fh = open(path, mode)  # noqa: SIM115 (closed by __exit__)
+        except OSError as exc:
+            raise _LocalWriteError(exc, path) from None
+        self.path = path
+
+    def __enter__(self) -> _local:
+        return self
+
+    def write(self, chunk: bytes) -> None:
+        try:
+            self.fh.write(chunk)
+        except OSError as exc:
+            raise _LocalWriteError(exc, self.path) from None
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            self.fh.close()
+        except OSError as err:
+            if exc[0] is None:
+                raise _LocalWriteError(err, self.path) from None
 
 
 def _object_size(response: Mapping[str, Any]) -> int:
@@ -341,6 +379,12 @@ def download_release(source: S3Location | str, out: str | Path, client: Any, *,
         fetcher.run(files)
     except (PublishError, ManifestError):  # ManifestError: the path rule
         raise
+    except _LocalWriteError as exc:  # this disk (full, read-only), not the network
+        raise exc.error from None
+    except OSError as exc:
+        if exc.filename:  # a local file or folder (a file in the way, no permission)
+            raise
+        raise s3_error(exc, source.url()) from exc
     except Exception as exc:
         raise s3_error(exc, source.url()) from exc
     tmp = root / f".{MANIFEST}.tmp"
