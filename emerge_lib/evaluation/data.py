@@ -243,7 +243,7 @@ def instance_from_record(record: Mapping[str, Any], where: str,
     """One gold instance from one EMERGE line (ours or the authors')."""
     hid = record.get("hash_id")
     if not isinstance(hid, str) or not hid:
-        raise InputError(f"{where}: no hash_id")
+        raise InputError(f"{where}: {_not_a_string('hash_id', hid, 'hash_id' in record)}")
     dates = record.get("delta_dates")
     if isinstance(dates, list | tuple) and dates:
         snapshot = _date_of(dates[0], where)
@@ -383,6 +383,21 @@ def prediction_from_json(item: Any, where: str) -> Predicted:
     return Predicted(spo, lab, OPERATION_OPS[op])
 
 
+def _not_a_string(name: str, value: Any, present: bool) -> str:
+    """What is wrong with a field that must be a non-empty string: absent, or its type."""
+    if not present:
+        return f"no {name}"
+    if isinstance(value, str):
+        return f"{name} is empty"
+    return f"{name} {msgspec.json.encode(value).decode()[:40]} is a JSON {_json_type(value)}, not a string"
+
+
+def _json_type(value: Any) -> str:
+    return ("null" if value is None else "boolean" if isinstance(value, bool) else
+            "number" if isinstance(value, int | float) else "array" if isinstance(value, list)
+            else "object" if isinstance(value, dict) else type(value).__name__)
+
+
 def read_predictions(paths: str | Path | Iterable[str | Path]
                      ) -> dict[str, dict[str, list[Predicted]]]:
     """model → hash_id → predicted triples, from our predictions JSONL files."""
@@ -396,8 +411,10 @@ def read_predictions(paths: str | Path | Iterable[str | Path]
         for n, obj in _lines(p):
             where = f"{p}:{n}"
             hid, model = obj.get("hash_id"), obj.get("model")
-            if not isinstance(hid, str) or not isinstance(model, str) or not model:
-                raise InputError(f"{where}: a predictions line needs a hash_id and a model")
+            for name, value in (("hash_id", hid), ("model", model)):
+                if not isinstance(value, str) or not value:
+                    raise InputError(f"{where}: a predictions line needs a hash_id and a "
+                                     f"model: {_not_a_string(name, value, name in obj)}")
             predicted = obj.get("predicted")
             if not isinstance(predicted, list):
                 raise InputError(f"{where}: 'predicted' must be a list")

@@ -717,3 +717,20 @@ def test_the_evaluate_path_imports_no_engine_and_no_airflow(tmp_path: Path) -> N
 def test_the_evaluate_path_imports_no_engine_and_no_airflow_on_the_authors_files(
         authors: Path, tmp_path: Path) -> None:
     _blocked_evaluate(authors, tmp_path)
+
+
+def test_a_hash_id_of_the_wrong_type_is_named_as_such(tmp_path: Path) -> None:
+    """`"hash_id": 123` is there, a number: the line says so rather than "missing"."""
+    cases = {'{"hash_id": 123, "model": "m", "predicted": []}':
+             "hash_id 123 is a JSON number, not a string",
+             '{"model": "m", "predicted": []}': "no hash_id",
+             '{"hash_id": "h", "model": null, "predicted": []}':
+             "model null is a JSON null, not a string",
+             '{"hash_id": "", "model": "m", "predicted": []}': "hash_id is empty"}
+    for n, (line, message) in enumerate(cases.items()):
+        path = tmp_path / f"p{n}.jsonl"
+        path.write_text(line + "\n")
+        with pytest.raises(InputError, match=rf"{path}:1: .*{message}"):
+            read_predictions(path)
+    with pytest.raises(InputError, match=r"w: hash_id \[1\] is a JSON array"):
+        instance_from_record({"hash_id": [1]}, "w")
