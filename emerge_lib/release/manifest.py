@@ -1,9 +1,10 @@
 """``manifest.json``: what a release holds, so a reader can verify it byte for byte.
 
 Every file of the release folder (but the manifest itself) with its bytes, sha256 and
-row count (JSONL lines, Parquet rows), and what made it: the schema version, the Delta
-table versions read, the dump files ingested with their sha1, the snapshot, window and
-semantics settings, a hash of the effective configuration and the code version.
+row count (JSONL lines, Parquet rows), and what made it: the schema version, the dump files
+ingested with their sha1, the snapshot, window and semantics settings, a hash of the
+effective configuration and the code version (not the Delta versions read: a rerun makes
+new ones from the same rows).
 
 The manifest holds no clock time, so rebuilding the same tables gives a byte-identical
 manifest, and ``version`` (a hash of the file list) names the content: publishing the same
@@ -181,8 +182,7 @@ def code_version() -> str:
 def build_manifest(out_dir: str | Path, paths: Iterable[str], *,
                    meta: Mapping[str, Any]) -> dict[str, Any]:
     """The manifest of the release files ``paths`` in ``out_dir`` (the files a release
-    wrote: a stray file in the folder is not part of it): ``meta`` (settings, dumps,
-    versions, …) plus the file list and the content version."""
+    wrote: a stray file in the folder is not part of it): ``meta`` (settings, dumps, …) plus the file list and the content version."""
     files = file_entries(out_dir, paths)
     return {"schema_version": SCHEMA_VERSION, "dataset": "EMERGE",
             "version": content_version(files), **meta, "files": files}

@@ -8,8 +8,8 @@ from typing import Any
 from emerge_lib.catalog.specs import TABLES
 from emerge_lib.core.stage import Outcome, Stage, StageContext
 
-#: what a release reads (and pins the Delta versions of, in its manifest): every released
-#: table among them
+#: what a release reads (each at the Delta version it had when the release started, logged):
+#: every released table among them
 RELEASE_READS = ("instances", "passages", "verdicts", "selection", "validation_results",
                  "ingested_files", "kg_triples", "entities", "relations")
 assert {n for n, s in TABLES.items() if s.released} <= set(RELEASE_READS)

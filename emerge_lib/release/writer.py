@@ -7,12 +7,15 @@ Layout under the output folder::
     snapshot_YYYY-MM-DD/entities.parquet
     snapshot_YYYY-MM-DD/relations.parquet
     parquet/instances.parquet                    the released snapshots' instances
-    release.json                                 the files, snapshots and Delta versions read
+    release.json                                 the files, snapshots, lines and operations
 
 Only what is released is written (``TableSpec.released``): the internal timelines stay in
-the warehouse. Every table is read at the Delta version it had when the release started
-(recorded in release.json), so a writer working meanwhile cannot mix two states into one
-release; files an earlier release left here that this one does not write are removed.
+the warehouse. Every table is read at the Delta version it had when the release started,
+so a writer working meanwhile cannot mix two states into one release; those versions are
+logged and returned (``ReleaseSummary.versions``), not written: a rerun that rewrites the
+same rows makes new Delta versions, and the release's bytes (hence its manifest version)
+must not change with them. Files an earlier release left here that this one does not
+write are removed.
 
 The JSONL lines follow the authors' instance format (``emerge_lib.release.format``: field
 names, nesting, operation names, date-only dates) so their tooling reads ours, but with
@@ -405,6 +408,8 @@ def _write_into(catalog: Catalog, out: Path, plans: Sequence[SnapshotPlan],
     """Every file of the release in the fresh folder ``out``, the manifest last."""
     summary = ReleaseSummary(out_dir=out)
     summary.versions = {name: catalog.version(name) for name in pinned}
+    log.info("release reads %s", ", ".join(f"{name}@{v}" for name, v in
+                                          summary.versions.items() if v is not None))
     by_key = {p.key: p for p in plans}
     keys = sorted(by_key)
     dirs = [snapshot_dir_name(s) for s in keys]
@@ -467,7 +472,7 @@ def _write_into(catalog: Catalog, out: Path, plans: Sequence[SnapshotPlan],
     summary.files += card_files
     summary.files.append(LISTING)
     listing = {"snapshots": keys, "files": [f for f in summary.files if f != LISTING],
-               "versions": summary.versions, "lines": summary.lines, "parquet_rows": summary.parquet_rows,
+               "lines": summary.lines, "parquet_rows": summary.parquet_rows,
                "ops": dict(sorted(summary.ops.items())),
                "orphan_instances": summary.orphan_instances,
                "anchor_mismatches": summary.anchor_mismatches,
@@ -488,15 +493,15 @@ def _validation_line(verdict: Mapping[str, Any]) -> str:
 
 def _manifest_meta(catalog: Catalog, summary: ReleaseSummary,
                    dataset_settings: Mapping[str, Any]) -> dict[str, Any]:
-    """What made the release: the dump files (with their sha1), the Delta versions read,
-    the dataset-defining settings and their hash, the code version, the validation verdict
-    and the card's statistics."""
+    """What made the release: the dump files (with their sha1), the dataset-defining
+    settings and their hash, the code version, the validation verdict and the card's
+    statistics (not the Delta versions read: a rerun changes them, not the release)."""
     version = summary.versions.get("ingested_files")
     dumps = [] if version is None else sorted(
         ({"wiki": r["wiki"], "dump_date": r["dump_date"], "file": r["dump_file"],
           "bytes": r["bytes"], "sha1": r["sha1"]}
          for r in catalog.read_arrow("ingested_files", version=version).to_pylist()),
         key=lambda d: (d["wiki"], d["dump_date"], d["file"]))
-    return {"code_version": code_version(), "delta_versions": summary.versions,
+    return {"code_version": code_version(),
             "settings": dict(dataset_settings), "settings_sha256": config_hash(dataset_settings),
             "dumps": dumps, "validation": summary.validation, "card": summary.card}
