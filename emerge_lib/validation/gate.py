@@ -145,6 +145,16 @@ def _sample_rows(frame: DataFrame, check: Check) -> list[Any]:
     return sorted(_jsonable(rows), key=lambda r: json.dumps(r, sort_keys=True))[:SAMPLE_ROWS]
 
 
+def _missing_values(frame: DataFrame, check: Check) -> str:
+    """What a failed "contains the set" check lacks, and what is there (GX reports no
+    observed value for it on an empty frame, and the whole set otherwise)."""
+    column = check.args["column"]
+    present = sorted({str(r[0]) for r in frame.select(column).distinct().collect()
+                      if r[0] is not None})
+    missing = [str(v) for v in check.args["value_set"] if str(v) not in present]
+    return f"missing {', '.join(missing) or 'nothing'}; present {', '.join(present) or 'none'}"
+
+
 def _raised(exception_info: Any) -> str | None:
     """The message of a metric that raised (GX keys them per metric, not at the top)."""
     if not isinstance(exception_info, dict):
@@ -240,6 +250,9 @@ def _run(suites: Sequence[Suite], docs_dir: str | Path | None, run_name: str) ->
                     count = result.get("observed_value")
                     if count and raised is None:  # GX's SUMMARY has no rows: a few, here
                         observed = _sample_rows(suite.frame, check)
+                elif check.kind == "ExpectColumnDistinctValuesToContainSet" and \
+                        raised is None and not r.success:
+                    observed = _missing_values(suite.frame, check)
                 report.results.append(CheckResult(
                     suite.name, name, bool(r.success) and raised is None, raised is not None,
                     None if count is None else int(count), observed))

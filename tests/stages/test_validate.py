@@ -290,3 +290,21 @@ def test_the_pages_do_not_depend_on_the_filesystems_listing_order(spark, tmp_pat
             (tmp_path / "reversed" / page).read_bytes(), page
     index = (tmp_path / "reversed" / "index.html").read_text()
     assert index.index("s_a") < index.index("s_b") < index.index("s_c")
+
+
+def test_a_missing_operation_is_named(spark) -> None:
+    """The "every required op" check names the operations that are missing, and those
+    present, not "observed None"."""
+    ops = Check("every required op is present (X, E, EE, EE-KG, D)",
+                "ExpectColumnDistinctValuesToContainSet",
+                {"column": "op", "value_set": ["X", "E", "EE", "EE-KG", "D"]})
+    some = spark.createDataFrame([("X",), ("E",), ("E",)], "op string")
+    none = spark.createDataFrame([], "op string")
+    report = run_gate([Suite("instances", some, [ops]), Suite("empty", none, [ops])])
+    lines = [r.line() for r in report.failed]
+    assert lines == [
+        "instances: every required op is present (X, E, EE, EE-KG, D) (observed missing EE, "
+        "EE-KG, D; present E, X)",
+        "empty: every required op is present (X, E, EE, EE-KG, D) (observed missing X, E, EE, "
+        "EE-KG, D; present none)"]
+    assert "missing EE, EE-KG, D" in report.summary()
