@@ -57,12 +57,12 @@ models: $(STAMP)
 # servers and module fixtures are made once; the longest files start first:
 # tests/conftest.py)
 test: lint models
-	$(PY) -m pytest -q -n auto --dist loadfile
+	$(PY) -m pytest -q -n auto --dist loadfile --no-loadscope-reorder
 
 # the quick loop for local work: the unit and stages tiers, no generated world and no
 # server (CI runs `make test`: every tier)
 test-fast: lint models
-	$(PY) -m pytest -q -n auto --dist loadfile -m "unit or stages"
+	$(PY) -m pytest -q -n auto --dist loadfile --no-loadscope-reorder -m "unit or stages"
 
 bench: $(STAMP)
 	@for b in benchmarks/[!_]*.py; do echo "== $$b"; $(PY) $$b || exit 1; done

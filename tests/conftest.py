@@ -35,13 +35,15 @@ for _name in [k for k in os.environ if k.startswith("AIRFLOW__")]:
 os.environ.update(airflow_env(AIRFLOW_TEST_HOME))
 
 
-#: the longest files, started first so that no worker runs one of them alone at the end
-#: (pytest-xdist hands each group, a file, to one worker, in collection order)
-LONGEST_FIRST = ("system/test_airflow_scheduler.py", "e2e/test_build_world.py",
-                 "e2e/test_build_world_more_seeds.py",
-                 "e2e/test_compat.py", "system/test_airflow_dagtest.py",
-                 "system/test_curate_llm.py", "e2e/test_engine_modes.py",
-                 "e2e/test_curate_stage.py")
+#: the longest files (measured), started first so that no worker runs one of them alone
+#: at the end: pytest-xdist hands each file to one worker, in collection order
+#: (`--no-loadscope-reorder`; its default order is by number of tests)
+LONGEST_FIRST = ("system/test_airflow_scheduler.py", "system/test_airflow_dagtest.py",
+                 "e2e/test_engine_modes.py", "e2e/test_rebuild.py",
+                 "e2e/test_build_world_more_seeds.py", "e2e/test_build_world.py",
+                 "e2e/test_curate_stage.py", "system/test_curate_llm.py",
+                 "e2e/test_compat.py", "unit/test_evaluate.py", "e2e/test_ingest_worlds.py",
+                 "stages/test_validate.py", "system/test_faults.py")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
