@@ -6,17 +6,16 @@ wait for the dump → per wiki: plan → extract (mapped over groups of files, a
 → commit → stability, which emits the timelines Asset. One run at a time: it is the
 writer of the timelines; snapshot runs read them side by side.
 
-- Schedule: the dump Wikimedia starts on the 1st of each quarter's last month
-  (``0 0 1 3,6,9,12 *``): its date is the run's logical date, and it covers that
-  quarter's snapshot (t + 5 weeks + the 168 h stability span) with room to spare. A
-  history dump takes one to three weeks: the wait is deferrable (a trigger polls the
-  mirror's dumpstatus.json; no worker slot is held).
+- Schedule: the dumps Asset: a run starts when the emerge_dumps DAG has seen a quarter's
+  history dump done on the mirror, and ingests that dump (the event's ``dump_date``), so
+  no run of this DAG waits weeks for a dump and holds its one active run meanwhile. A
+  manual run naming a ``dump_date`` still being written waits for it (deferrable).
 - Extraction is mapped over groups of files, never more than ``max_tasks`` (Airflow's
   ``[core] max_map_length`` is 1024; a full history dump has hundreds of parts); files of
   a newer dump date than the oldest pending one are extracted by the commit step, after
   the older one's watermarks are committed.
-- Manual runs: ``dump_date``, or the dump files themselves, and the snapshots whose
-  Wikipedia ranges to keep (``snapshots``; empty: the configured ones plus the newest
+- Manual runs: ``dump_date`` (empty: the configured dump dates), or the dump files
+  themselves, and the snapshots whose Wikipedia ranges to keep (``snapshots``; empty: the configured ones plus the newest
   quarter the dump covers).
 """
 
@@ -25,9 +24,9 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pendulum
-from airflow.sdk import CronTriggerTimetable, TaskGroup, dag, get_current_context, task
+from airflow.sdk import TaskGroup, dag, get_current_context, task
 
-from emerge_lib.airflow.assets import TIMELINES
+from emerge_lib.airflow.assets import DUMPS, TIMELINES
 from emerge_lib.airflow.params import dag_params
 from emerge_lib.airflow.runtime import (
     ingest_commit_task,
@@ -42,10 +41,10 @@ PARAMS = dag_params("ingest")
 
 @dag(
     dag_id="emerge_ingest",
-    schedule=CronTriggerTimetable("0 0 1 3,6,9,12 *", timezone="UTC"),
+    schedule=[DUMPS],
     start_date=pendulum.datetime(2019, 1, 1, tz="UTC"),
     catchup=False,
-    max_active_runs=1,
+    max_active_runs=1,  # the one writer of the timelines
     params=PARAMS,
     default_args={"retries": 3, "retry_delay": timedelta(minutes=2),
                   "retry_exponential_backoff": 2.0, "max_retry_delay": timedelta(hours=1)},

@@ -6,13 +6,18 @@ order, so a stage added there appears here. See docs/operations.md.
 
 - Schedule: quarterly, ``CronTriggerTimetable("0 0 1 1,4,7,10 *", timezone="UTC")``: the
   run of a quarter has logical date = the quarter start = t, and waits until the ingest
-  DAG has brought the warehouse past t's last window. Backfills of past quarters:
+  DAG has brought the warehouse past t's last window (checked every minute). Backfill and
+  manual runs whose warehouse has not caught up ingest the earliest listed dump that
+  covers them themselves, and fail at once when none is listed
+  (``emerge_lib.airflow.waits``). Up to ``max_active_runs=4`` runs at once: runs of
+  different snapshots write their own partitions, so the scheduled run waiting for its
+  dump never blocks a manual run. Backfills of past quarters:
   ``airflow backfill create --dag-id emerge_snapshot --from-date 2019-01-01
   --to-date 2025-12-31 --max-active-runs 1`` (a backfill ignores the DAG's
   max_active_runs and defaults to 10), or Backfill in the UI.
-- Manual runs take ``params`` (a custom snapshot, its windows, its own dump files).
-  Manual and Asset-triggered runs have no logical date: the snapshot comes from
-  ``params.snapshot`` or the Asset event, never from ``{{ ds }}``.
+- Manual runs take ``params`` (a custom snapshot, its windows, its own dump files). The
+  snapshot comes from ``params.snapshot``, else the logical date (the trigger form fills
+  one in), never from ``{{ ds }}``.
 - Retries (exponential backoff) only for retryable emerge errors; curate runs in the
   ``emerge_llm`` pool, sized to the GPU workers; publish only with ``params.publish``,
   emitting the release Asset that schedules emerge_evaluate.
@@ -28,7 +33,7 @@ from airflow.sdk import CronTriggerTimetable, dag, get_current_context, task
 from emerge_lib.airflow.assets import RELEASE, TIMELINES
 from emerge_lib.airflow.params import dag_params
 from emerge_lib.airflow.runtime import publish_task, run_stage_task
-from emerge_lib.airflow.waits import WaitForInputs
+from emerge_lib.airflow.waits import SNAPSHOT_WAIT, WaitForInputs
 from emerge_lib.pipeline.registry import STAGES
 
 QUARTERLY = "0 0 1 1,4,7,10 *"
@@ -61,7 +66,7 @@ def _stage_task(name: str):
     schedule=CronTriggerTimetable(QUARTERLY, timezone="UTC"),
     start_date=pendulum.datetime(2019, 1, 1, tz="UTC"),
     catchup=False,
-    max_active_runs=1,
+    max_active_runs=4,
     params=PARAMS,
     default_args={"retries": 3, "retry_delay": timedelta(minutes=2),
                   "retry_exponential_backoff": 2.0, "max_retry_delay": timedelta(hours=1)},
@@ -70,8 +75,9 @@ def _stage_task(name: str):
     doc_md=__doc__,
 )
 def emerge_snapshot() -> None:
-    wait = WaitForInputs(task_id="wait_for_inputs", what="snapshot", poll_s=3600,
-                         wait_timeout=timedelta(days=100), retries=0, inlets=[TIMELINES])
+    wait = WaitForInputs(task_id=SNAPSHOT_WAIT, what="snapshot", poll_s=3600,
+                         warehouse_poll_s=60, wait_timeout=timedelta(days=100), retries=0,
+                         inlets=[TIMELINES])
     steps = [_stage_task(name) for name in STEPS]
 
     @task(task_id="publish", outlets=[RELEASE], trigger_rule="none_failed",

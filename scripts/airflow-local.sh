@@ -37,7 +37,6 @@ export AIRFLOW__CORE__EXECUTION_API_SERVER_URL="http://127.0.0.1:$PORT/execution
 # a small machine under load answers slowly: give task→api-server calls time (default 5 s)
 export AIRFLOW__WORKERS__EXECUTION_API_TIMEOUT="${AIRFLOW__WORKERS__EXECUTION_API_TIMEOUT:-60}"
 export AIRFLOW__WORKERS__EXECUTION_API_RETRIES="${AIRFLOW__WORKERS__EXECUTION_API_RETRIES:-10}"
-mkdir -p "$RUN" "$LOGS"
 
 pg_bin() {  # a folder with the server's tools (Debian keeps them off the PATH)
   local dir
@@ -91,6 +90,7 @@ database() {
 alive() { [ -s "$RUN/$1.pid" ] && kill -0 "$(cat "$RUN/$1.pid")" 2>/dev/null; }
 
 start() {
+  mkdir -p "$RUN" "$LOGS"
   for c in "${COMPONENTS[@]}"; do
     if alive "$c"; then echo "airflow $c already running (pid $(cat "$RUN/$c.pid")); make airflow-stop first" >&2; exit 1; fi
   done
@@ -121,25 +121,56 @@ start() {
   echo "  stop:   make airflow-stop"
 }
 
-stop_pid() {  # SIGTERM, wait, then SIGKILL; the scheduler stops its LocalExecutor workers
-  local name=$1 pid
-  [ -s "$RUN/$name.pid" ] || return 0
-  pid="$(cat "$RUN/$name.pid")"
-  if kill -0 "$pid" 2>/dev/null; then
-    kill -TERM "$pid" 2>/dev/null || true
-    for _ in $(seq 1 60); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
+descendants() {  # every process below $1 (task runners, uvicorn and gunicorn workers)
+  local child
+  for child in $(ps -o pid= --ppid "$1" 2>/dev/null); do
+    echo "$child"
+    descendants "$child"
+  done
+}
+
+stop_pids() {  # SIGTERM to the named components at once, up to $1 seconds for them to
+  # exit, then SIGKILL to what is left of them and of their children
+  local grace=$1 name pid left
+  shift
+  local pids=() tree=()
+  for name in "$@"; do
+    [ -s "$RUN/$name.pid" ] || continue
+    pid="$(cat "$RUN/$name.pid")"
     if kill -0 "$pid" 2>/dev/null; then
-      echo "airflow $name (pid $pid) ignored SIGTERM; killing it" >&2
-      pkill -KILL -P "$pid" 2>/dev/null || true
+      pids+=("$pid")
+      mapfile -t -O "${#tree[@]}" tree < <(descendants "$pid")
+      kill -TERM "$pid" 2>/dev/null || true
+    fi
+  done
+  for _ in $(seq 1 $((grace * 5))); do
+    left=0
+    for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && left=1; done
+    [ "$left" = 0 ] && break
+    sleep 0.2
+  done
+  for pid in "${pids[@]}" "${tree[@]}"; do
+    if kill -0 "$pid" 2>/dev/null; then
+      echo "airflow: pid $pid still running after ${grace}s; killing it" >&2
       kill -KILL "$pid" 2>/dev/null || true
     fi
-  fi
-  rm -f "$RUN/$name.pid"
+  done
+  for _ in $(seq 1 30); do  # a killed process is gone once the kernel has reaped it
+    left=0
+    for pid in "${pids[@]}" "${tree[@]}"; do
+      [ -d "/proc/$pid" ] && ! grep -q '^State:.*Z' "/proc/$pid/status" 2>/dev/null && left=1
+    done
+    [ "$left" = 0 ] && break
+    sleep 0.1
+  done
+  for name in "$@"; do rm -f "$RUN/$name.pid"; done
 }
 
 stop() {
-  # the scheduler first (its workers exit with it), the api-server last (tasks report to it)
-  for c in scheduler triggerer dag-processor api-server; do stop_pid "$c"; done
+  # the scheduler, triggerer and dag-processor together (the scheduler's LocalExecutor
+  # workers exit with it), the api-server last (tasks report to it); under 15 s in all
+  stop_pids 8 scheduler triggerer dag-processor
+  stop_pids 4 api-server
   local bin
   bin="$(pg_bin || true)"
   if [ -n "$bin" ] && [ -f "$PGDIR/data/PG_VERSION" ]; then
@@ -155,7 +186,13 @@ status() {
 }
 
 print_env() {  # for `eval "$(scripts/airflow-local.sh env)"`: the CLI then talks to this Airflow
-  local db
+  local db c running=0
+  for c in "${COMPONENTS[@]}"; do alive "$c" && running=1; done
+  if [ "$running" = 0 ]; then  # else the CLI would silently use a new, empty database
+    echo "no Airflow of emerge is running under AIRFLOW_HOME=$AIRFLOW_HOME: start it with" \
+         "make airflow, or set AIRFLOW_HOME to the folder it was started with" >&2
+    exit 1
+  fi
   db="$(cat "$RUN/database" 2>/dev/null || echo "sqlite:///$AIRFLOW_HOME/airflow.db")"
   for v in AIRFLOW_HOME AIRFLOW__CORE__DAGS_FOLDER \
            AIRFLOW__CORE__LOAD_EXAMPLES AIRFLOW__CORE__EXECUTOR AIRFLOW__API__BASE_URL \

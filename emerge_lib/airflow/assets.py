@@ -6,6 +6,10 @@ from __future__ import annotations
 
 from airflow.sdk import Asset
 
+#: a history dump of both wikis done on the mirror (the emerge_dumps DAG's output, which
+#: schedules emerge_ingest); an event's ``extra`` holds ``dump_date`` (YYYYMMDD)
+DUMPS = Asset(name="emerge_dumps", uri="emerge://mirror/history-dumps", group="emerge")
+
 #: the ingest DAG's output: the timelines and stable statements of the warehouse; an
 #: event's ``extra`` says which dump dates and files were committed
 TIMELINES = Asset(name="emerge_timelines", uri="emerge://warehouse/timelines", group="emerge")

@@ -19,6 +19,10 @@ from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 log = logging.getLogger("emerge_airflow")
 
+#: the snapshot DAG's wait (``emerge_lib.airflow.waits``); its XCom ``dump_date`` is the
+#: dump the run ingests itself
+SNAPSHOT_WAIT = "wait_for_inputs"
+
 
 @contextmanager
 def verdicts() -> Iterator[None]:
@@ -40,9 +44,9 @@ def verdicts() -> Iterator[None]:
 
 def resolve_snapshot(context: Mapping[str, Any]) -> str:
     """The snapshot t of this run: ``params.snapshot``; else the ``snapshot`` of a
-    triggering Asset event; else the logical date of a scheduled or backfill run (the
-    quarter start, with CronTriggerTimetable). Manual and Asset-triggered runs have no
-    logical date, so ``{{ ds }}`` is never used."""
+    triggering Asset event; else the run's logical date (a scheduled or backfill run's
+    quarter start, with CronTriggerTimetable; the trigger form's date of a manual run).
+    ``{{ ds }}`` is never used: an Asset-triggered run has no logical date."""
     params = context.get("params") or {}
     if params.get("snapshot"):
         return str(params["snapshot"])
@@ -65,13 +69,34 @@ def snapshot_run(context: Mapping[str, Any], snapshot: bool = True):
     from emerge_lib.pipeline.runs import SnapshotRun
 
     params = dict(context.get("params") or {})
-    logical = context.get("logical_date")
-    if not snapshot and not params.get("dump_date") and logical is not None and not (
-            params.get("wikidata_files") or params.get("wikipedia_files")):
-        params["dump_date"] = logical.strftime("%Y%m%d")  # a scheduled ingest: its day's dump
+    if not params.get("dump_date") and not (params.get("wikidata_files") or
+                                            params.get("wikipedia_files")):
+        dump_date = _ingest_dump_date(context) if not snapshot else _own_dump_date(context)
+        if dump_date:
+            params["dump_date"] = dump_date
     with verdicts():
         return SnapshotRun.from_params(params, resolve_snapshot(context) if snapshot else None,
                                        connection_overrides())
+
+
+def _ingest_dump_date(context: Mapping[str, Any]) -> str | None:
+    """An ingest run's dump: the newest of its triggering dumps Asset events (the
+    emerge_dumps DAG's), else the day of its logical date."""
+    events = context.get("triggering_asset_events") or {}
+    dates = [str(e.extra["dump_date"]) for es in events.values() for e in es
+             if (e.extra or {}).get("dump_date")]
+    if dates:
+        return max(dates)
+    logical = context.get("logical_date")
+    return logical.strftime("%Y%m%d") if logical is not None else None
+
+
+def _own_dump_date(context: Mapping[str, Any]) -> str | None:
+    """The dump a snapshot run's wait chose for the run to ingest itself (XCom)."""
+    ti = context.get("ti")
+    if ti is None or getattr(ti, "task_id", None) == SNAPSHOT_WAIT:
+        return None
+    return ti.xcom_pull(task_ids=SNAPSHOT_WAIT, key="dump_date") or None
 
 
 @contextmanager
@@ -156,6 +181,14 @@ def stability_task(context: Mapping[str, Any], asset: Any) -> dict[str, Any]:
         "files": {k: (v.get("metrics") or {}).get("files", 0) for k, v in committed.items()},
         "stability": result.get("note") or "rebuilt"}
     return result
+
+
+def announce_dump_task(context: Mapping[str, Any], asset: Any) -> dict[str, Any]:
+    """The dumps DAG's last step: the dumps Asset's event with the dump date, which
+    starts an emerge_ingest run of it."""
+    run = snapshot_run(context, snapshot=False)
+    context["outlet_events"][asset].extra = {"dump_date": run.dump_date}
+    return {"dump_date": run.dump_date}
 
 
 def publish_task(context: Mapping[str, Any], asset: Any) -> dict[str, Any]:

@@ -63,7 +63,7 @@ class InputsTrigger(BaseTrigger):
                 self.log.warning("will poll again: %s", exc)
             else:
                 if missing is None:
-                    yield TriggerEvent({"status": "ready"})
+                    yield TriggerEvent({"status": "ready", "dump_date": self.dump_date})
                     return
                 self.log.info("waiting (next check in %.0fs): %s", self.poll_s, missing)
             await asyncio.sleep(self.poll_s)

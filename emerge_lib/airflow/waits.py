@@ -3,13 +3,21 @@
 - ``what="dump"`` (the ingest DAG): the mirror's history dump of the run's ``dump_date``
   (params, else the logical date's day) is ``done`` for both wikis.
 - ``what="snapshot"`` (the snapshot DAG): nothing to wait for when the run names its dump
-  files, or names a ``dump_date`` whose dump is done on the mirror (the run ingests it);
-  otherwise the warehouse must hold dumps that reach the snapshot's last window, which
-  the ingest DAG provides.
+  files, or names a ``dump_date`` whose dump is done on the mirror (the run ingests it),
+  or when the warehouse holds dumps that reach the snapshot's last window. Otherwise:
 
-A fast path checks once before deferring; the trigger (``InputsTrigger``) polls every
-``poll_s`` seconds until ``timeout`` (default three weeks: a history dump takes one to
-three). ``dag.test()`` runs the trigger inline.
+  - a scheduled run (the newest quarter) waits for the warehouse, which the ingest DAG
+    brings; the check is a read of a small table, so the trigger looks every
+    ``warehouse_poll_s`` (60 s): the run goes on within a minute of the ingest's end;
+  - a backfill or manual run ingests a dump itself: the earliest listed dump that reaches
+    the snapshot (``covering_dump``: the configured dump dates, else the mirror's list),
+    waiting for it while it is still being written; its date goes to the run's ingest
+    tasks through XCom (key ``dump_date``). When no listed dump reaches the snapshot, the
+    run fails at once, naming the dump it needs and what is listed.
+
+A fast path checks once before deferring; the trigger (``InputsTrigger``) polls until
+``timeout`` (a history dump takes one to three weeks). ``dag.test()`` runs the trigger
+inline.
 """
 
 from __future__ import annotations
@@ -20,19 +28,28 @@ from typing import Any
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowFailException
 
-from emerge_lib.airflow.runtime import snapshot_run, verdicts
+from emerge_lib.airflow.runtime import SNAPSHOT_WAIT, snapshot_run, verdicts
 from emerge_lib.airflow.triggers import InputsTrigger, pending
+
+__all__ = ["SNAPSHOT_WAIT", "WaitForInputs", "run_type"]
+
+
+def run_type(context: Any) -> str:
+    """``scheduled``, ``backfill``, ``manual`` or ``asset_triggered``."""
+    kind = getattr(context.get("dag_run"), "run_type", None)
+    return str(getattr(kind, "value", kind) or "manual")
 
 
 class WaitForInputs(BaseOperator):
     ui_color = "#fff3d6"
 
-    def __init__(self, *, what: str, poll_s: float = 900.0,
+    def __init__(self, *, what: str, poll_s: float = 900.0, warehouse_poll_s: float = 60.0,
                  wait_timeout: timedelta = timedelta(days=21), **kwargs: Any) -> None:
         super().__init__(**kwargs)
         if what not in ("dump", "snapshot"):
             raise ValueError(f"what must be dump or snapshot, not {what!r}")
         self.what, self.poll_s, self.wait_timeout = what, poll_s, wait_timeout
+        self.warehouse_poll_s = warehouse_poll_s
 
     def _trigger_args(self, context: Any) -> dict[str, Any] | None:
         run = snapshot_run(context, snapshot=self.what == "snapshot")
@@ -62,13 +79,41 @@ class WaitForInputs(BaseOperator):
         if missing is None:
             self.log.info("ready: %s", args.get("dump_date") or args.get("snapshot"))
             return "ready"
-        self.log.info("waiting for: %s (every %.0fs, up to %s)", missing, self.poll_s,
+        if args["what"] == "warehouse" and run_type(context) != "scheduled":
+            args = self._own_dump(context, args, missing)
+            with verdicts():
+                missing = pending(**args)
+            if missing is None:
+                self.log.info("ready: the run ingests the %s dump", args["dump_date"])
+                return "ready"
+        poll = self.warehouse_poll_s if args["what"] == "warehouse" else self.poll_s
+        self.log.info("waiting for: %s (every %.0fs, up to %s)", missing, poll,
                       self.wait_timeout)
-        self.defer(trigger=InputsTrigger(**args, poll_s=self.poll_s),
+        self.defer(trigger=InputsTrigger(**args, poll_s=poll),
                    method_name="execute_complete", timeout=self.wait_timeout)
         return "deferred"  # not reached: defer raises
+
+    def _own_dump(self, context: Any, args: dict[str, Any], missing: str) -> dict[str, Any]:
+        """A backfill or manual run whose warehouse has not caught up: the dump it ingests
+        itself (handed to its ingest tasks), or a failure naming the dump it needs."""
+        from emerge_lib.core.config import load_config
+        from emerge_lib.pipeline.waits import covering_dump
+
+        with verdicts():
+            date, looked = covering_dump(load_config(args["config"],
+                                                     overrides=args["overrides"]),
+                                         args["snapshot"])
+        if date is None:
+            raise AirflowFailException(f"no dump can cover this run: {looked} (the warehouse: "
+                                       f"{missing})")
+        context["ti"].xcom_push(key="dump_date", value=date)
+        self.log.info("the warehouse has not caught up (%s): this run ingests the %s dump",
+                      missing, date)
+        return {**args, "what": "dump", "dump_date": date}
 
     def execute_complete(self, context: Any, event: dict[str, Any] | None = None) -> str:
         if not event or event.get("status") != "ready":
             raise AirflowFailException(f"stopped waiting: {(event or {}).get('reason')}")
+        if self.what == "snapshot" and event.get("dump_date"):
+            context["ti"].xcom_push(key="dump_date", value=event["dump_date"])
         return "ready"

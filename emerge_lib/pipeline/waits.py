@@ -1,7 +1,9 @@
 """Readiness of inputs still to come, checked off the event loop by the deferrable waits:
 the mirror's history dump of a date (``dump_pending``) and whether the warehouse has
 caught up with a snapshot's last window (``warehouse_pending``). Each returns None when
-ready, else what is still missing, in words."""
+ready, else what is still missing, in words. ``covering_dump`` finds the dump a snapshot
+run can ingest itself when the warehouse has not caught up (a backfill on a fresh
+warehouse), or says that none is listed (the run then fails at once instead of waiting)."""
 
 from __future__ import annotations
 
@@ -45,3 +47,29 @@ def warehouse_pending(catalog: Catalog, cfg: Config,
             missing.append(f"{wiki}: newest ingested dump {newest or 'none'}, "
                            f"needs one from {plan.horizon:%Y%m%d} or later")
     return "; ".join(missing) or None
+
+
+def covering_dump(cfg: Config, snapshot: SnapshotPlan | datetime | str
+                  ) -> tuple[str | None, str]:
+    """The earliest dump date listed for both wikis that reaches the snapshot's last
+    window end τ_n (a history dump holds every earlier revision): the configured
+    ``dumps.*.dates`` when both wikis name some, else the mirror's listing. Returns
+    (date, what was looked at); the date is None when no listed dump reaches τ_n."""
+    from emerge_lib.dumps.mirror import Mirror
+
+    plan = snapshot if isinstance(snapshot, SnapshotPlan) else cfg.plan(snapshot)
+    needed = f"{plan.horizon:%Y%m%d}"
+    wikis = (cfg.dumps.wikidata, cfg.dumps.wikipedia)
+    if all(w.dates for w in wikis):
+        listed = [set(w.dates) for w in wikis]
+        where = "the configured dump dates"
+    else:
+        with Mirror(cfg.dumps.mirror) as mirror:
+            listed = [set(mirror.dates(w.wiki)) for w in wikis]
+        where = f"the dumps {cfg.dumps.mirror} lists"
+    common = sorted(listed[0] & listed[1])
+    reaching = [d for d in common if d >= needed]
+    seen = f"{where}: {', '.join(common[-4:]) if common else 'none'}"
+    return (reaching[0] if reaching else None), (
+        f"snapshot {plan.t:%Y-%m-%d} needs {wikis[0].wiki} and {wikis[1].wiki} dumps from "
+        f"{needed} or later (its last window ends {plan.horizon:%Y-%m-%d}); {seen}")

@@ -18,6 +18,8 @@ import httpx
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "airflow-local.sh"
 DONE = {"success", "failed"}
+#: emerge's DAGs that run on an Asset's events, not on a clock
+ASSET_SCHEDULED = {"emerge_ingest", "emerge_evaluate"}
 
 
 def free_port() -> int:
@@ -54,16 +56,21 @@ class LocalAirflow:
     def start(self) -> LocalAirflow:
         self._script("start")
         deadline = time.monotonic() + 300
-        while time.monotonic() < deadline:  # the dag-processor has parsed the three DAGs
+        dag_files = len(list((REPO / "dags").glob("emerge_*.py")))
+        while time.monotonic() < deadline:  # the dag-processor has parsed every DAG
             dags = self.get("/dags").get("dags", [])
-            if len(dags) >= 3:
+            if len(dags) >= dag_files:
                 return self
             time.sleep(2)
-        raise RuntimeError("the DAGs were not parsed within 300s")
+        raise RuntimeError(f"the {dag_files} DAGs were not parsed within 300s")
 
-    def stop(self) -> None:
+    def stop(self) -> float:
+        """`make airflow-stop`'s script; returns the seconds it took."""
+        started = time.monotonic()
         self._script("stop")
+        took = time.monotonic() - started
         shutil.rmtree(self.env["EMERGE_PG_DIR"], ignore_errors=True)
+        return took
 
     def pids(self) -> dict[str, int]:
         return {p.stem: int(p.read_text()) for p in (self.home / "run").glob("*.pid")}
@@ -85,15 +92,13 @@ class LocalAirflow:
             raise RuntimeError(f"PATCH {path}: {resp.status_code} {resp.text}")
         return resp.json()
 
-    def unpause(self, dag_id: str, free_slot: bool = False) -> dict[str, Any]:
-        """Unpause a DAG; its schedule then creates the run of the latest interval (catchup
-        is off), which is returned once its first task waits deferred (a trigger polls for
-        its inputs; no worker slot is held). ``free_slot``: that run is then marked failed,
-        so that it does not hold the DAG's one active run (manual runs are limited by it,
-        backfills are not; a deleted run would be scheduled again). {} for an
+    def unpause(self, dag_id: str) -> dict[str, Any]:
+        """Unpause a DAG; a time-scheduled one's schedule then creates the run of the
+        latest interval (catchup is off), which is returned once its first task waits
+        deferred (a trigger polls for its inputs; no worker slot is held). {} for an
         Asset-scheduled DAG."""
         self.patch(f"/dags/{dag_id}", {"is_paused": False})
-        if dag_id == "emerge_evaluate":
+        if dag_id in ASSET_SCHEDULED:
             return {}
         deadline = time.monotonic() + 600
         while time.monotonic() < deadline:
@@ -102,9 +107,6 @@ class LocalAirflow:
                 run = scheduled[0]
                 states = {t["task_id"]: t["state"] for t in self.tasks(dag_id, run["dag_run_id"])}
                 if "deferred" in states.values():
-                    if free_slot:
-                        self.patch(f"/dags/{dag_id}/dagRuns/{run['dag_run_id']}",
-                                   {"state": "failed"})
                     return {**run, "tasks": states}
                 assert "failed" not in states.values(), self.explain(dag_id, run["dag_run_id"])
             time.sleep(2)

@@ -28,7 +28,8 @@ def dagbag():
 
 def test_the_dag_files_import_without_errors(dagbag) -> None:
     assert dagbag.import_errors == {}
-    assert set(dagbag.dag_ids) == {"emerge_ingest", "emerge_snapshot", "emerge_evaluate"}
+    assert set(dagbag.dag_ids) == {"emerge_dumps", "emerge_ingest", "emerge_snapshot",
+                                   "emerge_evaluate"}
 
 
 def test_the_cli_lists_no_import_errors(airflow_db) -> None:
@@ -64,7 +65,8 @@ def test_the_snapshot_dag_is_the_registry_in_order(dagbag) -> None:
     assert dag.get_task("wait_for_inputs").inlets == [TIMELINES]
     assert isinstance(dag.timetable, CronTriggerTimetable)
     assert (dag.timetable.expression, str(dag.timetable.timezone)) == ("0 0 1 1,4,7,10 *", "UTC")
-    assert dag.max_active_runs == 1 and dag.catchup is False
+    # a scheduled run waiting for its dump leaves room for manual runs beside it
+    assert dag.max_active_runs == 4 and dag.catchup is False
 
 
 def test_emerge_is_a_provider_whose_connection_types_airflow_lists() -> None:
@@ -127,7 +129,7 @@ def test_params_have_valid_defaults_and_refuse_bad_values(dagbag) -> None:
 def test_the_ingest_dag_maps_extraction_and_emits_the_timelines(dagbag) -> None:
     from airflow.sdk.definitions.mappedoperator import MappedOperator
 
-    from emerge_lib.airflow.assets import TIMELINES
+    from emerge_lib.airflow.assets import DUMPS, TIMELINES
 
     dag = dagbag.dags["emerge_ingest"]
     for kind in ("wikidata", "wikipedia"):
@@ -135,7 +137,14 @@ def test_the_ingest_dag_maps_extraction_and_emits_the_timelines(dagbag) -> None:
         assert dag.get_task(f"{kind}.plan").upstream_task_ids == {"wait_for_dump"}
         assert f"{kind}.commit" in dag.get_task("stability").upstream_task_ids
     assert dag.get_task("stability").outlets == [TIMELINES]
-    assert dag.timetable.expression == "0 0 1 3,6,9,12 *"
+    # started by the dumps Asset: no run of the writer of the timelines waits weeks for a
+    # dump; the quarterly wait is emerge_dumps'
+    assert [a.name for a in dag.timetable.asset_condition.objects] == ["emerge_dumps"]
+    assert dag.max_active_runs == 1
+    dumps = dagbag.dags["emerge_dumps"]
+    assert dumps.timetable.expression == "0 0 1 3,6,9,12 *"
+    assert dumps.get_task("announce").outlets == [DUMPS]
+    assert dumps.get_task("announce").upstream_task_ids == {"wait_for_dump"}
     evaluate = dagbag.dags["emerge_evaluate"]
     assert [a.name for a in evaluate.timetable.asset_condition.objects] == ["emerge_release"]
 
@@ -276,7 +285,37 @@ def test_the_wait_defers_to_a_trigger_that_never_blocks_the_event_loop(tmp_path:
         return event.payload, ticks
 
     payload, ticks = asyncio.run(scenario("done"))
-    assert payload == {"status": "ready"} and ticks >= 10  # the loop ran while it waited
+    assert payload == {"status": "ready", "dump_date": "20240520"} and ticks >= 10  # it waited
     set_status("in-progress")
     payload, _ = asyncio.run(scenario("failed"))
     assert payload["status"] == "failed" and "failed" in payload["reason"]
+
+
+def test_the_dump_a_run_ingests() -> None:
+    """An ingest run: the newest dump of its triggering dumps events, else its logical
+    date's day; a snapshot run: the dump its wait chose (XCom), for every task but the
+    wait itself; params win over both."""
+    from emerge_lib.airflow.runtime import snapshot_run
+
+    class TI:
+        def __init__(self, task_id: str) -> None:
+            self.task_id = task_id
+
+        def xcom_pull(self, task_ids: str, key: str) -> str | None:
+            assert (task_ids, key) == ("wait_for_inputs", "dump_date")
+            return "20240601"
+
+    events = {"emerge_dumps": [SimpleNamespace(extra={"dump_date": "20240301"}),
+                               SimpleNamespace(extra={"dump_date": "20240601"})]}
+    quarter = datetime(2024, 9, 1, tzinfo=datetime.now().astimezone().tzinfo)
+    assert snapshot_run({"params": {}, "triggering_asset_events": events},
+                        snapshot=False).dump_date == "20240601"
+    assert snapshot_run({"params": {}, "logical_date": quarter},
+                        snapshot=False).dump_date == "20240901"
+    assert snapshot_run({"params": {"dump_date": "20231201"}, "logical_date": quarter},
+                        snapshot=False).dump_date == "20231201"
+    snap = {"params": {"snapshot": "2024-04-01T00:00:00Z"}}
+    assert snapshot_run({**snap, "ti": TI("ingest_wikidata")}).dump_date == "20240601"
+    assert snapshot_run({**snap, "ti": TI("wait_for_inputs")}).dump_date is None
+    assert snapshot_run({"params": {**snap["params"], "wikidata_files": ["a.bz2"]},
+                         "ti": TI("ingest_wikidata")}).dump_date is None
