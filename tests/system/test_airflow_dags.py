@@ -319,3 +319,49 @@ def test_the_dump_a_run_ingests() -> None:
     assert snapshot_run({**snap, "ti": TI("wait_for_inputs")}).dump_date is None
     assert snapshot_run({"params": {**snap["params"], "wikidata_files": ["a.bz2"]},
                          "ti": TI("ingest_wikidata")}).dump_date is None
+
+
+def test_a_backfill_on_a_fresh_warehouse_ingests_the_covering_dump(tmp_path: Path,
+                                                                   monkeypatch) -> None:
+    """The snapshot wait on a warehouse that holds nothing: a backfill or manual run is
+    ready at once with the covering dump handed to its ingest tasks (XCom); a snapshot
+    no listed dump covers fails at once; the scheduled run waits for the warehouse."""
+    from airflow.exceptions import TaskDeferred
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from emerge_lib.airflow.waits import WaitForInputs
+
+    for wiki in ("wikidatawiki", "enwiki"):
+        for date in ("20240220", "20240520"):
+            folder = tmp_path / "mirror" / wiki / date
+            folder.mkdir(parents=True)
+            (folder / "dumpstatus.json").write_text(json.dumps(
+                {"jobs": {"metahistorybz2dump": {"status": "done", "files": {}}}}))
+    config = tmp_path / "config.yaml"
+    config.write_text(f"warehouse: {tmp_path / 'wh'}\ndumps:\n  mirror: file://mirror\n")
+    monkeypatch.setenv("EMERGE_CONFIG", str(config))
+    monkeypatch.setattr("emerge_lib.airflow.hooks.connection_overrides", lambda: {})
+
+    class TI:
+        task_id = "wait_for_inputs"
+
+        def __init__(self) -> None:
+            self.pushed: dict[str, str] = {}
+
+        def xcom_push(self, key: str, value: str) -> None:
+            self.pushed[key] = value
+
+    def context(snapshot: str, run_type: str) -> dict:
+        return {"params": {"snapshot": snapshot}, "ti": TI(),
+                "dag_run": SimpleNamespace(run_type=run_type)}
+
+    wait = WaitForInputs(task_id="wait_for_inputs", what="snapshot")
+    for kind in ("backfill", "manual"):
+        ctx = context("2024-01-01T00:00:00Z", kind)  # its last window ends 2024-02-05
+        assert wait.execute(ctx) == "ready" and ctx["ti"].pushed == {"dump_date": "20240220"}
+    with pytest.raises(AirflowFailException, match="needs wikidatawiki and enwiki dumps from "
+                       "20240805 or later .*lists: 20240220, 20240520"):
+        wait.execute(context("2024-07-01T00:00:00Z", "backfill"))
+    with pytest.raises(TaskDeferred) as deferred:  # the ingest DAG brings the warehouse
+        wait.execute(context("2024-01-01T00:00:00Z", "scheduled"))
+    assert (deferred.value.trigger.what, deferred.value.trigger.poll_s) == ("warehouse", 60)
