@@ -16,7 +16,9 @@ from pathlib import Path
 import psutil
 import pytest
 from s3kit import AnyKeyS3, make_release
-from worlds import TINY2
+from worlds import TINY, TINY2
+
+from emerge_lib.catalog import Catalog
 
 EMERGE = [sys.executable, "-m", "emerge_lib.cli"]
 SECRETS = {"AWS_ACCESS_KEY_ID": "ASIAFAULTSUITEKEY0001",
@@ -164,3 +166,50 @@ def test_kill_9_of_an_ingest_leaves_no_process(worlds, tmp_path: Path) -> None:
     rerun = emerge("ingest", "-c", str(world / "config.yaml"), "--warehouse",
                    str(tmp_path / "wh"))
     assert rerun.returncode == 0, rerun.stderr[-2000:]
+
+
+def test_kill_9_in_each_layer_then_a_rerun_gives_the_same_release(worlds, tmp_path: Path
+                                                                  ) -> None:
+    """`emerge build` killed with SIGKILL in the ingest (after Wikidata, during Wikipedia),
+    in a snapshot's stages (during passages) and in the release (while it is written),
+    each time on the warehouse and release folder the last one left; the rerun's release
+    is, byte for byte, the release of a build never interrupted, and so are its tables."""
+    world = worlds.world(TINY)
+    env = {"EMERGE__VALIDATION__ENABLED": "false"}  # the gate is its own tests'
+
+    def args(name: str) -> list[str]:
+        return ["build", "-c", str(world / "config.yaml"), "--warehouse",
+                str(tmp_path / name / "wh"), "--out", str(tmp_path / name / "release")]
+
+    reference = emerge(*args("reference"), env=env)
+    assert reference.returncode == 0, reference.stderr[-2000:]
+    for after in ("stage ingest_wikidata", "stage deltas", "stage select"):
+        run = subprocess.Popen([*EMERGE, *args("killed")], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, text=True,
+                               env={**os.environ, **env})
+        assert run.stderr is not None
+        try:
+            for line in run.stderr:
+                if after in line:
+                    break
+            else:
+                raise AssertionError(f"the build ended before {after!r}: {run.wait()}")
+        finally:
+            os.kill(run.pid, signal.SIGKILL)
+            run.wait()
+    rerun = emerge(*args("killed"), env=env)
+    assert rerun.returncode == 0, rerun.stderr[-2000:]
+
+    def files(root: Path) -> dict[str, bytes]:
+        return {p.relative_to(root).as_posix(): p.read_bytes()
+                for p in sorted(root.rglob("*")) if p.is_file()}
+
+    want, got = files(tmp_path / "reference" / "release"), files(tmp_path / "killed" / "release")
+    assert "manifest.json" in want and sorted(got) == sorted(want)
+    assert [name for name in want if got[name] != want[name]] == []
+    assert not list((tmp_path / "killed").glob(".release.*"))  # no half-written release left
+    killed, clean = Catalog(tmp_path / "killed" / "wh"), Catalog(tmp_path / "reference" / "wh")
+    for name in ("statement_timeline", "paragraph_timeline", "stable_statements",
+                 "delta_triples", "passages", "instances"):
+        assert sorted(map(repr, killed.read_arrow(name).to_pylist())) == \
+            sorted(map(repr, clean.read_arrow(name).to_pylist())), name
