@@ -53,16 +53,18 @@ lint: $(STAMP)
 models: $(STAMP)
 	$(PY) -m emerge_lib.evaluation.models
 
-# every core: one pytest process per core, each test file whole on one of them (a file's
+# every core and one more: pytest processes, each test file whole on one of them (a file's
 # servers and module fixtures are made once; the longest files start first:
-# tests/conftest.py)
+# tests/conftest.py). One more than the cores, because a third of the time a process
+# waits (for Airflow's scheduler, a server, a subprocess) with its core idle
+TEST_PROCS = $$(( $$(nproc) + 1 ))
 test: lint models
-	$(PY) -m pytest -q -n auto --dist loadfile --no-loadscope-reorder
+	$(PY) -m pytest -q -n $(TEST_PROCS) --dist loadfile --no-loadscope-reorder
 
 # the quick loop for local work: the unit and stages tiers, no generated world and no
 # server (CI runs `make test`: every tier)
 test-fast: lint models
-	$(PY) -m pytest -q -n auto --dist loadfile --no-loadscope-reorder -m "unit or stages"
+	$(PY) -m pytest -q -n $(TEST_PROCS) --dist loadfile --no-loadscope-reorder -m "unit or stages"
 
 bench: $(STAMP)
 	@for b in benchmarks/[!_]*.py; do echo "== $$b"; $(PY) $$b || exit 1; done

@@ -11,7 +11,9 @@ writer of the timelines; snapshot runs read them side by side.
   no run of this DAG waits weeks for a dump and holds its one active run meanwhile. A
   manual run naming a ``dump_date`` still being written waits for it (deferrable).
 - Extraction is mapped over groups of files, never more than ``max_tasks`` (Airflow's
-  ``[core] max_map_length`` is 1024; a full history dump has hundreds of parts); files of
+  ``[core] max_map_length`` is 1024; a full history dump has hundreds of parts), each of
+  at least ``dumps.extract_group_mb`` (256 MB compressed: a task's pool then has work for
+  every core); files of
   a newer dump date than the oldest pending one are extracted by the commit step, after
   the older one's watermarks are committed.
 - Manual runs: ``dump_date`` (empty: the configured dump dates), or the dump files

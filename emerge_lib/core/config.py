@@ -151,6 +151,10 @@ class DumpSettings(_Strict):
     # share of revisions, and of pages, that may be rejected before an ingest fails
     # (deleted or suppressed revisions are counted but not held against it)
     max_reject_ratio: float = Field(default=0.01, ge=0, le=1)
+    # the ingest DAG's extract tasks: at least this much compressed input each (0: a file
+    # each), so that a task's own start (seconds) is small beside its work and its pool
+    # has files for every core; a full history dump still fills `max_tasks` groups
+    extract_group_mb: float = Field(default=256, ge=0)
     # where extraction workers stage their Parquet before the commit: a local folder or
     # any pyarrow filesystem URI (s3://bucket/prefix for a cluster); unset: <warehouse>/_staging
     staging: str | None = None

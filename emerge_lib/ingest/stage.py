@@ -4,7 +4,10 @@ ingest DAG maps ``extract`` over groups of files; JSON in, JSON out, any process
 
 - ``plan``: every file, done or not, and the pending files of the oldest pending dump
   date balanced by bytes into at most ``max_groups`` groups (one mapped task each, so a
-  dump of thousands of files stays under a scheduler's limit on mapped tasks); files of
+  dump of thousands of files stays under a scheduler's limit on mapped tasks) of at least
+  ``dumps.extract_group_mb`` each (measured in Airflow: files of a second each, one task
+  each, used 0.5 cores a task and took 3× the command's time; grouped, a task's pool
+  uses every core); files of
   newer dump dates are left to the commit (each newer dump continues from the
   watermarks the older one left);
 - ``extract``: one group's files here, in a process pool of ``dumps.workers``, staged;
@@ -77,7 +80,10 @@ def _plan(kind: str):
                            ctx.progress_factory)
         dates = plan.pending_by_date()
         first = dates[0] if dates else []
-        groups: list[list[Any]] = [[] for _ in range(min(max_groups, len(first)))]
+        least = ctx.cfg.dumps.extract_group_mb * 1e6
+        by_size = int(sum(f.bytes for f in first) // least) if least else len(first)
+        groups: list[list[Any]] = [[] for _ in range(min(max_groups, len(first),
+                                                         max(1, by_size)))]
         load = [0] * len(groups)
         for f in sorted(first, key=lambda f: (-f.bytes, f.name)):  # largest first, to the lightest
             i = load.index(min(load))

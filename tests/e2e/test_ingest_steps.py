@@ -36,15 +36,20 @@ def test_steps_give_the_tables_of_the_one_process_ingest(worlds, tmp_path: Path,
 
     steps = Catalog(tmp_path / "steps", spark)
     for kind, wiki in (("wikidata", "wikidatawiki"), ("wikipedia", "enwiki")):
-        ctx = context(steps, **{kind: files(world, wiki)}, base=base)
+        # a file per group at most (no minimum size), two groups at most
+        ctx = context(steps, **{kind: files(world, wiki)}, base=base,
+                      dumps={"extract_group_mb": 0})
         stage = f"ingest_{kind}"
+        grouped_by_size = run_stage(context(steps, **{kind: files(world, wiki)}, base=base),
+                                    stage, step="plan", max_groups=2).detail
+        assert len(grouped_by_size["groups"]) == 1  # the defaults: 256 MB a group at least
         planned = json.loads(json.dumps(
             run_stage(ctx, stage, step="plan", max_groups=2).detail))
         by_date: dict[str, list[str]] = {}
         for f in planned["plan"]["files"]:
             by_date.setdefault(f["dump_date"], []).append(Path(f["path"]).name)
         oldest, newer = sorted(by_date)
-        assert 0 < len(planned["groups"]) <= 2  # grouped: never more tasks than asked
+        assert len(planned["groups"]) == 2  # grouped: never more tasks than asked
         grouped = sorted(Path(f["path"]).name for g in planned["groups"] for f in g["files"])
         assert grouped == sorted(by_date[oldest])  # the oldest dump date is mapped...
         assert sorted(planned["later"]) == sorted(by_date[newer])  # ...the newer follows

@@ -326,8 +326,7 @@ def test_a_backfill_on_a_fresh_warehouse_ingests_the_covering_dump(tmp_path: Pat
     """The snapshot wait on a warehouse that holds nothing: a backfill or manual run is
     ready at once with the covering dump handed to its ingest tasks (XCom); a snapshot
     no listed dump covers fails at once; the scheduled run waits for the warehouse."""
-    from airflow.exceptions import TaskDeferred
-    from airflow.sdk.exceptions import AirflowFailException
+    from airflow.sdk.exceptions import AirflowFailException, TaskDeferred
 
     from emerge_lib.airflow.waits import WaitForInputs
 
