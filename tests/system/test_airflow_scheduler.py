@@ -245,6 +245,8 @@ def test_the_grid_view_shows_the_runs(airflow: LocalAirflow, world: Path, tmp_pa
     kept = world / "emerge_snapshot-grid.png"
     shutil.copy(png, kept)
     print(f"grid view: {kept}")
+    if os.environ.get("EMERGE_SCREENSHOTS"):  # docs/images/, refreshed by hand (docs/operations.md)
+        shutil.copy(png, Path(os.environ["EMERGE_SCREENSHOTS"]) / "airflow-snapshot-grid.png")
 
 
 def test_published_releases_are_evaluated(airflow: LocalAirflow, world: Path) -> None:
