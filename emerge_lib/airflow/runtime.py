@@ -79,16 +79,26 @@ def snapshot_run(context: Mapping[str, Any], snapshot: bool = True):
                                        connection_overrides())
 
 
+def run_type(context: Mapping[str, Any]) -> str:
+    """``scheduled``, ``backfill``, ``manual`` or ``asset_triggered``."""
+    kind = getattr(context.get("dag_run"), "run_type", None)
+    return str(getattr(kind, "value", kind) or "manual")
+
+
 def _ingest_dump_date(context: Mapping[str, Any]) -> str | None:
     """An ingest run's dump: the newest of its triggering dumps Asset events (the
-    emerge_dumps DAG's), else the day of its logical date."""
+    emerge_dumps DAG's), else, for a scheduled run (emerge_dumps' own), the day of its
+    logical date. A manual run has none (the trigger form's date is the time of the
+    click, not a dump's): the configured dump dates."""
     events = context.get("triggering_asset_events") or {}
     dates = [str(e.extra["dump_date"]) for es in events.values() for e in es
              if (e.extra or {}).get("dump_date")]
     if dates:
         return max(dates)
     logical = context.get("logical_date")
-    return logical.strftime("%Y%m%d") if logical is not None else None
+    if logical is None or run_type(context) != "scheduled":
+        return None
+    return logical.strftime("%Y%m%d")
 
 
 def _own_dump_date(context: Mapping[str, Any]) -> str | None:

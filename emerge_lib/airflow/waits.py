@@ -28,16 +28,10 @@ from typing import Any
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowFailException
 
-from emerge_lib.airflow.runtime import SNAPSHOT_WAIT, snapshot_run, verdicts
+from emerge_lib.airflow.runtime import SNAPSHOT_WAIT, run_type, snapshot_run, verdicts
 from emerge_lib.airflow.triggers import InputsTrigger, pending
 
-__all__ = ["SNAPSHOT_WAIT", "WaitForInputs", "run_type"]
-
-
-def run_type(context: Any) -> str:
-    """``scheduled``, ``backfill``, ``manual`` or ``asset_triggered``."""
-    kind = getattr(context.get("dag_run"), "run_type", None)
-    return str(getattr(kind, "value", kind) or "manual")
+__all__ = ["SNAPSHOT_WAIT", "WaitForInputs"]
 
 
 class WaitForInputs(BaseOperator):

@@ -292,8 +292,8 @@ def test_the_wait_defers_to_a_trigger_that_never_blocks_the_event_loop(tmp_path:
 
 
 def test_the_dump_a_run_ingests() -> None:
-    """An ingest run: the newest dump of its triggering dumps events, else its logical
-    date's day; a snapshot run: the dump its wait chose (XCom), for every task but the
+    """An ingest run: the newest dump of its triggering dumps events, else a scheduled
+    run's logical date's day; a snapshot run: the dump its wait chose (XCom), for every task but the
     wait itself; params win over both."""
     from emerge_lib.airflow.runtime import snapshot_run
 
@@ -310,8 +310,13 @@ def test_the_dump_a_run_ingests() -> None:
     quarter = datetime(2024, 9, 1, tzinfo=datetime.now().astimezone().tzinfo)
     assert snapshot_run({"params": {}, "triggering_asset_events": events},
                         snapshot=False).dump_date == "20240601"
-    assert snapshot_run({"params": {}, "logical_date": quarter},
+    scheduled = SimpleNamespace(run_type="scheduled")  # emerge_dumps' runs
+    assert snapshot_run({"params": {}, "logical_date": quarter, "dag_run": scheduled},
                         snapshot=False).dump_date == "20240901"
+    # a manual run's logical date is when it was triggered, not a dump: the configured ones
+    assert snapshot_run({"params": {}, "logical_date": quarter,
+                         "dag_run": SimpleNamespace(run_type="manual")},
+                        snapshot=False).dump_date is None
     assert snapshot_run({"params": {"dump_date": "20231201"}, "logical_date": quarter},
                         snapshot=False).dump_date == "20231201"
     snap = {"params": {"snapshot": "2024-04-01T00:00:00Z"}}
