@@ -44,8 +44,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "(default as for --assertion-assessor)")
     p.add_argument("--annotator", default="annotator_1",
                    help="human: the annotator whose verdicts decide (default annotator_1)")
-    p.add_argument("--by", choices=("year", "date"), default="year",
-                   help="snapshot columns by year (the paper's tables) or by snapshot date")
+    p.add_argument("--by", choices=("year", "date", "delta"), default="year",
+                   help="columns by snapshot year (the paper's tables), by snapshot date, or "
+                        "by delta (each snapshot's windows: SNAPSHOT→WINDOW_END)")
     p.add_argument("--only-predicted", action="store_true",
                    help="score a model only on the instances it has predictions for "
                         "(default: a missing instance counts as empty predictions)")

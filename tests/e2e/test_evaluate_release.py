@@ -245,3 +245,22 @@ def test_human_filter_on_our_release_is_refused(release: Path, tmp_path: Path, c
     err = capsys.readouterr().err
     assert rc != 0 and "human_annotation/solved_disagreements.jsonl" in err
     assert len(err.strip().splitlines()) == 1 and not (tmp_path / "out").exists()
+
+
+def test_scores_per_delta_through_the_cli(release: Path, tmp_path: Path) -> None:
+    """`emerge evaluate --by delta`: a column per delta file of the release (its snapshot
+    and window end), the oracle's recall 1.0 in each."""
+    import json
+
+    from emerge_lib.cli import main
+
+    preds = oracle(read_gold(release), tmp_path / "p.jsonl")
+    assert main(["evaluate", "--gold", str(release), "--predictions", str(preds), "--metrics",
+                 "recall", "--by", "delta", "--out", str(tmp_path / "out")]) == 0
+    (summary,) = (tmp_path / "out").rglob("summary.json")
+    rows = json.loads(summary.read_text())
+    deltas = {f"{f.parent.name.removeprefix('snapshot_')}→"
+              f"{f.stem.removeprefix('delta_')}"
+              for f in release.glob("snapshot_*/delta_*.jsonl") if f.stat().st_size}
+    assert {r["snapshot"] for r in rows} == deltas | {"all"} and len(deltas) >= 2
+    assert {(r["model"], r["value"]) for r in rows} == {("oracle", 1.0), ("nothing", 0.0)}

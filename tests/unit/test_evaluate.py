@@ -278,6 +278,22 @@ def test_snapshots_by_year_or_date_and_both_date_formats() -> None:
     assert rows[("m", "E", "2024-04-01", "recall")] == (0.0, 1)
 
 
+def test_scores_per_delta() -> None:
+    """--by delta: a column per (snapshot, window end), so one snapshot's windows are
+    told apart; "all" pools them."""
+    week = {hid: record(hid, [triple("Q1", "P1", hid, ["a", "r", hid], "e-triples")],
+                        dates=("2024-01-01", end))
+            for hid, end in (("w1", "2024-01-08"), ("w2", "2024-01-15"), ("w2b", "2024-01-15"))}
+    preds = {"m": {"w1": [pred(["Q1", "P1", "w1"], ["a", "r", "w1"])],
+                   "w2": [pred(["Q1", "P1", "w2"], ["a", "r", "w2"])]}}
+    rows, _ = run(list(week.values()), preds, snapshot_key="delta", metrics=("recall",))
+    assert rows == {("m", "E", "2024-01-01→2024-01-08", "recall"): (1.0, 1),
+                    ("m", "E", "2024-01-01→2024-01-15", "recall"): (0.5, 2),
+                    ("m", "E", "all", "recall"): (2 / 3, 3)}
+    with pytest.raises(ValueError, match="snapshot_key"):
+        Settings(snapshot_key="window")
+
+
 def test_predictions_format_is_checked(tmp_path: Path) -> None:
     f = tmp_path / "p.jsonl"
     f.write_text('{"hash_id": "a", "model": "m", "predicted": [{"triple": null, '
