@@ -4,7 +4,7 @@ and writing every output included) against the naive scorer (every instance's go
 predicted texts encoded separately, as the authors' scorer does), in one run. Exits 1
 when the speedup is under the 5x target or a compared score differs.
 
-The release is synthesized in the release layout (``snapshot_*/delta_*.jsonl``, 7 yearly
+The release is synthesized in the release layout (``evaluation_set/snapshot_*/delta_*.jsonl``, 7 yearly
 snapshots × 5 cumulative weekly deltas × 1,000 passages = 35,000 instances, the size of
 the authors' full evaluation set) with what makes the real corpus what it is:
 
@@ -112,7 +112,7 @@ def synthesize(folder: Path, passages_per_delta: int, seed: int) -> tuple[Path, 
     with preds_path.open("w") as pf:
         for year in YEARS:
             snap = f"{year}-01-01"
-            sdir = folder / f"snapshot_{snap}"
+            sdir = folder / "evaluation_set" / f"snapshot_{snap}"
             sdir.mkdir(parents=True)
             # ~1/3 of each delta's passages are new, the rest repeat earlier weeks' (cumulative)
             paragraphs: list[tuple[str, list, list]] = []

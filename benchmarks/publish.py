@@ -129,7 +129,7 @@ def make_release(root: Path, total_mb: float, seed: int = 7) -> dict:
         weights = [1, 2, 3, 4, 5]  # cumulative deltas grow
         for delta, w in zip(deltas, weights, strict=True):
             size = int(per_snapshot * 0.78 * w / sum(weights))
-            rel = f"snapshot_{snapshot}/delta_{delta}.jsonl"
+            rel = f"corpus/snapshot_{snapshot}/delta_{delta}.jsonl"
             jsonl(root / rel, rng, pool, size, snapshot, delta)
             paths.append(rel)
             rel = f"evaluation_set/snapshot_{snapshot}/delta_{delta}.jsonl"
@@ -139,7 +139,8 @@ def make_release(root: Path, total_mb: float, seed: int = 7) -> dict:
         kg = pa.table({"s": [f"Q{rng.randrange(10**8)}" for _ in range(rows)],
                        "p": [f"P{rng.randrange(10**4)}" for _ in range(rows)],
                        "o": [f"Q{rng.randrange(10**8)}" for _ in range(rows)]})
-        rel = f"snapshot_{snapshot}/kg_triples.parquet"
+        rel = f"kg_snapshots/snapshot_{snapshot}/kg_triples.parquet"
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
         pq.write_table(kg, root / rel)
         paths.append(rel)
     (root / "validation").mkdir(exist_ok=True)

@@ -14,7 +14,7 @@ def register(sub: argparse._SubParsersAction) -> None:
             "configured mirror's dump dates; files already ingested are not read again), "
             "then build every snapshot's KG, weekly cumulative deltas, new passages and "
             "aligned TKGU instances on the chosen engine, and write the release to --out: "
-            "snapshot_YYYY-MM-DD/delta_YYYY-MM-DD.jsonl per window in the EMERGE instance "
+            "corpus/snapshot_YYYY-MM-DD/delta_YYYY-MM-DD.jsonl per window in the EMERGE instance "
             "format, the KG snapshot and the instances as Parquet, and release.json. "
             "Changing --snapshot, --weeks or --window-days needs no re-ingest of Wikidata; "
             "Wikipedia paragraphs are kept for every snapshot range ever asked for. The "

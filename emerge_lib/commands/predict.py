@@ -26,7 +26,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     r = kinds.add_parser("relik", help="ReLiK RE or cIE (needs the relik environment)")
     r.add_argument("--variant", choices=("re", "cie"), required=True)
     r.add_argument("--release", required=True, metavar="DIR",
-                   help="release with snapshot_*/entities.parquet and relations.parquet")
+                   help="release with kg_snapshots/snapshot_*/entities.parquet and relations.parquet")
     r.add_argument("--relik-model", default=None, help="default: the paper's (Appendix D)")
     r.add_argument("--device", default="cpu")
     r.add_argument("--index-dir", default=None, metavar="DIR",

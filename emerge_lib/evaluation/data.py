@@ -3,9 +3,10 @@ authors') and predictions (our JSONL format, and the in-record ``predictions`` b
 the authors' files).
 
 Gold: a JSONL file, or a folder. A folder with an ``evaluation_set/`` (the authors'
-``data/`` layout, or ``data/evaluation_set`` below it) is read there; otherwise its
-``snapshot_*/delta_*.jsonl`` files (our release layout), or failing that its ``*.jsonl``
-files. Dates may be date-only (``2019-01-01``, the authors' and our [compat] format) or
+``data/`` layout, or ``data/evaluation_set`` below it, as in our releases) is read there;
+otherwise its ``snapshot_*/delta_*.jsonl`` files (a snapshot folder's parent), its
+``corpus/snapshot_*/delta_*.jsonl`` (a release without a test split), or failing that its
+``*.jsonl`` files. Dates may be date-only (``2019-01-01``, the authors' and our [compat] format) or
 full timestamps (``2024-01-01T00:00:00Z``, our earlier releases); the snapshot of an
 instance is the date of ``delta_dates[0]``, never its epoch seconds (the authors' are
 Europe/Paris midnight, an hour before UTC midnight).
@@ -183,12 +184,13 @@ def gold_files(path: str | Path) -> list[Path]:
             root = candidate
             break
     files = sorted(root.glob("snapshot_*/delta_*.jsonl")) or sorted(
-        root.glob("snapshot_*/delta_*.jsonl.gz"))
+        root.glob("snapshot_*/delta_*.jsonl.gz")) or sorted(
+        root.glob("corpus/snapshot_*/delta_*.jsonl"))
     if not files:
         files = sorted(f for f in root.glob("*.jsonl*") if f.suffix in (".jsonl", ".gz"))
     if not files:
         raise InputError(f"gold: no EMERGE JSONL under {root} (expected snapshot_*/delta_*.jsonl, "
-                         "an evaluation_set/ folder, or *.jsonl files)")
+                         "an evaluation_set/ or corpus/ folder, or *.jsonl files)")
     return files
 
 

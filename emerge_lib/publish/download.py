@@ -59,7 +59,9 @@ CHUNK = 1 << 20
 EVALUATION_SET = "evaluation_set/"
 Progress = Callable[[int], None]
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
-_SNAPSHOT = re.compile(r"(?:evaluation_set/)?snapshot_(\d{4}-\d{2}-\d{2})/")
+#: a snapshot's files: corpus/, evaluation_set/ and kg_snapshots/ folders, and its KG TSV
+_SNAPSHOT = re.compile(r"(?:(?:corpus|evaluation_set|kg_snapshots)/snapshot_"
+                       r"|kg_snapshots/kg_snapshot_)(\d{4}-\d{2}-\d{2})(?:/|\.tsv\.gz$)")
 
 
 @dataclass
@@ -95,8 +97,8 @@ def snapshot_date(value: str) -> str:
 
 def select_files(manifest: Mapping[str, Any], snapshots: Sequence[str] = (),
                  evaluation_set_only: bool = False) -> list[dict[str, Any]]:
-    """The manifest's files under the filters: ``snapshots`` keeps
-    ``snapshot_DATE/…`` and ``evaluation_set/snapshot_DATE/…``; ``evaluation_set_only``
+    """The manifest's files under the filters: ``snapshots`` keeps the files of those
+    snapshots (``corpus/``, ``evaluation_set/`` and ``kg_snapshots/``); ``evaluation_set_only``
     keeps ``evaluation_set/…``; both: their intersection. A filter that matches nothing
     is an error naming what there is."""
     files = list(manifest["files"])
@@ -112,9 +114,7 @@ def select_files(manifest: Mapping[str, Any], snapshots: Sequence[str] = (),
         if missing:
             raise S3NotFoundError(f"no snapshot {', '.join(missing)} in this release; it has "
                                   f"{', '.join(present) or 'none'}")
-        prefixes = tuple(p for d in sorted(dates)
-                         for p in (f"snapshot_{d}/", f"{EVALUATION_SET}snapshot_{d}/"))
-        files = [f for f in files if f["path"].startswith(prefixes)]
+        files = [f for f in files if (m := _SNAPSHOT.match(f["path"])) and m.group(1) in dates]
     return files
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from emerge_lib.release.format import OP_NAMES, snapshot_dir_name
+from emerge_lib.release.format import CORPUS, EVALUATION_SET, OP_NAMES, snapshot_dir_name
 
 CARD = "README.md"
 CARD_HTML = "card.html"
@@ -79,7 +79,7 @@ def collect(out: Path, snapshots: Sequence[str], kg_rows: dict[str, dict[str, in
     for snap in snapshots:
         st = SnapshotStats(snap, kg=kg_rows.get(snap, {}))
         folder = snapshot_dir_name(snap)
-        for path in sorted((out / folder).glob("delta_*.jsonl")):
+        for path in sorted((out / CORPUS / folder).glob("delta_*.jsonl")):
             for rec in _lines(path):
                 window = int(rec.get("window") or 0)
                 if rec["passage_id"] not in st.passages:
@@ -93,7 +93,7 @@ def collect(out: Path, snapshots: Sequence[str], kg_rows: dict[str, dict[str, in
                     ops = [NAME_TO_OP[n] for n in tr["tkgu_operations"]]
                     st.ops.update(ops)
                     st.per_window[window] = st.per_window.get(window, 0) + len(ops)
-        for path in sorted((out / "evaluation_set" / folder).glob("delta_*.jsonl")):
+        for path in sorted((out / EVALUATION_SET / folder).glob("delta_*.jsonl")):
             for rec in _lines(path):
                 for tr in rec["tkgu_triples"]:
                     st.evaluation.update(NAME_TO_OP[n] for n in tr["tkgu_operations"])
@@ -195,11 +195,12 @@ def write_card(out: Path, snapshots: Sequence[str], kg_rows: dict[str, dict[str,
                  _count(sum(s.evaluation.values()))] for s in stats]
     intro = ("EMERGE: text-driven knowledge-graph updating (TKGU) instances built from "
              "Wikipedia and Wikidata revision histories. Each line of "
-             "`snapshot_YYYY-MM-DD/delta_YYYY-MM-DD.jsonl` is a passage new in that weekly "
-             "delta with its triples and TKGU operations (X, E, EE, EE-KG, D); "
+             "`corpus/snapshot_YYYY-MM-DD/delta_YYYY-MM-DD.jsonl` is a passage new in that "
+             "weekly delta with its triples and TKGU operations (X, E, EE, EE-KG, D); "
              "`evaluation_set/` is the seeded, stratified test split; each snapshot's KG "
-             "(T_t, V_t, R_t) is in Parquet beside its deltas. `manifest.json` lists every "
-             "file with its sha256.")
+             "is in `kg_snapshots/`: T_t as the authors' TSV (`kg_snapshot_YYYY-MM-DD.tsv.gz`) "
+             "and T_t, V_t, R_t in Parquet (`snapshot_YYYY-MM-DD/`). `manifest.json` lists "
+             "every file with its sha256.")
     md = "\n\n".join([
         "# EMERGE release", intro,
         "## Statistics\n\nThe layout of the paper's Table 2: the entities, relation types "

@@ -151,6 +151,43 @@ def delta_file_name(snapshot: datetime | str, window: int, window_days: float) -
     return f"delta_{window_end(snapshot, window, window_days):%Y-%m-%d}.jsonl"
 
 
+# --- the release's layout ----------------------------------------------------------------
+# The authors' folders (their scripts/download_data.sh fetches ``evaluation_set/**``,
+# ``human_annotation/**``, ``kg_snapshots/**`` and ``corpus/**``; their evaluator reads
+# ``kg_snapshots/kg_snapshot_YYYY-MM-DD.tsv``, their statistics ``corpus/snapshot_*/``):
+#
+#   corpus/snapshot_D/delta_D.jsonl            every kept line of a window
+#   evaluation_set/snapshot_D/delta_D.jsonl    the test split drawn from it
+#   human_annotation/*.jsonl                   human verdicts (emerge annotate import)
+#   kg_snapshots/kg_snapshot_D.tsv.gz          G_t as their TSV: head, relation, tail
+#   kg_snapshots/snapshot_D/<table>.parquet    G_t as our typed tables
+CORPUS = "corpus"
+EVALUATION_SET = "evaluation_set"
+HUMAN_ANNOTATION = "human_annotation"
+KG_SNAPSHOTS = "kg_snapshots"
+
+
+def corpus_path(snapshot: datetime | str, window: int, window_days: float) -> str:
+    """``corpus/snapshot_D/delta_D.jsonl``: a window's kept lines."""
+    return f"{CORPUS}/{snapshot_dir_name(snapshot)}/{delta_file_name(snapshot, window, window_days)}"
+
+
+def evaluation_path(snapshot: datetime | str, window: int, window_days: float) -> str:
+    """``evaluation_set/snapshot_D/delta_D.jsonl``: a window's test lines."""
+    return (f"{EVALUATION_SET}/{snapshot_dir_name(snapshot)}/"
+            f"{delta_file_name(snapshot, window, window_days)}")
+
+
+def kg_parquet_path(snapshot: datetime | str, table: str) -> str:
+    """``kg_snapshots/snapshot_D/<table>.parquet``: one of G_t's tables."""
+    return f"{KG_SNAPSHOTS}/{snapshot_dir_name(snapshot)}/{table}.parquet"
+
+
+def kg_tsv_path(snapshot: datetime | str) -> str:
+    """``kg_snapshots/kg_snapshot_D.tsv.gz``: T_t as the authors' evaluator reads it."""
+    return f"{KG_SNAPSHOTS}/kg_snapshot_{_utc(snapshot):%Y-%m-%d}.tsv.gz"
+
+
 def link_target(title: str | None) -> str | None:
     """A mention's ``target_entity`` from the link target as stored in ``passages``: spaces
     become underscores (``Republic of Ireland`` → ``Republic_of_Ireland``). Nothing else

@@ -1,13 +1,15 @@
 """passages + instances + the KG snapshots → the EMERGE release on disk.
 
-Layout under the output folder::
+Layout under the output folder (the authors' folders, ``emerge_lib.release.format``)::
 
-    snapshot_YYYY-MM-DD/delta_YYYY-MM-DD.jsonl   one file per window, named by τ_k's date
-    snapshot_YYYY-MM-DD/kg_triples.parquet       G_t: T_t, V_t, R_t of that snapshot
-    snapshot_YYYY-MM-DD/entities.parquet
-    snapshot_YYYY-MM-DD/relations.parquet
-    parquet/instances.parquet                    the released snapshots' instances
-    release.json                                 the files, snapshots, lines and operations
+    corpus/snapshot_D/delta_D.jsonl            one file per window, named by τ_k's date
+    evaluation_set/snapshot_D/delta_D.jsonl    the test split of that window
+    kg_snapshots/kg_snapshot_D.tsv.gz          T_t as the authors' evaluator reads it
+    kg_snapshots/snapshot_D/kg_triples.parquet G_t: T_t, V_t, R_t of that snapshot
+    kg_snapshots/snapshot_D/entities.parquet
+    kg_snapshots/snapshot_D/relations.parquet
+    parquet/instances.parquet                  the released snapshots' instances
+    release.json                               the files, snapshots, lines and operations
 
 Only what is released is written (``TableSpec.released``): the internal timelines stay in
 the warehouse. Every table is read at the Delta version it had when the release started,
@@ -35,6 +37,7 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import gzip
 import json
 import logging
 import os
@@ -57,10 +60,17 @@ from emerge_lib.core.schedule import SnapshotPlan
 from emerge_lib.curation.verdicts import assessments
 from emerge_lib.release.card import CARD, CARD_HTML, PLOTS, write_card
 from emerge_lib.release.format import (
+    CORPUS,
+    EVALUATION_SET,
+    KG_SNAPSHOTS,
     FormatError,
+    corpus_path,
     delta_file_name,
     dumps_line,
+    evaluation_path,
     hash_id,
+    kg_parquet_path,
+    kg_tsv_path,
     passage_record,
     snapshot_dir_name,
 )
@@ -70,8 +80,6 @@ log = logging.getLogger(__name__)
 
 KG_SNAPSHOT_TABLES = ("kg_triples", "entities", "relations")
 LISTING = "release.json"
-#: What a release reads: its JSONL sources and the released tables (TableSpec.released).
-EVALUATION_SET = "evaluation_set"
 VALIDATION = "validation"
 
 class ReleaseError(EmergeError):
@@ -257,6 +265,28 @@ def _write_parquet(
     return rows
 
 
+def _write_kg_tsv(catalog: Catalog, path: Path, snapshot: str, version: int | None) -> int:
+    """T_t as the authors' KG snapshot file: ``head<TAB>relation<TAB>tail`` per line
+    (their s03_get_kg_snapshot.py "triples_only" output, which their evaluator reads for
+    relik-cie), sorted, gzip-compressed with no name and no time in its header (the same
+    rows give the same bytes)."""
+    rows = 0
+    with _atomic(path) as tmp, open(tmp, "wb") as raw, \
+            gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=6) as gz:
+        if version is not None:
+            dataset = catalog.dataset("kg_triples", version, [("snapshot", "=", snapshot)])
+            table = dataset.to_table(columns=["s", "p", "o"],
+                                     filter=pc.field("snapshot") == snapshot,
+                                     use_threads=False)
+            table = table.sort_by([("s", "ascending"), ("p", "ascending"), ("o", "ascending")])
+            for batch in table.to_batches(max_chunksize=65536):
+                s, p, o = (batch.column(i).to_pylist() for i in range(3))
+                gz.write("".join(f"{a}\t{b}\t{c}\n" for a, b, c in zip(s, p, o, strict=True))
+                         .encode("utf-8"))
+                rows += batch.num_rows
+    return rows
+
+
 def _dropped(catalog: Catalog, snapshots: Sequence[str], version: int | None
              ) -> dict[str, set[str]]:
     """snapshot → ``window:passage_id`` of the near-duplicate lines the release leaves out."""
@@ -272,22 +302,26 @@ def _dropped(catalog: Catalog, snapshots: Sequence[str], version: int | None
 
 
 def _ours(rel: str) -> bool:
-    """Is this release-relative path one a release writes (and may therefore remove)?"""
+    """Is this release-relative path one a release writes (and may therefore remove)?
+    (``human_annotation/`` is not: it is the annotators', carried over as it is.)"""
     parts = rel.split("/")
     if parts in ([LISTING], [CARD], [CARD_HTML]) or parts[0] == VALIDATION:
         return True
-    if parts[0] == EVALUATION_SET:
-        parts = parts[1:]
-    if len(parts) != 2:
+    if len(parts) == 2:
+        folder, name = parts
+        if folder == "parquet":
+            return name.endswith(".parquet") and name.removesuffix(".parquet") in TABLES
+        if folder == PLOTS:
+            return name.endswith(".png")
+        return folder == KG_SNAPSHOTS and name.startswith("kg_snapshot_") and \
+            name.endswith(".tsv.gz")
+    if len(parts) != 3 or not parts[1].startswith("snapshot_"):
         return False
-    folder, name = parts
-    if folder == "parquet":
-        return name.endswith(".parquet") and name.removesuffix(".parquet") in TABLES
-    if folder == PLOTS:
-        return name.endswith(".png")
-    return folder.startswith("snapshot_") and (
-        (name.startswith("delta_") and name.endswith(".jsonl"))
-        or name.removesuffix(".parquet") in KG_SNAPSHOT_TABLES and name.endswith(".parquet"))
+    top, _, name = parts
+    if top in (CORPUS, EVALUATION_SET):
+        return name.startswith("delta_") and name.endswith(".jsonl")
+    return top == KG_SNAPSHOTS and name.endswith(".parquet") and \
+        name.removesuffix(".parquet") in KG_SNAPSHOT_TABLES
 
 
 def _stale(old: Path, keep: set[str]) -> list[str]:
@@ -417,7 +451,7 @@ def _write_into(catalog: Catalog, out: Path, plans: Sequence[SnapshotPlan],
         raise ReleaseError(f"two snapshots share a release folder (one per day): {keys}")
     records: dict[str, list[tuple[str, dict[str, Any]]]] = {}
 
-    for snap, folder in zip(keys, dirs, strict=True):
+    for snap in keys:
         plan = by_key[snap]
         names = [delta_file_name(snap, w.k, plan.window_days) for w in plan.windows]
         if len(set(names)) != len(names):
@@ -429,9 +463,9 @@ def _write_into(catalog: Catalog, out: Path, plans: Sequence[SnapshotPlan],
             "selection", filters=[("snapshot", "=", snap)], columns=["window"],
             version=summary.versions["selection"]).num_rows)
         mine = records.setdefault(snap, []) if validation.enabled else None
-        for w, fname in zip(plan.windows, names, strict=True):
-            rel = f"{folder}/{fname}"
-            eval_rel = f"{EVALUATION_SET}/{rel}" if selected else None
+        for w in plan.windows:
+            rel = corpus_path(snap, w.k, plan.window_days)
+            eval_rel = evaluation_path(snap, w.k, plan.window_days) if selected else None
             n, drawn = _write_window(catalog, (out / rel, out / eval_rel if eval_rel else None),
                                      snap, w.k, plan.window_days, settings, summary, curation,
                                      mine)
@@ -443,10 +477,13 @@ def _write_into(catalog: Catalog, out: Path, plans: Sequence[SnapshotPlan],
                 summary.evaluation_lines += drawn
             log.debug("release: %s, %d passages (%d drawn)", rel, n, drawn)
         for name in KG_SNAPSHOT_TABLES:
-            rel = f"{folder}/{name}.parquet"
+            rel = kg_parquet_path(snap, name)
             summary.parquet_rows[rel] = _write_parquet(catalog, name, out / rel, [snap],
                                                        summary.versions[name])
             summary.files.append(rel)
+        rel = kg_tsv_path(snap)
+        _write_kg_tsv(catalog, out / rel, snap, summary.versions["kg_triples"])
+        summary.files.append(rel)
 
     dropped = _dropped(catalog, keys, summary.versions["selection"])
     for name in sorted(n for n, s in TABLES.items() if s.released and n not in KG_SNAPSHOT_TABLES):
@@ -464,9 +501,8 @@ def _write_into(catalog: Catalog, out: Path, plans: Sequence[SnapshotPlan],
     else:
         summary.validation = {"success": False, "reason": "validation.enabled is false: "
                               "not validated, not publishable"}
-    kg_rows = {snap: {name: summary.parquet_rows[f"{folder}/{name}.parquet"]
-                      for name in KG_SNAPSHOT_TABLES} for snap, folder in zip(keys, dirs,
-                                                                              strict=True)}
+    kg_rows = {snap: {name: summary.parquet_rows[kg_parquet_path(snap, name)]
+                      for name in KG_SNAPSHOT_TABLES} for snap in keys}
     card_files, summary.card = write_card(out, keys, kg_rows, _validation_line(
         summary.validation))
     summary.files += card_files

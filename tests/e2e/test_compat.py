@@ -138,7 +138,7 @@ def demo(tmp_path_factory, spark, worlds) -> dict[str, Any]:
         result = run_demo(out, endpoint=stub.url, spark=spark,
                           overrides={"validation": {"max_unparsed_share": 0.5}})
     assert result.ok, (result.missing, result.unexpected)  # the demo still equals its truth
-    files = sorted(result.release.glob("snapshot_*/delta_*.jsonl"))
+    files = sorted(result.release.glob("corpus/snapshot_*/delta_*.jsonl"))
     return {"world": world, "files": files, "unparsed": unparsed, "lines": [
         json.loads(line) for f in files for line in f.read_text(encoding="utf-8").splitlines()]}
 

@@ -151,7 +151,7 @@ def test_date_only_release_reads_the_same(release: Path, tmp_path: Path) -> None
 
 def test_an_evaluation_set_folder_is_preferred(release: Path, tmp_path: Path) -> None:
     data = tmp_path / "data"
-    snap = sorted(release.glob("snapshot_*"))[0]
+    snap = sorted(release.glob("corpus/snapshot_*"))[0]
     shutil.copytree(snap, data / "evaluation_set" / snap.name)
     shutil.copytree(release, data / "corpus")
     assert {f.parent.parent.name for f in gold_files(data)} == {"evaluation_set"}
@@ -159,7 +159,7 @@ def test_an_evaluation_set_folder_is_preferred(release: Path, tmp_path: Path) ->
 
 
 def test_the_release_dictionaries_feed_relik_inventories(release: Path) -> None:
-    snap = sorted(release.glob("snapshot_*"))[0].name.removeprefix("snapshot_")
+    snap = sorted(release.glob("kg_snapshots/snapshot_*"))[0].name.removeprefix("snapshot_")
     d = release_dictionaries(release, snap)
     assert d.relations and d.entities
     inv = inventory(d, "cie")
@@ -188,8 +188,8 @@ def test_llm_asserted_on_our_curated_release_needs_no_flags(curated: Path, relea
     (405B and, without an end qualifier, 8B too)."""
     from emerge_lib.cli import main
 
-    # the whole corpus (the release's snapshot_*/delta_*.jsonl): the planted verdicts
-    corpus = sorted(curated.glob("snapshot_*/delta_*.jsonl"))
+    # the whole corpus (the release's corpus/snapshot_*/delta_*.jsonl): the planted verdicts
+    corpus = sorted(curated.glob("corpus/snapshot_*/delta_*.jsonl"))
     raw = _raw_triples(corpus)
     assert raw and all(t["asserted_operations"] is not None for _, t in raw)
     d = [t for _, t in raw if "d-triples" in t["tkgu_operations"]]
@@ -261,6 +261,6 @@ def test_scores_per_delta_through_the_cli(release: Path, tmp_path: Path) -> None
     rows = json.loads(summary.read_text())
     deltas = {f"{f.parent.name.removeprefix('snapshot_')}→"
               f"{f.stem.removeprefix('delta_')}"
-              for f in release.glob("snapshot_*/delta_*.jsonl") if f.stat().st_size}
+              for f in release.glob("corpus/snapshot_*/delta_*.jsonl") if f.stat().st_size}
     assert {r["snapshot"] for r in rows} == deltas | {"all"} and len(deltas) >= 2
     assert {(r["model"], r["value"]) for r in rows} == {("oracle", 1.0), ("nothing", 0.0)}

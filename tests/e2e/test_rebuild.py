@@ -79,7 +79,7 @@ def test_emerge_build_command(worlds, tmp_path: Path, capsys, monkeypatch) -> No
     assert main(args) == 0
     out = capsys.readouterr().out
     assert "release" in out and str(tmp_path / "rel") in out
-    files = sorted((tmp_path / "rel").glob("snapshot_*/delta_*.jsonl"))
+    files = sorted((tmp_path / "rel").glob("corpus/snapshot_*/delta_*.jsonl"))
     assert [f.parent.name for f in files].count("snapshot_2024-01-01") == 5
     released = sum(len(t["tkgu_operations"]) for f in files for line in f.read_text().splitlines()
                    for t in json.loads(line)["tkgu_triples"])

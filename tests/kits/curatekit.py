@@ -50,7 +50,7 @@ def expected_rows(ctx) -> tuple[int, int]:
 
 
 def released_triples(release_dir: str | Path) -> list[dict]:
-    return [t for f in sorted(Path(release_dir).glob("snapshot_*/delta_*.jsonl"))
+    return [t for f in sorted(Path(release_dir).glob("corpus/snapshot_*/delta_*.jsonl"))
             for x in f.read_text().splitlines() for t in json.loads(x)["tkgu_triples"]]
 
 

@@ -7,6 +7,7 @@ A test module declares its session fixture with ``yield from s3kit.serve(...)``.
 
 from __future__ import annotations
 
+import gzip
 import os
 import random
 from collections import Counter
@@ -72,16 +73,19 @@ def make_release(root: Path, seed: int = 1, *, big_mb: float = 11,
                         % (seed, i, rng.randbytes(30).hex().encode()) for i in range(n))
 
     for date in snapshots:
-        put(f"snapshot_{date}/delta_{date[:8]}08.jsonl", jsonl(200))
+        put(f"corpus/snapshot_{date}/delta_{date[:8]}08.jsonl", jsonl(200))
         put(f"evaluation_set/snapshot_{date}/delta_{date[:8]}08.jsonl", jsonl(20))
-        kg = root / f"snapshot_{date}/kg_triples.parquet"
+        kg = root / f"kg_snapshots/snapshot_{date}/kg_triples.parquet"
+        kg.parent.mkdir(parents=True, exist_ok=True)
         pq.write_table(pa.table({"s": [f"Q{rng.randrange(1000)}" for _ in range(50)]}), kg)
         paths.append(kg.relative_to(root).as_posix())
+        put(f"kg_snapshots/kg_snapshot_{date}.tsv.gz", gzip.compress(
+            b"".join(b"Q%d\tP31\tQ5\n" % rng.randrange(1000) for _ in range(50)), mtime=0))
     if big_mb:
         line = b'{"passage": "' + b"x" * 1000 + b'"}\n'
         body = bytearray(line * int(big_mb * (1 << 20) // len(line)))
         body[:16] = rng.randbytes(16).hex().encode()  # each seed its own content
-        put("snapshot_all/passages.jsonl", bytes(body))
+        put("corpus/snapshot_all/passages.jsonl", bytes(body))
     put("validation/results.json", b'{"success": true}\n')
     put("README.md", f"# EMERGE release {seed}\n".encode())
     meta = {} if validation is None else {"validation": dict(validation)}

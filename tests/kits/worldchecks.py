@@ -72,7 +72,7 @@ def test_no_trap_appears(built) -> None:
 
 def test_release_lines_match_instances(built) -> None:
     _, catalog, _, release = built
-    lines = [json.loads(line) for f in sorted(release.glob("snapshot_*/delta_*.jsonl"))
+    lines = [json.loads(line) for f in sorted(release.glob("corpus/snapshot_*/delta_*.jsonl"))
              for line in f.read_text().splitlines()]
     released = sum(len(t["tkgu_operations"]) for line in lines for t in line["tkgu_triples"])
     assert released == catalog.row_count("instances")

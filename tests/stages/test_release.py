@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 from datetime import UTC, datetime
 from pathlib import Path
@@ -153,7 +154,7 @@ PREFIX = "Excerpt from the Wikipedia page describing Ada Lovelace: "
 
 def test_one_line_exactly(released) -> None:
     out, _ = released
-    recs = {r["passage_id"]: r for r in lines(out / "snapshot_2024-01-01" / "delta_2024-01-08.jsonl")}
+    recs = {r["passage_id"]: r for r in lines(out / "corpus" / "snapshot_2024-01-01" / "delta_2024-01-08.jsonl")}
     got = recs["p1hash"]
     off = len(PREFIX)
     cb, ae = TEXT1.index("Charles Babbage"), TEXT1.index("Analytical Engine")
@@ -230,7 +231,7 @@ def test_one_line_exactly(released) -> None:
 
 def test_offsets_and_fields_of_every_line(released) -> None:
     out, _ = released
-    recs = [r for f in sorted((out / "snapshot_2024-01-01").glob("delta_*.jsonl")) for r in lines(f)]
+    recs = [r for f in sorted((out / "corpus" / "snapshot_2024-01-01").glob("delta_*.jsonl")) for r in lines(f)]
     assert len(recs) == 3
     for r in recs:
         assert set(RELEASE_FIELDS) <= set(r)
@@ -251,15 +252,15 @@ def test_offsets_and_fields_of_every_line(released) -> None:
 
 def test_layout_sorting_and_summary(released) -> None:
     out, summary = released
-    w1 = out / "snapshot_2024-01-01" / "delta_2024-01-08.jsonl"
-    w2 = out / "snapshot_2024-01-01" / "delta_2024-01-15.jsonl"
+    w1 = out / "corpus" / "snapshot_2024-01-01" / "delta_2024-01-08.jsonl"
+    w2 = out / "corpus" / "snapshot_2024-01-01" / "delta_2024-01-15.jsonl"
     ids = [r["hash_id"] for r in lines(w1)]
     assert ids == sorted(ids) and {r["passage_id"] for r in lines(w1)} == {"p1hash", "p2hash"}
     assert [r["passage_id"] for r in lines(w2)] == ["p4hash"]
     assert lines(w2)[0]["delta_dates"] == ["2024-01-01", "2024-01-15"]
     assert lines(w2)[0]["delta_timestamps"] == [1704067200, 1705276800]
-    assert summary["lines"] == {"snapshot_2024-01-01/delta_2024-01-08.jsonl": 2,
-                                "snapshot_2024-01-01/delta_2024-01-15.jsonl": 1}
+    assert summary["lines"] == {"corpus/snapshot_2024-01-01/delta_2024-01-08.jsonl": 2,
+                                "corpus/snapshot_2024-01-01/delta_2024-01-15.jsonl": 1}
     assert summary["ops"] == {"D": 1, "E": 2, "EE": 1, "EE-KG": 1, "X": 1}
     assert summary["orphan_instances"] == 1 and summary["anchor_mismatches"] == 0
     text = w1.read_text(encoding="utf-8")
@@ -270,18 +271,23 @@ def test_layout_sorting_and_summary(released) -> None:
 def test_rerun_is_byte_identical(released, warehouse: Catalog, tmp_path: Path) -> None:
     out, _ = released
     release_to(warehouse, tmp_path)
-    for rel in ("snapshot_2024-01-01/delta_2024-01-08.jsonl",
-                "snapshot_2024-01-01/delta_2024-01-15.jsonl", LISTING, MANIFEST,
-                "snapshot_2024-01-01/kg_triples.parquet", "parquet/instances.parquet"):
+    for rel in ("corpus/snapshot_2024-01-01/delta_2024-01-08.jsonl",
+                "corpus/snapshot_2024-01-01/delta_2024-01-15.jsonl", LISTING, MANIFEST,
+                "kg_snapshots/snapshot_2024-01-01/kg_triples.parquet", "parquet/instances.parquet",
+                "kg_snapshots/kg_snapshot_2024-01-01.tsv.gz"):
         assert (tmp_path / rel).read_bytes() == (out / rel).read_bytes(), rel
 
 
 def test_only_released_tables_at_pinned_versions(released, warehouse: Catalog) -> None:
     out, summary = released
-    snap = out / "snapshot_2024-01-01"
+    snap = out / "kg_snapshots" / "snapshot_2024-01-01"
     assert pq.read_table(snap / "kg_triples.parquet").num_rows == 3  # not the older snapshot's
     assert pq.read_table(snap / "entities.parquet").column("snapshot").to_pylist() == [SNAP]
     assert pq.read_table(snap / "relations.parquet").num_rows == 1
+    # T_t also as the authors' evaluator reads it: head, relation, tail per line, sorted
+    tsv = gzip.decompress((out / "kg_snapshots" / "kg_snapshot_2024-01-01.tsv.gz").read_bytes())
+    assert [tuple(row.split("\t")) for row in tsv.decode().splitlines()] == sorted(
+        (r["s"], r["p"], r["o"]) for r in pq.read_table(snap / "kg_triples.parquet").to_pylist())
     # internal tables (timelines, stable_statements, passages) stay in the warehouse
     assert sorted(p.name for p in (out / "parquet").iterdir()) == ["instances.parquet"]
     assert pq.read_table(out / "parquet" / "instances.parquet").num_rows == 7
@@ -308,15 +314,15 @@ def test_a_rerun_removes_what_it_no_longer_releases(warehouse: Catalog, tmp_path
     mine = tmp_path / "notes.txt"  # not a release file: left alone
     mine.write_text("keep")
     listing = release_to(warehouse, tmp_path, windows=1)
-    assert not (tmp_path / "snapshot_2024-01-01" / "delta_2024-01-15.jsonl").exists()
+    assert not (tmp_path / "corpus" / "snapshot_2024-01-01" / "delta_2024-01-15.jsonl").exists()
     assert not old_layout.exists() and mine.read_text() == "keep"
-    assert (tmp_path / "snapshot_2024-01-01" / "delta_2024-01-08.jsonl").exists()
-    assert "snapshot_2024-01-01/delta_2024-01-15.jsonl" not in listing["files"]
+    assert (tmp_path / "corpus" / "snapshot_2024-01-01" / "delta_2024-01-08.jsonl").exists()
+    assert "corpus/snapshot_2024-01-01/delta_2024-01-15.jsonl" not in listing["files"]
 
 
 def test_crash_leaves_no_half_file(warehouse: Catalog, tmp_path: Path, monkeypatch) -> None:
     release_to(warehouse, tmp_path, windows=1)
-    path = tmp_path / "snapshot_2024-01-01" / "delta_2024-01-08.jsonl"
+    path = tmp_path / "corpus" / "snapshot_2024-01-01" / "delta_2024-01-08.jsonl"
     before = path.read_bytes()
     calls = 0
 

@@ -135,7 +135,7 @@ def test_the_stage_writes_every_line_and_the_release_leaves_duplicates_out(
     assert {p for p, r in rows.items() if r["evaluation_set"]} == {"a", "c"}  # uncurated: all
     run(catalog, "release", release_dir=tmp_path, snapshots=snapshots,
         validation={"enabled": False})
-    corpus = (tmp_path / "snapshot_2024-01-01" / "delta_2024-01-08.jsonl").read_text()
+    corpus = (tmp_path / "corpus" / "snapshot_2024-01-01" / "delta_2024-01-08.jsonl").read_text()
     evaluation = (tmp_path / "evaluation_set" / "snapshot_2024-01-01" / "delta_2024-01-08.jsonl")
     assert corpus.count("\n") == 2 and '"passage_id":"b"' not in corpus
     assert evaluation.read_text().count("\n") == 2

@@ -65,6 +65,6 @@ def test_dags_test_builds_the_release_emerge_build_builds(tmp_path: Path, worlds
     assert any(n.endswith(".jsonl") for n in names)
     for name in names:
         assert (dag / name).read_bytes() == (built / name).read_bytes(), name
-    judged = [a for f in dag.glob("snapshot_*/delta_*.jsonl") for line in f.read_text().splitlines()
+    judged = [a for f in dag.glob("corpus/snapshot_*/delta_*.jsonl") for line in f.read_text().splitlines()
               for t in json.loads(line)["tkgu_triples"] for a in t["llm_assessment"]]
     assert judged and {a["llm_name"] for a in judged} == {server.model}

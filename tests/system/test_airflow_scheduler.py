@@ -164,7 +164,7 @@ def test_a_backfill_of_two_quarters_side_by_side(airflow: LocalAirflow, warehous
         assert verify_release(released).ok
         manifest = json.loads((released / "manifest.json").read_text())
         assert manifest["validation"]["success"] is True, manifest["validation"]
-        lines = [json.loads(x) for f in released.glob("snapshot_*/delta_*.jsonl")
+        lines = [json.loads(x) for f in released.glob("corpus/snapshot_*/delta_*.jsonl")
                  for x in f.read_text().splitlines()]
         assert sum(len(tr["tkgu_operations"]) for line in lines
                    for tr in line["tkgu_triples"]) == warehouse.read_arrow(
@@ -186,7 +186,7 @@ def test_a_custom_run_goes_on_beside_the_waiting_scheduled_run(airflow: LocalAir
     (run,) = airflow.wait("emerge_snapshot", [run_id], timeout=900)
     print(f"newcomer path: the custom run took {seconds(run['start_date'], run['end_date']):.0f}s")
     release = world / "releases" / "snapshot_2024-01-15"
-    deltas = sorted(p.name for p in release.glob("snapshot_2024-01-15/delta_*.jsonl"))
+    deltas = sorted(p.name for p in release.glob("corpus/snapshot_2024-01-15/delta_*.jsonl"))
     assert deltas == ["delta_2024-01-22.jsonl", "delta_2024-01-29.jsonl"]
     assert [t["state"] for t in airflow.tasks("emerge_snapshot", scheduled[0]["dag_run_id"])
             if t["task_id"] == "wait_for_inputs"] == ["deferred"]

@@ -39,8 +39,8 @@ def _line(pid: str, window: int, ops: list[tuple[str, str, str, str]]) -> str:
 
 @pytest.fixture()
 def release(tmp_path: Path) -> Path:
-    folder = tmp_path / "snapshot_2024-04-01"
-    folder.mkdir()
+    folder = tmp_path / "corpus" / "snapshot_2024-04-01"
+    folder.mkdir(parents=True)
     (folder / "delta_2024-04-08.jsonl").write_text(
         _line("a", 1, [("X", "Q1", "P1", "Q2"), ("E", "Q1", "P2", "Q3")])
         + _line("b", 1, [("D", "Q2", "P1", "Q3")]))

@@ -80,7 +80,7 @@ def test_round_trip_through_the_cli(s3_server: Any, tmp_path: Path, monkeypatch,
     assert main(["publish", "--release", str(release), "--to", f"s3://{BUCKET}/rt",
                  "--part-size-mb", str(PART_MB)]) == 0
     published = capsys.readouterr()
-    assert f"published {version}" in published.out and "9 of 9 files uploaded" in published.out
+    assert f"published {version}" in published.out and "11 of 11 files uploaded" in published.out
     secret = s3_server.credentials["publisher"][1]
     assert secret not in published.out + published.err
     # the layout: every file under v/<version>/, the manifest among them, then latest
@@ -92,14 +92,14 @@ def test_round_trip_through_the_cli(s3_server: Any, tmp_path: Path, monkeypatch,
     assert pointer["manifest_sha256"] == hashlib.sha256((release / MANIFEST).read_bytes()).hexdigest()
     assert [p["version"] for p in pointer["published"]] == [version]
     head = s3_server.client("admin").head_object(
-        Bucket=BUCKET, Key=f"rt/v/{version}/snapshot_all/passages.jsonl", ChecksumMode="ENABLED")
+        Bucket=BUCKET, Key=f"rt/v/{version}/corpus/snapshot_all/passages.jsonl", ChecksumMode="ENABLED")
     assert head["ChecksumType"] == "COMPOSITE" and head["ChecksumSHA256"].endswith("-3")
-    big = next(f for f in manifest["files"] if f["path"] == "snapshot_all/passages.jsonl")
+    big = next(f for f in manifest["files"] if f["path"] == "corpus/snapshot_all/passages.jsonl")
     assert head["Metadata"]["sha256"] == big["sha256"]  # the real sha256 beside the composite
 
     out = tmp_path / "download"
     assert main(["download", "--from", f"s3://{BUCKET}/rt", "--to", str(out)]) == 0
-    assert "9 files verified" in capsys.readouterr().out
+    assert "11 files verified" in capsys.readouterr().out
     assert files_of(out) == files_of(release)  # byte-identical, manifest included
     assert verify_release(out).ok
 
@@ -108,7 +108,7 @@ def test_republishing_sends_nothing(s3_server: Any, tmp_path: Path) -> None:
     release = tmp_path / "release"
     make_release(release, seed=2)
     first = publish(release, f"s3://{BUCKET}/again", client_of(s3_server), tmp_path)
-    assert first.uploaded_files == 9 and first.latest_changed
+    assert first.uploaded_files == 11 and first.latest_changed
     client = client_of(s3_server)
     requests = watch(client)
     second = publish(release, f"s3://{BUCKET}/again", client, tmp_path)
@@ -159,7 +159,7 @@ def test_an_interrupted_download_continues_its_part_file(s3_server: Any, tmp_pat
     make_release(release, seed=4)
     target = f"s3://{BUCKET}/dl-cut"
     publish(release, target, client_of(s3_server), tmp_path)
-    big = "snapshot_all/passages.jsonl"
+    big = "corpus/snapshot_all/passages.jsonl"
     cut_at = 3 << 20
 
     class CutBody:
@@ -199,7 +199,7 @@ def test_an_interrupted_download_continues_its_part_file(s3_server: Any, tmp_pat
     client.meta.events.register("after-call.s3.GetObject", cut)
     requests = watch(client)
     again = tmp_path / "again"
-    assert download_release(target, again, client, retries=2).downloaded_files == 9
+    assert download_release(target, again, client, retries=2).downloaded_files == 11
     assert [r for _, r in requests.ranges] == [f"bytes={cut_at}-"]
     assert files_of(again) == files_of(release)
 
@@ -209,7 +209,7 @@ def test_a_corrupted_object_fails_the_download_clearly(s3_server: Any, tmp_path:
     release = tmp_path / "release"
     manifest = make_release(release, seed=5, big_mb=0)
     publish(release, f"s3://{BUCKET}/bad", client_of(s3_server), tmp_path)
-    path = "snapshot_2024-01-01/delta_2024-01-08.jsonl"
+    path = "corpus/snapshot_2024-01-01/delta_2024-01-08.jsonl"
     data = bytearray((release / path).read_bytes())
     data[100] ^= 0x01  # one bit, same size
     s3_server.client("admin").put_object(
@@ -329,7 +329,7 @@ def test_publishers_racing_on_latest_both_end_consistent(s3_server: Any, tmp_pat
     assert sorted(p["version"] for p in pointer["published"][2:]) == sorted(versions)
     assert pointer["version"] == pointer["published"][-1]["version"]
     got = download_release(target, tmp_path / "latest", client_of(s3_server))
-    assert got.version == pointer["version"] and got.downloaded_files == 8
+    assert got.version == pointer["version"] and got.downloaded_files == 10
 
 
 def test_filters_and_versions(s3_server: Any, tmp_path: Path) -> None:
@@ -347,8 +347,10 @@ def test_filters_and_versions(s3_server: Any, tmp_path: Path) -> None:
         return sorted(p for p in files_of(out) if p != MANIFEST)
 
     assert fetched(tmp_path / "d1", snapshots=["2024-04-01T00:00:00Z"]) == [
+        "corpus/snapshot_2024-04-01/delta_2024-04-08.jsonl",
         "evaluation_set/snapshot_2024-04-01/delta_2024-04-08.jsonl",
-        "snapshot_2024-04-01/delta_2024-04-08.jsonl", "snapshot_2024-04-01/kg_triples.parquet"]
+        "kg_snapshots/kg_snapshot_2024-04-01.tsv.gz",
+        "kg_snapshots/snapshot_2024-04-01/kg_triples.parquet"]
     assert fetched(tmp_path / "d2", evaluation_set_only=True) == [
         "evaluation_set/snapshot_2024-01-01/delta_2024-01-08.jsonl",
         "evaluation_set/snapshot_2024-04-01/delta_2024-04-08.jsonl"]
@@ -427,7 +429,7 @@ def test_a_killed_publish_is_continued_by_the_next_one(s3_server: Any, tmp_path:
     cmd = [sys.executable, "-m", "emerge_lib.cli", "publish", "--release", str(release), "--to",
            f"s3://{BUCKET}/killed", "--part-size-mb", str(PART_MB), "--workers", "1"]
     admin = s3_server.client("admin")
-    key = f"killed/v/{version}/snapshot_all/passages.jsonl"
+    key = f"killed/v/{version}/corpus/snapshot_all/passages.jsonl"
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     kept = 0
     try:
@@ -456,7 +458,7 @@ def test_a_killed_publish_is_continued_by_the_next_one(s3_server: Any, tmp_path:
 
 def _forged_paths(victim: Path) -> dict[str, bytes]:
     return {"README.md": b"# a release\n",
-            "snapshot_2024-01-01/delta_2024-01-08.jsonl": b'{"hash_id": "1"}\n',
+            "corpus/snapshot_2024-01-01/delta_2024-01-08.jsonl": b'{"hash_id": "1"}\n',
             "../../escaped.txt": b"written outside --to\n",
             str(victim): b"overwritten\n"}
 
@@ -505,7 +507,7 @@ def test_a_link_in_the_target_does_not_lead_a_download_out(s3_server: Any, tmp_p
     out, elsewhere = tmp_path / "download", tmp_path / "elsewhere"
     out.mkdir()
     elsewhere.mkdir()
-    (out / "snapshot_2024-01-01").symlink_to(elsewhere)
+    (out / "corpus").symlink_to(elsewhere)
     with pytest.raises(Exception, match="symbolic link"):
         download_release(f"s3://{BUCKET}/linked", out, client)
     assert list(elsewhere.iterdir()) == []

@@ -428,14 +428,15 @@ def _relik_release(folder: Path) -> Path:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    snap = folder / "snapshot_2021-01-01"
+    kg, snap = folder / "kg_snapshots" / "snapshot_2021-01-01", folder / "corpus" / "snapshot_2021-01-01"
+    kg.mkdir(parents=True)
     snap.mkdir(parents=True)
     pq.write_table(pa.table({"qid": list(WORLD.entities), "title": list(WORLD.entities.values()),
-                             "label": list(WORLD.entities.values())}), snap / "entities.parquet")
+                             "label": list(WORLD.entities.values())}), kg / "entities.parquet")
     pq.write_table(pa.table({"pid": list(WORLD.relations),
                              "label": [v[0] for v in WORLD.relations.values()],
                              "description": [v[1] for v in WORLD.relations.values()]}),
-                   snap / "relations.parquet")
+                   kg / "relations.parquet")
     (snap / "delta_2021-01-08.jsonl").write_text("".join(json.dumps({
         "hash_id": i.hash_id, "passage": i.passage, "delta_dates": ["2021-01-01", "2021-01-08"],
         "tkgu_triples": [{"triple": list(t.triple), "triple_labels": list(t.labels),

@@ -24,12 +24,13 @@ def _num(ident: str) -> tuple[int, str]:
 
 def release_dictionaries(release: str | Path, snapshot: str) -> Dictionaries:
     """The dictionaries of ``snapshot`` (YYYY-MM-DD) from a release of ours:
-    ``snapshot_<date>/entities.parquet`` (its Wikipedia title, else its label) and
-    ``relations.parquet`` (label and description), ordered by numeric id."""
+    ``kg_snapshots/snapshot_<date>/entities.parquet`` (its Wikipedia title, else its label)
+    and ``relations.parquet`` (label and description), ordered by numeric id."""
     import pyarrow.parquet as pq
 
-    folder = Path(release) / f"snapshot_{snapshot}"
-    ents, rels = folder / "entities.parquet", folder / "relations.parquet"
+    from emerge_lib.release.format import kg_parquet_path
+
+    ents, rels = (Path(release) / kg_parquet_path(snapshot, t) for t in ("entities", "relations"))
     if not rels.is_file():
         raise InputError(f"no relation dictionary for snapshot {snapshot}: {rels} is missing")
     out = Dictionaries()
