@@ -103,6 +103,7 @@ class Catalog:
         self.storage_options = dict(storage_options or {})
         self.commit_attempts = max(1, commit_attempts)
         self._scratch: list[str] = []
+        self._upgraded: set[str] = set()  # tables checked for declared columns (_upgrade)
 
     @classmethod
     def for_config(cls, cfg: Config, spark: SparkSession | None = None,
@@ -237,7 +238,41 @@ class Catalog:
             raise CatalogError(
                 f"table {name} is written by {s.write_mode}, not by {' or '.join(modes)}"
             )
+        self._upgrade(name)
         return s
+
+    def _upgrade(self, name: str) -> None:
+        """A table an earlier version of emerge wrote without a column it now declares gets
+        that column (NULL in its old rows) in one overwrite, before the first write of this
+        process: Sail's Delta writer has no schema evolution, and a stage's write would
+        otherwise fail on a warehouse built before the column existed. Only added columns
+        are upgraded; anything else is refused with both schemas named."""
+        if name in self._upgraded:
+            return
+        self._upgraded.add(name)
+        if not self.exists(name):
+            return
+        stored = self._delta(name).schema().to_arrow()
+        declared = spec(name).schema
+        missing = [f for f in declared if f.name not in stored.names]
+        if not missing:
+            return
+        unknown = [n for n in stored.names if n not in declared.names]
+        if unknown:
+            raise CatalogError(f"table {name}: stored columns {unknown} are not declared; "
+                               f"rebuild it (its stage recomputes it)")
+        from pyspark.sql import functions as F
+
+        old = self.session().read.format("delta").load(self.path(name))
+        for f in missing:
+            old = old.withColumn(f.name, F.lit(None).cast(spark_type(f.type)))
+        df = self.materialize(self.conform(name, old))
+        writer = df.write.format("delta").mode("overwrite").option("overwriteSchema", "true")
+        if spec(name).partition_by:
+            writer = writer.partitionBy(*spec(name).partition_by)
+        self._committed(name, lambda: writer.save(self.path(name)))
+        log.info("table %s: upgraded, added column(s) %s", name,
+                 ", ".join(f.name for f in missing))
 
     def conform(self, name: str, df: DataFrame) -> DataFrame:
         """Select the table's columns in order, cast to its types; refuse missing/extra columns."""

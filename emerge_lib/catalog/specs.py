@@ -574,12 +574,15 @@ SELECTION = _register(
             ("snapshot", pa.string()),
             ("window", pa.int32()),
             ("passage_id", pa.string()),
-            ("kept", pa.bool_()),  # false: a near-duplicate of ``duplicate_of``
+            ("kept", pa.bool_()),  # false: left out (``reason`` says why)
             ("duplicate_of", pa.string()),
             ("jaccard", pa.float64()),  # with duplicate_of: token-set Jaccard
             ("edit_distance", pa.float64()),  # with duplicate_of: Levenshtein / (len1 + len2)
             ("rank", pa.int32()),  # 1 = the passage kept first (most supported triples)
             ("evaluation_set", pa.bool_()),  # drawn into the test split
+            # why not kept: duplicate (of duplicate_of), unsupported (no delta triple its
+            # judges asserted), guard:… (s07's structural checks); NULL when kept
+            ("reason", pa.string()),
         ),
         write_mode="replace_partition",
         partition_by=("snapshot", "window"),

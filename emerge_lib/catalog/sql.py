@@ -70,10 +70,17 @@ def valid_at_expr(alias: str, at: str) -> str:
             f"({alias}.valid_to IS NULL OR {alias}.valid_to > {at})")
 
 
-def windows_sql(plan: SnapshotPlan) -> str:
-    """An inline table (window, tau) of a snapshot's window ends, for one-pass stages."""
-    rows = ", ".join(f"({w.k}, {sql_timestamp(w.end)})" for w in plan.windows)
-    return f"(SELECT * FROM VALUES {rows} AS w(window, tau))"
+def windows_sql(plan: SnapshotPlan, **after: float) -> str:
+    """An inline table (window, tau) of a snapshot's window ends, for one-pass stages;
+    each keyword adds a column: the instant that many seconds after τ_k
+    (``windows_sql(plan, horizon=3600)`` → (window, tau, horizon))."""
+    from datetime import timedelta
+
+    rows = ", ".join(
+        "(" + ", ".join([str(w.k), sql_timestamp(w.end), *(
+            sql_timestamp(as_utc(w.end) + timedelta(seconds=secs)) for secs in after.values())])
+        + ")" for w in plan.windows)
+    return f"(SELECT * FROM VALUES {rows} AS w({', '.join(['window', 'tau', *after])}))"
 
 
 def window_of_sql(column: str, plan: SnapshotPlan) -> str:
@@ -88,7 +95,21 @@ def window_of_sql(column: str, plan: SnapshotPlan) -> str:
 
 
 
-def created_sql(items: str = "{items}") -> str:
+def created_sql(items: str = "{items}", over_redirects: bool = False) -> str:
     """Each item's creation time, the timestamp of its first revision (the earliest
-    ``created_at`` over its item_timeline rows)."""
-    return f"SELECT qid, MIN(created_at) AS created_at FROM {items} GROUP BY qid"
+    ``created_at`` over its item_timeline rows); ``over_redirects`` (the authors' R4, their
+    s02_normalize_entity_creation_date.py:107-111): the earliest over the item and the items
+    that redirect to it at the end of the ingested history (direct redirects only)."""
+    own = f"SELECT qid, MIN(created_at) AS created_at FROM {items} GROUP BY qid"
+    if not over_redirects:
+        return own
+    return f"""
+        SELECT o.qid, CASE WHEN r.created_at < o.created_at THEN r.created_at
+                           ELSE o.created_at END AS created_at
+        FROM ({own}) o
+        LEFT JOIN (
+          SELECT m.redirect_to AS qid, MIN(c.created_at) AS created_at
+          FROM {items} m JOIN {items} c ON c.qid = m.qid
+          WHERE m.valid_to IS NULL AND m.redirect_to IS NOT NULL
+          GROUP BY m.redirect_to
+        ) r ON r.qid = o.qid"""

@@ -50,7 +50,9 @@ def register(sub: argparse._SubParsersAction) -> None:
             "the paper's prompts (Appendix B), to the configured OpenAI-compatible "
             "endpoints (vLLM in production; --local-llm for llama.cpp here). Verdicts are "
             "committed as answers arrive, so a rerun asks only what is not answered yet. "
-            "With --out the release is rewritten with llm_assessment filled in."
+            "The selection (and the validation gate, when on) then runs again: lines without "
+            "a delta triple the judges support leave the corpus. With --out the release is "
+            "rewritten with llm_assessment filled in."
         ),
     )
     p.add_argument("--config", "-c", help="YAML configuration file")
@@ -67,6 +69,7 @@ def run(args: argparse.Namespace) -> int:
     from emerge_lib.commands._common import bars, curation_progress, load, require_warehouse
     from emerge_lib.core.errors import EmergeError
     from emerge_lib.pipeline.context import open_context
+    from emerge_lib.pipeline.registry import stage
     from emerge_lib.pipeline.runner import run_stage
 
     with llm_curation(args) as overrides:
@@ -82,8 +85,12 @@ def run(args: argparse.Namespace) -> int:
                 raise EmergeError(f"curate: snapshot {', '.join(unbuilt)} was never built in "
                                   f"{cfg.warehouse}; build it first (emerge build)")
             curation_progress(ctx)
+            # the selection reads the verdicts (lines without a supported delta triple go,
+            # duplicates are ranked by them), and the gate checks the new selection
+            after = [name for name in ("select", "validate") if stage(name).applies(ctx)]
             for plan in cfg.plans():
-                run_stage(ctx, "curate", plan)
+                for name in ("curate", *after):
+                    run_stage(ctx, name, plan)
             if args.out:
                 print(run_stage(ctx, "release").brief())
     return 0

@@ -234,6 +234,32 @@ class DeltaSettings(_Strict):
     emerging: Literal["created_after_snapshot", "not_in_snapshot"] = "created_after_snapshot"
     # a triple added inside the window whose end qualifier is dated inside it is also D
     deprecate_window_additions: bool = True
+    # R2a (the authors' selection rules, docs/data-model.md): a removal (D without an end
+    # qualifier) counts only when the triple is not added back within this many years after
+    # τ_k (theirs: 15); 0: every removal counts. None: as ``selection.rules`` says.
+    permanent_removal_years: float | None = Field(default=None, ge=0)
+    # R4: an item's creation time is the earliest over it and the items redirected to it
+    # at the end of the ingested history. None: as ``selection.rules`` says.
+    creation_over_redirects: bool | None = None
+
+
+class AlignSettings(_Strict):
+    """Which aligned passages become release lines: the authors' selection rules R1, R2b,
+    R3 and R5 (docs/data-model.md, with their code's file and line). None: as
+    ``selection.rules`` says."""
+
+    # R1: a line needs a delta triple (E, EE or D) between two entities it mentions
+    between_mentions: bool | None = None
+    # R2b: a line must not predate the latest removal among its delta triples
+    passage_after_removal: bool | None = None
+    # R3: an EE-KG triple must stay in the KG this many days past τ_k, or to the end of
+    # the history (theirs: 182.5); 0: no persistence asked
+    ee_kg_persistence_days: float | None = Field(default=None, ge=0)
+    # R5: their "interesting passage" test: lines whose delta triples are only plain
+    # removals, or whose delta and EE-KG triples are at most ``interesting_min_ratio`` of
+    # the entities mentioned, go, unless an end qualifier or an emerging entity keeps them
+    interesting: bool | None = None
+    interesting_min_ratio: float = Field(default=0.2, ge=0, le=1)
 
 
 class LLMRoute(_Strict):
@@ -332,14 +358,55 @@ class SelectionSettings(_Strict):
     delta file: kept passages are pairwise at most ``max_jaccard`` similar (token sets)
     and at least ``min_edit_distance`` apart (Levenshtein / (len1 + len2))."""
 
+    # authors: their selection rules R1-R5 (deltas, align), their structural guards, the
+    # support rule after curation, their two dedup passes and their two-stage test draw;
+    # none: the selection before those (every aligned passage a line, one greedy dedup
+    # pass, one draw), so earlier releases stay reproducible. A setting given explicitly
+    # wins over this switch.
+    rules: Literal["authors", "none"] = "authors"
     dedup: bool = True
+    # authors: s07's pass 1 (near-identical text, length-sorted) then pass 2 (the
+    # thresholds within lines of the same triples); greedy: one pass, the thresholds
+    # between any two lines that share a page, their triples or a rare token
+    dedup_passes: Literal["authors", "greedy"] | None = None
     max_jaccard: float = Field(default=0.5, ge=0, le=1)
     min_edit_distance: float = Field(default=0.2, ge=0, le=1)
+    # s07's structural guards: lines with template braces, mostly table or list markup
+    guards: bool | None = None
+    # s07: after curation, a line needs a delta triple (E, EE, EE-KG or D) its judges
+    # support; its other triples stay, with their verdicts
+    require_supported: bool | None = None
     evaluation_per_delta: int = Field(default=100, ge=0)  # lines per delta file
     evaluation_min_per_op: int = Field(default=40, ge=0)  # filled first, in this op order
     evaluation_ops: list[Literal["D", "EE-KG", "EE", "E", "X"]] = Field(
         default_factory=lambda: ["D", "EE-KG", "EE", "E"])
+    # s07b's first stage: [lines, minimum per op] drawn first (theirs: 1000, 400), the
+    # test split then drawn from those; [] for one draw
+    evaluation_pre_draw: list[int] | None = None
     seed: int = 0
+
+    @field_validator("evaluation_pre_draw")
+    @classmethod
+    def _pre_draw(cls, v: list[int] | None) -> list[int] | None:
+        if v is not None and v and (len(v) != 2 or min(v) < 0):
+            raise ValueError("evaluation_pre_draw must be [lines, minimum per op] or []")
+        return v
+
+
+#: What ``selection.rules`` sets where a setting is not given: (section, key) → (the
+#: authors' value, the value of the selection before their rules).
+SELECTION_RULES: dict[tuple[str, str], tuple[Any, Any]] = {
+    ("deltas", "permanent_removal_years"): (15.0, 0.0),
+    ("deltas", "creation_over_redirects"): (True, False),
+    ("align", "between_mentions"): (True, False),
+    ("align", "passage_after_removal"): (True, False),
+    ("align", "ee_kg_persistence_days"): (182.5, 0.0),
+    ("align", "interesting"): (True, False),
+    ("selection", "guards"): (True, False),
+    ("selection", "require_supported"): (True, False),
+    ("selection", "dedup_passes"): ("authors", "greedy"),
+    ("selection", "evaluation_pre_draw"): ([1000, 400], []),
+}
 
 
 class ValidationSettings(_Strict):
@@ -379,6 +446,7 @@ class Config(_Strict):
     stability: StabilitySettings = Field(default_factory=StabilitySettings)
     passages: PassageSettings = Field(default_factory=PassageSettings)
     deltas: DeltaSettings = Field(default_factory=DeltaSettings)
+    align: AlignSettings = Field(default_factory=AlignSettings)
     qualifiers: QualifierSettings = Field(default_factory=QualifierSettings)
     curation: CurationSettings = Field(default_factory=CurationSettings)
     selection: SelectionSettings = Field(default_factory=SelectionSettings)
@@ -394,6 +462,16 @@ class Config(_Strict):
         elif not v.strip():
             raise ValueError("warehouse must not be empty")
         return v
+
+    @model_validator(mode="after")
+    def _selection_rules(self) -> Config:
+        """Settings not given take the value ``selection.rules`` names."""
+        which = 0 if self.selection.rules == "authors" else 1
+        for (section, key), values in SELECTION_RULES.items():
+            part = getattr(self, section)
+            if getattr(part, key) is None:
+                setattr(part, key, values[which])
+        return self
 
     def plans(self) -> list[SnapshotPlan]:
         """Every configured snapshot with its windows, oldest first."""
@@ -421,7 +499,7 @@ class Config(_Strict):
         and model names (not their endpoints). The release manifest records them."""
         c = self.curation
         return {**self.model_dump(mode="json", include={
-                    "snapshots", "stability", "passages", "deltas", "qualifiers",
+                    "snapshots", "stability", "passages", "deltas", "align", "qualifiers",
                     "selection", "validation"}),
                 "curation": {"enabled": c.enabled, "additions": c.additions.name,
                              "deprecations": c.deprecations.name,

@@ -100,7 +100,7 @@ class ReleaseSummary:
     versions: dict[str, int | None] = field(default_factory=dict)  # Delta versions read
     removed: list[str] = field(default_factory=list)  # stale files of an earlier release
     manifest: dict[str, Any] = field(default_factory=dict)  # manifest.json as written
-    duplicates: int = 0  # near-duplicate lines left out (the selection table says why)
+    left_out: dict[str, int] = field(default_factory=dict)  # reason → lines (selection)
     evaluation_lines: int = 0  # lines of evaluation_set/
     validation: dict[str, Any] = field(default_factory=dict)  # the manifest's verdict
     card: list[dict[str, Any]] = field(default_factory=list)  # the card's table rows
@@ -144,11 +144,12 @@ def _window_rows(
 
 
 def _selection(catalog: Catalog, snapshot: str, window: int, version: int | None
-               ) -> dict[str, tuple[bool, bool]] | None:
-    """passage_id → (kept, in the evaluation set); None when the window was not selected
-    (no ``select`` run): then every line is kept and none is drawn."""
+               ) -> dict[str, tuple[bool, bool, str | None]] | None:
+    """passage_id → (kept, in the evaluation set, why left out); None when the window was
+    not selected (no ``select`` run): then every line is kept and none is drawn."""
     rows = _window_rows(catalog, "selection", snapshot, window, version)
-    return {r["passage_id"]: (r["kept"], r["evaluation_set"]) for r in rows} or None
+    return {r["passage_id"]: (r["kept"], r["evaluation_set"], r.get("reason"))
+            for r in rows} or None
 
 
 def _write_window(
@@ -182,8 +183,11 @@ def _write_window(
         log.warning("%s window %d: %d instances have no passage", snapshot, window, orphans)
         summary.orphan_instances += orphans
     selected = _selection(catalog, snapshot, window, versions["selection"])
-    fates = {pid: (selected or {}).get(pid, (True, False)) for pid in passages}
-    summary.duplicates += sum(1 for kept, _ in fates.values() if not kept)
+    fates = {pid: (selected or {}).get(pid, (True, False, None)) for pid in passages}
+    for kept, _, reason in fates.values():
+        if not kept:
+            why = (reason or "duplicate").split(":")[0]  # no reason: an older selection
+            summary.left_out[why] = summary.left_out.get(why, 0) + 1
     keyed = sorted(
         (hash_id(snapshot, window, p["page_id"], pid), pid) for pid, p in passages.items()
         if fates[pid][0]
@@ -512,7 +516,7 @@ def _write_into(catalog: Catalog, out: Path, plans: Sequence[SnapshotPlan],
                "ops": dict(sorted(summary.ops.items())),
                "orphan_instances": summary.orphan_instances,
                "anchor_mismatches": summary.anchor_mismatches,
-               "near_duplicates_left_out": summary.duplicates}
+               "left_out": dict(sorted(summary.left_out.items()))}
     with _atomic(out / LISTING) as tmp:
         tmp.write_text(json.dumps(listing, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     summary.manifest = write_manifest(out, summary.files, meta=_manifest_meta(

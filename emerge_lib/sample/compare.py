@@ -13,15 +13,20 @@ from typing import Any
 InstanceKey = tuple[str, int, int, str, str, str, str, str | None]
 
 
-#: Configuration overrides that select the DESIGN §1.1-1.2 semantics (truth-design.jsonl);
-#: the defaults are what the released data shows (truth.jsonl).
+#: Configuration overrides that select the DESIGN §1.1-1.2 semantics (truth-design.jsonl),
+#: and the released semantics without the authors' selection rules (truth-unselected.jsonl);
+#: the defaults are what the released data shows, their rules included (truth.jsonl).
 DESIGN_SETTINGS = {"passages": {"windows": "first_appearance"},
-                   "deltas": {"emerging": "not_in_snapshot", "deprecate_window_additions": False}}
+                   "deltas": {"emerging": "not_in_snapshot", "deprecate_window_additions": False},
+                   "selection": {"rules": "none"}}
+UNSELECTED_SETTINGS = {"selection": {"rules": "none"}}
+VARIANT_SETTINGS = {"released": None, "design": DESIGN_SETTINGS,
+                    "unselected": UNSELECTED_SETTINGS}
 
 
 def planted(world: str | Path, variant: str = "released") -> set[InstanceKey]:
-    """The instances ``truth.jsonl`` (``variant`` "released", the defaults) or
-    ``truth-design.jsonl`` ("design") lists."""
+    """The instances ``truth.jsonl`` (``variant`` "released", the defaults),
+    ``truth-design.jsonl`` ("design") or ``truth-unselected.jsonl`` ("unselected") lists."""
     name = "truth.jsonl" if variant == "released" else f"truth-{variant}.jsonl"
     lines = (Path(world) / name).read_text(encoding="utf-8").splitlines()
     rows = [json.loads(line) for line in lines if line]

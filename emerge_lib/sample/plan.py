@@ -136,6 +136,11 @@ CAST_NAMES = {
     "pia": "Pia Sandor", "hugo": "Hugo Brand", "tamsin": "Tamsin Oakridge", "ilse": "Ilse Varga",
     "choir": "The Lantern Choir", "prize": "Halvorsen Prize", "orrin": "Orrin Dale",
     "lecture": "Dale Memorial Lecture", "port": "Kestrel Port", "archive_red": "Pellham Folk Archive",
+    # the authors' selection rules (docs/data-model.md): a case each rule removes, a near miss
+    "nils": "Nils Aberg", "greta": "Greta Solberg", "ivar": "Ivar Rask", "elin": "Elin Moreau",
+    "tove": "Tove Lindahl", "runa": "Runa Castell", "troupe": "The Harbour Players",
+    "paleo": "Pellham Trading Company", "neo": "Kestrel Maritime Trust",
+    "neo2": "Northam Rowing Club", "young": "Northam Boat Shed", "ferry": "Harrow Ferry Guild",
 }
 _CAST_SUFFIX = ("", " II", " III", " IV", " V", " VI", " VII", " VIII", " IX", " X")
 
@@ -420,6 +425,14 @@ class Cast:
         self.b.plan.traps.append(TrapSpec(self.t, kind, reason, window, op, key(s), p, key(o),
                                           key(page), paragraph, settings))
 
+    def left_out(self, rule: str, why: str, window: int, op: str, s: str, p: str, o: str,
+                 page: str, **kw: object) -> None:
+        """A row of a line the authors' selection rules leave out: expected without them
+        (the DESIGN and unselected semantics), a trap with them (released)."""
+        self.expect(window, op, s, p, o, page, settings="design,unselected", **kw)  # type: ignore[arg-type]
+        self.trap(rule, why, window=window, op=op, s=s, p=p, o=o, page=page,
+                  settings="released")
+
     def scenario(self, page: str, block: Block, name: str) -> None:
         self.b.plan.scenario_of[(self.k("page:" + page), block.identity)] = name
 
@@ -512,6 +525,14 @@ class Cast:
         self.person("hugo", c0 + 26 * HOUR, [("P19", "pel")], ["pel"],
                     (st("P27", "core:ostrand", rank="deprecated", reason_deprecated="core:incorrect"),))
         self.person("tamsin", c0 + 27 * HOUR, [("P27", "core:marenia"), ("P69", "nu")], ["core:marenia"])
+        # the cast of the selection-rule scenarios
+        self.person("nils", c0 + 28 * HOUR, [("P108", "bw"), ("P27", "core:veloria")], ["core:veloria"])
+        self.person("greta", c0 + 29 * HOUR, [("P54", "club"), ("P27", "core:ostrand")], ["core:ostrand"])
+        self.person("ivar", c0 + 30 * HOUR, [("P69", "nu"), ("P27", "core:veloria")], ["core:veloria"])
+        self.person("elin", c0 + 31 * HOUR, [("P108", "bw"), ("P27", "core:marenia")], ["core:marenia"])
+        self.person("tove", c0 + 32 * HOUR, [("P27", "core:veloria")], ["core:veloria"])
+        self.person("runa", c0 + 33 * HOUR, [("P27", "core:veloria")], ["core:veloria"])
+        self._thing("paleo", "org", c0 + 34 * HOUR, [("P31", "core:organization")], [], enwiki=False)
         # legacy-era entities (last edited in 2013): their state at t is legacy JSON
         y13 = to_seconds("2013-05-10T08:00:00Z") + self.i * DAY
         self._thing("cr", "org", y13, [("P31", "core:lawfirm"), ("P17", "core:ostrand")], ["core:ostrand"], legacy=True)
@@ -532,7 +553,10 @@ class Cast:
                          self.s_e_underscore, self.s_e_redirect,
                          self.s_x_move, self.s_end_outside, self.s_merge, self.s_vandalism,
                          self.s_no_english, self.s_after_last, self.s_single_entity,
-                         self.s_rank_restored):
+                         self.s_rank_restored, self.s_removal_kept, self.s_rank_kept,
+                         self.s_removal_added_back, self.s_passage_before_removal,
+                         self.s_ee_kg_transient, self.s_merged_into_new, self.s_sparse_line,
+                         self.s_ee_kg_only):
             scenario()
         del t
 
@@ -556,10 +580,11 @@ class Cast:
             Ref("Dunmore returns", "https://news.example.org/dunmore", "2024-01-04"),
         )
         self.add_para("arvel", self.at(3, 10), para, "Expanded career section", scenario="x-basic")
-        self.expect(1, "X", "arvel", "P19", "kh", "page:arvel")
-        self.expect(1, "X", "arvel", "P69", "nu", "page:arvel", tags=("rank-flip-not-a-change",))
-        self.expect(1, "X", "nu", "P131", "kh", "page:arvel")
-        self.expect(1, "X", "bw", "P159", "kh", "page:arvel")
+        self.left_out("r1-no-delta-between-mentions", "the line has no E, EE or D triple between two of its entities", 1, "X", "arvel", "P19", "kh", "page:arvel")
+        self.left_out("r1-no-delta-between-mentions", "the line has no E, EE or D triple between two of its entities", 1, "X", "arvel", "P69", "nu", "page:arvel",
+                      tags=("rank-flip-not-a-change",))
+        self.left_out("r1-no-delta-between-mentions", "the line has no E, EE or D triple between two of its entities", 1, "X", "nu", "P131", "kh", "page:arvel")
+        self.left_out("r1-no-delta-between-mentions", "the line has no E, EE or D triple between two of its entities", 1, "X", "bw", "P159", "kh", "page:arvel")
         for w in range(1, WINDOWS + 1):
             self.trap("reverted-addition", "added and removed again within 168 h: noise, not an addition",
                       window=w, op="E", s="arvel", p="P108", o="bw")
@@ -590,7 +615,7 @@ class Cast:
         self.expect(2, "E", "lena", "P108", "bw", "page:lena")
         for w in range(3, WINDOWS + 1):  # cumulative deltas: new since t, still present
             self.expect(w, "E", "lena", "P108", "bw", "page:lena", tags=("cumulative",),
-                        settings="released")
+                        settings="released,unselected")
         self.trap("first-appearance", "the paragraph first appeared in window 2",
                   window=3, page="page:lena", paragraph=para.identity, settings="design")
         self.expect(2, "X", "lena", "P69", "nu", "page:lena")
@@ -610,7 +635,7 @@ class Cast:
         )
         self.add_para("lena", self.at(18), para3, "Education", scenario="reverted-removal")
         self.expect(3, "X", "lena", "P69", "nu", "page:lena")
-        self.expect(3, "X", "nu", "P131", "kh", "page:lena")
+        self.left_out("r1-no-delta-between-mentions", "the line has no E, EE or D triple between two of its entities", 3, "X", "nu", "P131", "kh", "page:lena")
         self.trap("reverted-removal", "removed and restored within 168 h: not a deprecation",
                   window=3, op="D", s="lena", p="P69", o="nu")
         # same timestamp, two revisions: the greater revision id wins (no membership)
@@ -671,10 +696,10 @@ class Cast:
         # item is older than t, so the addition is E (and the passage stays in deltas 2-5)
         for w in range(2, WINDOWS + 1):
             self.expect(w, "E", "abbey", "P131", "pel", "page:abbey",
-                        tags=("entered-V", "created-before-t"), settings="released")
+                        tags=("entered-V", "created-before-t"), settings="released,unselected")
         self.trap("created-before-t", "the item existed before t: not emerging when "
                   "emerging means created at or after t", window=2, op="EE", s="abbey",
-                  p="P131", o="pel", settings="released")
+                  p="P131", o="pel", settings="released,unselected")
 
     def s_ee_object(self) -> None:
         """EE with the emerging entity as object (an award created in window 4)."""
@@ -751,9 +776,10 @@ class Cast:
             "thanked her for building its maritime law practice.",
         )
         self.add_para("mira", self.at(10), para, "Later career", scenario="d-removed")
-        self.expect(2, "D", "mira", "P108", "cr", "page:mira", signal="removed", tags=("legacy-json-at-t",))
-        self.expect(2, "X", "mira", "P27", "core:ostrand", "page:mira")
-        self.expect(2, "X", "cr", "P17", "core:ostrand", "page:mira")
+        self.left_out("r5-only-removals", "the line's only delta triples are plain removals", 2, "D", "mira", "P108", "cr", "page:mira", signal="removed",
+                      tags=("legacy-json-at-t",))
+        self.left_out("r5-only-removals", "the line's only delta triples are plain removals", 2, "X", "mira", "P27", "core:ostrand", "page:mira")
+        self.left_out("r5-only-removals", "the line's only delta triples are plain removals", 2, "X", "cr", "P17", "core:ostrand", "page:mira")
 
     def s_d_rank(self) -> None:
         """D by deprecated rank; the item's history has a revision out of time order."""
@@ -773,10 +799,10 @@ class Cast:
             "competitive match for the first team.",
         )
         self.add_para("jonas", self.at(17), para, "Correction", scenario="d-rank")
-        self.expect(3, "D", "jonas", "P54", "club", "page:jonas", signal="rank",
-                    tags=("out-of-order-revisions",))
-        self.expect(3, "X", "jonas", "P27", "core:ostrand", "page:jonas")
-        self.expect(3, "X", "club", "P17", "core:ostrand", "page:jonas")
+        self.left_out("r5-only-removals", "the line's only delta triples are plain removals", 3, "D", "jonas", "P54", "club", "page:jonas", signal="rank",
+                      tags=("out-of-order-revisions",))
+        self.left_out("r5-only-removals", "the line's only delta triples are plain removals", 3, "X", "jonas", "P27", "core:ostrand", "page:jonas")
+        self.left_out("r5-only-removals", "the line's only delta triples are plain removals", 3, "X", "club", "P17", "core:ostrand", "page:jonas")
 
     def s_d_month(self) -> None:
         """An end qualifier of month precision: its first instant decides the window."""
@@ -798,7 +824,8 @@ class Cast:
             "through two difficult years of repairs to the harbour walls.",
         )
         self.add_para("edda", self.at(10), p1, "Announcement", scenario="d-month-before")
-        self.expect(2, "X", "edda", "P39", "pos2", "page:edda", tags=("end-qualifier-later",))
+        self.left_out("r1-no-delta-between-mentions", "the line has no E, EE or D triple between two of its entities", 2, "X", "edda", "P39", "pos2", "page:edda",
+                      tags=("end-qualifier-later",))
         p2 = prose(
             "Her term as ", Link(self.n("pos2")), " ended as planned, and she returned to ",
             "private practice as an architect. A farewell reception was held in the council ",
@@ -848,7 +875,8 @@ class Cast:
             "the boats it built and the village families who worked there through good and bad years.",
         )
         self.add_para("bram", self.at(30), para, "Memoir", scenario="x-page-move")
-        self.expect(5, "X", "bram", "P19", "hf", "page:bram", tags=("link-via-page-move",))
+        self.left_out("r1-no-delta-between-mentions", "the line has no E, EE or D triple between two of its entities", 5, "X", "bram", "P19", "hf", "page:bram",
+                      tags=("link-via-page-move",))
 
     def s_end_outside(self) -> None:
         """End qualifiers dated before t, at t (coarse precision) and after the windows."""
@@ -870,9 +898,12 @@ class Cast:
             "in local elections and at party conferences across the region.",
         )
         self.add_para("agnes", self.at(9), para, "Profile", scenario="end-qualifier-outside")
-        self.expect(2, "X", "agnes", "P39", "pos3", "page:agnes", tags=("end-qualifier-before-t",))
-        self.expect(2, "X", "agnes", "P463", "soc", "page:agnes", tags=("end-qualifier-year-precision-at-t",))
-        self.expect(2, "X", "agnes", "P102", "core:civic", "page:agnes", tags=("end-qualifier-after-windows",))
+        self.left_out("r1-no-delta-between-mentions", "the line has no E, EE or D triple between two of its entities", 2, "X", "agnes", "P39", "pos3", "page:agnes",
+                      tags=("end-qualifier-before-t",))
+        self.left_out("r1-no-delta-between-mentions", "the line has no E, EE or D triple between two of its entities", 2, "X", "agnes", "P463", "soc", "page:agnes",
+                      tags=("end-qualifier-year-precision-at-t",))
+        self.left_out("r1-no-delta-between-mentions", "the line has no E, EE or D triple between two of its entities", 2, "X", "agnes", "P102", "core:civic", "page:agnes",
+                      tags=("end-qualifier-after-windows",))
         for o, p, why in (("pos3", "P39", "end time before t"), ("soc", "P463", "year precision: first instant is not after t"),
                           ("core:civic", "P102", "end time after the last window")):
             self.trap("end-qualifier-outside-window", why, window=2, op="D", s="agnes", p=p, o=o)
@@ -931,7 +962,7 @@ class Cast:
             "and to keep the company's name and its public reports.",
         )
         self.add_para("bw", self.at(10), para, "Ownership", scenario="no-english-article")
-        self.expect(2, "X", "bw", "P159", "kh", "page:bw")
+        self.left_out("r1-no-delta-between-mentions", "the line has no E, EE or D triple between two of its entities", 2, "X", "bw", "P159", "kh", "page:bw")
         for w in range(2, WINDOWS + 1):
             self.trap("no-english-article", "the owner has no enwiki sitelink: not in V, no triple",
                       window=w, op="E", s="bw", p="P127", o="vh")
@@ -1006,11 +1037,225 @@ class Cast:
         self.add_para("oskar", self.at(6), para, "Trial", scenario="window-addition-ended")
         self.expect(1, "E", "oskar", "P54", "club", "page:oskar", settings="design")
         for w in range(1, WINDOWS + 1):  # cumulative: the passage is in every delta
-            self.expect(w, "E", "oskar", "P54", "club", "page:oskar", settings="released")
+            self.expect(w, "E", "oskar", "P54", "club", "page:oskar", settings="released,unselected")
             self.expect(w, "D", "oskar", "P54", "club", "page:oskar", signal="qualifier:P582",
-                        tags=("two-operations",), settings="released")
+                        tags=("two-operations",), settings="released,unselected")
         self.trap("window-addition-ended", "D comes from T_t only by the DESIGN rule",
                   window=1, op="D", s="oskar", p="P54", o="club", settings="design")
+
+    # ---- the authors' selection rules (R1-R5, docs/data-model.md): what each removes and
+    # a near miss it keeps; "released" is their rules on, "unselected" and "design" off
+    def _cumulative(self, first: int, op: str, s: str, p: str, o: str, page: str,
+                    signal: str | None = None, kept: bool = True, rule: str = "",
+                    why: str = "") -> None:
+        """A row of a passage first seen in window ``first``: in that window under every
+        semantics, in the later ones under the cumulative (released, unselected) ones;
+        under the released one only when the authors' rules keep the line (``kept``)."""
+        for w in range(first, WINDOWS + 1):
+            names = ["design", "unselected"] if w == first else ["unselected"]
+            if kept:
+                names.append("released")
+            self.expect(w, op, s, p, o, page, signal=signal, settings=",".join(names))
+            if not kept:
+                self.trap(rule, why, window=w, op=op, s=s, p=p, o=o, page=page,
+                          settings="released")
+
+    def s_removal_kept(self) -> None:
+        """R5's near miss: a plain removal beside an addition in one line is kept (and R2a's:
+        the removal is permanent; R2b's: the passage follows the removal)."""
+        b, k = self.b, self.k
+        b.edit(k("nils"), self.at(8), lambda s: s.remove("P108", k("bw")),
+               "/* wbremoveclaims-remove:1| */ [[Property:P108]]", user="Wikiwalker")
+        b.edit(k("nils"), self.at(8, 2), lambda s: s.add(st("P108", k("soc"))),
+               f"/* wbcreateclaim-create:1| */ [[Property:P108]]: [[{k('soc')}]]", user="Wikiwalker")
+        para = prose(
+            "In January 2024 ", self.n("nils").split()[0], " left ", Link(self.n("bw")),
+            " after eleven years as an analyst and became the first paid archivist of the ",
+            Link(self.n("soc")), ", where he catalogues the papers of shipping families and ",
+            "the minutes of the harbour board.",
+        )
+        self.add_para("nils", self.at(10), para, "Career", scenario="removal-kept")
+        self._cumulative(2, "D", "nils", "P108", "bw", "page:nils", signal="removed")
+        self._cumulative(2, "E", "nils", "P108", "soc", "page:nils")
+
+    def s_rank_kept(self) -> None:
+        """A deprecated rank (D) beside an addition in one line: kept."""
+        b, k = self.b, self.k
+        b.edit(k("greta"), self.at(15), lambda s: s.change(
+            "P54", k("club"), rank="deprecated", reason_deprecated="core:incorrect"),
+            "/* wbsetclaim-update:2||1 */ [[Property:P54]]", user="Wikiwalker")
+        b.edit(k("greta"), self.at(15, 3), lambda s: s.add(st("P108", k("bw"))),
+               f"/* wbcreateclaim-create:1| */ [[Property:P108]]: [[{k('bw')}]]", user="Wikiwalker")
+        para = prose(
+            "Club historians found in 2024 that ", self.n("greta").split()[0], " never played for ",
+            Link(self.n("club")), "; the record had confused her with a cousin. She works as a ",
+            "data engineer at ", Link(self.n("bw")), " and coaches a youth team on weekends.",
+        )
+        self.add_para("greta", self.at(17), para, "Correction", scenario="rank-kept")
+        self._cumulative(3, "D", "greta", "P54", "club", "page:greta", signal="rank")
+        self._cumulative(3, "E", "greta", "P108", "bw", "page:greta")
+
+    def s_removal_added_back(self) -> None:
+        """R2a: a removal added back after the windows (within 15 years) is neither D nor X."""
+        b, k = self.b, self.k
+        b.edit(k("ivar"), self.at(9), lambda s: s.remove("P69", k("nu")),
+               "/* wbremoveclaims-remove:1| */ [[Property:P69]]", user="Wikiwalker")
+        b.edit(k("ivar"), self.at(9, 2), lambda s: s.add(st("P463", k("soc"))),
+               f"/* wbcreateclaim-create:1| */ [[Property:P463]]: [[{k('soc')}]]", user="Wikiwalker")
+        b.edit(k("ivar"), self.at(WINDOWS * 7 + 2), lambda s: s.add(st("P69", k("nu"))),
+               f"/* wbcreateclaim-create:1| */ [[Property:P69]]: [[{k('nu')}]]", user="Patroller")
+        para = prose(
+            self.n("ivar").split()[0], " interrupted his studies at ", Link(self.n("nu")),
+            " early in 2024 to join the survey teams of the ", Link(self.n("soc")),
+            ", which was recording the old warehouses of the port before their demolition.",
+        )
+        self.add_para("ivar", self.at(11), para, "Studies", scenario="removal-added-back")
+        self._cumulative(2, "E", "ivar", "P463", "soc", "page:ivar")
+        self._cumulative(2, "D", "ivar", "P69", "nu", "page:ivar", signal="removed", kept=False,
+                         rule="r2a-removal-added-back",
+                         why="removed, then added back after τ_5: not a permanent removal")
+
+    def s_passage_before_removal(self) -> None:
+        """R2b: a passage older than the removal among its triples is left out from the
+        window the removal falls in (before it, the line is kept)."""
+        b, k = self.b, self.k
+        b.edit(k("elin"), self.at(3), lambda s: s.add(st("P463", k("soc"))),
+               f"/* wbcreateclaim-create:1| */ [[Property:P463]]: [[{k('soc')}]]", user="Wikiwalker")
+        para = prose(
+            self.n("elin").split()[0], " works as a statistician at ", Link(self.n("bw")),
+            " and joined the ", Link(self.n("soc")), " in 2024 to help date a collection of ",
+            "ship portraits by comparing the vessels with entries in the old port registers.",
+        )
+        self.add_para("elin", self.at(5), para, "Interests", scenario="passage-before-removal")
+        b.edit(k("elin"), self.at(9), lambda s: s.remove("P108", k("bw")),
+               "/* wbremoveclaims-remove:1| */ [[Property:P108]]", user="Wikiwalker")
+        self.expect(1, "E", "elin", "P463", "soc", "page:elin")
+        self.expect(1, "X", "elin", "P108", "bw", "page:elin")
+        why = "the passage (day 5) predates the removal (day 9)"
+        for w in range(2, WINDOWS + 1):
+            self.expect(w, "E", "elin", "P463", "soc", "page:elin", settings="unselected")
+            self.expect(w, "D", "elin", "P108", "bw", "page:elin", signal="removed",
+                        settings="unselected")
+            self.trap("r2b-passage-before-removal", why, window=w, op="E", s="elin", p="P463",
+                      o="soc", page="page:elin", settings="released")
+
+    def s_ee_kg_transient(self) -> None:
+        """R3: an EE-KG triple removed before τ_k + 182.5 days (here: before the dump's
+        end) is left out; the one that stays is kept."""
+        b, k = self.b, self.k
+        name = self.n("troupe")
+        lead = prose(
+            Bold(name), " is an amateur theatre company founded in ", Link(self.n("pel")),
+            " in 2024. It stages plays about the sea and the fishing trade in halls and boat ",
+            "sheds along the coast, with a cast drawn from local families.",
+        )
+        created = self.at(22)
+        b.page(k("page:troupe"), name, created, standard_article(name, "org", lead),
+               item=k("troupe"), user="NewPageAuthor")
+        self.scenario("troupe", lead, "ee-kg-transient")
+        b.entity(k("troupe"), name, "org", created + HOUR, enwiki=name,
+                 statements=(st("P31", "core:ensemble"), st("P740", k("pel")),
+                             st("P495", "core:marenia")))
+        b.edit(k("troupe"), self.at(WINDOWS * 7 - 2), lambda s: s.remove("P495", "core:marenia"),
+               "/* wbremoveclaims-remove:1| */ [[Property:P495]]", user="Patroller")
+        self.expect(4, "EE", "troupe", "P740", "pel", "page:troupe")
+        self.expect(4, "EE-KG", "troupe", "P31", "core:ensemble", "page:troupe")
+        self.expect(5, "EE-KG", "troupe", "P31", "core:ensemble", "page:troupe",
+                    settings="released,unselected")
+        self.left_out("r3-ee-kg-not-persistent", "removed 5 days after τ_4", 4, "EE-KG",
+                      "troupe", "P495", "core:marenia", "page:troupe")
+
+    def s_merged_into_new(self) -> None:
+        """R4: an older item merged into a new one makes it old (E, not EE; no EE-KG); a
+        younger item merged into a new one does not."""
+        b, k = self.b, self.k
+        leads = {  # different words: no near-duplicates of each other
+            "neo": ("is a charity founded in 2024 in", "to look after historic boats and the "
+                    "slipways where they were built. It runs open days in summer and trains "
+                    "volunteers in traditional carpentry."),
+            "neo2": ("is a rowing club whose crews train on the river at", "; it was formed "
+                     "in 2024 by students and dockworkers and races gigs against other "
+                     "coastal clubs every autumn."),
+        }
+        for short, place, created, merged in (("neo", "kh", self.at(15), "paleo"),
+                                              ("neo2", "pel", self.at(15, 4), "young")):
+            name = self.n(short)
+            before, after = leads[short]
+            lead = prose(Bold(name), f" {before} ", Link(self.n(place)),
+                         after if after.startswith(";") else f" {after}")
+            b.page(k("page:" + short), name, created, standard_article(name, "org", lead),
+                   item=k(short), user="NewPageAuthor")
+            self.scenario(short, lead, "merged-into-new")
+            b.entity(k(short), name, "org", created + HOUR, enwiki=name,
+                     statements=(st("P31", "core:organization"), st("P159", k(place))))
+            if merged == "young":
+                self._thing("young", "org", self.at(16), [("P31", "core:organization")], [],
+                            enwiki=False)
+            b.edit(k(merged), self.at(18), lambda s, short=short: ItemState(redirect=k(short)),
+                   f"/* wbmergeitems-to:0||{k(short)} */", user="Merger")
+        # the older item merged in: created before t, so not emerging
+        for w in range(3, WINDOWS + 1):
+            self.expect(w, "E", "neo", "P159", "kh", "page:neo", settings="released")
+        self.expect(3, "EE", "neo", "P159", "kh", "page:neo", settings="design,unselected")
+        self.trap("r4-created-over-redirects", "an item created before t redirects to it",
+                  window=3, op="EE", s="neo", p="P159", o="kh", page="page:neo",
+                  settings="released")
+        self.trap("r4-created-over-redirects", "an item created before t redirects to it: "
+                  "not emerging, no EE-KG", window=3, op="EE-KG", s="neo", p="P31",
+                  o="core:organization", page="page:neo", settings="released")
+        self._cumulative(3, "EE", "neo2", "P159", "pel", "page:neo2")
+        self._cumulative(3, "EE-KG", "neo2", "P31", "core:organization", "page:neo2")
+
+    def s_sparse_line(self) -> None:
+        """R5: one addition among six mentioned entities (1/6 ≤ 0.2) is not interesting;
+        among four (1/4) it is."""
+        b, k = self.b, self.k
+        texts = {  # different words: no near-duplicates of each other
+            "tove": ("In 2024 {name} wrote a guide to the coast's museums and societies, "
+                     "among them {links}, and became a member of the first of them soon "
+                     "after it was published by a small press in the town."),
+            "runa": ("{name} joined {links} as a volunteer during 2024; her walking tours "
+                     "of old warehouses draw families every weekend through the summer "
+                     "season and raise money for repairs."),
+        }
+        for short, links in (("tove", ("soc", "kh", "pel", "nu", "club")),
+                             ("runa", ("soc", "kh", "nu"))):
+            b.edit(k(short), self.at(12), lambda s: s.add(st("P463", k("soc"))),
+                   f"/* wbcreateclaim-create:1| */ [[Property:P463]]: [[{k('soc')}]]",
+                   user="Wikiwalker")
+            before, after = texts[short].split("{links}")
+            parts: list[str | Link | Bold | Ref] = [
+                before.format(name=self.n(short).split()[0])]
+            for n, ref in enumerate(links):
+                if n:
+                    parts.append(" and " if n == len(links) - 1 else ", ")
+                parts.append(Link(self.n(ref)))
+            parts.append(after)
+            para = prose(*parts)
+            self.add_para(short, self.at(13), para, "Writing", scenario="sparse-line")
+        self._cumulative(2, "E", "tove", "P463", "soc", "page:tove", kept=False,
+                         rule="r5-not-interesting",
+                         why="one delta triple among six mentioned entities (ratio 1/6 ≤ 0.2)")
+        self._cumulative(2, "E", "runa", "P463", "soc", "page:runa")
+
+    def s_ee_kg_only(self) -> None:
+        """R1: a line whose only delta triples are EE-KG (one end mentioned) is left out."""
+        b, k = self.b, self.k
+        name = self.n("ferry")
+        lead = prose(
+            Bold(name), " is a small ferry company formed in 2024 by boat owners from ",
+            Link(self.n("hf")), " to carry walkers and cyclists across the estuary in summer, "
+            "on a route that had been closed for decades.",
+        )
+        created = self.at(19)
+        b.page(k("page:ferry"), name, created, standard_article(name, "org", lead),
+               item=k("ferry"), user="NewPageAuthor")
+        self.scenario("ferry", lead, "ee-kg-only")
+        b.entity(k("ferry"), name, "org", created + HOUR, enwiki=name,
+                 statements=(st("P31", "core:business"), st("P17", "core:ostrand")))
+        self._cumulative(3, "EE-KG", "ferry", "P31", "core:business", "page:ferry", kept=False,
+                         rule="r1-no-delta-between-mentions",
+                         why="only EE-KG triples: none between two mentioned entities")
 
 
 def kind_word(kind: str) -> str:

@@ -49,11 +49,30 @@ class TruthSettings:
     passage_windows: str = "cumulative"  # or "first_appearance"
     emerging: str = "created_after_snapshot"  # or "not_in_snapshot"
     deprecate_window_additions: bool = True
+    # the authors' selection rules (docs/data-model.md "Which aligned passages are lines")
+    permanence: int = 15 * 365 * DAY  # R2a: a removal not added back in (τ_k, τ_k + this)
+    creation_over_redirects: bool = True  # R4
+    between_mentions: bool = True  # R1
+    passage_after_removal: bool = True  # R2b
+    ee_kg_persistence: int = int(182.5 * DAY)  # R3
+    interesting: bool = True  # R5
+    interesting_ratio: float = 0.2
 
 
+#: the selection before the authors' rules (``selection.rules: none``)
+RULES_OFF = {"permanence": 0, "creation_over_redirects": False, "between_mentions": False,
+             "passage_after_removal": False, "ee_kg_persistence": 0, "interesting": False}
 RELEASED = TruthSettings()
 DESIGN = TruthSettings(name="design", passage_windows="first_appearance",
-                       emerging="not_in_snapshot", deprecate_window_additions=False)
+                       emerging="not_in_snapshot", deprecate_window_additions=False,
+                       **RULES_OFF)  # type: ignore[arg-type]
+UNSELECTED = TruthSettings(name="unselected", **RULES_OFF)  # type: ignore[arg-type]
+
+
+def applies(settings: str, name: str) -> bool:
+    """Does an expectation or trap declared for ``settings`` ("both": every semantics; or
+    names joined by commas) hold under the semantics ``name``?"""
+    return settings == "both" or name in settings.split(",")
 
 
 def normalize_title(target: str) -> str:
@@ -115,9 +134,17 @@ class PlanTruth:
         self.plan = plan
         self.s = settings or TruthSettings()
         self.entities = {k: _timeline(e.revs) for k, e in plan.entities.items() if not e.is_property}
-        # an item's creation: its first revision (readable or not), as the ingest records it
+        # an item's creation: its first revision (readable or not), as the ingest records it;
+        # R4: the earliest over it and the items redirected to it at the history's end
         self.created = {k: min(r.ts for r in e.revs) for k, e in plan.entities.items()
                         if not e.is_property and e.revs}
+        if self.s.creation_over_redirects:
+            first = dict(self.created)
+            for key, tl in self.entities.items():
+                last = tl.contents[-1] if tl.contents else None
+                target = last.redirect if isinstance(last, ItemState) else None
+                if target in self.created and key in first:
+                    self.created[target] = min(self.created[target], first[key])
         self.pages = {k: _timeline(p.revs) for k, p in plan.pages.items()}
         self.presence = self._presence()
 
@@ -153,6 +180,26 @@ class PlanTruth:
 
     def present(self, triple: Triple, tau: int) -> bool:
         return any(a <= tau and (b is None or tau < b) for a, b in self.presence.get(triple, ()))  # type: ignore[operator]
+
+    def presence_end(self, triple: Triple, tau: int) -> int | None:
+        """The end of the presence of ``triple`` that holds at tau (None: still open)."""
+        for a, b in self.presence.get(triple, ()):
+            if a <= tau and (b is None or tau < b):  # type: ignore[operator]
+                return b
+        raise ValueError(f"{triple} is not present at {tau}")
+
+    def added_back(self, triple: Triple, tau: int) -> bool:
+        """R2a: a presence of the triple starts inside (tau, tau + permanence)."""
+        return any(tau < a < tau + self.s.permanence for a, _ in self.presence.get(triple, ()))  # type: ignore[operator]
+
+    def end_qualifier_at(self, triple: Triple, t: int, tau: int) -> int | None:
+        """The earliest end qualifier dated in (t, tau] on the key's statements at tau."""
+        s, p, o = triple
+        state = self.state(s, tau)
+        dates = [time_instant(q.time, q.precision) for x in (state.statements if state else ())
+                 if x.pid == p and x.target == o for q in x.qualifiers
+                 if q.pid in self.s.end_qualifiers]
+        return min((d for d in dates if t < d <= tau), default=None)
 
     def triples(self, tau: int, v: set[str] | None = None) -> set[Triple]:
         v = self.in_v(tau) if v is None else v
@@ -276,6 +323,8 @@ class PlanTruth:
                 if not (tr[0] in v_k and tr[2] in v_k):
                     continue  # left V: neither D nor X
                 sig = self.d_signal(tr, t, tau, t_k)
+                if sig in ("rank", "removed") and s.permanence and self.added_back(tr, tau):
+                    continue  # R2a: not a permanent removal: neither D nor X
                 ops[tr] = [("D", sig) if sig else ("X", None)]
             for tr in t_k - t_t:
                 ops[tr] = [("EE" if emerging(tr[0]) or emerging(tr[2]) else "E", None)]
@@ -285,18 +334,56 @@ class PlanTruth:
                         ops[tr].append(("D", sig))
             for passage in self.passages(t, k):
                 m = passage["mentioned"]
+                line: list[tuple[dict, bool]] = []  # (row, between two mentions)
                 for tr, found in ops.items():
                     s_in, o_in = tr[0] in m, tr[2] in m
                     added = found[0][0] in ("E", "EE")
                     for op, sig in found:
                         if s_in and o_in:
-                            rows.append(self._row(t, k, passage, op, tr, sig, self.qualifiers(tr, tau)))
+                            line.append((self._row(t, k, passage, op, tr, sig,
+                                                   self.qualifiers(tr, tau)), True))
                         elif added and s_in != o_in:
                             inside, outside = (tr[0], tr[2]) if s_in else (tr[2], tr[0])
-                            if emerging(inside) and not emerging(outside):
-                                rows.append(self._row(t, k, passage, "EE-KG" if op != "D" else "D",
-                                                      tr, sig, self.qualifiers(tr, tau)))
+                            if not (emerging(inside) and not emerging(outside)):
+                                continue
+                            end = self.presence_end(tr, tau)  # R3: it persists
+                            if s.ee_kg_persistence and end is not None and \
+                                    end <= tau + s.ee_kg_persistence:
+                                continue
+                            line.append((self._row(t, k, passage, "EE-KG" if op != "D" else "D",
+                                                   tr, sig, self.qualifiers(tr, tau)), False))
+                if self.selected(line, passage, t, tau):
+                    rows.extend(row for row, _ in line)
         return rows
+
+    def selected(self, line: list[tuple[dict, bool]], passage: dict, t: int, tau: int) -> bool:
+        """The authors' line rules R1, R2b and R5 on one passage's rows."""
+        s = self.s
+        delta: dict[Triple, list[dict]] = defaultdict(list)  # R1's: E, EE, D between mentions
+        kg: set[Triple] = set()
+        for row, pair in line:
+            triple = (row["s"], row["p"], row["o"])
+            if pair and row["op"] in ("E", "EE", "D"):
+                delta[triple].append(row)
+            elif not pair and row["op"] == "EE-KG":
+                kg.add(triple)
+        if s.between_mentions and not delta:
+            return False
+        d_rows = [(tr, r) for tr, rs in delta.items() for r in rs if r["op"] == "D"]
+        if s.passage_after_removal and d_rows:
+            latest = max(self.end_qualifier_at(tr, t, tau) if r["signal"].startswith("qualifier:")
+                         else self.presence_end(tr, t) for tr, r in d_rows)
+            if latest is not None and passage["first_seen"] < latest:
+                return False
+        if s.interesting:
+            rows = [r for rs in delta.values() for r in rs]
+            qualifier_d = any(r["op"] == "D" and r["signal"].startswith("qualifier:") for r in rows)
+            not_plain = any(r["op"] != "D" for r in rows) or qualifier_d
+            emerging = any(r["op"] == "EE" for r in rows) or bool(kg)
+            ratio = (len(delta) + len(kg)) / len(passage["mentioned"])
+            if not ((not_plain and ratio > s.interesting_ratio) or qualifier_d or emerging):
+                return False
+        return True
 
     def qualifiers(self, tr: Triple, tau: int) -> list[tuple[str, str, int]]:
         """Time qualifiers of the key's statements in s's state at tau (``qualifier_info``)."""

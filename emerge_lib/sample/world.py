@@ -35,7 +35,14 @@ from emerge_lib.sample.model import (
     ymd,
 )
 from emerge_lib.sample.plan import LEGACY_END, PROPERTY_LABELS, WINDOW, WINDOWS, build_plan
-from emerge_lib.sample.semantics import DESIGN, RELEASED, PlanTruth, TruthSettings
+from emerge_lib.sample.semantics import (
+    DESIGN,
+    RELEASED,
+    UNSELECTED,
+    PlanTruth,
+    TruthSettings,
+    applies,
+)
 
 DEFAULT_SNAPSHOTS = ("2024-01-01T00:00:00Z", "2024-04-01T00:00:00Z")
 WIKIDATA, ENWIKI = "wikidatawiki", "enwiki"
@@ -204,7 +211,7 @@ class World:
         self._check_promises(rows, settings.name)
         tags: dict[tuple, list[str]] = {}
         for x in self.plan.expectations:
-            if x.settings in ("both", settings.name):
+            if applies(x.settings, settings.name):
                 tags.setdefault((x.snapshot, x.window, x.op, x.s, x.p, x.o, x.page), []).extend(x.tags)
         out = []
         for r in rows:
@@ -224,7 +231,7 @@ class World:
         out.sort(key=lambda r: (r["snapshot"], r["window"], r["page_id"], r["paragraph"], r["op"], r["s"], r["p"], r["o"]))
         traps = []
         for tr in self.plan.traps:
-            if tr.settings not in ("both", settings.name):
+            if not applies(tr.settings, settings.name):
                 continue
             page = self.plan.pages[tr.page] if tr.page else None
             traps.append({
@@ -238,13 +245,13 @@ class World:
     def _check_promises(self, rows: list[dict], settings: str) -> None:
         keyed = {(r["snapshot"], r["window"], r["op"], r["s"], r["p"], r["o"], r["page"]): r for r in rows}
         for x in self.plan.expectations:
-            if x.settings not in ("both", settings):
+            if not applies(x.settings, settings):
                 continue
             got = keyed.get((x.snapshot, x.window, x.op, x.s, x.p, x.o, x.page))
             if got is None or got["signal"] != x.signal:
                 raise PlanError(f"expected row missing or different ({settings}): {x} (got {got})")
         for tr in self.plan.traps:
-            if tr.settings not in ("both", settings):
+            if not applies(tr.settings, settings):
                 continue
             for r in rows:
                 if r["snapshot"] != tr.snapshot:
@@ -255,6 +262,8 @@ class World:
                     continue
                 if tr.op is not None and (r["op"], r["s"], r["p"], r["o"]) != (tr.op, tr.s, tr.p, tr.o):
                     continue
+                if tr.op is not None and tr.page is not None and r["page"] != tr.page:
+                    continue  # the same row may rightly come from another page
                 if tr.op is None and tr.paragraph is None:
                     continue
                 raise PlanError(f"trap {tr.kind} sprung ({settings}): {r}")
@@ -393,9 +402,10 @@ def generate_world(out: str | Path, spec: SampleSpec | None = None, *, progress:
     truth, traps = world.truth(RELEASED)
     _write_jsonl(out / "truth.jsonl", truth)
     _write_jsonl(out / "traps.jsonl", traps)
-    design_truth, design_traps = world.truth(DESIGN)
-    _write_jsonl(out / "truth-design.jsonl", design_truth)
-    _write_jsonl(out / "traps-design.jsonl", design_traps)
+    for variant in (DESIGN, UNSELECTED):
+        variant_truth, variant_traps = world.truth(variant)
+        _write_jsonl(out / f"truth-{variant.name}.jsonl", variant_truth)
+        _write_jsonl(out / f"traps-{variant.name}.jsonl", variant_traps)
 
     mirror = out / "mirror"
     runs = {(wiki, date): DumpRun(wiki, date) for wiki in (WIKIDATA, ENWIKI) for date in world.dates}

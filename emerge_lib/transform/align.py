@@ -25,6 +25,7 @@ T_t; it never forms passages × KG.
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
 from pyspark.sql import functions as F
@@ -39,37 +40,43 @@ from emerge_lib.catalog.sql import (
     valid_at_expr,
     windows_sql,
 )
-from emerge_lib.core.config import PassageSettings, QualifierSettings
+from emerge_lib.core.config import AlignSettings, DeltaSettings, PassageSettings, QualifierSettings
 from emerge_lib.core.schedule import SnapshotPlan
 from emerge_lib.transform.titles import resolve_titles
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
+log = logging.getLogger(__name__)
+
 
 def build_instances(catalog: Catalog, plan: SnapshotPlan, settings: PassageSettings,
-                    qualifiers: QualifierSettings) -> dict[int, int]:
-    """Write the instances partitions (t, k) of one snapshot; returns rows per window."""
+                    qualifiers: QualifierSettings, rules: AlignSettings,
+                    deltas: DeltaSettings) -> tuple[dict[int, int], dict[str, int]]:
+    """Write the instances partitions (t, k) of one snapshot; returns rows per window and
+    the lines each selection rule left out (``lines``: the aligned lines before them)."""
     spark = catalog.session()
     key = literal(plan.key)
     t = sql_timestamp(plan.t)
     own = "page_qid" if settings.article_entity_counts else "CAST(NULL AS STRING)"
-    w = windows_sql(plan)
+    persistence = rules.ee_kg_persistence_days or 0.0
+    w = windows_sql(plan, persist_until=persistence * 86400)
     end_pids = literal_list(qualifiers.end)
+    mentioned = catalog.materialize(spark.sql(f"""
+        SELECT DISTINCT window, passage_id, qid FROM (
+          SELECT window, passage_id, mq.qid AS qid
+          FROM (SELECT window, passage_id, explode(mentions) AS mq FROM {{passages}}
+                WHERE snapshot = {key})
+          UNION ALL
+          SELECT window, passage_id, {own} AS qid FROM {{passages}}
+          WHERE snapshot = {key}
+        ) WHERE qid IS NOT NULL
+    """, passages=catalog.read("passages")))  # the mentioned set of every passage
     found = catalog.materialize(spark.sql(f"""
         WITH w AS {w},
-        m AS (  -- the mentioned set of every passage of the snapshot
-          SELECT DISTINCT window, passage_id, qid FROM (
-            SELECT window, passage_id, mq.qid AS qid
-            FROM (SELECT window, passage_id, explode(mentions) AS mq FROM {{passages}}
-                  WHERE snapshot = {key})
-            UNION ALL
-            SELECT window, passage_id, {own} AS qid FROM {{passages}}
-            WHERE snapshot = {key}
-          ) WHERE qid IS NOT NULL
-        ),
+        m AS (SELECT * FROM {{m}}),
         dk AS (SELECT * FROM {{delta}} WHERE snapshot = {key}),
-        created AS ({created_sql()}),
+        created AS ({created_sql(over_redirects=bool(deltas.creation_over_redirects))}),
         v_k AS (
           SELECT w.window, i.qid FROM {{items}} i JOIN w ON {valid_at_expr('i', 'w.tau')}
           WHERE {in_v('i')}
@@ -82,7 +89,7 @@ def build_instances(catalog: Catalog, plan: SnapshotPlan, settings: PassageSetti
         delta_pairs AS (  -- E, EE and D between two mentioned entities
           SELECT pr.window, pr.passage_id, d.op, d.s, d.p, d.o, d.signal, d.emerging_head,
                  d.emerging_tail, d.head_created_at, d.tail_created_at, d.lifespan_from,
-                 d.lifespan_to, d.qualifier_pid, d.qualifier_at
+                 d.lifespan_to, d.qualifier_pid, d.qualifier_at, true AS pair
           FROM pairs pr JOIN dk d ON d.window = pr.window AND d.s = pr.s AND d.o = pr.o
         ),
         x_kg AS (  -- T_t triples between mentioned pairs
@@ -111,7 +118,7 @@ def build_instances(catalog: Catalog, plan: SnapshotPlan, settings: PassageSetti
                  CAST(NULL AS STRING) AS signal, false AS emerging_head, false AS emerging_tail,
                  hs.created_at AS head_created_at, ho.created_at AS tail_created_at,
                  st.valid_from AS lifespan_from, st.valid_to AS lifespan_to,
-                 q.qualifier_pid, q.qualifier_at
+                 q.qualifier_pid, q.qualifier_at, true AS pair
           FROM x_still x
           LEFT ANTI JOIN dk d ON d.window = x.window AND d.op = 'D' AND d.s = x.s
                              AND d.p = x.p AND d.o = x.o
@@ -122,24 +129,33 @@ def build_instances(catalog: Catalog, plan: SnapshotPlan, settings: PassageSetti
           LEFT JOIN created ho ON ho.qid = x.o
           LEFT JOIN x_ended q ON q.window = x.window AND q.s = x.s AND q.p = x.p AND q.o = x.o
         ),
+        persistent AS (  -- R3: additions still in the KG past τ_k + the persistence span
+          SELECT DISTINCT d.window, d.s, d.p, d.o FROM dk d JOIN w ON w.window = d.window
+          WHERE d.op = 'EE' AND ({literal(not persistence)} OR d.lifespan_to IS NULL
+                                 OR d.lifespan_to > w.persist_until)
+        ),
         single AS (  -- EE-KG: one end mentioned and emerging, the other not, unmentioned;
                      -- an addition that is also D (ended inside the window) keeps its D
           SELECT m.window, m.passage_id, CASE d.op WHEN 'EE' THEN 'EE-KG' ELSE 'D' END AS op,
                  d.s, d.p, d.o, d.signal,
                  d.emerging_head, d.emerging_tail, d.head_created_at, d.tail_created_at,
-                 d.lifespan_from, d.lifespan_to, d.qualifier_pid, d.qualifier_at
+                 d.lifespan_from, d.lifespan_to, d.qualifier_pid, d.qualifier_at,
+                 false AS pair
           FROM m JOIN dk d ON d.window = m.window AND d.op IN ('EE', 'D')
                AND ((d.s = m.qid AND d.emerging_head AND NOT d.emerging_tail)
                  OR (d.o = m.qid AND d.emerging_tail AND NOT d.emerging_head))
+          LEFT SEMI JOIN persistent k ON k.window = d.window AND k.s = d.s AND k.p = d.p
+               AND k.o = d.o
           LEFT ANTI JOIN m other ON other.window = m.window
                AND other.passage_id = m.passage_id
                AND other.qid = CASE WHEN d.s = m.qid THEN d.o ELSE d.s END
         )
         SELECT * FROM delta_pairs UNION ALL SELECT * FROM x_rows
         UNION ALL SELECT * FROM single
-    """, passages=catalog.read("passages"), delta=catalog.read("delta_triples"),
+    """, m=mentioned, delta=catalog.read("delta_triples"),
         kg=catalog.read("kg_triples"), stable=catalog.read("stable_statements"),
         items=catalog.read("item_timeline"), raw=catalog.read("statement_timeline")))
+    found, left_out = _select_lines(catalog, plan, found, mentioned, rules)
     links = _subject_links(catalog, plan, found, settings.max_redirect_hops)
     df = spark.sql(f"""
         WITH w AS {w},
@@ -186,7 +202,83 @@ def build_instances(catalog: Catalog, plan: SnapshotPlan, settings: PassageSetti
     return catalog.replace_partitions(
         "instances", df, {"snapshot": plan.key}, "window", [w.k for w in plan.windows],
         clear_others=True,
-    )
+    ), left_out
+
+
+def _select_lines(catalog: Catalog, plan: SnapshotPlan, found: DataFrame, mentioned: DataFrame,
+                  rules: AlignSettings) -> tuple[DataFrame, dict[str, int]]:
+    """The aligned rows of the lines the authors' rules keep (R1, R2b, R5; R3 acts on
+    EE-KG rows before), and how many lines each rule left out, in that order."""
+    if not (rules.between_mentions or rules.passage_after_removal or rules.interesting):
+        return found, {}
+    spark = catalog.session()
+    lines = spark.sql(f"""
+        WITH b AS (  -- R1's delta triples: E, EE or D between two mentioned entities
+          SELECT window, passage_id, s, p, o,
+                 MAX(CASE WHEN op <> 'D' OR signal LIKE 'qualifier:%' THEN 1 ELSE 0 END)
+                   AS not_plain_removal,
+                 MAX(CASE WHEN op = 'D' AND signal LIKE 'qualifier:%' THEN 1 ELSE 0 END)
+                   AS qualifier_d,
+                 MAX(CASE WHEN op <> 'D' THEN NULL WHEN signal LIKE 'qualifier:%'
+                          THEN qualifier_at ELSE lifespan_to END) AS removal_at,
+                 MAX(CASE WHEN emerging_head OR emerging_tail THEN 1 ELSE 0 END) AS emerging
+          FROM {{found}} WHERE pair AND op IN ('E', 'EE', 'D')
+          GROUP BY window, passage_id, s, p, o
+        ),
+        per_b AS (
+          SELECT window, passage_id, COUNT(*) AS n_b,
+                 MAX(not_plain_removal) AS not_plain, MAX(qualifier_d) AS qualifier_d,
+                 MAX(removal_at) AS removal_at, MAX(emerging) AS emerging
+          FROM b GROUP BY window, passage_id
+        ),
+        per_kg AS (  -- EE-KG triples (their mentioned end is emerging)
+          SELECT window, passage_id, COUNT(*) AS n_kg FROM (
+            SELECT DISTINCT window, passage_id, s, p, o FROM {{found}}
+            WHERE NOT pair AND op = 'EE-KG') GROUP BY window, passage_id
+        ),
+        per_m AS (SELECT window, passage_id, COUNT(*) AS n_m FROM {{m}}
+                  GROUP BY window, passage_id),
+        aligned AS (SELECT DISTINCT window, passage_id FROM {{found}}),
+        flags AS (
+          SELECT a.window, a.passage_id,
+                 COALESCE(b.n_b, 0) > 0 AS r1,
+                 b.removal_at IS NULL OR ps.rev_timestamp >= b.removal_at AS r2b,
+                 (COALESCE(b.not_plain, 0) = 1
+                  AND (COALESCE(b.n_b, 0) + COALESCE(k.n_kg, 0)) / CAST(mm.n_m AS DOUBLE)
+                      > {literal(float(rules.interesting_min_ratio))})
+                 OR COALESCE(b.qualifier_d, 0) = 1 OR COALESCE(b.emerging, 0) = 1
+                 OR COALESCE(k.n_kg, 0) > 0 AS r5
+          FROM aligned a
+          LEFT JOIN per_b b ON b.window = a.window AND b.passage_id = a.passage_id
+          LEFT JOIN per_kg k ON k.window = a.window AND k.passage_id = a.passage_id
+          LEFT JOIN per_m mm ON mm.window = a.window AND mm.passage_id = a.passage_id
+          JOIN {{passages}} ps ON ps.snapshot = {literal(plan.key)} AND ps.window = a.window
+               AND ps.passage_id = a.passage_id
+        )
+        SELECT window, passage_id,
+               ({literal(not rules.between_mentions)} OR r1) AS r1,
+               ({literal(not rules.passage_after_removal)} OR r2b) AS r2b,
+               ({literal(not rules.interesting)} OR r5) AS r5
+        FROM flags
+    """, found=found, m=mentioned, passages=catalog.read("passages"))
+    lines = catalog.materialize(lines)
+    (counts,) = spark.sql("""
+        SELECT COUNT(*) AS lines,
+               COALESCE(SUM(CASE WHEN NOT r1 THEN 1 ELSE 0 END), 0) AS r1,
+               COALESCE(SUM(CASE WHEN r1 AND NOT r2b THEN 1 ELSE 0 END), 0) AS r2b,
+               COALESCE(SUM(CASE WHEN r1 AND r2b AND NOT r5 THEN 1 ELSE 0 END), 0) AS r5
+        FROM {lines}
+    """, lines=lines).collect()
+    left_out = {name: int(counts[name]) for name in ("lines", "r1", "r2b", "r5")}
+    log.info("align %s: %d aligned lines; the authors' rules leave out %d (R1: no delta "
+             "triple between mentions), %d (R2b: before a removal), %d (R5: not interesting)",
+             plan.key, left_out["lines"], left_out["r1"], left_out["r2b"], left_out["r5"])
+    kept = spark.sql("""
+        SELECT f.* FROM {found} f
+        LEFT SEMI JOIN (SELECT window, passage_id FROM {lines} WHERE r1 AND r2b AND r5) l
+          ON l.window = f.window AND l.passage_id = f.passage_id
+    """, found=found, lines=lines)
+    return catalog.materialize(kept), left_out
 
 
 def _subject_links(catalog: Catalog, plan: SnapshotPlan, found: DataFrame,

@@ -9,7 +9,13 @@ For snapshot t and window k (τ_k = t + k·window):
   left V is neither D nor X), and either a statement for the key in s's state at τ_k
   carries an end qualifier dated in (t, τ_k] (signal ``qualifier:Pxxx``), or the key is
   gone from T_{τ_k} because it became deprecated (``rank``) or was removed (``removed``).
-  One signal per triple, preferring qualifier, then rank, then removed.
+  One signal per triple, preferring qualifier, then rank, then removed. With
+  ``deltas.permanent_removal_years`` (the authors' R2a: 15), a ``rank`` or ``removed`` D
+  counts only when the key is not present again from a start inside (τ_k, τ_k + span);
+  otherwise it is neither D nor X (it is not in T_{τ_k}).
+- emerging ends and ``head/tail_created_at``: an item's creation is its first revision,
+  or with ``deltas.creation_over_redirects`` (R4) the earliest over it and the items
+  that redirect to it at the end of the ingested history.
 - with ``deltas.deprecate_window_additions`` (the released data), an added triple whose
   statement at τ_k carries an end qualifier dated in (t, τ_k] is D too (a second row,
   signal ``qualifier:Pxxx``, the addition's emerging flags): a two-operation triple.
@@ -51,7 +57,8 @@ def build_deltas(catalog: Catalog, plan: SnapshotPlan, qualifiers: QualifierSett
     snapshot = plan.t
     t = sql_timestamp(snapshot)
     horizon = sql_timestamp(plan.horizon)
-    w = windows_sql(plan)
+    permanence = settings.permanent_removal_years or 0.0
+    w = windows_sql(plan, readd_until=permanence * 365 * 86400)  # theirs: 15 × 365 days
     end_pids, start_pids = literal_list(qualifiers.end), literal_list(qualifiers.start)
     if settings.emerging == "created_after_snapshot":  # created at or after t
         emerging_head, emerging_tail = (f"COALESCE(cs.created_at >= {t}, false)",
@@ -120,7 +127,7 @@ def build_deltas(catalog: Catalog, plan: SnapshotPlan, qualifiers: QualifierSett
             AND qualifier_at > {t} AND qualifier_at <= tau
           GROUP BY window, s, p, o
         ),
-        created AS ({created_sql()}),
+        created AS ({created_sql(over_redirects=bool(settings.creation_over_redirects))}),
         added AS (
           SELECT k.window, k.s, k.p, k.o FROM t_k k
           LEFT ANTI JOIN t_t t ON t.s = k.s AND t.p = k.p AND t.o = k.o
@@ -159,6 +166,11 @@ def build_deltas(catalog: Catalog, plan: SnapshotPlan, qualifiers: QualifierSett
         deprecated_rank AS (
           SELECT DISTINCT window, s, p, o FROM raw_k WHERE rank = 'deprecated'
         ),
+        readded AS (  -- R2a: gone keys present again within the permanence span after τ_k
+          SELECT DISTINCT g.window, g.s, g.p, g.o FROM gone g JOIN w ON w.window = g.window
+          JOIN {{stable}} st ON st.s = g.s AND st.p = g.p AND st.o = g.o
+          WHERE st.valid_from > w.tau AND st.valid_from < w.readd_until
+        ),
         d_rows AS (
           SELECT o.window, o.s, o.p, o.o, 'D' AS op,
                  CASE WHEN q.s IS NOT NULL THEN concat('qualifier:', q.qualifier_pid)
@@ -171,7 +183,8 @@ def build_deltas(catalog: Catalog, plan: SnapshotPlan, qualifiers: QualifierSett
           LEFT JOIN gone g ON g.window = o.window AND g.s = o.s AND g.p = o.p AND g.o = o.o
           LEFT JOIN deprecated_rank r
             ON r.window = o.window AND r.s = o.s AND r.p = o.p AND r.o = o.o
-          WHERE q.s IS NOT NULL OR g.s IS NOT NULL
+          LEFT JOIN readded a ON a.window = o.window AND a.s = o.s AND a.p = o.p AND a.o = o.o
+          WHERE q.s IS NOT NULL OR (g.s IS NOT NULL AND a.s IS NULL)
         ),
         all_rows AS (SELECT * FROM added_rows UNION ALL SELECT * FROM d_rows
                      UNION ALL SELECT * FROM window_d_rows),

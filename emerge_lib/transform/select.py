@@ -1,46 +1,68 @@
-"""instances + passages + verdicts → selection: near-duplicate removal and the test split.
+"""instances + passages + verdicts → selection: which lines a delta file releases, and the
+test split.
 
-The authors' s07 and s07b, per delta file (snapshot, window), on the passages that become
-release lines (those with instances):
+Per delta file (snapshot, window), on the passages that have instances (the release's
+lines), as the authors' s07 and s07b do it (``selection.rules: authors``, the default;
+their code's file and line in docs/data-model.md):
 
-- **Near-duplicates.** Lines are ranked as s07 ranks them (more supported D triples, then
-  EE, E, EE-KG, X, more triples in all, the longer passage, then the line's hash), and kept
-  greedily: a line is dropped when some line kept before it is too similar, token-set
-  Jaccard above ``selection.max_jaccard`` or normalized edit distance (Levenshtein /
-  (len1 + len2)) below ``selection.min_edit_distance``, so kept lines are pairwise at most
-  that similar. Not quadratic: a pair is compared only when the two lines share a block:
-  the same article (edited versions of one paragraph are the usual duplicates), the same
-  aligned triples (s07's pass 2 groups by that signature), or a token of their
-  Jaccard prefix (prefix filtering: two sets above the threshold always share one of the
-  rarest ``n - ceil(t·n) + 1`` tokens of each). Identical passages in different delta
-  files of a snapshot are the cumulative windows, not duplicates, as in the released data.
-- **Test split.** A seeded, reproducible, stratified draw of ``evaluation_per_delta``
-  lines per delta file from the kept lines with an asserted triple (every kept line when
-  curation is off): lines with an asserted op of ``evaluation_ops[0]`` (D) first until
-  ``evaluation_min_per_op`` lines have it, then the next op, ..., then any, as s07b does.
+- **Guards** (``selection.guards``, S07:377-425, 483): lines with template braces, mostly
+  table markup (fewer than three words per ``|`` or ``:``), or mostly list markup (fewer
+  words than ``*`` groups, unless a "list of" or a cast list) go.
+- **Support** (``selection.require_supported``, S07:607-629): once curated, a line needs
+  an E, EE, EE-KG or D triple its judges asserted (the curation's judge rule,
+  ``curation.rules``); its other triples stay, with their verdicts. An uncurated release
+  keeps every line the structural rules kept (its card says it is uncurated).
+- **Near-duplicates, two passes** (``selection.dedup_passes: authors``, S07:647-1129).
+  Pass 1, on the passage text as released (title prefix included), lines sorted by length:
+  two lines of the same article are duplicates when the longer is ≥ 2,500 characters, the
+  length ratio ≥ 0.70 and the normalized edit distance (Levenshtein / (len1 + len2)) ≤
+  0.25 or that of their common-length prefixes ≤ 0.10; shorter, when the prefixes' ≤ 0.05
+  or the ratio ≥ 0.85 and the distance ≤ 0.15; lines of different articles when the ratio
+  > 0.98 and the distance ≤ 0.05. The survivor of a pair is the line with more supported
+  D, then EE, E, EE-KG, X triples, more triples (a two-operation triple twice), the
+  longer passage, then a seeded draw. Pass 2 groups the survivors by their exact triples
+  and operations; in a group, lines with a supported removal come first, then supported
+  additions, then supported EE-KG additions (each tier in its order), and a line is kept
+  when its token Jaccard is below ``max_jaccard`` and its distance above
+  ``min_edit_distance`` against every line kept before it. Pass 1 compares only what can
+  match (the same article, and lengths within 2 % for different articles), so it is not
+  quadratic in a delta file.
+- **Test split** (s07b): a seeded draw of ``evaluation_pre_draw`` lines (their 1,000, at
+  least 400 per op) and from those ``evaluation_per_delta`` (100, at least 40 per op):
+  lines with a supported op of ``evaluation_ops[0]`` (D) first until the minimum is
+  reached, then EE-KG, EE, E, then any.
 
-Every line gets a row (kept or not, and which kept line it duplicates, with both
-similarities), so nothing is dropped silently; the release reads the table.
+``selection.rules: none`` (the selection before the authors' rules): no guards, no
+support rule, one greedy pass (``dedup_passes: greedy``: lines ranked as s07 ranks them,
+a line dropped when some line kept before it is above ``max_jaccard`` or below
+``min_edit_distance``, compared only within blocks that can match: the same article, the
+same triples, a shared rare token), one draw.
+
+Every line gets a row with its fate and the reason (``duplicate``, ``unsupported``,
+``guard:…``), so nothing is dropped silently; the release reads the table.
 """
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import math
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from emerge_lib.catalog import Catalog
-from emerge_lib.core.config import Config
+from emerge_lib.core.config import Config, SelectionSettings
 from emerge_lib.core.schedule import SnapshotPlan
-from emerge_lib.curation.verdicts import Triple, assessments
+from emerge_lib.curation.prompts import ASSERTION, DEPRECATION
+from emerge_lib.curation.verdicts import Triple, assessments, passage_text
 from emerge_lib.release.format import hash_id
 
 TOKEN = re.compile(r"(?u)\b\w\w+\b")  # scikit-learn CountVectorizer's tokens, as s07's
 RANK_OPS = ("D", "EE", "E", "EE-KG", "X")  # s07's order of preference
+DELTA_OPS = ("E", "EE", "EE-KG", "D")  # what supports a line (S07:626)
 
 
 def tokens(text: str) -> frozenset[str]:
@@ -67,15 +89,179 @@ class Line:
     passage_id: str
     hash_id: str
     page_id: int
-    text: str
+    text: str  # the paragraph (greedy mode compares it)
     signature: frozenset[tuple[str, Triple]]
-    supported: Counter[str]  # op → asserted triples (all triples when not curated)
+    supported: Counter[str]  # op → supported triples (all triples when not curated)
     triples: int
     tokens: frozenset[str] = field(default_factory=frozenset)
+    released: str = ""  # the passage as released: title prefix + text (the authors' texts)
+    title: str = ""
+    ops_total: int = 0  # triples counted once per operation (s07's total)
+    tiers: tuple[int, int, int, int] = (0, 0, 0, 0)  # s07 pass 2: R, A, KA, KR
+    order: bytes = b""  # the seeded draw that breaks ties
+    released_tokens: frozenset[str] = field(default_factory=frozenset)
 
     def rank_key(self) -> tuple:
         return (*(-self.supported[op] for op in RANK_OPS), -self.triples, -len(self.text),
                 self.hash_id)
+
+
+@dataclass(frozen=True)
+class Fate:
+    kept: bool
+    rank: int
+    duplicate_of: str | None = None
+    jaccard: float | None = None
+    edit_distance: float | None = None
+    reason: str | None = None  # why not kept: duplicate, unsupported, guard:...
+
+
+# --- guards and support -------------------------------------------------------------------
+
+
+def guard(line: Line) -> str | None:
+    """Why s07's structural checks refuse a line (S07:377-425, 483), or None."""
+    text, full = line.text, line.released or line.text
+    if "{{" in full:
+        return "guard:template"
+    words = len(text.split(" "))
+    marks = text.count("|") + text.count(":")
+    if marks and words / marks < 3:
+        return "guard:table-markup"
+    stars = len(re.findall(r"\*+", full))
+    if stars > 1:
+        lowered = text.lower()
+        if "list of" in line.title.lower() or "==cast==" in lowered or "== cast ==" in lowered:
+            return None
+        if words / stars < 1:
+            return "guard:list-markup"
+    elif text.lower().startswith(("==see also==", "== see also ==")) and words < 2:
+        return "guard:see-also"
+    return None
+
+
+def supported(line: Line) -> bool:
+    """A line with a supported E, EE, EE-KG or D triple (X never supports one)."""
+    return any(line.supported[op] for op in DELTA_OPS)
+
+
+# --- the authors' two dedup passes ------------------------------------------------------
+
+
+def _survivor(a: Line, b: Line) -> Line:
+    """s07's deduplicate_instance (S07:124-359): the first strict difference decides."""
+    for x, y in ((a.supported[op], b.supported[op]) for op in RANK_OPS):
+        if x != y:
+            return a if x > y else b
+    if a.ops_total != b.ops_total:
+        return a if a.ops_total > b.ops_total else b
+    if len(a.released) != len(b.released):
+        return a if len(a.released) > len(b.released) else b
+    return a if a.order < b.order else b
+
+
+def _near_identical(a: str, b: str, same_anchor: bool) -> bool:
+    """s07 pass 1's duplicate test (S07:670-720, config ``preliminary_pass``)."""
+    short, long_ = min(len(a), len(b)), max(len(a), len(b))
+    ratio = short / long_ if long_ else 1.0
+    if not same_anchor:
+        return ratio > 0.98 and edit_distance(a, b) <= 0.05
+    prefix = edit_distance(a[:short], b[:short])
+    if long_ >= 2500:
+        return ratio >= 0.70 and (edit_distance(a, b) <= 0.25 or prefix <= 0.10)
+    return prefix <= 0.05 or (ratio >= 0.85 and edit_distance(a, b) <= 0.15)
+
+
+def pass_one(lines: Sequence[Line]) -> tuple[list[Line], dict[str, tuple[str, float]]]:
+    """Survivors of pass 1, and each loser → (its survivor, their edit distance).
+
+    Lines in length order (ties in the seeded order); each line not yet consumed becomes
+    the current line and absorbs the later lines it duplicates, the survivor of each pair
+    becoming the current line (its article stays the first line's, as in S07:662). Only
+    lines that can be duplicates are compared: the same article, or lengths within 2 %."""
+    ordered = sorted(lines, key=lambda line: (len(line.released), line.order))
+    lengths = [len(line.released) for line in ordered]
+    by_anchor: dict[int, list[int]] = defaultdict(list)
+    for i, line in enumerate(ordered):
+        by_anchor[line.page_id].append(i)
+    consumed: set[int] = set()
+    survivors: list[Line] = []
+    lost: dict[str, tuple[str, float]] = {}
+    for i, first in enumerate(ordered):
+        if i in consumed:
+            continue
+        consumed.add(i)
+        current, anchor = first, first.page_id
+        same = by_anchor[anchor]
+        j = i + 1
+        while True:
+            k = bisect.bisect_left(same, j)
+            next_same = same[k] if k < len(same) else None
+            size = len(current.released)
+            lo = bisect.bisect_right(lengths, 0.98 * size, lo=j)
+            next_other = lo if lo < len(ordered) and lengths[lo] * 0.98 < size else None
+            candidates = [x for x in (next_same, next_other) if x is not None]
+            if not candidates:
+                break
+            j = min(candidates)
+            other = ordered[j]
+            j += 1
+            if (j - 1) in consumed:
+                continue
+            if not _near_identical(current.released, other.released, other.page_id == anchor):
+                continue
+            winner = _survivor(current, other)
+            loser = other if winner is current else current
+            lost[loser.passage_id] = (winner.passage_id,
+                                      edit_distance(loser.released, winner.released))
+            consumed.add(j - 1)
+            current = winner
+        survivors.append(current)
+    return survivors, lost
+
+
+def _tier(line: Line) -> tuple[int, tuple]:
+    """s07 pass 2's tier of a line and its order in the tier (S07:940-1110): supported
+    removals first, then supported additions, then supported EE-KG additions."""
+    r, a, ka, kr = line.tiers
+    size = len(line.released)
+    if r > 0:
+        return 0, (-r, -a, -ka, -size, line.order)
+    if a > 0:
+        return 1, (-a, -ka, -size, line.order)
+    if ka > 0:
+        return 2, (-kr, -ka, -size, line.order)
+    return 3, (-size, line.order)  # none in s07 (the support rule ran first)
+
+
+def pass_two(lines: Sequence[Line], max_jaccard: float, min_edit_distance: float
+             ) -> dict[str, tuple[str, float, float]]:
+    """Each line pass 2 leaves out → (the kept line it is too close to, Jaccard, distance):
+    within a group of lines with the same triples and operations, kept when its Jaccard
+    is below ``max_jaccard`` and its distance above ``min_edit_distance`` against every
+    line kept before it."""
+    groups: dict[frozenset, list[Line]] = defaultdict(list)
+    for line in lines:
+        groups[line.signature].append(line)
+    out: dict[str, tuple[str, float, float]] = {}
+    for members in groups.values():
+        kept: list[Line] = []
+        for line in sorted(members, key=_tier):
+            close = None
+            for other in kept:
+                jac = jaccard(line.released_tokens, other.released_tokens)
+                ned = edit_distance(line.released, other.released)
+                if not (jac < max_jaccard and ned > min_edit_distance):
+                    close = (other.passage_id, jac, ned)
+                    break
+            if close is None:
+                kept.append(line)
+            else:
+                out[line.passage_id] = close
+    return out
+
+
+# --- the greedy pass (``selection.rules: none``) ----------------------------------------
 
 
 def candidate_pairs(lines: list[Line], max_jaccard: float) -> dict[int, set[int]]:
@@ -107,15 +293,6 @@ def candidate_pairs(lines: list[Line], max_jaccard: float) -> dict[int, set[int]
     return neighbours
 
 
-@dataclass(frozen=True)
-class Fate:
-    kept: bool
-    rank: int
-    duplicate_of: str | None = None
-    jaccard: float | None = None
-    edit_distance: float | None = None
-
-
 def deduplicate(lines: list[Line], max_jaccard: float, min_edit_distance: float,
                 enabled: bool = True) -> dict[str, Fate]:
     """passage_id → its fate: kept greedily in rank order unless too similar to a line
@@ -133,12 +310,53 @@ def deduplicate(lines: list[Line], max_jaccard: float, min_edit_distance: float,
             jac = jaccard(line.tokens, other.tokens)
             ned = edit_distance(line.text, other.text)
             if jac > max_jaccard or ned < min_edit_distance:
-                fate = Fate(False, rank_of[i], other.passage_id, jac, ned)
+                fate = Fate(False, rank_of[i], other.passage_id, jac, ned, "duplicate")
                 break
         if fate.kept:
             kept.add(i)
         fates[line.passage_id] = fate
     return fates
+
+
+def select_lines(lines: list[Line], settings: SelectionSettings, curated: bool
+                 ) -> dict[str, Fate]:
+    """passage_id → fate, under the configured rules (see the module docstring)."""
+    rank_of = {line.passage_id: r for r, line in
+               enumerate(sorted(lines, key=Line.rank_key), 1)}
+    fates: dict[str, Fate] = {}
+    left: list[Line] = []
+    for line in lines:
+        why = guard(line) if settings.guards else None
+        if why is None and settings.require_supported and curated and not supported(line):
+            why = "unsupported"
+        if why is None:
+            left.append(line)
+        else:
+            fates[line.passage_id] = Fate(False, rank_of[line.passage_id], reason=why)
+    if settings.dedup_passes == "greedy":
+        fates.update(deduplicate(left, settings.max_jaccard, settings.min_edit_distance,
+                                 settings.dedup))
+        return {pid: Fate(f.kept, rank_of[pid], f.duplicate_of, f.jaccard, f.edit_distance,
+                          f.reason) for pid, f in fates.items()}
+    survivors, lost = (pass_one(left) if settings.dedup else (left, {}))
+    close = pass_two(survivors, settings.max_jaccard, settings.min_edit_distance) \
+        if settings.dedup else {}
+    for line in left:
+        pid = line.passage_id
+        if pid in lost:
+            winner, ned = lost[pid]
+            while winner in lost:  # a survivor that lost later: name the last one
+                winner = lost[winner][0]
+            fates[pid] = Fate(False, rank_of[pid], winner, None, ned, "duplicate")
+        elif pid in close:
+            other, jac, ned = close[pid]
+            fates[pid] = Fate(False, rank_of[pid], other, jac, ned, "duplicate")
+        else:
+            fates[pid] = Fate(True, rank_of[pid])
+    return fates
+
+
+# --- the test split -----------------------------------------------------------------------
 
 
 def draw_evaluation_set(lines: list[Line], fates: dict[str, Fate], seed: str, size: int,
@@ -167,6 +385,22 @@ def draw_evaluation_set(lines: list[Line], fates: dict[str, Fate], seed: str, si
     return chosen
 
 
+def draw_test_split(lines: list[Line], fates: dict[str, Fate], settings: SelectionSettings,
+                    seed: str) -> set[str]:
+    """s07b's draws: the first stage (``evaluation_pre_draw``), then the test split from
+    what it drew (their 35K set, then the 3.5K one), each seeded."""
+    ops = list(settings.evaluation_ops)
+    if settings.evaluation_pre_draw:
+        first, minimum = settings.evaluation_pre_draw
+        drawn = draw_evaluation_set(lines, fates, f"{seed}:pre", first, minimum, ops)
+        fates = {pid: (f if pid in drawn else Fate(False, f.rank)) for pid, f in fates.items()}
+    return draw_evaluation_set(lines, fates, seed, settings.evaluation_per_delta,
+                               settings.evaluation_min_per_op, ops)
+
+
+# --- the stage ------------------------------------------------------------------------------
+
+
 def window_lines(catalog: Catalog, cfg: Config, snapshot: str, window: int,
                  versions: dict[str, int | None]) -> list[Line]:
     """The release lines of one delta file, with what ranks them."""
@@ -185,22 +419,40 @@ def window_lines(catalog: Catalog, cfg: Config, snapshot: str, window: int,
     assessed = assessments(catalog, snapshot, window, versions["verdicts"], instances,
                            passages, cfg.curation, cfg.passages)
     curated = cfg.curation.enabled
+    judges = (cfg.curation.additions.name, cfg.curation.deprecations.name)
     lines = []
     for p in passages:
         pid, mine = p["passage_id"], by_passage[p["passage_id"]]
         ops_of: dict[Triple, set[str]] = defaultdict(set)
         for r in mine:
             ops_of[(r["s"], r["p"], r["o"])].add(r["op"])
-        supported: Counter[str] = Counter()
+        said: Counter[str] = Counter()
+        tiers = [0, 0, 0, 0]
         for triple, ops in ops_of.items():
-            if curated:
-                ops = set(assessed.get(pid, {}).get(triple, ([], None))[1] or ())
-            supported.update(ops)
+            entries, asserted = assessed.get(pid, {}).get(triple, ([], None))
+            said.update(set(asserted or ()) if curated else ops)
+            verdict = {(e["llm_name"], e["llm_prompt_type"]): e["llm_assessment"]
+                       for e in entries}
+            assert_yes = verdict.get((judges[0], ASSERTION)) is True if curated else True
+            deprecate_yes = (verdict.get((judges[1], DEPRECATION)) is True if curated
+                             else "D" in ops)
+            if ops & {"E", "EE", "D"}:
+                tiers[0] += deprecate_yes
+                tiers[1] += assert_yes
+            if "EE-KG" in ops:
+                tiers[2] += assert_yes
+                tiers[3] += deprecate_yes
+        released = passage_text(p, cfg.passages)
         lines.append(Line(
             passage_id=pid, hash_id=hash_id(snapshot, window, p["page_id"], pid),
             page_id=p["page_id"], text=p["text"],
             signature=frozenset((r["op"], (r["s"], r["p"], r["o"])) for r in mine),
-            supported=supported, triples=len(ops_of), tokens=tokens(p["text"])))
+            supported=said, triples=len(ops_of), tokens=tokens(p["text"]),
+            released=released, title=p["page_title"] or "", released_tokens=tokens(released),
+            ops_total=sum(len(ops) for ops in ops_of.values()),
+            tiers=(tiers[0], tiers[1], tiers[2], tiers[3]),
+            order=hashlib.sha256(f"{cfg.selection.seed}:{snapshot}:{window}:{pid}".encode())
+            .digest()))
     return lines
 
 
@@ -211,14 +463,11 @@ def build_selection(catalog: Catalog, plan: SnapshotPlan, cfg: Config) -> dict[i
     rows: list[dict[str, Any]] = []
     for w in plan.windows:
         lines = window_lines(catalog, cfg, plan.key, w.k, versions)
-        fates = deduplicate(lines, settings.max_jaccard, settings.min_edit_distance,
-                            settings.dedup)
-        chosen = draw_evaluation_set(lines, fates, f"{settings.seed}:{plan.key}:{w.k}",
-                                     settings.evaluation_per_delta,
-                                     settings.evaluation_min_per_op, settings.evaluation_ops)
+        fates = select_lines(lines, settings, cfg.curation.enabled)
+        chosen = draw_test_split(lines, fates, settings, f"{settings.seed}:{plan.key}:{w.k}")
         rows += [{"snapshot": plan.key, "window": w.k, "passage_id": pid, "kept": f.kept,
                   "duplicate_of": f.duplicate_of, "jaccard": f.jaccard,
-                  "edit_distance": f.edit_distance, "rank": f.rank,
+                  "edit_distance": f.edit_distance, "rank": f.rank, "reason": f.reason,
                   "evaluation_set": pid in chosen} for pid, f in fates.items()]
     return catalog.replace_partitions("selection", catalog.frame("selection", rows),
                                       {"snapshot": plan.key}, "window",

@@ -61,8 +61,13 @@ def _passages(ctx: StageContext, plan: SnapshotPlan) -> Outcome:
 def _align(ctx: StageContext, plan: SnapshotPlan) -> Outcome:
     from emerge_lib.transform.align import build_instances
 
-    return _windows("instances", build_instances(ctx.catalog, plan, ctx.cfg.passages,
-                                                 ctx.cfg.qualifiers))
+    cfg = ctx.cfg
+    rows, left_out = build_instances(ctx.catalog, plan, cfg.passages, cfg.qualifiers,
+                                     cfg.align, cfg.deltas)
+    outcome = _windows("instances", rows)
+    outcome.metrics.update({"aligned lines" if k == "lines" else f"left out by {k.upper()}": v
+                            for k, v in left_out.items()})
+    return outcome
 
 
 def _select(ctx: StageContext, plan: SnapshotPlan) -> Outcome:
@@ -91,7 +96,7 @@ ALIGN = Stage("align", "snapshot",
               ("passages", "delta_triples", "kg_triples", "stable_statements",
                "statement_timeline", "item_timeline", "property_timeline", "page_timeline",
                "paragraph_timeline"),
-              ("instances",), ("snapshots", "passages", "qualifiers"), _align,
+              ("instances",), ("snapshots", "passages", "qualifiers", "align", "deltas"), _align,
               "passages × deltas → the TKGU instances")
 SELECT = Stage("select", "snapshot", ("instances", "passages", "verdicts"), ("selection",),
                ("selection", "curation", "passages"), _select,

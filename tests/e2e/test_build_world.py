@@ -22,4 +22,5 @@ from worldchecks import (  # noqa: F401 (the tests this file runs on its seeds)
     test_release_lines_match_instances,
 )
 
-built = pytest.fixture(scope="module", params=seeds((1, 2), design=(1,)))(built_world)
+built = pytest.fixture(scope="module", params=seeds((1, 2), design=(1,), unselected=(1,)))(
+    built_world)

@@ -134,9 +134,12 @@ def demo(tmp_path_factory, spark, worlds) -> dict[str, Any]:
         # more than (retries + 1) × every request about that passage
         stub.script(["prose"] * 64, prompt_with=unparsed)
         # the validation gate refuses more than 5 % unparsed verdicts: this passage's are
-        # unparsed on purpose (about 13 % of the demo's), so the bound is raised here
+        # unparsed on purpose (about 13 % of the demo's), so the bound is raised here; and
+        # its line has no supported delta triple, which the support rule would leave out
+        # of the corpus: kept here, to read how an unparsed verdict is written
         result = run_demo(out, endpoint=stub.url, spark=spark,
-                          overrides={"validation": {"max_unparsed_share": 0.5}})
+                          overrides={"validation": {"max_unparsed_share": 0.5},
+                                     "selection": {"require_supported": False}})
     assert result.ok, (result.missing, result.unexpected)  # the demo still equals its truth
     files = sorted(result.release.glob("corpus/snapshot_*/delta_*.jsonl"))
     return {"world": world, "files": files, "unparsed": unparsed, "lines": [

@@ -137,9 +137,38 @@ def test_same_seed_is_byte_identical_and_seed_matters(tmp_path: Path) -> None:
     assert (a / "world.json").read_bytes() != (c / "world.json").read_bytes()
 
 
-@pytest.mark.parametrize("variant", ["released", "design"])
+@pytest.mark.parametrize("variant", ["released", "design", "unselected"])
 def test_truth_agrees_with_the_independent_checker(world: Path, variant: str) -> None:
     assert check_world(world, variant=variant) == []
+
+
+def test_the_selection_rules_leave_out_lines_and_nothing_else(world: Path) -> None:
+    """truth.jsonl (the authors' rules) against truth-unselected.jsonl (none): every
+    released row is an unselected one but for R4's (an item older than t merged into a new
+    one: E, not EE); the rules leave out whole lines (a line is kept with all its rows or
+    not at all); every released line has an E, EE or D triple between its entities."""
+    def rows(name: str) -> list[dict]:
+        return _rows(world / name)
+
+    released, unselected = rows("truth.jsonl"), rows("truth-unselected.jsonl")
+    key = lambda r: (r["snapshot"], r["window"], r["page_id"], r["op"], r["s"], r["p"], r["o"])  # noqa: E731
+    line = lambda r: (r["snapshot"], r["window"], r["page_id"], r["paragraph"])  # noqa: E731
+    r4 = {key(r) for r in released if r["scenario"] == "merged-into-new"}
+    assert r4 and {key(r) for r in released} - {key(r) for r in unselected} <= r4
+    kept_lines = {line(r) for r in released}
+    # in a kept line, the rules remove rows only as R2a (a D added back) and R3 (an EE-KG
+    # that does not persist) do
+    removed = {(r["op"], key(r)) for r in unselected if line(r) in kept_lines
+               and r["scenario"] != "merged-into-new"} - {(r["op"], key(r)) for r in released}
+    assert removed and {op for op, _ in removed} <= {"D", "EE-KG"}
+    assert len(kept_lines) < len({line(r) for r in unselected})
+    by_line: dict[tuple, list[dict]] = {}
+    for r in released:
+        by_line.setdefault(line(r), []).append(r)
+    for rs in by_line.values():
+        assert any(r["op"] in ("E", "EE", "D") and r["s"] in r["mentioned"]
+                   and r["o"] in r["mentioned"] for r in rs), rs[0]["paragraph"]
+        assert not all(r["op"] == "X" for r in rs)
 
 
 def test_the_two_semantics_differ_where_the_released_data_does(world: Path) -> None:
@@ -201,13 +230,20 @@ def test_truth_covers_every_operation_signal_and_trap(world: Path) -> None:
         assert 25 <= len(r["paragraph"].split()) <= 1000
     start = [q for r in rows if r["op"] == "E" for q in r["qualifiers"] if q["p"] == "P580"]
     assert start and all(q["time"].startswith(r"+20") for q in start)
-    tags = {t for r in rows for t in r["tags"]}
+    # cases in lines the authors' rules leave out are planted in truth-unselected.jsonl
+    tags = {t for r in rows + _rows(world / "truth-unselected.jsonl") for t in r["tags"]}
     assert {"link-via-redirect", "link-underscore-lowercase", "link-via-page-move",
             "out-of-order-revisions", "legacy-json-at-t", "rank-restored", "entered-V"} <= tags
     kinds = {t["kind"] for t in traps}
     assert {"reverted-addition", "vandalism-reverted", "no-english-article", "after-last-window",
             "end-qualifier-outside-window", "single-mention-paragraph", "too-short-passage",
             "reverted-removal", "merged-entity", "timestamp-tie"} <= kinds
+    # every selection rule removes a planted case (and keeps its near miss, truth.jsonl)
+    assert {"r1-no-delta-between-mentions", "r2a-removal-added-back",
+            "r2b-passage-before-removal", "r3-ee-kg-not-persistent",
+            "r4-created-over-redirects", "r5-only-removals", "r5-not-interesting"} <= kinds
+    assert {"removal-kept", "rank-kept", "removal-added-back", "passage-before-removal",
+            "ee-kg-transient", "merged-into-new", "sparse-line"} <= {r["scenario"] for r in rows}
     assert all(t["reason"] for t in traps)
 
 

@@ -18,11 +18,20 @@ cumulative windows), is still there 30 minutes later, has 25+ tokens, and its li
 resolve (title normalization, redirects at τ_k, sitelinks at τ_k, the article's own item)
 to exactly the listed mentioned QIDs.
 
-Both semantics are checked: "released" (the defaults, what the released data shows:
+Three semantics are checked: "released" (the defaults, what the released data shows:
 cumulative windows, emerging = the item was created at or after t, an addition ended by an
-in-window end qualifier is also D; truth.jsonl) and "design" (DESIGN §1.1-1.2: first
-appearance, emerging = not in V_t, D only from T_t; truth-design.jsonl).
-Traps with a paragraph must fail one of those rules. NOT verified: that no other
+in-window end qualifier is also D, and the authors' selection rules R1-R5; truth.jsonl),
+"unselected" (the same without those rules; truth-unselected.jsonl) and "design" (DESIGN
+§1.1-1.2: first appearance, emerging = not in V_t, D only from T_t; truth-design.jsonl).
+The selection rules, re-read from docs/data-model.md: R1 a listed passage has an E, EE or
+D triple between two of its entities; R2a a removal added back within 15 years of τ_k is
+neither D nor X; R2b a passage is not older than the latest removal (end-qualifier date or
+presence end) among those; R3 an EE-KG triple's presence at τ_k lasts past τ_k + 182.5 d
+or to the dump's end; R4 an item is as old as the oldest item redirected to it; R5 a line
+of plain removals only, or with (delta + EE-KG triples) / entities ≤ 0.2, goes unless an
+end qualifier or an emerging entity keeps it. Traps with a paragraph must fail one of the
+passage rules; a selection-rule trap (kind r1-, r2b-, r5-) must name a row whose every
+passage on its page is a line the rules reject. NOT verified: that no other
 (unlisted) paragraph of the dumps is a passage -- that needs a full cleaner, which is
 the pipeline's job (the generator's filler rules are tested separately).
 """
@@ -56,6 +65,7 @@ class Entity:
     redirect: bool
     enwiki: str | None
     statements: list[tuple[str, str, str, list[tuple[str, str, int]]]]  # (p, o, rank, end quals)
+    target: str | None = None  # a redirect's target
 
 
 def _parse_time(value: dict) -> tuple[str, int]:
@@ -66,7 +76,7 @@ def parse_entity(text: str) -> Entity:
     """Read current or legacy Wikibase JSON (only what the semantics needs)."""
     data = json.loads(text)
     if "redirect" in data:
-        return Entity(True, None, [])
+        return Entity(True, None, [], data["redirect"])
     out = []
     if "links" in data or "label" in data:  # legacy
         links = data.get("links") or {}
@@ -117,7 +127,8 @@ class Checker:
     """Loads one dump date of both wikis (small worlds only: everything in memory)."""
 
     def __init__(self, mirror: Path, date: str, variant: str = "released") -> None:
-        self.released = variant == "released"
+        self.released = variant in ("released", "unselected")
+        self.rules = variant == "released"
         self.entities: dict[str, list[tuple[int, int, Entity]]] = {}
         self.created: dict[str, int] = {}  # the item's first revision, readable or not
         for path in history_files(mirror, "wikidatawiki", date):
@@ -135,6 +146,12 @@ class Checker:
             for page in mwxml.Dump.from_file(bz2.open(path)):
                 revs = [(seconds(str(r.timestamp)), r.id, r.text) for r in page if r.text is not None]
                 self.pages[page.id] = (page.title, sorted(revs, key=lambda x: (x[0], x[1])))
+        if self.rules:  # R4: as old as the oldest item redirected to it at the end
+            own = dict(self.created)
+            for qid, revs in self.entities.items():
+                if revs and revs[-1][2].redirect and revs[-1][2].target in own:
+                    target = revs[-1][2].target
+                    self.created[target] = min(self.created[target], own[qid])
         self._timelines = self._presence()
         self._cache: dict[tuple[str, int], object] = {}
 
@@ -224,6 +241,9 @@ class Checker:
                 return [("X", None)]
             state = self.state(s, tau)
             same = [x for x in (state.statements if state else []) if x[0] == p and x[1] == o]
+            if self.rules and any(tau < a < tau + 15 * 365 * 86400
+                                  for a, _ in self._timelines.get(triple, [])):
+                return []  # R2a: added back, not a permanent removal
             if same and all(x[2] == "deprecated" for x in same):
                 return [("D", "rank")]
             return [("D", "removed")]
@@ -251,9 +271,48 @@ class Checker:
                     out.add((op, *tr, sig))
                 elif added and s_in != o_in:
                     inside, outside = (tr[0], tr[2]) if s_in else (tr[2], tr[0])
-                    if self.emerging(inside, t) and not self.emerging(outside, t):
+                    if self.emerging(inside, t) and not self.emerging(outside, t) and \
+                            self.persists(tr, tau):
                         out.add(("EE-KG" if op != "D" else "D", *tr, sig))
         return out
+
+    def _span_at(self, triple: tuple[str, str, str], tau: int) -> tuple[int, int | None]:
+        return next((a, b) for a, b in self._timelines[triple] if a <= tau and (b is None or tau < b))
+
+    def persists(self, triple: tuple[str, str, str], tau: int) -> bool:
+        """R3: the presence at τ_k ends after τ_k + 182.5 days, or never."""
+        end = self._span_at(triple, tau)[1]
+        return not self.rules or end is None or end > tau + int(182.5 * 86400)
+
+    def selected(self, t: int, k: int, rows: set[tuple], mentioned: set[str], first: int) -> bool:
+        """R1, R2b, R5 on one passage's rows (op, s, p, o, signal)."""
+        if not self.rules:
+            return True
+        tau = t + k * WEEK
+        pair = {r for r in rows if r[1] in mentioned and r[3] in mentioned}
+        delta = {r for r in pair if r[0] in ("E", "EE", "D")}
+        triples = {r[1:4] for r in delta}
+        kg = {r[1:4] for r in rows - pair if r[0] == "EE-KG"}
+        if not triples:
+            return False  # R1
+        removals = []
+        for op, s, p, o, sig in delta:
+            if op != "D":
+                continue
+            if sig.startswith("qualifier:"):
+                state = self.state(s, tau)
+                removals.append(min(instant(v, n) for x in state.statements if (x[0], x[1]) == (p, o)
+                                    for qp, v, n in x[3] if qp in END_QUALIFIERS
+                                    and t < instant(v, n) <= tau))
+            else:
+                removals.append(self._span_at((s, p, o), t)[1])
+        if removals and first < max(removals):
+            return False  # R2b
+        qualifier = any(r[0] == "D" and r[4].startswith("qualifier:") for r in delta)
+        plain_only = not qualifier and all(r[0] == "D" for r in delta)
+        emerging = any(r[0] == "EE" for r in delta) or bool(kg)
+        ratio = (len(triples) + len(kg)) / len(mentioned)
+        return (not plain_only and ratio > 0.2) or qualifier or emerging  # R5
 
     # ---- passages
     def text_at(self, page_id: int, tau: int) -> str | None:
@@ -286,6 +345,17 @@ class Checker:
             if any(clean(b) == plain for b in re.split(r"\n\s*\n", text)):
                 return ts
         return None
+
+    def lines(self, t: int, k: int, page_id: int) -> list[tuple[str, set[str], set[tuple]]]:
+        """Every passage of window k on a page: (its text, mentioned, implied rows)."""
+        tau = t + k * WEEK
+        out = []
+        for block in re.split(r"\n\s*\n", self.text_at(page_id, tau) or ""):
+            plain = clean(block)
+            if plain and not self.passage_problems(t, k, page_id, plain):
+                mentioned = self.mentions(page_id, block, tau)
+                out.append((plain, mentioned, self.candidates(t, k, mentioned)))
+        return out
 
     def mentions(self, page_id: int, block: str, tau: int) -> set[str]:
         out = {self.resolve(m, tau) for m in re.findall(r"\[\[([^\]|]+)(?:\|[^\]]*)?\]\]", block)
@@ -341,7 +411,8 @@ def check_world(out: Path, date: str | None = None, snapshots: set[str] | None =
     """All problems found (an empty list means the truth and traps files check out).
 
     ``date`` picks the dump (default: the newest); ``snapshots`` limits the check;
-    ``variant`` the semantics: "released" (truth.jsonl) or "design" (truth-design.jsonl).
+    ``variant`` the semantics: "released" (truth.jsonl), "unselected" or "design"
+    (truth-unselected.jsonl, truth-design.jsonl).
     """
     mirror = out / "mirror"
     dates = sorted(p.name for p in (mirror / "wikidatawiki").iterdir() if p.is_dir())
@@ -382,6 +453,8 @@ def check_world(out: Path, date: str | None = None, snapshots: set[str] | None =
             problems.append(f"mentions differ on page {page_id}: {sorted(mentioned)} vs {rows[0]['mentioned']}")
         expected = checker.candidates(t, k, mentioned)
         listed = {(r["op"], r["s"], r["p"], r["o"], r["signal"]) for r in rows}
+        if not checker.selected(t, k, expected, mentioned, checker.first_seen(page_id, plain) or 0):
+            problems.append(f"a line the selection rules reject is listed: page {page_id} w{k}")
         for missing in sorted(expected - listed, key=str):
             problems.append(f"missing from page {page_id} w{k} {snap}: {missing}")
         for extra in sorted(listed - expected, key=str):
@@ -393,15 +466,27 @@ def check_world(out: Path, date: str | None = None, snapshots: set[str] | None =
             for k in windows:
                 if not checker.passage_problems(t, k, trap["page_id"], trap["paragraph"]):
                     problems.append(f"trap {trap['kind']}: paragraph is a passage in w{k}")
+        elif trap["kind"].startswith(("r1-", "r2b-", "r5-")):  # lines the rules reject
+            for k in windows:
+                for plain, mentioned, rows in checker.lines(t, k, trap["page_id"]):
+                    row = next((r for r in rows if r[:4] == (trap["op"], trap["s"], trap["p"],
+                                                             trap["o"])), None)
+                    first = checker.first_seen(trap["page_id"], plain) or 0
+                    if row and checker.selected(t, k, rows, mentioned, first):
+                        problems.append(f"trap {trap['kind']}: a selected line holds it in w{k}")
         elif trap["op"] is not None:
             for k in windows:
                 ops = {op for op, _ in checker.classify((trap["s"], trap["p"], trap["o"]), t, k)}
-                if trap["op"] in ops or (trap["op"] == "EE-KG" and "EE" in ops):
+                holds = trap["op"] in ops or (trap["op"] == "EE-KG" and "EE" in ops and
+                                              checker.persists((trap["s"], trap["p"], trap["o"]),
+                                                               t + k * WEEK))
+                if holds:
                     problems.append(f"trap {trap['kind']}: {trap['op']} holds in w{k}")
         listed = [r for r in truth if r["snapshot"] == trap["snapshot"]
                   and (trap["window"] is None or r["window"] == trap["window"])
                   and (trap["paragraph"] is None or r["paragraph"] == trap["paragraph"])
-                  and (trap["op"] is None or (r["op"], r["s"], r["p"], r["o"]) == (trap["op"], trap["s"], trap["p"], trap["o"]))]
+                  and (trap["op"] is None or (r["op"], r["s"], r["p"], r["o"]) == (trap["op"], trap["s"], trap["p"], trap["o"]))
+                  and (trap["op"] is None or trap["page_id"] is None or r["page_id"] == trap["page_id"])]
         if listed and (trap["op"] is not None or trap["paragraph"] is not None):
             problems.append(f"trap {trap['kind']} appears in the truth: {listed[0]}")
     return problems

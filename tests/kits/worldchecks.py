@@ -14,25 +14,27 @@ from typing import Any
 import pytest
 from worlds import SEED1
 
-from emerge_lib.sample.compare import DESIGN_SETTINGS
+from emerge_lib.sample.compare import VARIANT_SETTINGS
 from emerge_lib.sample.compare import built as produced
 from emerge_lib.sample.compare import planted as expected
 
 
-def seeds(released: tuple[int, ...], design: tuple[int, ...] = ()) -> list[Any]:
+def seeds(released: tuple[int, ...], design: tuple[int, ...] = (),
+          unselected: tuple[int, ...] = ()) -> list[Any]:
     """The (seed, semantics) parameters of a world file: "released" is the default
-    configuration (what the released data shows, truth.jsonl), "design" the DESIGN
-    §1.1-1.2 rule (truth-design.jsonl)."""
+    configuration (what the released data shows, the authors' selection rules included:
+    truth.jsonl), "design" the DESIGN §1.1-1.2 rule (truth-design.jsonl), "unselected" the
+    defaults with ``selection.rules: none`` (truth-unselected.jsonl)."""
     return [pytest.param((s, "released"), id=f"seed{s}") for s in released] + [
-        pytest.param((s, "design"), id=f"seed{s}-design") for s in design]
+        pytest.param((s, "design"), id=f"seed{s}-design") for s in design] + [
+        pytest.param((s, "unselected"), id=f"seed{s}-unselected") for s in unselected]
 
 
 def built_world(request: pytest.FixtureRequest, worlds: Any, spark: Any) -> tuple:
     """The ``built`` fixture's body: the seed's world ingested once (kits/worlds.py) and
     built under the variant's settings."""
     seed, variant = request.param
-    done = worlds.built(replace(SEED1, seed=seed),
-                        DESIGN_SETTINGS if variant == "design" else None)
+    done = worlds.built(replace(SEED1, seed=seed), VARIANT_SETTINGS[variant])
     return done.world, done.catalog(spark), variant, done.release
 
 
