@@ -24,6 +24,7 @@ COMMAND_MODULES = [
     "emerge_lib.commands.ingest",
     "emerge_lib.commands.inspect",
     "emerge_lib.commands.tables",
+    "emerge_lib.commands.stats",
     "emerge_lib.commands.config",
     "emerge_lib.commands.evaluate",
     "emerge_lib.commands.predict",

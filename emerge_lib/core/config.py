@@ -430,7 +430,8 @@ class EvaluationSettings(_Strict):
     metrics: list[Literal["recall", "completeness"]] = Field(
         default_factory=lambda: ["recall", "completeness"])
     threshold: float = Field(default=0.9, ge=0, le=1)
-    gold_filter: Literal["all", "llm-asserted", "human"] = "all"
+    # auto: LLM-supported gold where the release is curated (the paper's tables), else all
+    gold_filter: Literal["auto", "all", "llm-asserted", "human"] = "auto"
     embedding_model: str = "all-mpnet-base-v2"
     out: str = ".emerge/evaluation"  # one folder per snapshot and release version under it
 
@@ -565,7 +566,8 @@ def load_config(
     overrides: Mapping[str, Any] | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> Config:
-    """Load YAML (optional), then environment overrides, then explicit overrides.
+    """Load YAML (optional; a preset's name, ``paper``, when no such file exists), then
+    environment overrides, then explicit overrides.
 
     Relative local paths (warehouse, evaluation.out and predictions, dumps.download_dir
     and staging, a file:// mirror) resolve where the user wrote them: those in the file,
@@ -575,6 +577,12 @@ def load_config(
     data: dict[str, Any] = {}
     source = "defaults"
     base_dir: Path | None = None
+    from emerge_lib.core.presets import PRESETS
+
+    if path is not None and str(path) in PRESETS and not Path(path).exists():
+        source = f"the {path} preset"
+        data = deep_merge({}, PRESETS[str(path)])
+        path = None
     if path is not None:
         p = Path(path)
         source = str(p)

@@ -56,11 +56,15 @@ OPERATION_OPS: dict[str | None, frozenset[str]] = {
 }
 ASSERTION, DEPRECATION = "triple_assertion", "triple_deprecation"
 #: The authors' evaluation setting: the 405B model (prompt v1) judges every operation.
-#: Their files name the v1 entries without a suffix; ``_prompt_v1`` is the same assessor.
+#: Their released files name the v1 entries without a suffix (facts/authors-pipeline.md §7),
+#: their configuration with it: a name is looked up exactly first, then under the other
+#: spelling (``assessor_aliases``), never mixed with another judge's verdicts.
 DEFAULT_ASSESSORS: dict[str, str] = {ASSERTION: "Meta-Llama-3.1-405B",
                                      DEPRECATION: "Meta-Llama-3.1-405B"}
 DEFAULT_ANNOTATOR = "annotator_1"
-GOLD_FILTERS = ("all", "llm-asserted", "human")
+#: auto (the default): llm-asserted when the gold carries the verdicts it needs (our curated
+#: releases, the authors' files: the paper's Tables 3 and 4), else all
+GOLD_FILTERS = ("auto", "all", "llm-asserted", "human")
 _DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})")
 
 
@@ -69,9 +73,12 @@ def prompt_type(op: str) -> str:
     return DEPRECATION if op == "D" else ASSERTION
 
 
-def assessor_key(name: str) -> str:
-    """``Meta-Llama-3.1-405B_prompt_v1`` and ``Meta-Llama-3.1-405B`` are one assessor."""
-    return name.removesuffix("_prompt_v1")
+def assessor_aliases(name: str) -> tuple[str, str]:
+    """The name, then its other spelling: ``Meta-Llama-3.1-405B_prompt_v1`` ↔
+    ``Meta-Llama-3.1-405B`` (the authors' configuration and files name one judge so)."""
+    if name.endswith("_prompt_v1"):
+        return name, name.removesuffix("_prompt_v1")
+    return name, name + "_prompt_v1"
 
 
 @dataclass(slots=True)
@@ -79,7 +86,7 @@ class GoldTriple:
     triple: tuple[str, str, str]
     labels: tuple[str, str, str]
     ops: tuple[str, ...]
-    #: (assessor_key(llm_name), prompt type) → verdict
+    #: (llm_name, prompt type) → verdict (the first element of that name and type)
     llm: dict[tuple[str, str], bool] = field(default_factory=dict)
     #: (annotator name, prompt type) → verdict
     human: dict[tuple[str, str], bool] = field(default_factory=dict)
@@ -96,8 +103,10 @@ class GoldTriple:
         if assessors is None and self.has_asserted:
             return self.asserted is not None and op in self.asserted
         kind = prompt_type(op)
-        name = assessor_key((assessors or DEFAULT_ASSESSORS)[kind])
-        return self.llm.get((name, kind)) is True
+        for name in assessor_aliases((assessors or DEFAULT_ASSESSORS)[kind]):
+            if (name, kind) in self.llm:
+                return self.llm[(name, kind)] is True
+        return False
 
 
 @dataclass(slots=True, frozen=True)
@@ -145,6 +154,49 @@ class Instance:
                 raise InputError(f"unknown gold filter {gold_filter!r}; use one of {GOLD_FILTERS}")
             out[t.triple] = t
         return list(out.values())
+
+
+def llm_filter_problem(instances: Sequence[Instance],
+                       assessors: Mapping[str, str] | None) -> str | None:
+    """Why an LLM filter would accept nothing (and silently empty the gold sets), or None.
+
+    Triples carrying our ``asserted_operations`` (with no assessor named) need at least
+    one that is not null (a release that was never curated has them all null); the
+    others need at least one verdict by the assessor named for each prompt type."""
+    by_field = curated = 0
+    seen: set[tuple[str, str]] = set()
+    needed: set[str] = set()
+    for inst in instances:
+        for t in inst.triples:
+            if assessors is None and t.has_asserted:
+                by_field += 1
+                curated += t.asserted is not None
+                continue
+            seen.update(t.llm)
+            needed.update(prompt_type(op) for op in t.ops)
+    if by_field and not curated:
+        return ("every asserted_operations in the gold is null: the release was not "
+                "curated (run emerge curate, then emerge release), or name the verdicts "
+                "to use with --assertion-assessor/--deprecation-assessor")
+    assessors = assessors or DEFAULT_ASSESSORS
+    for kind in (ASSERTION, DEPRECATION):
+        if kind not in needed:
+            continue
+        if not any((name, kind) in seen for name in assessor_aliases(assessors[kind])):
+            names = sorted({n for n, k in seen if k == kind})
+            return (f"no gold triple has a {kind} verdict by {assessors[kind]!r}; the gold "
+                    f"files have {names or 'no LLM assessments'} (choose one with "
+                    f"--{'assertion' if kind == ASSERTION else 'deprecation'}-assessor)")
+    return None
+
+
+def resolve_gold_filter(gold_filter: str, instances: Sequence[Instance],
+                        assessors: Mapping[str, str] | None) -> str:
+    """``auto`` → ``llm-asserted`` when the gold carries the LLM verdicts it needs, else
+    ``all``; any other filter as it is."""
+    if gold_filter != "auto":
+        return gold_filter
+    return "all" if llm_filter_problem(instances, assessors) else "llm-asserted"
 
 
 # --- files -------------------------------------------------------------------------------
@@ -220,8 +272,8 @@ def _gold_triple(t: Mapping[str, Any], where: str) -> GoldTriple:
     for a in t.get("llm_assessment") or ():
         if isinstance(a, Mapping) and a.get("llm_name") and a.get("llm_prompt_type"):
             verdict = a.get("llm_assessment")
-            if isinstance(verdict, bool):
-                llm[(assessor_key(str(a["llm_name"])), str(a["llm_prompt_type"]))] = verdict
+            if isinstance(verdict, bool):  # the first of a name and type, as theirs reads
+                llm.setdefault((str(a["llm_name"]), str(a["llm_prompt_type"])), verdict)
     human: dict[tuple[str, str], bool] = {}
     for a in t.get("human_assessment") or ():
         if isinstance(a, Mapping) and a.get("annotator_name") and a.get("prompt_type"):

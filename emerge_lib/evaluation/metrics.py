@@ -31,6 +31,7 @@ from emerge_lib.evaluation.data import (
     OPS,
     Instance,
     Predicted,
+    resolve_gold_filter,
 )
 from emerge_lib.evaluation.embed import Embedder, triple_text
 
@@ -45,7 +46,7 @@ SNAPSHOT_KEYS = ("year", "date", "delta")
 class Settings:
     metrics: tuple[str, ...] = METRICS
     threshold: float = 0.9
-    gold_filter: str = "all"
+    gold_filter: str = "auto"
     #: llm-asserted: llm_name per prompt type; None = our releases' asserted_operations
     #: where a triple has it, else the authors' assessors (DEFAULT_ASSESSORS)
     assessors: Mapping[str, str] | None = None
@@ -158,10 +159,11 @@ def score(instances: Sequence[Instance], predictions: Mapping[str, Mapping[str, 
     want_r = "recall" in settings.metrics
     if want_c and embedder is None:
         raise ValueError("completeness needs an embedder")
+    gold_filter = resolve_gold_filter(settings.gold_filter, instances, settings.assessors)
     golds: list[dict[str, list]] = []
     for inst in instances:
         golds.append({op: g for op in OPS if (g := inst.gold(
-            op, settings.gold_filter, settings.assessors, settings.annotator))})
+            op, gold_filter, settings.assessors, settings.annotator))})
 
     if want_c:
         texts: dict[str, None] = {}

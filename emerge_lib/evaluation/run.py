@@ -7,12 +7,17 @@ import json
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from emerge_lib.core.errors import InputError
-from emerge_lib.evaluation.data import DEFAULT_ASSESSORS, read_gold, read_predictions
+from emerge_lib.evaluation.data import (
+    DEFAULT_ASSESSORS,
+    llm_filter_problem,
+    read_gold,
+    read_predictions,
+)
 from emerge_lib.evaluation.metrics import (
     InstanceScore,
     Settings,
@@ -86,8 +91,16 @@ def evaluate(gold: str | Path | Sequence[str | Path],
     for m, n in unmatched.items():
         if n:
             log.warning("%s: %d predicted instances are not in the gold set (ignored)", m, n)
-    if settings.gold_filter == "llm-asserted":
-        _check_assessors(instances, settings)
+    asked = settings.gold_filter
+    if asked == "auto":
+        problem = llm_filter_problem(instances, settings.assessors)
+        settings = replace(settings, gold_filter="all" if problem else "llm-asserted")
+        log.info("gold filter: %s (%s)", settings.gold_filter,
+                 f"uncurated gold: {problem}" if problem else
+                 "the gold carries LLM verdicts: scored as the paper's Tables 3 and 4")
+    if settings.gold_filter == "llm-asserted" and (
+            problem := llm_filter_problem(instances, settings.assessors)):
+        raise InputError(f"--gold-filter llm-asserted: {problem}")
     elif settings.gold_filter == "human":
         _check_annotations(instances, settings)
 
@@ -115,7 +128,7 @@ def evaluate(gold: str | Path | Sequence[str | Path],
         "models": {m: {"predicted_instances": sum(h in known for h in by),
                        "not_in_gold": unmatched[m]} for m, by in preds.items()},
         "metrics": list(settings.metrics), "threshold": settings.threshold,
-        "gold_filter": settings.gold_filter,
+        "gold_filter": settings.gold_filter, "gold_filter_asked": asked,
         "assessors": (dict(settings.assessors) if settings.assessors is not None else
                       "asserted_operations where present, else "
                       + json.dumps(DEFAULT_ASSESSORS)),
@@ -133,50 +146,6 @@ def evaluate(gold: str | Path | Sequence[str | Path],
         result.written = write_outputs(out, rows, scores, settings.metrics, run, png=png,
                                        hide=hidden)
     return result
-
-
-def _check_assessors(instances, settings: Settings) -> None:
-    """A filter that accepts nothing would silently empty the gold sets: refuse it.
-
-    Triples carrying our ``asserted_operations`` (with no assessor named) need at least
-    one that is not null (a release that was never curated has them all null); the
-    others need at least one verdict by the assessor named for each prompt type."""
-    from emerge_lib.evaluation.data import (
-        ASSERTION,
-        DEFAULT_ASSESSORS,
-        DEPRECATION,
-        assessor_key,
-        prompt_type,
-    )
-
-    by_field = curated = 0
-    seen: set[tuple[str, str]] = set()
-    needed: set[str] = set()
-    for inst in instances:
-        for t in inst.triples:
-            if settings.assessors is None and t.has_asserted:
-                by_field += 1
-                curated += t.asserted is not None
-                continue
-            seen.update(t.llm)
-            needed.update(prompt_type(op) for op in t.ops)
-    if by_field and not curated:
-        raise InputError(
-            "--gold-filter llm-asserted: every asserted_operations in the gold is null: the "
-            "release was not curated (run emerge curate, then emerge release), or name the "
-            "verdicts to use with --assertion-assessor/--deprecation-assessor")
-    assessors = settings.assessors or DEFAULT_ASSESSORS
-    for kind in (ASSERTION, DEPRECATION):
-        if kind not in needed:
-            continue
-        name = assessor_key(assessors[kind])
-        if (name, kind) not in seen:
-            names = sorted({n for n, k in seen if k == kind})
-            raise InputError(
-                f"--gold-filter llm-asserted: no gold triple has a {kind} verdict by {name!r}; "
-                f"the gold files have {names or 'no LLM assessments'} "
-                f"(choose one with --{'assertion' if kind == ASSERTION else 'deprecation'}"
-                "-assessor)")
 
 
 def _check_annotations(instances, settings: Settings) -> None:

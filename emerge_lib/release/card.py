@@ -24,8 +24,35 @@ CARD_HTML = "card.html"
 PLOTS = "plots"
 OP_ORDER = ("X", "E", "EE", "EE-KG", "D")
 NAME_TO_OP = {v: k for k, v in OP_NAMES.items()}
-TABLE2 = ("Snapshot", "Entities", "Rel. Types", "Triples", "Passages",
+TABLE2 = ("Snapshot", "Entities", "Rel. Types", "Triples", "Supported Triples", "Passages",
           "KG Entities", "KG Rel. Types", "KG Triples")
+#: the authors' corpus statistics judge (their scripts/stats/compute_405bv1_dataset_stats.py:39)
+RULE_C_ASSESSOR = "Meta-Llama-3.1-405B_prompt_v1"
+
+
+def rule_c(triple: dict[str, Any], assessor: str | None = None) -> bool | None:
+    """Is a released triple LLM-supported, counted as the authors count their corpus
+    ("rule C", compute_405bv1_dataset_stats.py:50-69): the deprecation verdict when D is
+    among its operations, else the assertion verdict; a missing verdict is False. Our
+    lines name the supported operations (``asserted_operations``, the configured judges);
+    on files without them (the authors'), ``assessor``'s verdicts decide (default
+    ``Meta-Llama-3.1-405B_prompt_v1``, else its unsuffixed name, which is how their
+    released files name the same judge). None: the line was never curated."""
+    ops = triple["tkgu_operations"]
+    if assessor is None and "asserted_operations" in triple:
+        asserted = triple["asserted_operations"]
+        if asserted is None:
+            return None if not triple.get("llm_assessment") else False
+        return ("d-triples" in asserted) if "d-triples" in ops else ops[0] in asserted
+    prompt = "triple_deprecation" if "d-triples" in ops else "triple_assertion"
+    names = [assessor] if assessor else [RULE_C_ASSESSOR,
+                                         RULE_C_ASSESSOR.removesuffix("_prompt_v1")]
+    entries = triple.get("llm_assessment") or []
+    for name in names:
+        for e in entries:
+            if e.get("llm_name") == name and e.get("llm_prompt_type") == prompt:
+                return e.get("llm_assessment") is True
+    return False if entries else None
 
 
 @dataclass
@@ -40,6 +67,13 @@ class SnapshotStats:
     per_window: dict[int, int] = field(default_factory=dict)  # window → instances
     evaluation: Counter[str] = field(default_factory=Counter)  # op → evaluation instances
     lengths: list[int] = field(default_factory=list)  # tokens per passage (distinct)
+    supported: set[tuple[str, str, str]] = field(default_factory=set)  # rule C, in some line
+    supported_ops: Counter[str] = field(default_factory=Counter)  # primary op → rule C triples
+    uncurated: int = 0  # triples of lines never curated
+
+    @property
+    def curated(self) -> bool:
+        return not self.uncurated
 
     def row(self) -> dict[str, Any]:
         return {"snapshot": self.snapshot, "entities": len(self.entities),
@@ -48,7 +82,10 @@ class SnapshotStats:
                 "kg_relation_types": self.kg.get("relations", 0),
                 "kg_triples": self.kg.get("kg_triples", 0),
                 "instances": dict(sorted(self.ops.items())),
-                "evaluation_instances": dict(sorted(self.evaluation.items()))}
+                "evaluation_instances": dict(sorted(self.evaluation.items())),
+                "supported_triples": len(self.supported) if self.curated else None,
+                "supported_instances": dict(sorted(self.supported_ops.items()))
+                if self.curated else None}
 
 
 def label(snapshot: str) -> str:
@@ -72,14 +109,16 @@ def _lines(path: Path):
                     yield json.loads(line)
 
 
-def collect(out: Path, snapshots: Sequence[str], kg_rows: dict[str, dict[str, int]]
-            ) -> list[SnapshotStats]:
-    """Statistics of each snapshot, read from its release files."""
+def collect(out: Path, snapshots: Sequence[str], kg_rows: dict[str, dict[str, int]],
+            assessor: str | None = None) -> list[SnapshotStats]:
+    """Statistics of each snapshot, read from its release files (``corpus/``, or a folder
+    of ``snapshot_*/`` as the authors' corpus download has it)."""
     stats = []
+    corpus = out / CORPUS if (out / CORPUS).is_dir() else out
     for snap in snapshots:
         st = SnapshotStats(snap, kg=kg_rows.get(snap, {}))
         folder = snapshot_dir_name(snap)
-        for path in sorted((out / CORPUS / folder).glob("delta_*.jsonl")):
+        for path in sorted((corpus / folder).glob("delta_*.jsonl")):
             for rec in _lines(path):
                 window = int(rec.get("window") or 0)
                 if rec["passage_id"] not in st.passages:
@@ -93,6 +132,12 @@ def collect(out: Path, snapshots: Sequence[str], kg_rows: dict[str, dict[str, in
                     ops = [NAME_TO_OP[n] for n in tr["tkgu_operations"]]
                     st.ops.update(ops)
                     st.per_window[window] = st.per_window.get(window, 0) + len(ops)
+                    verdict = rule_c(tr, assessor)
+                    if verdict is None:
+                        st.uncurated += 1
+                    elif verdict:
+                        st.supported.add((s, p, o))
+                        st.supported_ops[ops[0]] += 1
         for path in sorted((out / EVALUATION_SET / folder).glob("delta_*.jsonl")):
             for rec in _lines(path):
                 for tr in rec["tkgu_triples"]:
@@ -155,16 +200,20 @@ def _plots(stats: Sequence[SnapshotStats], folder: Path) -> list[str]:
 
 def table2_rows(stats: Sequence[SnapshotStats]) -> list[list[str]]:
     return [[label(s.snapshot), _count(len(s.entities)), _count(len(s.relations)),
-             _count(len(s.triples)), _count(len(s.passages)),
+             _count(len(s.triples)),
+             _count(len(s.supported)) if s.curated else "uncurated", _count(len(s.passages)),
              _count(s.kg.get("entities", 0)), _count(s.kg.get("relations", 0)),
              _count(s.kg.get("kg_triples", 0))] for s in stats]
 
 
 def table2_text(rows: Sequence[dict[str, Any]]) -> str:
     """The card's table as fixed-width text (for a terminal), from ``SnapshotStats.row``."""
-    cells = [list(TABLE2)] + [[label(r["snapshot"]), *(_count(r[k]) for k in (
-        "entities", "relation_types", "triples", "passages", "kg_entities",
-        "kg_relation_types", "kg_triples"))] for r in rows]
+    def cell(r: dict[str, Any], k: str) -> str:
+        return "uncurated" if r.get(k, 0) is None else _count(r.get(k, 0))
+
+    cells = [list(TABLE2)] + [[label(r["snapshot"]), *(cell(r, k) for k in (
+        "entities", "relation_types", "triples", "supported_triples", "passages",
+        "kg_entities", "kg_relation_types", "kg_triples"))] for r in rows]
     widths = [max(len(row[i]) for row in cells) for i in range(len(TABLE2))]
     return "\n".join("  ".join(c.rjust(w) if i else c.ljust(w)
                                for i, (c, w) in enumerate(zip(row, widths, strict=True)))
@@ -191,8 +240,10 @@ def write_card(out: Path, snapshots: Sequence[str], kg_rows: dict[str, dict[str,
     plots = _plots(stats, out / PLOTS)
     t2 = table2_rows(stats)
     ops_head = ["Snapshot", *(OP_NAMES[o] for o in OP_ORDER), "evaluation set"]
-    ops_rows = [[label(s.snapshot), *(_count(s.ops.get(o, 0)) for o in OP_ORDER),
+    ops_rows = [[label(s.snapshot), *(_count(s.ops.get(o, 0)) + (
+        f" ({_count(s.supported_ops.get(o, 0))})" if s.curated else "") for o in OP_ORDER),
                  _count(sum(s.evaluation.values()))] for s in stats]
+    curated = all(s.curated for s in stats)
     intro = ("EMERGE: text-driven knowledge-graph updating (TKGU) instances built from "
              "Wikipedia and Wikidata revision histories. Each line of "
              "`corpus/snapshot_YYYY-MM-DD/delta_YYYY-MM-DD.jsonl` is a passage new in that "
@@ -204,9 +255,16 @@ def write_card(out: Path, snapshots: Sequence[str], kg_rows: dict[str, dict[str,
     md = "\n\n".join([
         "# EMERGE release", intro,
         "## Statistics\n\nThe layout of the paper's Table 2: the entities, relation types "
-        "and triples annotated in the passages, the passages, and the KG snapshot.",
+        "and triples annotated in the passages, the triples an LLM judge supports (counted "
+        "as the authors count theirs: the deprecation verdict for a triple with D, else the "
+        "assertion verdict), the passages, and the KG snapshot."
+        + ("" if curated else " **This release is uncurated**: no LLM judged its triples, "
+           "so its lines passed the structural selection only (`emerge curate` judges them "
+           "and leaves out the lines without a supported delta triple)."),
         _markdown_table(list(TABLE2), t2),
-        "## Operations\n\nInstances (a triple under one operation) per snapshot.",
+        "## Operations\n\nInstances (a triple under one operation) per snapshot"
+        + (", and in brackets the LLM-supported triples, each counted once under its first "
+           "operation." if curated else "."),
         _markdown_table(ops_head, ops_rows),
         *(f"![{p.removesuffix('.png')}]({PLOTS}/{p})" for p in plots),
         f"## Validation\n\n{validation}",
@@ -221,7 +279,7 @@ def write_card(out: Path, snapshots: Sequence[str], kg_rows: dict[str, dict[str,
 table{{border-collapse:collapse;margin:1em 0}}td,th{{border:1px solid #999;padding:4px 8px}}
 td{{text-align:right}}img{{max-width:100%}}</style></head>
 <body><h1>EMERGE release</h1><p>{html.escape(intro)}</p>
-<h2>Statistics</h2><div id="table2">{_html_table(TABLE2, t2)}</div>
+<h2>Statistics</h2>{"" if curated else '<p id="uncurated">This release is uncurated: no LLM judged its triples.</p>'}<div id="table2">{_html_table(TABLE2, t2)}</div>
 <h2>Operations</h2>{_html_table(ops_head, ops_rows)}{images}
 <h2>Validation</h2><p id="validation">{html.escape(validation)}</p></body></html>
 """

@@ -48,23 +48,6 @@ def built(worlds, tmp_path: Path, spark) -> Catalog:
     return Catalog(worlds.copy(worlds.built(TINY, release=False), tmp_path).warehouse, spark)
 
 
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 def asked_once(ctx) -> list:
     """Requests whose prompt no other request shares (a fault aimed at its text meets it)."""
     asked = requests_of(ctx)
@@ -268,8 +251,6 @@ def test_a_killed_runs_journal_is_committed_by_the_next_run_not_asked_again(
         live.close(remove=True)
 
 
-
-
 def test_the_cli_curates_and_builds_with_llm_url(worlds, world: Path, tmp_path: Path,
                                                  spark) -> None:
     config = str(world / "config.yaml")
@@ -297,3 +278,41 @@ def test_the_cli_curates_and_builds_with_llm_url(worlds, world: Path, tmp_path: 
 
 
 
+def test_a_curated_release_keeps_only_lines_with_a_supported_delta_triple(
+        built: Catalog, world: Path, tmp_path: Path) -> None:
+    """The authors' s07 after curation (the defaults): no X-only line, no line without a
+    delta triple its judges support, and every kept line with all its triples (the
+    unsupported ones with their verdicts); what the rule left out is counted."""
+    import json
+
+    from emerge_lib.release.format import OP_NAMES
+
+    with StubServer() as stub:
+        ctx = curated_ctx(built, world, stub.url)
+        curate_all(ctx)
+    for plan in ctx.cfg.plans():
+        run_stage(ctx, "select", plan)
+    run_stage(ctx, "release")
+    release = Path(ctx.release_dir)
+    lines = [json.loads(x) for f in sorted(release.glob("corpus/snapshot_*/delta_*.jsonl"))
+             for x in f.read_text().splitlines()]
+    delta = {OP_NAMES[op] for op in ("E", "EE", "EE-KG", "D")}
+    assert lines
+    for line in lines:
+        ops = [set(t["tkgu_operations"]) for t in line["tkgu_triples"]]
+        assert any(o & delta for o in ops), "an X-only line"
+        assert any(set(t["asserted_operations"] or ()) & delta for t in line["tkgu_triples"])
+    # each kept line holds every triple it was aligned with, supported or not
+    instances = built.read_arrow("instances").to_pylist()
+    for line in lines:
+        want = sorted((r["s"], r["p"], r["o"], OP_NAMES[r["op"]]) for r in instances
+                      if (r["window"], r["passage_id"]) == (line["window"], line["passage_id"]))
+        got = sorted((*t["triple"], op) for t in line["tkgu_triples"]
+                     for op in t["tkgu_operations"])
+        assert got == want
+    unsupported = [t for line in lines for t in line["tkgu_triples"]
+                   if not set(t["asserted_operations"] or ()) & set(t["tkgu_operations"])]
+    assert unsupported and all(t["llm_assessment"] for t in unsupported)
+    selection = built.read_arrow("selection").to_pylist()
+    left_out = json.loads((release / "release.json").read_text())["left_out"]
+    assert left_out.get("unsupported", 0) == sum(r["reason"] == "unsupported" for r in selection) > 0

@@ -65,11 +65,13 @@ def test_the_card_counts_what_the_files_hold(release: Path) -> None:
     assert row["evaluation_instances"] == {"D": 1}
     assert (row["kg_entities"], row["kg_relation_types"], row["kg_triples"]) == (7, 3, 12)
     card = (release / CARD).read_text()
-    assert "| 2024-04-01 (2024.Q2) | 4 | 2 | 4 | 3 | 7 | 3 | 12 |" in card
+    # no line was curated: no triple is LLM-supported, and the card says so
+    assert "| 2024-04-01 (2024.Q2) | 4 | 2 | 4 | uncurated | 3 | 7 | 3 | 12 |" in card
+    assert "This release is uncurated" in card and row["supported_triples"] is None
     assert "![operations](plots/operations.png)" in card
     text = table2_text(rows)
-    assert text.splitlines()[1].split() == ["2024-04-01", "(2024.Q2)", "4", "2", "4", "3", "7",
-                                            "3", "12"]
+    assert text.splitlines()[1].split() == ["2024-04-01", "(2024.Q2)", "4", "2", "4",
+                                            "uncurated", "3", "7", "3", "12"]
     assert label("2019-01-01T00:00:00Z") == "2019-01-01 (2019.Q1)"
     assert label("2024-02-07T00:00:00Z") == "2024-02-07"
     # a rebuild writes the same bytes, plots included

@@ -617,6 +617,44 @@ def test_emerge_evaluate_on_the_authors_files(authors: Path, tmp_path: Path, cap
     assert "Completeness (the paper's Table 3)" in capsys.readouterr().out
 
 
+@pytest.mark.realdata
+def test_the_default_scores_the_authors_files_as_their_evaluation_does(authors: Path,
+                                                                       tmp_path: Path) -> None:
+    """No filter flag: the gold is what the authors' evaluation keeps with
+    Meta-Llama-3.1-405B (their preloader_emerge.py:399-484 and filter_by_assessor_evaluation:
+    one gold row per triple and operation, D by the deprecation verdict and every other
+    operation by the assertion verdict of exactly that judge, the first such element,
+    a missing verdict false), counted here from the raw lines."""
+    from collections import Counter
+
+    from emerge_lib.evaluation.data import OPS, RELEASE_TO_OP
+    from emerge_lib.evaluation.run import evaluate
+
+    want: Counter[str] = Counter()
+    for line in authors.read_text().splitlines():
+        for t in json.loads(line)["tkgu_triples"]:
+            for name in t["tkgu_operations"]:
+                prompt = "triple_deprecation" if name == "d-triples" else "triple_assertion"
+                said = [a["llm_assessment"] for a in t["llm_assessment"]
+                        if (a["llm_name"], a["llm_prompt_type"]) == ("Meta-Llama-3.1-405B", prompt)]
+                want[RELEASE_TO_OP[name]] += bool(said) and said[0] is True
+    nothing = tmp_path / "nothing.jsonl"
+    nothing.write_text("".join(json.dumps({"hash_id": i.hash_id, "model": "nothing",
+                                           "predicted": []}) + "\n" for i in read_gold(authors)))
+    result = evaluate(authors, [nothing], Settings(metrics=("recall",)), png=False)
+    assert result.run["gold_filter"] == "llm-asserted" and result.run["gold_filter_asked"] == "auto"
+    got = {r["operation"]: r["n_gold"] for r in result.rows if r["snapshot"] == "all"}
+    assert got == {op: want[op] for op in OPS if want[op]} and sum(got.values()) < sum(
+        len(json.loads(x)["tkgu_triples"]) for x in authors.read_text().splitlines()) * 2
+    # an uncurated gold (no verdict at all) is scored whole, and the run says so
+    bare = tmp_path / "bare.jsonl"
+    bare.write_text("".join(json.dumps({**json.loads(x), "tkgu_triples": [
+        {**t, "llm_assessment": []} for t in json.loads(x)["tkgu_triples"]]}) + "\n"
+        for x in authors.read_text().splitlines()))
+    assert evaluate(bare, [nothing], Settings(metrics=("recall",)), png=False
+                    ).run["gold_filter"] == "all"
+
+
 # --- models offline ---------------------------------------------------------------------
 
 
