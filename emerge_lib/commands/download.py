@@ -34,7 +34,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="only the files of snapshot DATE: corpus/, evaluation_set/ and "
                         "kg_snapshots/ (repeatable)")
     p.add_argument("--evaluation-set-only", action="store_true",
-                   help="only evaluation_set/ (the test split)")
+                   help="only evaluation_set/ (the test split) and its Parquet twins "
+                        "(parquet/evaluation_set/)")
     p.add_argument("--no-sign-request", action="store_true",
                    help="anonymous requests (a public bucket; no credentials needed)")
     add_s3_flags(p)
