@@ -8,8 +8,13 @@ Layout under the output folder (the authors' folders, ``emerge_lib.release.forma
     kg_snapshots/snapshot_D/kg_triples.parquet G_t: T_t, V_t, R_t of that snapshot
     kg_snapshots/snapshot_D/entities.parquet
     kg_snapshots/snapshot_D/relations.parquet
+    parquet/corpus/snapshot_D/delta_D.parquet  the corpus lines, typed (release.schema)
+    parquet/evaluation_set/snapshot_D/…        the evaluation lines, typed
+    parquet/triples/snapshot_D/delta_D.parquet the corpus lines' triples, a row each
     parquet/instances.parquet                  the released snapshots' instances
     release.json                               the files, snapshots, lines and operations
+    croissant.json, README.md, card.html       Croissant, the Hub's card (they state the
+                                               version: written after it is known)
 
 Only what is released is written (``TableSpec.released``): the internal timelines stay in
 the warehouse. Every table is read at the Delta version it had when the release started,
@@ -18,6 +23,11 @@ logged and returned (``ReleaseSummary.versions``), not written: a rerun that rew
 same rows makes new Delta versions, and the release's bytes (hence its manifest version)
 must not change with them. Files an earlier release left here that this one does not
 write are removed.
+
+Order: the data files, the validation results, the card's statistics and plots and
+release.json; then the version (the hash of those, ``manifest.content_version``);
+croissant.json, checked by mlcroissant when validation is on (``check_croissant``: one
+that does not hold fails the release); the card's text; the manifest last.
 
 The JSONL lines follow the authors' instance format (``emerge_lib.release.format``: field
 names, nesting, operation names, date-only dates) so their tooling reads ours, but with

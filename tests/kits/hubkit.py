@@ -10,14 +10,32 @@ import json
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from itertools import islice
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from emerge_lib.release.card import split_name
-from emerge_lib.release.manifest import read_manifest
+from emerge_lib.release.croissant import CROISSANT, write_croissant
+from emerge_lib.release.format import (
+    PARQUET_TRIPLES,
+    corpus_path,
+    dumps_line,
+    evaluation_path,
+    kg_parquet_path,
+    parquet_twin,
+    passage_record,
+)
+from emerge_lib.release.manifest import (
+    content_version,
+    file_entries,
+    read_manifest,
+    write_manifest,
+)
+from emerge_lib.release.schema import write_lines
 
 
 @dataclass
@@ -159,3 +177,72 @@ def check_everything(release: Path, cache: Path) -> dict[str, Any]:
             "croissant": check_croissant(release, truth),
             "card": check_card(release),
             "load_release": check_load_release(release, truth)}
+
+
+# --- a small hand-made release -----------------------------------------------------------
+SNAPS = ("2024-01-01T00:00:00Z", "2024-04-01T00:00:00Z")
+TEXT = "Alma Keller founded Northam Observatory with Bruno Tal in Eastport."
+
+
+def line(snap: str, window: int, pid: str, ops: list[tuple[str, str, str]],
+         verdict: bool | None = None) -> dict[str, Any]:
+    """A release line of the passage ``pid`` with one triple per (op, s, o); ``verdict``:
+    one judge's assertion of the first."""
+    start = TEXT.index("Bruno Tal")
+    passage = {"passage_id": pid, "page_id": len(pid), "page_title": "Alma Keller",
+               "page_qid": "Q1", "rev_id": 3, "rev_timestamp": datetime(2024, 1, 3, tzinfo=UTC),
+               "paragraph_idx": 0, "text": TEXT,
+               "mentions": [{"start": start, "end": start + 9, "anchor": "Bruno Tal",
+                             "target": "Bruno Tal", "qid": "Q7"}]}
+    rows = [{"op": op, "s": s, "p": "P1", "o": o, "signal": "removed" if op == "D" else None,
+             "s_label": s, "p_label": "p", "o_label": o, "emerging_head": op == "EE",
+             "emerging_tail": False, "head_created_at": datetime(2020, 1, 1, tzinfo=UTC),
+             "tail_created_at": None, "lifespan_from": datetime(2023, 1, 1, tzinfo=UTC),
+             "lifespan_to": None, "qualifier_pid": None, "qualifier_label": None,
+             "qualifier_at": None, "source_delta_type": "all"} for op, s, o in ops]
+    curation = None
+    if verdict is not None:
+        key = (ops[0][1], "P1", ops[0][2])
+        curation = {key: ([{"llm_name": "M", "llm_assessment": verdict,
+                            "llm_prompt_type": "triple_assertion", "llm_prompt": "why"}],
+                          [ops[0][0]] if verdict else [])}
+    return passage_record(passage, rows, snap, window, 7, curation=curation)
+
+
+def build_release(root: Path, lines: dict[tuple[str, int], list[dict[str, Any]]],
+                  evaluation: dict[tuple[str, int], list[dict[str, Any]]],
+                  meta: dict[str, Any] | None = None) -> Path:
+    """A small release as the writer lays it out, from hand-made lines: the JSONL, their
+    Parquet twins (through the writer's own functions), a KG snapshot, croissant.json
+    (with the version) and the manifest (``meta``: e.g. a planted validation verdict)."""
+    paths = []
+    for (snap, k), records in sorted(lines.items()):
+        for rel, recs in ((corpus_path(snap, k, 7), records),
+                          *(((evaluation_path(snap, k, 7), evaluation[(snap, k)]),)
+                            if (snap, k) in evaluation else ())):
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            (root / rel).write_text("".join(dumps_line(r) + "\n" for r in recs))
+            (root / parquet_twin(rel)).parent.mkdir(parents=True, exist_ok=True)
+            triples = None
+            if rel.startswith("corpus/"):
+                triples = root / parquet_twin(rel, PARQUET_TRIPLES)
+                triples.parent.mkdir(parents=True, exist_ok=True)
+                paths.append(parquet_twin(rel, PARQUET_TRIPLES))
+            write_lines(root / parquet_twin(rel), recs, triples)
+            paths += [rel, parquet_twin(rel)]
+    for snap in {s for s, _ in lines}:
+        rel = kg_parquet_path(snap, "kg_triples")
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(pa.table({"snapshot": [snap] * 2, "s": ["Q1", "Q2"], "p": ["P1", "P1"],
+                                 "o": ["Q2", "Q3"]}), root / rel)
+        paths.append(rel)
+    known = {e["path"]: e for e in file_entries(root, paths)}
+    version = content_version(known.values())
+    write_croissant(root, list(known.values()), version=version,
+                    settings={"snapshots": {"windows": 2, "window_days": 7.0}}, dumps=[],
+                    snapshots=sorted({s for s, _ in lines}),
+                    judges=[{"llm_name": "M", "prompt_type": "triple_assertion",
+                             "served_model": "m", "quantization": "bf16"}])
+    manifest = write_manifest(root, [*paths, CROISSANT], meta=meta or {}, known=known)
+    assert manifest["version"] == version
+    return root

@@ -327,6 +327,11 @@ def test_a_rerun_removes_what_it_no_longer_releases(warehouse: Catalog, tmp_path
     mine.write_text("keep")
     listing = release_to(warehouse, tmp_path, windows=1)
     assert not (tmp_path / "corpus" / "snapshot_2024-01-01" / "delta_2024-01-15.jsonl").exists()
+    for twin in ("corpus", "triples"):  # and its typed twins
+        assert not (tmp_path / "parquet" / twin / "snapshot_2024-01-01" /
+                    "delta_2024-01-15.parquet").exists()
+    assert (tmp_path / "parquet" / "corpus" / "snapshot_2024-01-01" /
+            "delta_2024-01-08.parquet").exists()
     assert not old_layout.exists() and mine.read_text() == "keep"
     assert (tmp_path / "corpus" / "snapshot_2024-01-01" / "delta_2024-01-08.jsonl").exists()
     assert "corpus/snapshot_2024-01-01/delta_2024-01-15.jsonl" not in listing["files"]

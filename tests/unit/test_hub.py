@@ -6,111 +6,30 @@ from __future__ import annotations
 
 import json
 import shutil
-from datetime import UTC, datetime
 from itertools import islice
 from pathlib import Path
-from typing import Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
+from hubkit import SNAPS, build_release, line
 
 from emerge_lib.cli import main
 from emerge_lib.hub import ReleaseNotFound, load_release, open_release, version_of
 from emerge_lib.hub.diff import diff_releases
 from emerge_lib.hub.load import LoadError
 from emerge_lib.hub.query import QueryError, render, run
-from emerge_lib.release.croissant import CROISSANT, RAI_PROPERTIES, write_croissant
-from emerge_lib.release.format import (
-    PARQUET_TRIPLES,
-    corpus_path,
-    dumps_line,
-    evaluation_path,
-    kg_parquet_path,
-    parquet_twin,
-    passage_record,
-)
-from emerge_lib.release.manifest import (
-    SELF_DESCRIBING,
-    content_version,
-    file_entries,
-    read_manifest,
-    write_manifest,
-)
-from emerge_lib.release.schema import write_lines
+from emerge_lib.release.croissant import CROISSANT, RAI_PROPERTIES
+from emerge_lib.release.format import corpus_path
+from emerge_lib.release.manifest import SELF_DESCRIBING, read_manifest
 
-SNAPS = ("2024-01-01T00:00:00Z", "2024-04-01T00:00:00Z")
-TEXT = "Alma Keller founded Northam Observatory with Bruno Tal in Eastport."
-
-
-def record(snap: str, window: int, pid: str, ops: list[tuple[str, str, str]],
-           verdict: bool | None = None) -> dict[str, Any]:
-    start = TEXT.index("Bruno Tal")
-    passage = {"passage_id": pid, "page_id": len(pid), "page_title": "Alma Keller",
-               "page_qid": "Q1", "rev_id": 3, "rev_timestamp": datetime(2024, 1, 3, tzinfo=UTC),
-               "paragraph_idx": 0, "text": TEXT,
-               "mentions": [{"start": start, "end": start + 9, "anchor": "Bruno Tal",
-                             "target": "Bruno Tal", "qid": "Q7"}]}
-    rows = [{"op": op, "s": s, "p": "P1", "o": o, "signal": "removed" if op == "D" else None,
-             "s_label": s, "p_label": "p", "o_label": o, "emerging_head": op == "EE",
-             "emerging_tail": False, "head_created_at": datetime(2020, 1, 1, tzinfo=UTC),
-             "tail_created_at": None, "lifespan_from": datetime(2023, 1, 1, tzinfo=UTC),
-             "lifespan_to": None, "qualifier_pid": None, "qualifier_label": None,
-             "qualifier_at": None, "source_delta_type": "all"} for op, s, o in ops]
-    curation = None
-    if verdict is not None:
-        key = (ops[0][1], "P1", ops[0][2])
-        curation = {key: ([{"llm_name": "M", "llm_assessment": verdict,
-                            "llm_prompt_type": "triple_assertion", "llm_prompt": "why"}],
-                          [ops[0][0]] if verdict else [])}
-    return passage_record(passage, rows, snap, window, 7, curation=curation)
-
-
-def build(root: Path, lines: dict[tuple[str, int], list[dict[str, Any]]],
-          evaluation: dict[tuple[str, int], list[dict[str, Any]]]) -> Path:
-    """A release as the writer lays it out: JSONL, their Parquet twins, a KG snapshot,
-    croissant.json (with the version) and the manifest."""
-    paths = []
-    for (snap, k), records in sorted(lines.items()):
-        for rel, recs in ((corpus_path(snap, k, 7), records),
-                          *(((evaluation_path(snap, k, 7), evaluation[(snap, k)]),)
-                            if (snap, k) in evaluation else ())):
-            (root / rel).parent.mkdir(parents=True, exist_ok=True)
-            (root / rel).write_text("".join(dumps_line(r) + "\n" for r in recs))
-            (root / parquet_twin(rel)).parent.mkdir(parents=True, exist_ok=True)
-            triples = None
-            if rel.startswith("corpus/"):
-                triples = root / parquet_twin(rel, PARQUET_TRIPLES)
-                triples.parent.mkdir(parents=True, exist_ok=True)
-                paths.append(parquet_twin(rel, PARQUET_TRIPLES))
-            write_lines(root / parquet_twin(rel), recs, triples)
-            paths += [rel, parquet_twin(rel)]
-    for snap in {s for s, _ in lines}:
-        rel = kg_parquet_path(snap, "kg_triples")
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        pq.write_table(pa.table({"snapshot": [snap] * 2, "s": ["Q1", "Q2"], "p": ["P1", "P1"],
-                                 "o": ["Q2", "Q3"]}), root / rel)
-        paths.append(rel)
-    known = {e["path"]: e for e in file_entries(root, paths)}
-    version = content_version(known.values())
-    write_croissant(root, list(known.values()), version=version,
-                    settings={"snapshots": {"windows": 2, "window_days": 7.0}}, dumps=[],
-                    snapshots=sorted({s for s, _ in lines}),
-                    judges=[{"llm_name": "M", "prompt_type": "triple_assertion",
-                             "served_model": "m", "quantization": "bf16"}])
-    assert write_manifest(root, [*paths, CROISSANT], meta={}, known=known)["version"] == version
-    return root
-
-
-A1 = record(SNAPS[0], 1, "a", [("E", "Q1", "Q2"), ("X", "Q1", "Q3")], verdict=True)
-B1 = record(SNAPS[0], 1, "b", [("D", "Q2", "Q3")])
-A2 = record(SNAPS[0], 2, "a", [("E", "Q1", "Q2"), ("X", "Q1", "Q3")], verdict=True)
-C4 = record(SNAPS[1], 1, "c", [("EE", "Q9", "Q1"), ("EE-KG", "Q9", "Q2")])
+A1 = line(SNAPS[0], 1, "a", [("E", "Q1", "Q2"), ("X", "Q1", "Q3")], verdict=True)
+B1 = line(SNAPS[0], 1, "b", [("D", "Q2", "Q3")])
+A2 = line(SNAPS[0], 2, "a", [("E", "Q1", "Q2"), ("X", "Q1", "Q3")], verdict=True)
+C4 = line(SNAPS[1], 1, "c", [("EE", "Q9", "Q1"), ("EE-KG", "Q9", "Q2")])
 
 
 @pytest.fixture()
 def release(tmp_path: Path) -> Path:
-    return build(tmp_path / "old", {(SNAPS[0], 1): [A1, B1], (SNAPS[0], 2): [A2],
+    return build_release(tmp_path / "old", {(SNAPS[0], 1): [A1, B1], (SNAPS[0], 2): [A2],
                                     (SNAPS[1], 1): [C4]},
                  {(SNAPS[0], 1): [B1], (SNAPS[1], 1): []})
 
@@ -225,10 +144,10 @@ def test_diff_lists_what_a_new_release_adds_removes_and_changes(release: Path, t
                                                                  capsys) -> None:
     """The next quarter: A2's triple lost its judge's support (changed), B1 dropped
     (removed), a new line in window 2 and a new snapshot (added)."""
-    A2_no = record(SNAPS[0], 2, "a", [("E", "Q1", "Q2"), ("X", "Q1", "Q3")], verdict=False)
-    D2 = record(SNAPS[0], 2, "d", [("E", "Q4", "Q5")])
-    E7 = record("2024-07-01T00:00:00Z", 1, "e", [("X", "Q6", "Q7")])
-    new = build(tmp_path / "new", {(SNAPS[0], 1): [A1], (SNAPS[0], 2): [A2_no, D2],
+    A2_no = line(SNAPS[0], 2, "a", [("E", "Q1", "Q2"), ("X", "Q1", "Q3")], verdict=False)
+    D2 = line(SNAPS[0], 2, "d", [("E", "Q4", "Q5")])
+    E7 = line("2024-07-01T00:00:00Z", 1, "e", [("X", "Q6", "Q7")])
+    new = build_release(tmp_path / "new", {(SNAPS[0], 1): [A1], (SNAPS[0], 2): [A2_no, D2],
                                    (SNAPS[1], 1): [C4], ("2024-07-01T00:00:00Z", 1): [E7]},
                 {(SNAPS[0], 1): [], (SNAPS[1], 1): [C4]})
     report = diff_releases(open_release(release), open_release(new))

@@ -173,3 +173,13 @@ def test_a_line_that_does_not_fit_names_its_field(change, message) -> None:
     with pytest.raises(FormatError, match="^" + message.replace("[", r"\[").replace("]", r"\]")
                        .replace("(", r"\(")):
         line_row(record)
+
+
+def test_the_users_guide_lists_every_field() -> None:
+    """docs/using-a-release.md's field list is the schema's: no field missing from it."""
+    from emerge_lib.release.schema import field_rows
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "using-a-release.md").read_text()
+    names = {n.rsplit(".", 1)[-1] for schema in (LINE_SCHEMA, TRIPLE_ROW_SCHEMA)
+             for n, _, _ in field_rows(schema)}
+    assert sorted(n for n in names if f"`{n}`" not in text) == []
