@@ -86,13 +86,20 @@ def main() -> int:
         show("datasets.load_dataset(DIR) (every split)", median(theirs))
         if args.no_s3:
             return 0
-        from emerge_lib.publish import local_s3, publish_release
+        import os
+
+        from _harness import emerge
+
+        from emerge_lib.publish import local_s3
 
         if not local_s3.available():
             print("no SeaweedFS (weed): S3 figures skipped")
             return 0
         with local_s3.start(tmp / "s3", buckets=["bench"]) as server:
-            report = publish_release(release, "s3://bench/emerge", server.client("publisher"))
+            emerge("publish", "--release", str(release), "--to", "s3://bench/emerge",
+                   "--endpoint-url", server.endpoint_url, capture_output=True,
+                   env={**os.environ, **server.environment("publisher")})
+            size = sum(f.stat().st_size for f in release.rglob("*") if f.is_file())
             env = {**server.environment("reader"),
                    "EMERGE__S3__ENDPOINT_URL": server.endpoint_url}
             first, cached = [], []
@@ -102,7 +109,7 @@ def main() -> int:
                         ".num_rows")
                 first.append(run("from emerge_lib import load_release", call, call, env))
                 cached.append(run("from emerge_lib import load_release", call, call, env))
-            show(f"load_release(s3://…) first ({report.bytes / 1e6:.1f} MB)", median(first))
+            show(f"load_release(s3://…) first ({size / 1e6:.1f} MB)", median(first))
             show("load_release(s3://…) cached", median(cached))
     return 0
 
