@@ -30,6 +30,8 @@ COMMAND_MODULES = [
     "emerge_lib.commands.predict",
     "emerge_lib.commands.publish",
     "emerge_lib.commands.download",
+    "emerge_lib.commands.query",
+    "emerge_lib.commands.diff",
 ]
 
 

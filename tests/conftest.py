@@ -33,6 +33,12 @@ AIRFLOW_TEST_HOME = Path(tempfile.mkdtemp(prefix="emerge-airflow-test-"))
 for _name in [k for k in os.environ if k.startswith("AIRFLOW__")]:
     del os.environ[_name]
 os.environ.update(airflow_env(AIRFLOW_TEST_HOME))
+# datasets, huggingface_hub and mlcroissant read these when first imported: offline (a
+# typo in a release path fails at once instead of retrying the Hub), their caches in a
+# throw-away folder, never a developer's ~/.cache
+HF_TEST_HOME = Path(tempfile.mkdtemp(prefix="emerge-hf-test-"))
+os.environ.update({"HF_HUB_OFFLINE": "1", "HF_HOME": str(HF_TEST_HOME),
+                   "CROISSANT_CACHE": str(HF_TEST_HOME / "croissant")})
 
 
 #: the longest files (measured), started first so that no worker runs one of them alone

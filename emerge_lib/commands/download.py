@@ -31,10 +31,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="refuse unless the manifest's sha256 is HEX (printed by publish): "
                         "pins the release's bytes")
     p.add_argument("--snapshot", action="append", default=[], metavar="DATE",
-                   help="only the files of snapshot DATE: corpus/, evaluation_set/ and "
-                        "kg_snapshots/ (repeatable)")
+                   help="only the files of snapshot DATE: corpus/, evaluation_set/, "
+                        "kg_snapshots/ and their parquet/ twins (repeatable)")
     p.add_argument("--evaluation-set-only", action="store_true",
-                   help="only evaluation_set/ (the test split)")
+                   help="only evaluation_set/ (the test split) and its Parquet twins "
+                        "(parquet/evaluation_set/)")
     p.add_argument("--no-sign-request", action="store_true",
                    help="anonymous requests (a public bucket; no credentials needed)")
     add_s3_flags(p)

@@ -271,6 +271,9 @@ class LLMRoute(_Strict):
     model: str | None = None  # the served model name (default: name)
     backend: Literal["vllm", "llamacpp", "openai"] = "vllm"
     api_key: SecretStr | None = None
+    # the weights' precision as served (bf16, fp8, a GGUF type such as Q4_1): the release's
+    # card and croissant.json state it beside the model; unset, they say "not recorded"
+    quantization: str | None = None
 
     @field_validator("url")
     @classmethod

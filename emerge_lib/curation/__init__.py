@@ -13,14 +13,17 @@ from typing import Any
 
 
 def endpoint_overrides(url: str, *, backend: str | None = None, model: str | None = None,
-                       **settings: Any) -> dict:
+                       quantization: str | None = None, **settings: Any) -> dict:
     """``curation`` overrides that send every route to one server. With a ``model`` the
     routes are named after it too: a release records the model that judged, so a
     SmolLM2 answer is never filed under Llama 3.1; without one each route keeps its
-    released name, which is also the model it asks the server for."""
+    released name, which is also the model it asks the server for. ``quantization``: the
+    served weights' precision, which the release's card states."""
     route: dict[str, Any] = {"url": url}
     if backend:
         route["backend"] = backend
     if model:
         route |= {"name": model, "model": model}
+    if quantization:
+        route["quantization"] = quantization
     return {"enabled": True, "additions": route, "deprecations": dict(route), **settings}

@@ -33,6 +33,8 @@ log = logging.getLogger(__name__)
 
 MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 MODEL_ALIAS = "SmolLM2-135M-Instruct"
+#: the GGUF weights' type, from the file name (``…Instruct.Q4_1.gguf``): the release records it
+MODEL_QUANTIZATION = f"GGUF {MODEL_FILE.removesuffix('.gguf').rsplit('.', 1)[1]}"
 
 
 class LocalServerError(EmergeError):
@@ -81,7 +83,8 @@ class LocalServer:
         dialect, named after its model (the one place that wiring is written)."""
         from emerge_lib.curation import endpoint_overrides
 
-        return endpoint_overrides(self.url, backend="llamacpp", model=self.model, **settings)
+        return endpoint_overrides(self.url, backend="llamacpp", model=self.model,
+                                  quantization=MODEL_QUANTIZATION, **settings)
 
     @property
     def host_port(self) -> tuple[str, int]:

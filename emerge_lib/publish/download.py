@@ -56,11 +56,13 @@ from emerge_lib.release.manifest import (
 log = logging.getLogger(__name__)
 
 CHUNK = 1 << 20
-EVALUATION_SET = "evaluation_set/"
+EVALUATION_SET = ("evaluation_set/", "parquet/evaluation_set/")  # the JSONL and its twins
 Progress = Callable[[int], None]
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
-#: a snapshot's files: corpus/, evaluation_set/ and kg_snapshots/ folders, and its KG TSV
-_SNAPSHOT = re.compile(r"(?:(?:corpus|evaluation_set|kg_snapshots)/snapshot_"
+#: a snapshot's files: corpus/, evaluation_set/ and kg_snapshots/ folders, their typed twins
+#: under parquet/ (corpus, evaluation_set, triples), and its KG TSV
+_SNAPSHOT = re.compile(r"(?:(?:corpus|evaluation_set|kg_snapshots"
+                       r"|parquet/(?:corpus|evaluation_set|triples))/snapshot_"
                        r"|kg_snapshots/kg_snapshot_)(\d{4}-\d{2}-\d{2})(?:/|\.tsv\.gz$)")
 
 
@@ -98,8 +100,9 @@ def snapshot_date(value: str) -> str:
 def select_files(manifest: Mapping[str, Any], snapshots: Sequence[str] = (),
                  evaluation_set_only: bool = False) -> list[dict[str, Any]]:
     """The manifest's files under the filters: ``snapshots`` keeps the files of those
-    snapshots (``corpus/``, ``evaluation_set/`` and ``kg_snapshots/``); ``evaluation_set_only``
-    keeps ``evaluation_set/…``; both: their intersection. A filter that matches nothing
+    snapshots (``corpus/``, ``evaluation_set/`` and ``kg_snapshots/``, and their typed
+    twins under ``parquet/``); ``evaluation_set_only`` keeps ``evaluation_set/…`` (and
+    ``parquet/evaluation_set/…``); both: their intersection. A filter that matches nothing
     is an error naming what there is."""
     files = list(manifest["files"])
     if evaluation_set_only:

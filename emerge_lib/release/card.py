@@ -1,10 +1,23 @@
-"""The dataset card of a release: README.md and card.html with statistics and plots.
+"""The dataset card of a release: README.md in the Hugging Face Hub's card format, card.html,
+and the plots.
 
-Computed from the release files themselves (the JSONL lines and the KG Parquet), so the
-card says what a downloader gets: per snapshot, the paper's Table 2 (entities, relation
-types and triples annotated in the passages, passages; the KG snapshot's entities,
-relation types and triples), the operations, the evaluation set, and three plots
-(operations per snapshot, instances per window, passage lengths). Pure: no engine.
+README.md is a Hub dataset card: YAML front matter written by huggingface_hub's
+``DatasetCardData`` (licence, language, task categories, size, source, annotation
+creators, and ``configs``: every snapshot, the evaluation set, the triples and the KG
+tables mapped to their Parquet files and splits, so ``datasets.load_dataset(RELEASE)``
+and the Hub's viewer read typed files without inferring anything), then the sections of
+the Hub's dataset-card template filled from the release. card.html is the same Markdown
+rendered (markdown-it-py), for a browser.
+
+The figures are computed from the release files themselves (the JSONL lines and the KG
+Parquet), so the card says what a downloader gets: per snapshot, the paper's Table 2
+(entities, relation types and triples annotated in the passages, passages; the KG
+snapshot's entities, relation types and triples), the operations, the evaluation set, and
+three plots (operations per snapshot, instances per window, passage lengths). What the
+release was made with (its version, the judges, the validation verdict) comes in as
+:class:`CardFacts` from the writer. All Markdown is rendered in one place,
+:func:`sections` (a section is one template variable), so a new section is one entry
+there and one line of :data:`TEMPLATE`. Pure: no engine.
 """
 
 from __future__ import annotations
@@ -12,16 +25,29 @@ from __future__ import annotations
 import html
 import json
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from emerge_lib.release.format import CORPUS, EVALUATION_SET, OP_NAMES, snapshot_dir_name
+from emerge_lib.release import about
+from emerge_lib.release.format import (
+    CORPUS,
+    EVALUATION_SET,
+    HUMAN_ANNOTATION,
+    KG_SNAPSHOTS,
+    OP_NAMES,
+    PARQUET_CORPUS,
+    PARQUET_EVALUATION,
+    PARQUET_TRIPLES,
+    snapshot_dir_name,
+    table_parquet_path,
+)
 
 CARD = "README.md"
 CARD_HTML = "card.html"
 PLOTS = "plots"
+CROISSANT = "croissant.json"  # emerge_lib.release.croissant writes it
 OP_ORDER = ("X", "E", "EE", "EE-KG", "D")
 NAME_TO_OP = {v: k for k, v in OP_NAMES.items()}
 TABLE2 = ("Snapshot", "Entities", "Rel. Types", "Triples", "Supported Triples", "Passages",
@@ -233,59 +259,438 @@ def _html_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return f"<table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def write_card(out: Path, snapshots: Sequence[str], kg_rows: dict[str, dict[str, int]],
-               validation: str) -> tuple[list[str], list[dict[str, Any]]]:
-    """Write README.md, card.html and the plots; returns (files written, table rows)."""
+@dataclass
+class CardFacts:
+    """What the card states beyond the files' statistics, from the release writer: the
+    manifest's version and provenance, the curation record (one entry per judge, model
+    and prompt type: ``llm_name``, ``judge``, ``prompt_type``, ``served_model``,
+    ``backend``, ``quantization``, ``template_sha256``, ``verdicts``) and the manifest's
+    validation verdict (``results``, ``docs``, per-snapshot states, ``croissant``)."""
+
+    version: str | None = None
+    code_version: str | None = None
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    settings_sha256: str | None = None
+    dumps: Sequence[Mapping[str, Any]] = ()
+    judges: Sequence[Mapping[str, Any]] = ()
+    validation: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Prepared:
+    """The card's statistics and plots, made before the version is known (the plots are
+    part of what the version names; the card's text, which states it, is not)."""
+
+    snapshots: list[str]
+    stats: list[SnapshotStats]
+    plots: list[str]
+
+
+def prepare(out: Path, snapshots: Sequence[str], kg_rows: dict[str, dict[str, int]]
+            ) -> Prepared:
+    """Statistics of the release files, and the plots written under ``plots/``."""
     stats = collect(out, snapshots, kg_rows)
-    plots = _plots(stats, out / PLOTS)
+    return Prepared(list(snapshots), stats, _plots(stats, out / PLOTS))
+
+
+# --- the Hub's configs ---------------------------------------------------------------------
+def split_name(snapshot_folder: str) -> str:
+    """``snapshot_2024-01-01`` → ``snapshot_2024_01_01`` (datasets refuses ``-`` in split
+    names)."""
+    return snapshot_folder.replace("-", "_")
+
+
+def _rows(path: Path) -> int:
+    import pyarrow.parquet as pq
+
+    return pq.ParquetFile(path).metadata.num_rows
+
+
+def hub_configs(out: Path) -> list[dict[str, Any]]:
+    """The card's ``configs``: each kind of Parquet file of the release as a config with a
+    split per snapshot (the lines' config, the default, also has ``test``: the evaluation
+    set), every file named. Files without rows are left out and a split without any is not
+    listed (datasets 5.2 fails on a split with no data)."""
+    def per_snapshot(pattern: str) -> dict[str, list[str]]:
+        splits: dict[str, list[str]] = {}
+        for path in sorted(out.glob(pattern)):
+            if _rows(path):
+                rel = path.relative_to(out).as_posix()
+                splits.setdefault(split_name(path.parent.name), []).append(rel)
+        return splits
+
+    def files(splits: Mapping[str, list[str]]) -> list[dict[str, Any]]:
+        return [{"split": name, "path": paths} for name, paths in splits.items()]
+
+    configs: list[dict[str, Any]] = []
+    corpus = per_snapshot(f"{PARQUET_CORPUS}/snapshot_*/delta_*.parquet")
+    evaluation = per_snapshot(f"{PARQUET_EVALUATION}/snapshot_*/delta_*.parquet")
+    test = [p for paths in evaluation.values() for p in paths]
+    if corpus or test:
+        configs.append({"config_name": "corpus", "default": True,
+                        "data_files": files(corpus) + ([{"split": "test", "path": test}]
+                                                       if test else [])})
+    if evaluation:
+        configs.append({"config_name": "evaluation_set", "data_files": files(evaluation)})
+    for name, pattern in (("triples", f"{PARQUET_TRIPLES}/snapshot_*/delta_*.parquet"),
+                          *((t, f"{KG_SNAPSHOTS}/snapshot_*/{t}.parquet")
+                            for t in ("kg_triples", "entities", "relations"))):
+        splits = per_snapshot(pattern)
+        if splits:
+            configs.append({"config_name": name, "data_files": files(splits)})
+    instances = out / table_parquet_path("instances")
+    if instances.is_file() and _rows(instances):
+        configs.append({"config_name": "instances", "data_files": [
+            {"split": "train", "path": [table_parquet_path("instances")]}]})
+    return configs
+
+
+def size_category(n: int) -> str:
+    """The Hub's ``size_categories`` value for ``n`` rows."""
+    bounds = [(1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"),
+              (1_000_000, "100K<n<1M"), (10_000_000, "1M<n<10M"),
+              (100_000_000, "10M<n<100M"), (1_000_000_000, "100M<n<1B")]
+    return next((name for bound, name in bounds if n < bound), "n>1B")
+
+
+# --- the text ------------------------------------------------------------------------------
+#: The Hub's dataset-card template (huggingface_hub/templates/datasetcard_template.md):
+#: its sections, in its order, each filled by :func:`sections`; an optional section of the
+#: Hub's that the release cannot fill (funding, a demo) is left out rather than left as
+#: "[More Information Needed]".
+TEMPLATE = """---
+# Dataset card metadata: https://github.com/huggingface/hub-docs/blob/main/datasetcard.md
+{{ card_data }}
+---
+
+# Dataset Card for {{ pretty_name }}
+
+{{ dataset_summary }}
+
+## Dataset Details
+
+### Dataset Description
+
+{{ dataset_description }}
+
+- **Curated by:** {{ curators }}
+- **Language(s) (NLP):** English
+- **License:** {{ license_text }}
+
+### Dataset Sources
+
+- **Paper:** {{ paper }}
+- **The authors' code and release:** {{ repo }}
+
+## Uses
+
+### Direct Use
+
+{{ direct_use }}
+
+### Out-of-Scope Use
+
+{{ out_of_scope_use }}
+
+## Dataset Structure
+
+{{ dataset_structure }}
+
+## Dataset Creation
+
+### Curation Rationale
+
+{{ curation_rationale_section }}
+
+### Source Data
+
+#### Data Collection and Processing
+
+{{ data_collection_and_processing_section }}
+
+#### Who are the source data producers?
+
+{{ source_data_producers_section }}
+
+### Annotations
+
+#### Annotation process
+
+{{ annotation_process_section }}
+
+#### Who are the annotators?
+
+{{ who_are_annotators_section }}
+
+#### Personal and Sensitive Information
+
+{{ personal_and_sensitive_information }}
+
+### Validation
+
+{{ validation_section }}
+
+## Bias, Risks, and Limitations
+
+{{ bias_risks_limitations }}
+
+### Recommendations
+
+{{ bias_recommendations }}
+
+## Citation
+
+**BibTeX:**
+
+```bibtex
+{{ citation_bibtex }}
+```
+
+## More Information
+
+{{ more_information }}
+"""
+
+
+def _bullets(items: Sequence[str]) -> str:
+    return "\n".join(f"- {item}" for item in items)
+
+
+def _cell(value: Any) -> str:
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def _statistics(prepared: Prepared) -> str:
+    stats = prepared.stats
     t2 = table2_rows(stats)
     ops_head = ["Snapshot", *(OP_NAMES[o] for o in OP_ORDER), "evaluation set"]
     ops_rows = [[label(s.snapshot), *(_count(s.ops.get(o, 0)) + (
         f" ({_count(s.supported_ops.get(o, 0))})" if s.curated else "") for o in OP_ORDER),
                  _count(sum(s.evaluation.values()))] for s in stats]
     curated = all(s.curated for s in stats)
-    intro = ("EMERGE: text-driven knowledge-graph updating (TKGU) instances built from "
-             "Wikipedia and Wikidata revision histories. Each line of "
-             "`corpus/snapshot_YYYY-MM-DD/delta_YYYY-MM-DD.jsonl` is a passage new in that "
-             "weekly delta with its triples and TKGU operations (X, E, EE, EE-KG, D); "
-             "`evaluation_set/` is the seeded, stratified test split; each snapshot's KG "
-             "is in `kg_snapshots/`: T_t as the authors' TSV (`kg_snapshot_YYYY-MM-DD.tsv.gz`) "
-             "and T_t, V_t, R_t in Parquet (`snapshot_YYYY-MM-DD/`). `manifest.json` lists "
-             "every file with its sha256.")
-    md = "\n\n".join([
-        "# EMERGE release", intro,
-        "## Statistics\n\nThe layout of the paper's Table 2: the entities, relation types "
-        "and triples annotated in the passages, the triples an LLM judge supports (counted "
-        "as the authors count theirs: the deprecation verdict for a triple with D, else the "
+    return "\n\n".join([
+        "### Statistics",
+        "The layout of the paper's Table 2: the entities, relation types and triples "
+        "annotated in the passages, the triples an LLM judge supports (counted as the "
+        "authors count theirs: the deprecation verdict for a triple with D, else the "
         "assertion verdict), the passages, and the KG snapshot."
         + ("" if curated else " **This release is uncurated**: no LLM judged its triples, "
            "so its lines passed the structural selection only (`emerge curate` judges them "
            "and leaves out the lines without a supported delta triple)."),
-        _markdown_table(list(TABLE2), t2),
-        "## Operations\n\nInstances (a triple under one operation) per snapshot"
+        f'<div id="table2">\n\n{_markdown_table(list(TABLE2), t2)}\n\n</div>',
+        "Instances (a triple under one operation) per snapshot"
         + (", and in brackets the LLM-supported triples, each counted once under its first "
            "operation." if curated else "."),
         _markdown_table(ops_head, ops_rows),
-        *(f"![{p.removesuffix('.png')}]({PLOTS}/{p})" for p in plots),
-        f"## Validation\n\n{validation}",
-        "## Licence\n\nPassages come from English Wikipedia (CC BY-SA 4.0), triples from "
-        "Wikidata (CC0). The release is distributed under CC BY-SA 4.0.",
-    ]) + "\n"
-    (out / CARD).write_text(md, encoding="utf-8")
-    images = "".join(f'<figure><img src="{PLOTS}/{p}" alt="{p}"></figure>' for p in plots)
+        *(f"![{p.removesuffix('.png')}]({PLOTS}/{p})" for p in prepared.plots),
+    ])
+
+
+def _structure(out: Path, prepared: Prepared, configs: Sequence[Mapping[str, Any]]) -> str:
+    from emerge_lib.release.schema import LINE_SCHEMA, TRIPLE_ROW_SCHEMA, field_rows
+
+    layout = [
+        ["`corpus/snapshot_D/delta_D.jsonl`", "the corpus: a line per passage of window k, "
+         "named by τ_k's date (the authors' format)"],
+        ["`evaluation_set/snapshot_D/delta_D.jsonl`", "the evaluation set: the same lines, a "
+         "seeded stratified draw"],
+        ["`kg_snapshots/kg_snapshot_D.tsv.gz`", "T_t as the authors' TSV (head, relation, tail)"],
+        ["`kg_snapshots/snapshot_D/{kg_triples,entities,relations}.parquet`", "G_t: T_t, V_t, R_t"],
+        [f"`{PARQUET_CORPUS}/`, `{PARQUET_EVALUATION}/`", "the same lines as typed Parquet"],
+        [f"`{PARQUET_TRIPLES}/`", "the corpus lines' triples, one row each"],
+        ["`parquet/instances.parquet`", "the instances: one row per (line, triple, operation)"],
+        ["`human_annotation/`", "human verdicts, when annotated"],
+        ["`validation/`", "the validation results and Data Docs"],
+        ["`croissant.json`", "Croissant 1.1 metadata with its responsible-AI fields"],
+        ["`manifest.json`", "every file with its size and sha256; the version"],
+    ]
+    config_rows = []
+    for c in configs:
+        for split in c["data_files"]:
+            paths = split["path"]
+            config_rows.append([f"`{c['config_name']}`" + (" (default)" if c.get("default")
+                                                          else ""),
+                                f"`{split['split']}`", _count(len(paths)),
+                                _count(sum(_rows(out / p) for p in paths))])
+    parts = [
+        _statistics(prepared),
+        "### Files",
+        _markdown_table(["path", "what"], layout),
+        "### Configurations and splits",
+        "Every configuration maps its splits to Parquet files (the YAML above names each "
+        "file), so `datasets.load_dataset(RELEASE)` reads typed columns; a split per "
+        "snapshot (`snapshot_YYYY_MM_DD`), and `test` (the evaluation set) in `corpus`.",
+        _markdown_table(["config", "split", "files", "rows"], config_rows)
+        if config_rows else "No Parquet files with rows.",
+        "### Fields of a line (`corpus`, `evaluation_set`)",
+        _markdown_table(["field", "type", "meaning"],
+                        [[f"`{n}`", f"`{t}`", _cell(d)] for n, t, d in field_rows(LINE_SCHEMA)]),
+        "### Fields of a triple (`triples`)",
+        "The line's `hash_id`, then the fields of the `tkgu_triples` element above.",
+        _markdown_table(["field", "type"], [[f"`{n}`", f"`{t}`"] for n, t, _ in
+                                           field_rows(TRIPLE_ROW_SCHEMA)
+                                           if "." not in n]),
+    ]
+    return "\n\n".join(parts)
+
+
+def _judges(facts: CardFacts) -> str:
+    if not facts.judges:
+        return "No LLM verdicts in this release (curation was off)."
+    rows = []
+    for j in facts.judges:
+        v = j.get("verdicts", {})
+        rows.append([_cell(j.get("llm_name")), _cell(j.get("judge") or "–"),
+                     _cell(j.get("served_model") or "–"), _cell(j.get("backend") or "–"),
+                     _cell(j.get("quantization") or "not recorded"),
+                     _cell(j.get("prompt_type")), f"`{str(j.get('template_sha256'))[:12]}`",
+                     _count(v.get("YES", 0)), _count(v.get("NO", 0)),
+                     _count(v.get("UNPARSED", 0))])
+    return _markdown_table(["model (`llm_name`)", "route", "served as", "backend",
+                            "quantization", "prompt", "template sha256", "YES", "NO",
+                            "unparsed"], rows)
+
+
+def _validation(out: Path, line: str, facts: CardFacts) -> str:
+    verdict = facts.validation or {}
+    parts = [f'<div id="validation">\n\n{line}\n\n</div>']
+    states = verdict.get("snapshots") or {}
+    docs = str(verdict.get("docs") or "validation/docs/")
+    if states:
+        def links(snap: str) -> str:
+            pages = [f"{docs}{snapshot_dir_name(snap)}/{suite}/index.html"
+                     for suite in ("tables", "release")]
+            return ", ".join(f"[{page.split('/')[-2]}]({page})" for page in pages
+                             if (out / page).is_file()) or "–"
+
+        rows = [[label(snap), _cell(st.get("tables")), _cell(st.get("release")), links(snap)]
+                for snap, st in sorted(states.items())]
+        parts.append(_markdown_table(["snapshot", "table suites", "release suites",
+                                      "Data Docs"], rows))
+    if verdict.get("results"):
+        parts.append(f"Every check with its observed values: [{verdict['results']}]"
+                     f"({verdict['results']}).")
+    croissant = verdict.get("croissant")
+    if isinstance(croissant, Mapping):
+        parts.append(f"[{CROISSANT}]({CROISSANT}): " + (
+            "validated with mlcroissant, every record set read." if croissant.get("success")
+            else "does not validate: " + "; ".join(map(str, croissant.get("problems", [])))))
+    return "\n\n".join(parts)
+
+
+def sections(out: Path, prepared: Prepared, validation: str, facts: CardFacts,
+             configs: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+    """Every section of the card as Markdown, by template variable: the one place the
+    card's text is rendered."""
+    settings = facts.settings
+    days = [label(s) for s in prepared.snapshots]
+    lines = sum(len(s.passages) for s in prepared.stats)
+    version = f"`{facts.version}`" if facts.version else "not yet versioned"
+    human = sorted(p.name for p in (out / HUMAN_ANNOTATION).glob("*.jsonl")) \
+        if (out / HUMAN_ANNOTATION).is_dir() else []
+    curated = bool(facts.judges)
+    return {
+        "pretty_name": about.PRETTY_NAME,
+        "dataset_summary": f"{about.SUMMARY}\n\n**Version {version}** (the hash of the data "
+                           "files: `manifest.json` lists every file with its sha256).",
+        "dataset_description": (
+            f"Snapshots: {', '.join(days) or 'none'}; "
+            f"{_count(lines)} distinct passages in the corpus. Each line of "
+            "`corpus/snapshot_YYYY-MM-DD/delta_YYYY-MM-DD.jsonl` is a passage new in that "
+            "weekly delta with its triples and TKGU operations; `evaluation_set/` is the "
+            "test split; each snapshot's KG is in `kg_snapshots/`. Every line is also in "
+            "typed Parquet under `parquet/` (the configurations below)."),
+        "curators": f"emerge {facts.code_version or ''}".strip() + ", from Wikimedia dumps",
+        "license_text": f"CC BY-SA 4.0. {about.LICENCE_TEXT}",
+        "paper": f"[EMERGE: A Benchmark for Updating Knowledge Graphs with Emerging Textual "
+                 f"Knowledge]({about.PAPER_URL})",
+        "repo": about.AUTHORS_CODE_URL,
+        "direct_use": _bullets(about.USES) + "\n\n" + (
+            "```python\nfrom emerge_lib import load_release\n"
+            "lines = load_release(\"RELEASE\")                 # a datasets.Dataset\n"
+            "triples = load_release(\"RELEASE\", kind=\"triples\", format=\"pandas\")\n\n"
+            "import datasets\n"
+            "ds = datasets.load_dataset(\"RELEASE\")              # every snapshot and test\n"
+            "```"),
+        "out_of_scope_use": _bullets(about.OUT_OF_SCOPE),
+        "dataset_structure": _structure(out, prepared, configs),
+        "curation_rationale_section": (
+            "Information-extraction benchmarks pair text with a static KG. EMERGE pairs "
+            "each passage with the state of Wikidata at a snapshot date and the changes the "
+            "passage supports (new triples, emerging entities, deprecations), so models "
+            "that keep a KG up to date from text can be measured, and the benchmark can be "
+            "extended with every new Wikimedia dump."),
+        "data_collection_and_processing_section": about.collection(settings, facts.dumps)
+        + "\n\n" + _bullets(about.preprocessing(settings)),
+        "source_data_producers_section": (
+            "The editors of English Wikipedia and Wikidata (people and bots); emerge only "
+            "selects and aligns what they wrote."),
+        "annotation_process_section": about.annotation(settings) + "\n\n" + _judges(facts)
+        + ("\n\nPrompts: the paper's Appendix B, word for word (B.1 `triple_assertion` for "
+           "X, E, EE, EE-KG; B.2 `triple_deprecation` for D); `template sha256` identifies "
+           "the template text." if curated else ""),
+        "who_are_annotators_section": (
+            "No person annotated the corpus: the operations come from Wikidata's edit "
+            "history" + (", the verdicts from the LLM judges above" if curated else "")
+            + ". " + (f"Human annotations: {', '.join(f'`{HUMAN_ANNOTATION}/{h}`' for h in human)}."
+                      if human else "No human annotation files in this release.")),
+        "personal_and_sensitive_information": _bullets(about.PERSONAL),
+        "validation_section": _validation(out, validation, facts),
+        "bias_risks_limitations": _bullets(about.BIASES + about.LIMITATIONS),
+        "bias_recommendations": (
+            "Score models on the evaluation set per snapshot and operation (`emerge "
+            "evaluate`); use `asserted_operations` or `llm_assessment` to keep the triples "
+            "the judges found supported; cite this release by its version."),
+        "citation_bibtex": about.CITATION,
+        "more_information": _bullets([
+            f"Version {version}; built by emerge {facts.code_version or '?'}"
+            + (f"; settings sha256 `{facts.settings_sha256[:16]}`" if facts.settings_sha256
+               else ""),
+            f"`{CROISSANT}`: Croissant 1.1 metadata (Hugging Face, Kaggle, dataset tracks).",
+            "`emerge diff --old OLD --new NEW` lists the lines one release adds, removes or "
+            "changes against another; `emerge query --release DIR \"SQL\"` asks DuckDB.",
+        ]),
+    }
+
+
+def render(out: Path, prepared: Prepared, validation: str, facts: CardFacts | None = None
+           ) -> list[str]:
+    """Write README.md (the Hub's card) and card.html; returns their names."""
+    from huggingface_hub import DatasetCard, DatasetCardData
+    from markdown_it import MarkdownIt
+
+    facts = facts or CardFacts()
+    configs = hub_configs(out)
+    lines = sum(len(s.passages) for s in prepared.stats)
+    human = (out / HUMAN_ANNOTATION).is_dir() and any((out / HUMAN_ANNOTATION).glob("*.jsonl"))
+    data = DatasetCardData(
+        license=about.LICENSE, language=["en"], task_categories=list(about.TASK_CATEGORIES),
+        size_categories=[size_category(lines)], pretty_name=about.PRETTY_NAME,
+        source_datasets=["original"], language_creators=["found"],
+        annotations_creators=["machine-generated"] + (["expert-generated"] if human else []),
+        multilinguality="monolingual", tags=list(about.TAGS), configs=configs)
+    text = sections(out, prepared, validation, facts, configs)
+    card = DatasetCard.from_template(data, template_str=TEMPLATE, **text)
+    card.save(out / CARD)
+    body = MarkdownIt("commonmark", {"html": True}).enable("table").render(card.text)
     page = f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>EMERGE release</title>
+<html lang="en"><head><meta charset="utf-8"><title>{html.escape(about.NAME)} release</title>
 <style>body{{font-family:sans-serif;max-width:960px;margin:2em auto}}
 table{{border-collapse:collapse;margin:1em 0}}td,th{{border:1px solid #999;padding:4px 8px}}
-td{{text-align:right}}img{{max-width:100%}}</style></head>
-<body><h1>EMERGE release</h1><p>{html.escape(intro)}</p>
-<h2>Statistics</h2>{"" if curated else '<p id="uncurated">This release is uncurated: no LLM judged its triples.</p>'}<div id="table2">{_html_table(TABLE2, t2)}</div>
-<h2>Operations</h2>{_html_table(ops_head, ops_rows)}{images}
-<h2>Validation</h2><p id="validation">{html.escape(validation)}</p></body></html>
+img{{max-width:100%}}pre{{background:#f4f4f4;padding:8px;overflow-x:auto}}</style></head>
+<body>{body}</body></html>
 """
     (out / CARD_HTML).write_text(page, encoding="utf-8")
-    files = [CARD, CARD_HTML, *(f"{PLOTS}/{p}" for p in plots)]
-    return files, [s.row() for s in stats]
+    return [CARD, CARD_HTML]
+
+
+def write_card(out: Path, snapshots: Sequence[str], kg_rows: dict[str, dict[str, int]],
+               validation: str, facts: CardFacts | None = None
+               ) -> tuple[list[str], list[dict[str, Any]]]:
+    """Write README.md, card.html and the plots; returns (files written, table rows)."""
+    prepared = prepare(out, snapshots, kg_rows)
+    files = render(out, prepared, validation, facts)
+    return files + [f"{PLOTS}/{p}" for p in prepared.plots], [s.row() for s in prepared.stats]
 
 
 def card_rows_of(manifest: dict[str, Any]) -> list[dict[str, Any]]:

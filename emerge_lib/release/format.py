@@ -161,10 +161,26 @@ def delta_file_name(snapshot: datetime | str, window: int, window_days: float) -
 #   human_annotation/*.jsonl                   human verdicts (emerge annotate import)
 #   kg_snapshots/kg_snapshot_D.tsv.gz          G_t as their TSV: head, relation, tail
 #   kg_snapshots/snapshot_D/<table>.parquet    G_t as our typed tables
+#
+# and ours beside them (typed copies for datasets, DuckDB, pandas, Croissant; the schema
+# is emerge_lib.release.schema's):
+#
+#   parquet/corpus/snapshot_D/delta_D.parquet          the corpus lines, typed
+#   parquet/evaluation_set/snapshot_D/delta_D.parquet  the evaluation lines, typed
+#   parquet/triples/snapshot_D/delta_D.parquet         the corpus lines' triples, a row each
+#   parquet/<table>.parquet                            a released catalog table (instances)
+#   croissant.json                                     the Croissant metadata
 CORPUS = "corpus"
 EVALUATION_SET = "evaluation_set"
 HUMAN_ANNOTATION = "human_annotation"
 KG_SNAPSHOTS = "kg_snapshots"
+PARQUET = "parquet"
+PARQUET_CORPUS = f"{PARQUET}/{CORPUS}"
+PARQUET_EVALUATION = f"{PARQUET}/{EVALUATION_SET}"
+PARQUET_TRIPLES = f"{PARQUET}/triples"
+#: each JSONL folder's typed twins: JSONL top folder → the Parquet folders of its lines
+#: (and, for the corpus, of its triples)
+PARQUET_TWINS = {CORPUS: (PARQUET_CORPUS, PARQUET_TRIPLES), EVALUATION_SET: (PARQUET_EVALUATION,)}
 
 
 def corpus_path(snapshot: datetime | str, window: int, window_days: float) -> str:
@@ -176,6 +192,21 @@ def evaluation_path(snapshot: datetime | str, window: int, window_days: float) -
     """``evaluation_set/snapshot_D/delta_D.jsonl``: a window's test lines."""
     return (f"{EVALUATION_SET}/{snapshot_dir_name(snapshot)}/"
             f"{delta_file_name(snapshot, window, window_days)}")
+
+
+def parquet_twin(jsonl_path: str, folder: str | None = None) -> str:
+    """The typed twin of a release JSONL file: ``corpus/snapshot_D/delta_D.jsonl`` →
+    ``parquet/corpus/snapshot_D/delta_D.parquet`` (or, with ``folder``, e.g.
+    ``PARQUET_TRIPLES``, that folder's file of the same snapshot and window)."""
+    top, rest = jsonl_path.split("/", 1)
+    if top not in PARQUET_TWINS or not rest.endswith(".jsonl"):
+        raise FormatError(f"{jsonl_path}: not a corpus or evaluation_set JSONL file")
+    return f"{folder or PARQUET_TWINS[top][0]}/{rest.removesuffix('.jsonl')}.parquet"
+
+
+def table_parquet_path(name: str) -> str:
+    """``parquet/<table>.parquet``: a released catalog table of every snapshot."""
+    return f"{PARQUET}/{name}.parquet"
 
 
 def kg_parquet_path(snapshot: datetime | str, table: str) -> str:

@@ -9,6 +9,12 @@ new ones from the same rows).
 The manifest holds no clock time, so rebuilding the same tables gives a byte-identical
 manifest, and ``version`` (a hash of the file list) names the content: publishing the same
 release twice is the same version, and a reader can tell two releases apart by it alone.
+The files that state the version (the card, README.md and card.html, and croissant.json:
+``SELF_DESCRIBING``) cannot be part of its hash, which would have to contain itself: they
+are listed and verified like every file, but the version names the rest (the data, the
+validation results, the plots, release.json). A card-only change therefore keeps the
+version, as a change of ``code_version`` does: publishing it again keeps the first
+publication's files of that version (docs/publishing.md).
 Pure: no engine, only the files and the values handed in.
 """
 
@@ -27,6 +33,8 @@ from emerge_lib.core.errors import EmergeError  # standard library only, as this
 
 SCHEMA_VERSION = 1
 MANIFEST = "manifest.json"
+#: the files that state the release's version, hence outside its hash (see above)
+SELF_DESCRIBING = frozenset({"README.md", "card.html", "croissant.json"})
 CHUNK = 1 << 20
 
 
@@ -126,15 +134,20 @@ def _rows(path: Path) -> int | None:
     return None
 
 
-def file_entries(out_dir: str | Path, paths: Iterable[str] | None = None) -> list[dict[str, Any]]:
+def file_entries(out_dir: str | Path, paths: Iterable[str] | None = None,
+                 known: Mapping[str, Mapping[str, Any]] | None = None) -> list[dict[str, Any]]:
     """``{path, bytes, sha256, rows}`` of the files ``paths`` (relative to ``out_dir``), or
-    of every file under it but the manifest and hidden or unfinished files; sorted."""
+    of every file under it but the manifest and hidden or unfinished files; sorted.
+    ``known``: entries computed before for files not written since (not hashed again)."""
     root = Path(out_dir)
     if paths is None:
         paths = [p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()
                  and not p.name.startswith(".") and not p.name.endswith(".tmp")]
     entries = []
     for rel in sorted(set(paths) - {MANIFEST}):
+        if known and rel in known:
+            entries.append(dict(known[rel]))
+            continue
         path = root / rel
         entries.append({"path": rel, "bytes": path.stat().st_size,
                         "sha256": sha256_file(path), "rows": _rows(path)})
@@ -143,9 +156,11 @@ def file_entries(out_dir: str | Path, paths: Iterable[str] | None = None) -> lis
 
 def content_version(files: Iterable[Mapping[str, Any]]) -> str:
     """The release's name from its content: 16 hex digits of sha256 over path and sha256
-    of every file."""
+    of every file but those that state the version (``SELF_DESCRIBING``)."""
     h = hashlib.sha256()
     for f in sorted(files, key=lambda f: f["path"]):
+        if f["path"] in SELF_DESCRIBING:
+            continue
         h.update(f"{f['path']}\t{f['sha256']}\n".encode())
     return h.hexdigest()[:16]
 
@@ -158,7 +173,7 @@ def config_hash(settings: Mapping[str, Any]) -> str:
 
 def code_version() -> str:
     """The package version, with the git commit when the code runs from a checkout."""
-    from emerge_lib import __version__
+    from emerge_lib.core.version import __version__
 
     head = Path(__file__).resolve().parent.parent / ".git"
     commit = None
@@ -179,21 +194,22 @@ def code_version() -> str:
     return f"{__version__}+g{commit[:12]}" if commit else __version__
 
 
-def build_manifest(out_dir: str | Path, paths: Iterable[str], *,
-                   meta: Mapping[str, Any]) -> dict[str, Any]:
+def build_manifest(out_dir: str | Path, paths: Iterable[str], *, meta: Mapping[str, Any],
+                   known: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
     """The manifest of the release files ``paths`` in ``out_dir`` (the files a release
-    wrote: a stray file in the folder is not part of it): ``meta`` (settings, dumps, …) plus the file list and the content version."""
-    files = file_entries(out_dir, paths)
+    wrote: a stray file in the folder is not part of it): ``meta`` (settings, dumps, …)
+    plus the file list and the content version (``known``: see :func:`file_entries`)."""
+    files = file_entries(out_dir, paths, known)
     return {"schema_version": SCHEMA_VERSION, "dataset": "EMERGE",
             "version": content_version(files), **meta, "files": files}
 
 
-def write_manifest(out_dir: str | Path, paths: Iterable[str], *,
-                   meta: Mapping[str, Any]) -> dict[str, Any]:
+def write_manifest(out_dir: str | Path, paths: Iterable[str], *, meta: Mapping[str, Any],
+                   known: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
     """Write ``manifest.json`` last (atomically: a reader sees the old one or the new one).
     A later step that adds files (validation results, the card) writes it again with
     ``paths`` = the manifest's files plus its own."""
-    manifest = build_manifest(out_dir, paths, meta=meta)
+    manifest = build_manifest(out_dir, paths, meta=meta, known=known)
     path = Path(out_dir) / MANIFEST
     tmp = path.with_name(f".{MANIFEST}.tmp")
     tmp.write_text(json.dumps(manifest, indent=1, sort_keys=True, ensure_ascii=False) + "\n",

@@ -8,8 +8,13 @@ Layout under the output folder (the authors' folders, ``emerge_lib.release.forma
     kg_snapshots/snapshot_D/kg_triples.parquet G_t: T_t, V_t, R_t of that snapshot
     kg_snapshots/snapshot_D/entities.parquet
     kg_snapshots/snapshot_D/relations.parquet
+    parquet/corpus/snapshot_D/delta_D.parquet  the corpus lines, typed (release.schema)
+    parquet/evaluation_set/snapshot_D/…        the evaluation lines, typed
+    parquet/triples/snapshot_D/delta_D.parquet the corpus lines' triples, a row each
     parquet/instances.parquet                  the released snapshots' instances
     release.json                               the files, snapshots, lines and operations
+    croissant.json, README.md, card.html       Croissant, the Hub's card (they state the
+                                               version: written after it is known)
 
 Only what is released is written (``TableSpec.released``): the internal timelines stay in
 the warehouse. Every table is read at the Delta version it had when the release started,
@@ -18,6 +23,11 @@ logged and returned (``ReleaseSummary.versions``), not written: a rerun that rew
 same rows makes new Delta versions, and the release's bytes (hence its manifest version)
 must not change with them. Files an earlier release left here that this one does not
 write are removed.
+
+Order: the data files, the validation results, the card's statistics and plots and
+release.json; then the version (the hash of those, ``manifest.content_version``);
+croissant.json, checked by mlcroissant when validation is on (``check_croissant``: one
+that does not hold fails the release); the card's text; the manifest last.
 
 The JSONL lines follow the authors' instance format (``emerge_lib.release.format``: field
 names, nesting, operation names, date-only dates) so their tooling reads ours, but with
@@ -38,6 +48,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import gzip
+import hashlib
 import json
 import logging
 import os
@@ -58,11 +69,17 @@ from emerge_lib.core.config import CurationSettings, PassageSettings, Validation
 from emerge_lib.core.errors import EmergeError
 from emerge_lib.core.schedule import SnapshotPlan
 from emerge_lib.curation.verdicts import assessments
-from emerge_lib.release.card import CARD, CARD_HTML, PLOTS, write_card
+from emerge_lib.release.card import CARD, CARD_HTML, PLOTS, CardFacts
+from emerge_lib.release.card import prepare as prepare_card
+from emerge_lib.release.card import render as render_card
+from emerge_lib.release.croissant import CROISSANT, write_croissant
 from emerge_lib.release.format import (
     CORPUS,
     EVALUATION_SET,
     KG_SNAPSHOTS,
+    PARQUET,
+    PARQUET_TRIPLES,
+    PARQUET_TWINS,
     FormatError,
     corpus_path,
     delta_file_name,
@@ -71,10 +88,21 @@ from emerge_lib.release.format import (
     hash_id,
     kg_parquet_path,
     kg_tsv_path,
+    parquet_twin,
     passage_record,
     snapshot_dir_name,
+    table_parquet_path,
 )
-from emerge_lib.release.manifest import MANIFEST, code_version, config_hash, write_manifest
+from emerge_lib.release.manifest import (
+    MANIFEST,
+    SELF_DESCRIBING,
+    code_version,
+    config_hash,
+    content_version,
+    file_entries,
+    write_manifest,
+)
+from emerge_lib.release.schema import lines_table, triples_table, write_table
 
 log = logging.getLogger(__name__)
 
@@ -154,7 +182,8 @@ def _selection(catalog: Catalog, snapshot: str, window: int, version: int | None
 
 def _write_window(
     catalog: Catalog,
-    paths: tuple[Path, Path | None],
+    out: Path,
+    rels: tuple[str, str | None],
     snapshot: str,
     window: int,
     window_days: float,
@@ -164,8 +193,9 @@ def _write_window(
     records: list[tuple[str, dict[str, Any]]] | None,
 ) -> tuple[int, int]:
     """Write one window's corpus JSONL (the kept lines) and, when the window was selected,
-    its evaluation-set JSONL; returns their numbers of lines. ``records`` collects what was
-    written (for the release suites), when given."""
+    its evaluation-set JSONL, each with its typed Parquet twin (and the corpus lines'
+    triples, a row each: ``emerge_lib.release.schema``); returns their numbers of lines.
+    ``records`` collects what was written (for the release suites), when given."""
     by_passage: dict[str, list[dict[str, Any]]] = defaultdict(list)
     versions = summary.versions
     instances = _window_rows(catalog, "instances", snapshot, window, versions["instances"])
@@ -192,7 +222,10 @@ def _write_window(
         (hash_id(snapshot, window, p["page_id"], pid), pid) for pid, p in passages.items()
         if fates[pid][0]
     )
-    corpus_path, eval_path = paths
+    corpus_rel, eval_rel = rels
+    corpus_path, eval_path = out / corpus_rel, out / eval_rel if eval_rel else None
+    kept: list[dict[str, Any]] = []
+    chosen: list[dict[str, Any]] = []
     ops: Counter[str] = Counter()
     drawn = 0
     with ExitStack() as stack:
@@ -215,15 +248,37 @@ def _write_window(
                 raise ReleaseError(str(exc)) from None
             line = dumps_line(record) + "\n"
             fh.write(line)
+            kept.append(record)
             if records is not None:
                 records.append((corpus_path.name, record))
             if eval_fh is not None and fates[pid][1]:
                 eval_fh.write(line)
+                chosen.append(record)
                 drawn += 1
             ops.update(r["op"] for r in rows)
+    try:
+        twins = [(corpus_rel, kept), *([(eval_rel, chosen)] if eval_rel else [])]
+        for rel, lines in twins:
+            table = _write_lines_parquet(out, parquet_twin(rel), lines)
+            summary.files.append(parquet_twin(rel))
+            summary.parquet_rows[parquet_twin(rel)] = table.num_rows
+            if rel == corpus_rel:
+                triples = parquet_twin(rel, PARQUET_TRIPLES)
+                with _atomic(out / triples) as tmp:
+                    summary.parquet_rows[triples] = write_table(tmp, triples_table(table))
+                summary.files.append(triples)
+    except FormatError as exc:
+        raise ReleaseError(str(exc)) from None
     for op, n in ops.items():
         summary.ops[op] = summary.ops.get(op, 0) + n
     return len(keyed), drawn
+
+
+def _write_lines_parquet(out: Path, rel: str, lines: list[dict[str, Any]]) -> pa.Table:
+    with _atomic(out / rel) as tmp:
+        table = lines_table(lines)
+        write_table(tmp, table)
+    return table
 
 
 #: Each released table's row order: a rebuild, on any engine or partitioning, writes the
@@ -309,11 +364,15 @@ def _ours(rel: str) -> bool:
     """Is this release-relative path one a release writes (and may therefore remove)?
     (``human_annotation/`` is not: it is the annotators', carried over as it is.)"""
     parts = rel.split("/")
-    if parts in ([LISTING], [CARD], [CARD_HTML]) or parts[0] == VALIDATION:
+    if parts in ([LISTING], [CARD], [CARD_HTML], [CROISSANT]) or parts[0] == VALIDATION:
         return True
+    if len(parts) == 4 and parts[0] == PARQUET:  # parquet/<kind>/snapshot_D/delta_D.parquet
+        twins = {folder for folders in PARQUET_TWINS.values() for folder in folders}
+        return f"{parts[0]}/{parts[1]}" in twins and parts[2].startswith("snapshot_") and \
+            parts[3].startswith("delta_") and parts[3].endswith(".parquet")
     if len(parts) == 2:
         folder, name = parts
-        if folder == "parquet":
+        if folder == PARQUET:
             return name.endswith(".parquet") and name.removesuffix(".parquet") in TABLES
         if folder == PLOTS:
             return name.endswith(".png")
@@ -470,9 +529,8 @@ def _write_into(catalog: Catalog, out: Path, plans: Sequence[SnapshotPlan],
         for w in plan.windows:
             rel = corpus_path(snap, w.k, plan.window_days)
             eval_rel = evaluation_path(snap, w.k, plan.window_days) if selected else None
-            n, drawn = _write_window(catalog, (out / rel, out / eval_rel if eval_rel else None),
-                                     snap, w.k, plan.window_days, settings, summary, curation,
-                                     mine)
+            n, drawn = _write_window(catalog, out, (rel, eval_rel), snap, w.k,
+                                     plan.window_days, settings, summary, curation, mine)
             summary.files.append(rel)
             summary.lines[rel] = n
             if eval_rel:
@@ -491,7 +549,7 @@ def _write_into(catalog: Catalog, out: Path, plans: Sequence[SnapshotPlan],
 
     dropped = _dropped(catalog, keys, summary.versions["selection"])
     for name in sorted(n for n, s in TABLES.items() if s.released and n not in KG_SNAPSHOT_TABLES):
-        rel = f"parquet/{name}.parquet"
+        rel = table_parquet_path(name)
         summary.parquet_rows[rel] = _write_parquet(catalog, name, out / rel, keys,
                                                    summary.versions[name], dropped)
         summary.files.append(rel)
@@ -507,10 +565,12 @@ def _write_into(catalog: Catalog, out: Path, plans: Sequence[SnapshotPlan],
                               "not validated, not publishable"}
     kg_rows = {snap: {name: summary.parquet_rows[kg_parquet_path(snap, name)]
                       for name in KG_SNAPSHOT_TABLES} for snap in keys}
-    card_files, summary.card = write_card(out, keys, kg_rows, _validation_line(
-        summary.validation))
-    summary.files += card_files
-    summary.files.append(LISTING)
+    # the card's statistics and plots, then the listing: what the version names; then
+    # the files that state the version (croissant.json, the card) and the manifest
+    prepared = prepare_card(out, keys, kg_rows)
+    summary.card = [s.row() for s in prepared.stats]
+    summary.files += [f"{PLOTS}/{p}" for p in prepared.plots]
+    summary.files += [CROISSANT, CARD, CARD_HTML, LISTING]
     listing = {"snapshots": keys, "files": [f for f in summary.files if f != LISTING],
                "lines": summary.lines, "parquet_rows": summary.parquet_rows,
                "ops": dict(sorted(summary.ops.items())),
@@ -519,29 +579,88 @@ def _write_into(catalog: Catalog, out: Path, plans: Sequence[SnapshotPlan],
                "left_out": dict(sorted(summary.left_out.items()))}
     with _atomic(out / LISTING) as tmp:
         tmp.write_text(json.dumps(listing, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    summary.manifest = write_manifest(out, summary.files, meta=_manifest_meta(
-        catalog, summary, dataset_settings or {}))
+    known = {e["path"]: e for e in file_entries(
+        out, [f for f in summary.files if f not in SELF_DESCRIBING])}
+    version = content_version(known.values())
+    settings_of = dict(dataset_settings or {})
+    judges = _curation_record(catalog, keys, summary.versions.get("verdicts"), curation)
+    dumps = _dumps(catalog, summary.versions.get("ingested_files"))
+    write_croissant(out, list(known.values()), version=version, settings=settings_of,
+                    dumps=dumps, snapshots=keys, judges=judges)
+    if report is not None:
+        from emerge_lib.validation.validate import check_croissant
+
+        report.add_croissant(check_croissant(out, known, CROISSANT))
+        summary.validation = report.manifest
+    meta = _manifest_meta(summary, settings_of, dumps, judges)
+    render_card(out, prepared, _validation_line(summary.validation), CardFacts(
+        version=version, code_version=meta["code_version"], settings=settings_of,
+        settings_sha256=meta["settings_sha256"], dumps=dumps, judges=judges,
+        validation=summary.validation))
+    summary.manifest = write_manifest(out, summary.files, meta=meta, known=known)
+    if summary.manifest["version"] != version:  # the card and croissant.json state it
+        raise ReleaseError(f"release {out}: its version changed while the card was written "
+                           f"({version} → {summary.manifest['version']})")
     return summary, report
 
 
 def _validation_line(verdict: Mapping[str, Any]) -> str:
     if verdict.get("success"):
-        return ("Every snapshot passed its table suites on the rows released, and the release "
-                "files passed theirs: validation/results.json, Data Docs under validation/.")
+        return ("Every snapshot passed its table suites on the rows released, the release "
+                "files passed theirs, and croissant.json validates with mlcroissant: "
+                "validation/results.json, Data Docs under validation/.")
     return f"Not publishable: {verdict.get('reason', 'a suite failed')}."
 
 
-def _manifest_meta(catalog: Catalog, summary: ReleaseSummary,
-                   dataset_settings: Mapping[str, Any]) -> dict[str, Any]:
-    """What made the release: the dump files (with their sha1), the dataset-defining
-    settings and their hash, the code version, the validation verdict and the card's
-    statistics (not the Delta versions read: a rerun changes them, not the release)."""
-    version = summary.versions.get("ingested_files")
-    dumps = [] if version is None else sorted(
+def _dumps(catalog: Catalog, version: int | None) -> list[dict[str, Any]]:
+    """The dump files the warehouse was built from, with their sha1."""
+    return [] if version is None else sorted(
         ({"wiki": r["wiki"], "dump_date": r["dump_date"], "file": r["dump_file"],
           "bytes": r["bytes"], "sha1": r["sha1"]}
          for r in catalog.read_arrow("ingested_files", version=version).to_pylist()),
         key=lambda d: (d["wiki"], d["dump_date"], d["file"]))
+
+
+def _curation_record(catalog: Catalog, snapshots: Sequence[str], version: int | None,
+                     settings: CurationSettings) -> list[dict[str, Any]]:
+    """Who judged the released snapshots' triples: per model, route, prompt type and
+    served model, the verdicts recorded (YES, NO, UNPARSED), the prompt template's
+    sha256, and, for a configured route, its backend and quantization."""
+    if version is None:
+        return []
+    from emerge_lib.curation.prompts import TEMPLATES
+
+    rows = catalog.read_arrow("verdicts", columns=["snapshot", "llm_name", "judge",
+                                                   "prompt_type", "served_model", "verdict"],
+                              version=version).to_pylist()
+    counts: dict[tuple[str, str, str, str], Counter[str]] = defaultdict(Counter)
+    for r in rows:
+        if r["snapshot"] in snapshots:
+            key = (r["llm_name"], r["judge"] or "", r["prompt_type"], r["served_model"] or "")
+            counts[key][r["verdict"]] += 1
+    out = []
+    for (name, judge, prompt_type, served), verdicts in sorted(counts.items()):
+        route = settings.route(judge) if judge in ("additions", "deprecations") else None  # type: ignore[arg-type]
+        mine = route is not None and route.name == name
+        template = TEMPLATES.get(prompt_type)
+        out.append({"llm_name": name, "judge": judge or None, "prompt_type": prompt_type,
+                    "served_model": served or None,
+                    "backend": route.backend if mine else None,
+                    "quantization": route.quantization if mine else None,
+                    "template_sha256": hashlib.sha256(template.encode()).hexdigest()
+                    if template else None,
+                    "verdicts": dict(sorted(verdicts.items()))})
+    return out
+
+
+def _manifest_meta(summary: ReleaseSummary, dataset_settings: Mapping[str, Any],
+                   dumps: list[dict[str, Any]], judges: list[dict[str, Any]]
+                   ) -> dict[str, Any]:
+    """What made the release: the dump files (with their sha1), the dataset-defining
+    settings and their hash, the code version, the curation record (the judges), the
+    validation verdict and the card's statistics (not the Delta versions read: a rerun
+    changes them, not the release)."""
     return {"code_version": code_version(),
             "settings": dict(dataset_settings), "settings_sha256": config_hash(dataset_settings),
-            "dumps": dumps, "validation": summary.validation, "card": summary.card}
+            "dumps": dumps, "curation": {"judges": judges}, "validation": summary.validation,
+            "card": summary.card}

@@ -16,6 +16,7 @@ from emerge_lib.catalog import Catalog, spec
 from emerge_lib.release import writer
 from emerge_lib.release.format import (
     MENTION_FIELDS,
+    PARQUET_TRIPLES,
     QUALIFIER_FIELDS,
     RELEASE_FIELDS,
     TRIPLE_FIELDS,
@@ -23,9 +24,11 @@ from emerge_lib.release.format import (
     authors_timestamp_to_utc,
     dumps_line,
     hash_id,
+    parquet_twin,
     passage_record,
 )
 from emerge_lib.release.manifest import MANIFEST, read_manifest, verify_release
+from emerge_lib.release.schema import lines_table, read_jsonl
 from emerge_lib.release.writer import LISTING, ReleaseError
 
 SNAP = "2024-01-01T00:00:00Z"
@@ -288,8 +291,17 @@ def test_only_released_tables_at_pinned_versions(released, warehouse: Catalog) -
     tsv = gzip.decompress((out / "kg_snapshots" / "kg_snapshot_2024-01-01.tsv.gz").read_bytes())
     assert [tuple(row.split("\t")) for row in tsv.decode().splitlines()] == sorted(
         (r["s"], r["p"], r["o"]) for r in pq.read_table(snap / "kg_triples.parquet").to_pylist())
-    # internal tables (timelines, stable_statements, passages) stay in the warehouse
-    assert sorted(p.name for p in (out / "parquet").iterdir()) == ["instances.parquet"]
+    # internal tables (timelines, stable_statements, passages) stay in the warehouse; beside
+    # instances, parquet/ holds the lines' typed twins and their triples
+    assert sorted(p.name for p in (out / "parquet").iterdir()) == [
+        "corpus", "instances.parquet", "triples"]
+    for rel in ("corpus/snapshot_2024-01-01/delta_2024-01-08.jsonl",
+                "corpus/snapshot_2024-01-01/delta_2024-01-15.jsonl"):
+        twin = pq.read_table(out / parquet_twin(rel))
+        assert twin.equals(lines_table(read_jsonl(out / rel)))  # the same lines, typed
+        assert pq.read_table(out / parquet_twin(rel, PARQUET_TRIPLES)).num_rows == sum(
+            len(r["tkgu_triples"]) for r in read_jsonl(out / rel))
+        assert summary["parquet_rows"][parquet_twin(rel)] == summary["lines"][rel]
     assert pq.read_table(out / "parquet" / "instances.parquet").num_rows == 7
     assert pq.read_schema(out / "parquet" / "instances.parquet").equals(spec("instances").schema)
     assert summary["parquet_rows"]["parquet/instances.parquet"] == 7
@@ -315,6 +327,11 @@ def test_a_rerun_removes_what_it_no_longer_releases(warehouse: Catalog, tmp_path
     mine.write_text("keep")
     listing = release_to(warehouse, tmp_path, windows=1)
     assert not (tmp_path / "corpus" / "snapshot_2024-01-01" / "delta_2024-01-15.jsonl").exists()
+    for twin in ("corpus", "triples"):  # and its typed twins
+        assert not (tmp_path / "parquet" / twin / "snapshot_2024-01-01" /
+                    "delta_2024-01-15.parquet").exists()
+    assert (tmp_path / "parquet" / "corpus" / "snapshot_2024-01-01" /
+            "delta_2024-01-08.parquet").exists()
     assert not old_layout.exists() and mine.read_text() == "keep"
     assert (tmp_path / "corpus" / "snapshot_2024-01-01" / "delta_2024-01-08.jsonl").exists()
     assert "corpus/snapshot_2024-01-01/delta_2024-01-15.jsonl" not in listing["files"]

@@ -1,6 +1,7 @@
 """emerge publish / emerge download against a real S3 server (SeaweedFS on 127.0.0.1):
 round trip, resume both ways, corruption, credentials, a missing bucket, the validation
-gate, republishing, publishers racing on ``latest``, and the download filters."""
+gate, republishing, publishers racing on ``latest``, the download filters, and
+``load_release`` / ``emerge query`` on a published release (fetched once into a cache)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 from s3kit import (
     BUCKET,
     LEAKED_KEYS,
+    PASSED,
     PUBLIC_BUCKET,
     client_of,
     keys,
@@ -539,3 +541,62 @@ def test_a_consumer_pins_the_version_they_reviewed(s3_server: Any, tmp_path: Pat
     assert main(["download", "--from", to, "--to", str(tmp_path / "d3"),
                  "--manifest-sha256", sha]) == 1
     assert "you pinned" in capsys.readouterr().err
+
+
+def test_load_release_fetches_a_published_release_once(s3_server: Any, tmp_path: Path,
+                                                       capsys) -> None:
+    """``load_release("s3://…")``: the latest version fetched verified into the cache, read
+    as the local folder reads; later calls ask only for ``latest`` and the manifest, and
+    take well under 2 s; a pinned version already cached sends no request; a snapshot asks
+    for that snapshot's files only; ``emerge query`` reads the same release."""
+    import time
+
+    from hubkit import SNAPS, build_release, check_load_release, jsonl_truth, line
+
+    from emerge_lib.hub import load_release, version_of
+
+    a = line(SNAPS[0], 1, "a", [("E", "Q1", "Q2"), ("X", "Q1", "Q3")], verdict=True)
+    b = line(SNAPS[0], 1, "b", [("D", "Q2", "Q3")])
+    c = line(SNAPS[1], 1, "c", [("EE", "Q9", "Q1")])
+    release = build_release(tmp_path / "release", {(SNAPS[0], 1): [a, b], (SNAPS[1], 1): [c]},
+                            {(SNAPS[0], 1): [b]}, meta={"validation": PASSED})
+    url = f"s3://{BUCKET}/hub"
+    version = publish(release, url, client_of(s3_server), tmp_path).version
+    client, cache = client_of(s3_server, "reader"), tmp_path / "cache"
+    requests = watch(client)
+    first = load_release(url, format="arrow", cache_dir=cache, client=client)
+    assert first.equals(load_release(release, format="arrow")) and version_of(first) == version
+    folder = cache / BUCKET / "hub" / version
+    # latest, the manifest (read again by the download it hands the version to), each file
+    assert verify_release(folder).ok and requests.ops["GetObject"] == 3 + len(
+        read_manifest(release)["files"])
+    timings = []
+    for _ in range(3):
+        before = requests.ops["GetObject"]
+        started = time.perf_counter()
+        again = load_release(url, cache_dir=cache, client=client)
+        timings.append(time.perf_counter() - started)
+        assert requests.ops["GetObject"] - before == 2  # latest and the manifest
+    assert again.num_rows == 3 and version_of(again) == version and max(timings) < 2.0
+    before = sum(requests.ops.values())
+    pinned = load_release(f"{url}/v/{version}", kind="triples", format="pandas",
+                          cache_dir=cache, client=client)
+    assert len(pinned) == 4 and sum(requests.ops.values()) == before
+    check_load_release(url, jsonl_truth(release), cache_dir=cache, client=client)
+    # one snapshot into a fresh cache: its files only
+    one = load_release(url, snapshot="2024-04-01", format="pandas",
+                       cache_dir=tmp_path / "one", client=client)
+    assert list(one["hash_id"]) == [c["hash_id"]]
+    fetched = {p.relative_to(tmp_path / "one" / BUCKET / "hub" / version).as_posix()
+               for p in (tmp_path / "one").rglob("*") if p.is_file()}
+    assert fetched and all("2024-04-01" in p or p == MANIFEST for p in fetched)
+    cli_env_for_reader = s3_server.environment("reader")
+    with pytest.MonkeyPatch.context() as env:
+        for name, value in cli_env_for_reader.items():
+            env.setenv(name, value)
+        env.setenv("EMERGE__S3__ENDPOINT_URL", s3_server.endpoint_url)
+        assert main(["query", "--release", url, "--cache-dir", str(cache), "--format", "csv",
+                     "SELECT operation, count(*) AS n FROM operations GROUP BY ALL "
+                     "ORDER BY ALL"]) == 0
+    assert capsys.readouterr().out == "operation,n\nd-triples,1\ne-triples,1\nee-triples,1\n" \
+        "x-triples,1\n"

@@ -95,3 +95,16 @@ def test_a_server_that_lists_its_model_but_fails_to_generate_is_stopped(
         launch(tmp_path, "500")
     assert "\n" not in str(info.value)
     assert started and started[0].poll() is not None  # stopped, not left running
+
+
+def test_the_local_server_routes_record_its_weights_quantization() -> None:
+    """A release curated by the local server names SmolLM2 and its GGUF type as the judge
+    (the card and croissant.json state it): the configuration the overrides give."""
+    from emerge_lib.core.config import load_config
+
+    server = local_server.LocalServer(process=None, url="http://127.0.0.1:1/v1")  # type: ignore[arg-type]
+    cfg = load_config(overrides={"curation": server.curation_overrides()})
+    assert local_server.MODEL_FILE.endswith(".Q4_1.gguf")
+    for route in (cfg.curation.additions, cfg.curation.deprecations):
+        assert (route.name, route.backend, route.quantization) == (
+            local_server.MODEL_ALIAS, "llamacpp", "GGUF Q4_1")

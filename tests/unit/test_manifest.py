@@ -12,6 +12,7 @@ import pytest
 
 from emerge_lib.release.manifest import (
     MANIFEST,
+    SELF_DESCRIBING,
     ManifestError,
     check_files,
     inside,
@@ -57,8 +58,25 @@ def test_the_version_names_the_content(tmp_path: Path) -> None:
     text = (root / MANIFEST).read_text()
     assert write_manifest(root, FILES, meta={})["version"] == first["version"]
     assert (root / MANIFEST).read_text() == text  # no clock in it: byte-identical
-    (root / "README.md").write_text("# card, changed\n")
+    (root / "snapshot_2024-01-01" / "delta_2024-01-08.jsonl").write_text('{"a":3}\n')
     assert write_manifest(root, FILES, meta={})["version"] != first["version"]
+
+
+def test_the_files_that_state_the_version_are_outside_its_hash(tmp_path: Path) -> None:
+    """The card and croissant.json state the version, so they cannot be part of its hash:
+    changing them keeps the version, yet they are listed and verified like every file."""
+    root = release(tmp_path)
+    (root / "croissant.json").write_text("{}\n")
+    files = [*FILES, "croissant.json"]
+    first = write_manifest(root, files, meta={})
+    assert {"README.md", "card.html", "croissant.json"} == SELF_DESCRIBING
+    (root / "README.md").write_text("# card, version 0123 stated\n")
+    (root / "croissant.json").write_text('{"version": "0123"}\n')
+    second = write_manifest(root, files, meta={})
+    assert second["version"] == first["version"]
+    assert second["files"] != first["files"]  # their sha256 are recorded all the same
+    (root / "README.md").write_text("# tampered\n")
+    assert verify_release(root).mismatched == ["README.md"]
 
 
 def test_verification_names_what_differs(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ HEAVY = {"pysail", "pyspark-client", "deltalake", "apache-airflow", "great-expec
 #: import name -> distribution name, where they differ
 DIST = {"yaml": "pyyaml", "pyspark": "pyspark-client", "indexed_bzip2": "indexed-bzip2",
         "great_expectations": "great-expectations", "airflow": "apache-airflow",
-        "sentence_transformers": "sentence-transformers"}
+        "sentence_transformers": "sentence-transformers", "markdown_it": "markdown-it-py"}
 
 
 def names(requirements: list[str]) -> set[str]:
@@ -39,6 +39,7 @@ def test_the_core_and_the_scorer_bring_no_engine_and_no_airflow() -> None:
     core = names(PROJECT["dependencies"])
     assert core and not core & HEAVY
     assert not (core | extra("eval")) & HEAVY
+    assert not (core | extra("hub")) & HEAVY  # a researcher reading a release
     assert {"pysail", "pyspark-client", "deltalake"} <= extra("build")
     assert {"apache-airflow", "pysail"} <= extra("airflow")
     assert extra("all") >= HEAVY

@@ -1,0 +1,44 @@
+"""``emerge diff``: the lines one release adds, removes and changes against another."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    from emerge_lib.commands.query import add_release_flags
+
+    p = sub.add_parser(
+        "diff",
+        help="lines added, removed and changed between two releases (by hash_id)",
+        description=(
+            "Compare two releases (folders, or s3://BUCKET/PREFIX[/v/VERSION] fetched "
+            "verified into a cache) line by line by hash_id, the corpus and the evaluation "
+            "set each on its own: per snapshot, the lines added, removed, changed (with the "
+            "fields that differ) and unchanged. See docs/using-a-release.md."
+        ),
+    )
+    p.add_argument("--old", required=True, metavar="REL", help="the earlier release")
+    p.add_argument("--new", required=True, metavar="REL", help="the later release")
+    p.add_argument("--list", action="store_true",
+                   help="also every line that differs: state, section, file, hash_id, fields")
+    p.add_argument("--json", action="store_true", help="the whole report as JSON")
+    add_release_flags(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import json
+
+    from emerge_lib.commands.query import open_source
+    from emerge_lib.hub.diff import diff_releases
+
+    report = diff_releases(open_source(args, args.old), open_source(args, args.new))
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=1))
+        return 0
+    print(report.brief())
+    if args.list:
+        for c in report.changes:
+            print("\t".join([c.state, c.section, c.path, c.hash_id, ",".join(c.fields)]))
+    return 0

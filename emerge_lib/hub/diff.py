@@ -1,0 +1,126 @@
+"""``emerge diff``: what one release adds, removes and changes against another, line by
+line, by ``hash_id`` (stable: the same snapshot, window, page and paragraph always have
+the same id), so a quarter's extension says what it added.
+
+Both releases' JSONL lines are compared (the corpus and the evaluation set, each on its
+own), byte for byte per ``hash_id``: *added* (only in the new release), *removed* (only
+in the old), *changed* (in both, other bytes; with the top-level fields that differ, e.g.
+``tkgu_triples`` after a new curation), *unchanged*. Either side may be a folder or an S3
+release (``emerge_lib.hub.release``).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from emerge_lib.hub.release import OpenRelease
+from emerge_lib.release.format import CORPUS, EVALUATION_SET, FormatError
+
+SECTIONS = (CORPUS, EVALUATION_SET)
+STATES = ("added", "removed", "changed", "unchanged")
+
+
+@dataclass(frozen=True)
+class LineChange:
+    state: str  # added, removed or changed
+    section: str  # corpus or evaluation_set
+    path: str  # the JSONL file (the new release's, the old one's for a removed line)
+    hash_id: str
+    fields: tuple[str, ...] = ()  # changed: the top-level fields that differ
+
+
+@dataclass
+class DiffReport:
+    old: str
+    new: str
+    old_version: str
+    new_version: str
+    counts: dict[str, dict[str, Counter[str]]] = field(default_factory=dict)  # section → snapshot → state → n
+    changes: list[LineChange] = field(default_factory=list)
+
+    def totals(self, section: str) -> Counter[str]:
+        out: Counter[str] = Counter()
+        for c in self.counts.get(section, {}).values():
+            out.update(c)
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"old": {"source": self.old, "version": self.old_version},
+                "new": {"source": self.new, "version": self.new_version},
+                "counts": {s: {snap: {k: c.get(k, 0) for k in STATES}
+                               for snap, c in sorted(snaps.items())}
+                           for s, snaps in self.counts.items()},
+                "changes": [{"state": c.state, "section": c.section, "path": c.path,
+                             "hash_id": c.hash_id, "fields": list(c.fields)}
+                            for c in self.changes]}
+
+    def brief(self) -> str:
+        head = f"emerge diff {self.old_version} → {self.new_version}"
+        rows = []
+        for section in SECTIONS:
+            for snap, c in sorted(self.counts.get(section, {}).items()):
+                rows.append(f"  {section:<15} {snap}  " + "  ".join(
+                    f"{k} {c.get(k, 0):,}" for k in STATES))
+            t = self.totals(section)
+            if self.counts.get(section):
+                rows.append(f"  {section:<15} {'all':<10}  " + "  ".join(
+                    f"{k} {t.get(k, 0):,}" for k in STATES))
+        return "\n".join([head, *rows])
+
+
+def _lines(release: OpenRelease, section: str) -> dict[str, tuple[str, bytes]]:
+    """hash_id → (its file, its line's bytes) of one section of a release."""
+    out: dict[str, tuple[str, bytes]] = {}
+    for path in release.files(f"{section}/snapshot_*/delta_*.jsonl"):
+        rel = path.relative_to(release.root).as_posix()
+        with open(path, "rb") as fh:
+            for n, line in enumerate(fh, start=1):
+                line = line.rstrip(b"\n")
+                if not line.strip():
+                    continue
+                try:
+                    hid = orjson.loads(line)["hash_id"]
+                except (orjson.JSONDecodeError, KeyError, TypeError):
+                    raise FormatError(f"{path}:{n}: not a release line (no hash_id)") from None
+                if hid in out:
+                    raise FormatError(f"{path}:{n}: hash_id {hid} also in {out[hid][0]}")
+                out[hid] = (rel, line)
+    return out
+
+
+def _snapshot(path: str) -> str:
+    return path.split("/")[1].removeprefix("snapshot_")
+
+
+def _fields(old: bytes, new: bytes) -> tuple[str, ...]:
+    a, b = orjson.loads(old), orjson.loads(new)
+    return tuple(k for k in dict.fromkeys([*a, *b]) if a.get(k) != b.get(k))
+
+
+def diff_releases(old: OpenRelease, new: OpenRelease) -> DiffReport:
+    """The lines ``new`` adds, removes and changes against ``old`` (see the module doc)."""
+    report = DiffReport(old.source, new.source, old.version, new.version)
+    for section in SECTIONS:
+        before, after = _lines(old, section), _lines(new, section)
+        counts: dict[str, Counter[str]] = {}
+        for hid in sorted(set(before) | set(after)):
+            if hid not in before:
+                path, state, fields = after[hid][0], "added", ()
+            elif hid not in after:
+                path, state, fields = before[hid][0], "removed", ()
+            elif before[hid][1] != after[hid][1]:
+                path, state = after[hid][0], "changed"
+                fields = _fields(before[hid][1], after[hid][1])
+            else:
+                path, state, fields = after[hid][0], "unchanged", ()
+            counts.setdefault(_snapshot(path), Counter())[state] += 1
+            if state != "unchanged":
+                report.changes.append(LineChange(state, section, path, hid, fields))
+        if counts:
+            report.counts[section] = counts
+    report.changes.sort(key=lambda c: (c.section, c.path, c.state, c.hash_id))
+    return report

@@ -1,0 +1,122 @@
+"""``emerge query``: SQL over a release's typed Parquet with DuckDB, for quick questions.
+
+Views (each only when the release has its files):
+
+- ``lines``: the corpus lines (``parquet/corpus/``), with ``snapshot`` and ``delta_end``
+  (``delta_dates[1]``, ``delta_dates[2]``) in front;
+- ``evaluation``: the evaluation set's lines, the same columns;
+- ``triples``: one row per TKGU triple of a corpus line (``parquet/triples/``);
+- ``operations``: one row per (triple, operation): ``operation`` in front of the triple;
+- ``evaluation_triples``, ``evaluation_operations``: the same for the evaluation lines;
+- ``kg_triples``, ``entities``, ``relations``: the KG snapshots; ``instances``.
+
+``SELECT operation, count(*) FROM operations GROUP BY ALL`` counts the corpus's
+instances per operation; ``SELECT * FROM lines WHERE hash_id = '…'`` shows a passage.
+The views read the manifest's files (an explicit list, not a glob of the folder), so a
+stray file is never read. DuckDB runs single-threaded here when asked (``threads``).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from emerge_lib.core.errors import EmergeError
+from emerge_lib.hub.release import OpenRelease
+from emerge_lib.release.format import (
+    KG_SNAPSHOTS,
+    PARQUET_CORPUS,
+    PARQUET_EVALUATION,
+    PARQUET_TRIPLES,
+    table_parquet_path,
+)
+
+LINE_COLUMNS = "delta_dates[1] AS snapshot, delta_dates[2] AS delta_end, *"
+
+
+class QueryError(EmergeError, ValueError):
+    """The SQL did not run (DuckDB's message, on one line)."""
+
+
+def connect(release: OpenRelease, threads: int | None = None) -> Any:
+    """A DuckDB connection with the release's views (see the module docstring)."""
+    import duckdb
+
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    if threads:
+        con.execute(f"SET threads = {int(threads)}")
+
+    def view(name: str, pattern: str, project: str | None = None) -> bool:
+        files = [str(f) for f in release.files(pattern)]
+        if not files:
+            return False
+        relation = con.read_parquet(files)
+        (relation.project(project) if project else relation).create_view(name)
+        return True
+
+    view("lines", f"{PARQUET_CORPUS}/snapshot_*/delta_*.parquet", LINE_COLUMNS)
+    has_evaluation = view("evaluation", f"{PARQUET_EVALUATION}/snapshot_*/delta_*.parquet",
+                          LINE_COLUMNS)
+    if view("triples", f"{PARQUET_TRIPLES}/snapshot_*/delta_*.parquet"):
+        con.execute("CREATE VIEW operations AS "
+                    "SELECT unnest(tkgu_operations) AS operation, * FROM triples")
+        if has_evaluation:
+            con.execute("CREATE VIEW evaluation_triples AS SELECT * FROM triples "
+                        "WHERE hash_id IN (SELECT hash_id FROM evaluation)")
+            con.execute("CREATE VIEW evaluation_operations AS SELECT unnest(tkgu_operations) "
+                        "AS operation, * FROM evaluation_triples")
+    for table in ("kg_triples", "entities", "relations"):
+        view(table, f"{KG_SNAPSHOTS}/snapshot_*/{table}.parquet")
+    view("instances", table_parquet_path("instances"))
+    return con
+
+
+def run(release: OpenRelease, sql: str, threads: int | None = None
+        ) -> tuple[list[str], list[tuple[Any, ...]]]:
+    """Run ``sql`` over the release's views: (column names, rows)."""
+    import duckdb
+
+    con = connect(release, threads)
+    try:
+        result = con.sql(sql)
+        if result is None:  # a statement without rows
+            return [], []
+        return list(result.columns), result.fetchall()
+    except duckdb.Error as exc:
+        raise QueryError(" ".join(str(exc).split())) from None
+    finally:
+        con.close()
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return "NULL"
+    if isinstance(value, list | dict):
+        return json.dumps(value, ensure_ascii=False, default=str)
+    return str(value)
+
+
+def render(columns: Sequence[str], rows: Sequence[Sequence[Any]], fmt: str = "table",
+           width: int = 60) -> str:
+    """The result as a fixed-width table (cells cut at ``width`` characters), CSV, or JSON
+    lines."""
+    if fmt == "csv":
+        buf = io.StringIO()
+        writer = csv.writer(buf, lineterminator="\n")
+        writer.writerow(columns)
+        writer.writerows([[_text(v) for v in row] for row in rows])
+        return buf.getvalue()
+    if fmt == "json":
+        return "".join(json.dumps(dict(zip(columns, row, strict=True)), ensure_ascii=False,
+                                  default=str) + "\n" for row in rows)
+    cells = [list(columns)] + [[_text(v) for v in row] for row in rows]
+    cells = [[c if len(c) <= width else c[: width - 1] + "…" for c in row] for row in cells]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(columns))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
+             for row in cells]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines) + f"\n({len(rows)} row{'s' if len(rows) != 1 else ''})\n"

@@ -1,0 +1,248 @@
+"""What every built release must answer to, whoever reads it: ``datasets.load_dataset``
+over the folder, DuckDB over its Parquet, mlcroissant over croissant.json, the Hub card's
+YAML, and ``load_release``; each compared with the release's own JSONL, the truth a
+reader of the authors' files sees. Shared by the e2e and system tests (a release built
+from a world, the demo's, one downloaded back from S3)."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from itertools import islice
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from emerge_lib.release.card import split_name
+from emerge_lib.release.croissant import CROISSANT, write_croissant
+from emerge_lib.release.format import (
+    PARQUET_TRIPLES,
+    corpus_path,
+    dumps_line,
+    evaluation_path,
+    kg_parquet_path,
+    parquet_twin,
+    passage_record,
+)
+from emerge_lib.release.manifest import (
+    content_version,
+    file_entries,
+    read_manifest,
+    write_manifest,
+)
+from emerge_lib.release.schema import write_lines
+
+
+@dataclass
+class Truth:
+    """A release's JSONL, counted: per snapshot folder, lines; per operation, instances."""
+
+    lines: Counter[str] = field(default_factory=Counter)  # snapshot_D → corpus lines
+    evaluation: Counter[str] = field(default_factory=Counter)  # snapshot_D → evaluation lines
+    ops: Counter[str] = field(default_factory=Counter)  # corpus: operation name → instances
+    evaluation_ops: Counter[str] = field(default_factory=Counter)
+    triples: int = 0  # corpus triples
+    hash_ids: set[str] = field(default_factory=set)
+
+
+def jsonl_truth(release: Path) -> Truth:
+    truth = Truth()
+    for section, lines, ops in (("corpus", truth.lines, truth.ops),
+                                ("evaluation_set", truth.evaluation, truth.evaluation_ops)):
+        for path in sorted(release.glob(f"{section}/snapshot_*/delta_*.jsonl")):
+            for line in path.read_text(encoding="utf-8").splitlines():
+                record = json.loads(line)
+                lines[path.parent.name] += 1
+                for t in record["tkgu_triples"]:
+                    ops.update(t["tkgu_operations"])
+                if section == "corpus":
+                    truth.triples += len(record["tkgu_triples"])
+                    truth.hash_ids.add(record["hash_id"])
+    return truth
+
+
+def check_datasets(release: Path, truth: Truth, cache: Path) -> dict[str, int]:
+    """``datasets.load_dataset(RELEASE)``: the default config has a split per snapshot and
+    ``test``, each with as many rows as its JSONL lines; the triples config one row per
+    triple. Returns rows per split."""
+    import datasets
+
+    loaded = datasets.load_dataset(str(release), cache_dir=str(cache))
+    want = {split_name(snap): n for snap, n in truth.lines.items()}
+    if truth.evaluation:
+        want["test"] = sum(truth.evaluation.values())
+    got = {name: split.num_rows for name, split in loaded.items()}
+    assert got == want, (got, want)
+    triples = datasets.load_dataset(str(release), "triples", cache_dir=str(cache))
+    assert sum(s.num_rows for s in triples.values()) == truth.triples
+    first = next(iter(loaded.values()))
+    triple = first.features["tkgu_triples"].feature  # typed, not inferred
+    assert triple["qualifier_info"]["qualifier_date"].dtype == "date32"
+    assert triple["llm_assessment"].feature["llm_assessment"].dtype == "bool"
+    return got
+
+
+def check_duckdb(release: Path, truth: Truth) -> dict[str, int]:
+    """DuckDB's counts per operation equal the JSONL's, the corpus and the evaluation set."""
+    from emerge_lib.hub import open_release
+    from emerge_lib.hub.query import run
+
+    opened = open_release(release)
+    _, rows = run(opened, "SELECT operation, count(*) FROM operations GROUP BY ALL")
+    assert dict(rows) == dict(truth.ops)
+    if truth.evaluation:
+        _, rows = run(opened, "SELECT operation, count(*) FROM evaluation_operations "
+                              "GROUP BY ALL")
+        assert dict(rows) == dict(truth.evaluation_ops)
+    _, rows = run(opened, "SELECT snapshot, count(*) FROM lines GROUP BY ALL")
+    assert {f"snapshot_{d}": n for d, n in rows} == dict(truth.lines)
+    return dict(truth.ops)
+
+
+def check_croissant(release: Path, truth: Truth, records: int = 3) -> dict[str, int]:
+    """mlcroissant validates croissant.json and yields rows of every record set (a few:
+    it reads slowly); its version is the manifest's."""
+    import mlcroissant as mlc
+
+    doc = json.loads((release / "croissant.json").read_text())
+    assert doc["version"] == read_manifest(release)["version"]
+    dataset = mlc.Dataset(jsonld=str(release / "croissant.json"))
+    got = {}
+    for record_set in doc["recordSet"]:
+        name = record_set["@id"]
+        rows = list(islice(dataset.records(name), records))
+        assert rows, name
+        got[name] = len(rows)
+    first = next(iter(dataset.records("corpus")))
+    assert first["corpus/hash_id"].decode() in truth.hash_ids
+    assert set(got) >= {"corpus", "triples", "kg_triples", "entities", "relations"}
+    return got
+
+
+def check_card(release: Path) -> list[str]:
+    """The card's YAML parses with huggingface_hub, names every Parquet file with rows
+    (and only files of the manifest), and states the manifest's version."""
+    from huggingface_hub import DatasetCard
+
+    card = DatasetCard.load(release / "README.md")
+    named = sorted(p for config in card.data.configs for split in config["data_files"]
+                   for p in split["path"])
+    manifest = read_manifest(release)
+    listed = {f["path"] for f in manifest["files"]}
+    with_rows = sorted(p for p in listed if p.endswith(".parquet")
+                       and pq.ParquetFile(release / p).metadata.num_rows)
+    assert sorted(set(named)) == with_rows
+    assert set(named) <= listed and card.data.license == "cc-by-sa-4.0"
+    assert manifest["version"] in card.text
+    assert [c["config_name"] for c in card.data.configs if c.get("default")] == ["corpus"]
+    return named
+
+
+def check_load_release(release: Path | str, truth: Truth, **kw: Any) -> dict[str, float]:
+    """``load_release`` in every kind agrees with the JSONL and carries the version;
+    returns the seconds of each call."""
+    from emerge_lib.hub import load_release, version_of
+
+    seconds = {}
+    started = time.perf_counter()
+    lines = load_release(release, **kw)
+    seconds["lines"] = time.perf_counter() - started
+    assert lines.num_rows == sum(truth.lines.values())
+    version = version_of(lines)
+    assert version is not None and len(version) == 16
+    started = time.perf_counter()
+    triples = load_release(release, kind="triples", format="pandas", **kw)
+    seconds["triples"] = time.perf_counter() - started
+    assert len(triples) == truth.triples and version_of(triples) == version
+    exploded = Counter(op for ops in triples["tkgu_operations"] for op in ops)
+    assert exploded == truth.ops
+    if truth.evaluation:
+        test = load_release(release, split="test", format="arrow", **kw)
+        assert test.num_rows == sum(truth.evaluation.values()) and version_of(test) == version
+    kg = load_release(release, kind="kg", format="arrow", **kw)
+    assert kg.num_rows > 0 and kg.column_names[:4] == ["snapshot", "s", "p", "o"]
+    return seconds
+
+
+def check_everything(release: Path, cache: Path) -> dict[str, Any]:
+    truth = jsonl_truth(release)
+    assert truth.lines and truth.ops
+    return {"datasets": check_datasets(release, truth, cache),
+            "duckdb": check_duckdb(release, truth),
+            "croissant": check_croissant(release, truth),
+            "card": check_card(release),
+            "load_release": check_load_release(release, truth)}
+
+
+# --- a small hand-made release -----------------------------------------------------------
+SNAPS = ("2024-01-01T00:00:00Z", "2024-04-01T00:00:00Z")
+TEXT = "Alma Keller founded Northam Observatory with Bruno Tal in Eastport."
+
+
+def line(snap: str, window: int, pid: str, ops: list[tuple[str, str, str]],
+         verdict: bool | None = None) -> dict[str, Any]:
+    """A release line of the passage ``pid`` with one triple per (op, s, o); ``verdict``:
+    one judge's assertion of the first."""
+    start = TEXT.index("Bruno Tal")
+    passage = {"passage_id": pid, "page_id": len(pid), "page_title": "Alma Keller",
+               "page_qid": "Q1", "rev_id": 3, "rev_timestamp": datetime(2024, 1, 3, tzinfo=UTC),
+               "paragraph_idx": 0, "text": TEXT,
+               "mentions": [{"start": start, "end": start + 9, "anchor": "Bruno Tal",
+                             "target": "Bruno Tal", "qid": "Q7"}]}
+    rows = [{"op": op, "s": s, "p": "P1", "o": o, "signal": "removed" if op == "D" else None,
+             "s_label": s, "p_label": "p", "o_label": o, "emerging_head": op == "EE",
+             "emerging_tail": False, "head_created_at": datetime(2020, 1, 1, tzinfo=UTC),
+             "tail_created_at": None, "lifespan_from": datetime(2023, 1, 1, tzinfo=UTC),
+             "lifespan_to": None, "qualifier_pid": None, "qualifier_label": None,
+             "qualifier_at": None, "source_delta_type": "all"} for op, s, o in ops]
+    curation = None
+    if verdict is not None:
+        key = (ops[0][1], "P1", ops[0][2])
+        curation = {key: ([{"llm_name": "M", "llm_assessment": verdict,
+                            "llm_prompt_type": "triple_assertion", "llm_prompt": "why"}],
+                          [ops[0][0]] if verdict else [])}
+    return passage_record(passage, rows, snap, window, 7, curation=curation)
+
+
+def build_release(root: Path, lines: dict[tuple[str, int], list[dict[str, Any]]],
+                  evaluation: dict[tuple[str, int], list[dict[str, Any]]],
+                  meta: dict[str, Any] | None = None) -> Path:
+    """A small release as the writer lays it out, from hand-made lines: the JSONL, their
+    Parquet twins (through the writer's own functions), a KG snapshot, croissant.json
+    (with the version) and the manifest (``meta``: e.g. a planted validation verdict)."""
+    paths = []
+    for (snap, k), records in sorted(lines.items()):
+        for rel, recs in ((corpus_path(snap, k, 7), records),
+                          *(((evaluation_path(snap, k, 7), evaluation[(snap, k)]),)
+                            if (snap, k) in evaluation else ())):
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            (root / rel).write_text("".join(dumps_line(r) + "\n" for r in recs))
+            (root / parquet_twin(rel)).parent.mkdir(parents=True, exist_ok=True)
+            triples = None
+            if rel.startswith("corpus/"):
+                triples = root / parquet_twin(rel, PARQUET_TRIPLES)
+                triples.parent.mkdir(parents=True, exist_ok=True)
+                paths.append(parquet_twin(rel, PARQUET_TRIPLES))
+            write_lines(root / parquet_twin(rel), recs, triples)
+            paths += [rel, parquet_twin(rel)]
+    for snap in {s for s, _ in lines}:
+        rel = kg_parquet_path(snap, "kg_triples")
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(pa.table({"snapshot": [snap] * 2, "s": ["Q1", "Q2"], "p": ["P1", "P1"],
+                                 "o": ["Q2", "Q3"]}), root / rel)
+        paths.append(rel)
+    known = {e["path"]: e for e in file_entries(root, paths)}
+    version = content_version(known.values())
+    write_croissant(root, list(known.values()), version=version,
+                    settings={"snapshots": {"windows": 2, "window_days": 7.0}}, dumps=[],
+                    snapshots=sorted({s for s, _ in lines}),
+                    judges=[{"llm_name": "M", "prompt_type": "triple_assertion",
+                             "served_model": "m", "quantization": "bf16"}])
+    manifest = write_manifest(root, [*paths, CROISSANT], meta=meta or {}, known=known)
+    assert manifest["version"] == version
+    return root
