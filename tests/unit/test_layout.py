@@ -44,7 +44,8 @@ ALLOWED: dict[str, set[str]] = {
     "demo": {"core", "catalog", "curation", "pipeline", "publish", "release.manifest",
              "sample", "airflow.home"},
     "commands": {"core", "catalog", "curation", "demo", "evaluation", "hub", "ingest",
-                 "pipeline", "publish", "release.card", "sample", "transform", "airflow.home"},
+                 "pipeline", "publish", "release.card", "release.format", "sample",
+                 "transform", "airflow.home"},
     "cli": {"core", "commands"},
     # the package root: its version, and the one-line loader re-exported (imported lazily)
     "emerge_lib": {"core", "hub"},
