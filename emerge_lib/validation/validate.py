@@ -235,13 +235,24 @@ def validate_release(catalog: Catalog, out: Path, snapshots: list[str],
         if not report.success:
             problems.append(f"{snap}: release files: {report.summary()}")
         raised += [r.line() for r in report.raised]
+    annotation = None
+    if annotation_files(out):  # carried over from the release before (emerge annotate import)
+        released = [(rec["hash_id"], *tr["triple"]) for snap in snapshots
+                    for _, rec in records.get(snap, []) for tr in rec["tkgu_triples"]]
+        annotation = validate_annotation(spark, out, released)
+        raised += [r.line() for r in annotation.raised]
+        if not annotation.success:
+            problems.append(annotation_verdict(annotation)["reason"])
     success = not problems and not unvalidated
     (folder / "results.json").write_text(json.dumps(
-        {"success": success, "snapshots": results}, indent=1, sort_keys=True, default=str)
-        + "\n", encoding="utf-8")
+        {"success": success, "snapshots": results,
+         **({"human_annotation": annotation.to_dict()} if annotation else {})},
+        indent=1, sort_keys=True, default=str) + "\n", encoding="utf-8")
     files = sorted(p.relative_to(out).as_posix() for p in folder.rglob("*") if p.is_file())
     verdict: dict[str, Any] = {"success": success, "results": "validation/results.json",
                                "docs": "validation/docs/", "snapshots": states}
+    if annotation is not None:
+        verdict["human_annotation"] = annotation_verdict(annotation)
     failure: EmergeError | None = None
     if raised:
         verdict["reason"] = f"{len(raised)} checks could not run"
@@ -350,3 +361,74 @@ def check_croissant(out: Path, files: Mapping[str, Mapping[str, Any]],
                 problems.append(f"{rs}: mlcroissant cannot read it: {type(cause).__name__}: "
                                 f"{' '.join(str(cause).split())[:300]}")
     return {"success": not problems, "problems": problems, "record_sets": read}
+
+
+# --- the human annotation ------------------------------------------------------------------
+
+ANNOTATION_DOCS = "validation/docs/human_annotation"
+
+
+def annotation_files(out: Path) -> list[Path]:
+    """The release's ``human_annotation/*.jsonl`` (the authors' folder)."""
+    from emerge_lib.release.format import HUMAN_ANNOTATION
+
+    return sorted((out / HUMAN_ANNOTATION).glob("*.jsonl"))
+
+
+def validate_annotation(spark: Any, out: Path,
+                        released: list[tuple[str, str, str, str]]) -> GateReport:
+    """Run the human annotation's suites on ``out/human_annotation/*.jsonl`` against the
+    release's triples ``released`` ((hash_id, s, p, o)); Data Docs under
+    ``validation/docs/human_annotation/``. A line that is not JSON is a failed check, not
+    a crash: the report says which file."""
+    from emerge_lib.release.format import HUMAN_ASSESSMENT_FIELDS
+    from emerge_lib.validation.gate import run_gate
+    from emerge_lib.validation.suites import annotation_suites, flatten_annotation
+
+    records: list[tuple[str, dict[str, Any]]] = []
+    for path in annotation_files(out):
+        rel = path.relative_to(out).as_posix()
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                records.append((rel, json.loads(line)))
+            except ValueError:
+                records.append((rel, {"hash_id": None, "tkgu_triples": [],
+                                      "_bad_line": f"{rel}:{n}"}))
+    lines, entries = flatten_annotation(records)
+    docs = (out / ANNOTATION_DOCS).resolve()  # GX wants an absolute folder
+    shutil.rmtree(docs, ignore_errors=True)
+    return run_gate(annotation_suites(spark, lines, entries, released, HUMAN_ASSESSMENT_FIELDS),
+                    docs, run_name="human annotation")
+
+
+def annotation_verdict(report: GateReport) -> dict[str, Any]:
+    """The manifest's ``validation.human_annotation`` entry."""
+    verdict: dict[str, Any] = {"success": report.success, "checks": len(report.results),
+                               "results": "validation/results.json",
+                               "docs": ANNOTATION_DOCS + "/"}
+    if not report.success:
+        verdict["reason"] = f"human annotation: {report.summary()}"
+    return verdict
+
+
+def with_annotation(verdict: dict[str, Any], annotation: dict[str, Any] | None
+                    ) -> dict[str, Any]:
+    """The release's validation verdict with the human annotation's: successful when every
+    snapshot passed its table and release suites and the annotation passed its own (a
+    release written with validation off stays unvalidated)."""
+    out = {k: v for k, v in verdict.items() if k != "human_annotation"}
+    snapshots = out.get("snapshots") or {}
+    base = bool(snapshots) and all(s.get("tables") == "passed" and s.get("release") == "passed"
+                                   for s in snapshots.values())
+    if annotation is None:
+        return out
+    out["human_annotation"] = annotation
+    reasons = [r for r in (out.get("reason") if not base else None,
+                           annotation.get("reason")) if r]
+    out["success"] = base and annotation["success"]
+    out.pop("reason", None)
+    if reasons:
+        out["reason"] = "; ".join(dict.fromkeys(reasons))
+    return out
