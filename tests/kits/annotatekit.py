@@ -9,6 +9,7 @@ import json
 import random
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,21 @@ from emerge_lib.curation.stub import StubServer
 from emerge_lib.pipeline.runner import run_stage
 
 
-def curated_release(worlds, spark, dest: Path) -> Path:
+@dataclass
+class Curated:
+    """A curated, validated release and what rebuilds it."""
+
+    release: Path
+    warehouse: Path
+    config: Any
+
+    def rebuild(self, spark) -> None:
+        """The release stage again over the same tables, into the same folder."""
+        ctx = StageContext(self.config, Catalog(self.warehouse, spark), release_dir=self.release)
+        run_stage(ctx, "release")
+
+
+def curated(worlds, spark, dest: Path) -> Curated:
     """The tiny world (one snapshot) curated by the stub (its 8B says NO to additions
     whose subject starts with "No", its 405B YES to every deprecation), validated and
     released into ``dest/release``: every file in the manifest, validation passed."""
@@ -35,7 +50,11 @@ def curated_release(worlds, spark, dest: Path) -> Path:
             run_stage(ctx, "curate", plan)
             run_stage(ctx, "validate", plan)
         run_stage(ctx, "release")
-    return out
+    return Curated(out, built.warehouse, cfg)
+
+
+def curated_release(worlds, spark, dest: Path) -> Path:
+    return curated(worlds, spark, dest).release
 
 
 def planted(task: dict[str, Any], annotator: str) -> bool:
