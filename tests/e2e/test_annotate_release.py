@@ -3,7 +3,7 @@ verdicts from the stub): export → two annotators (planted verdicts, in Label S
 export format) → import → the agreement table, recomputed here independently; the authors'
 format; idempotent imports; errors before anything is written; the disagreements imported
 back as a resolving annotator; a rebuild keeps the annotation listed, validated and on
-the card. The real Label Studio round trip is tests/system/test_annotation_labelstudio.py."""
+the card. The real Label Studio round trip is tests/system/test_labelstudio_round_trip.py."""
 
 from __future__ import annotations
 
