@@ -52,11 +52,13 @@ LS_VENV ?= .venv-labelstudio
 LS_STAMP := $(LS_VENV)/.installed
 labelstudio: $(LS_STAMP)
 
-$(LS_STAMP): requirements-labelstudio.txt constraints-labelstudio.txt
+$(LS_STAMP): requirements-labelstudio.txt constraints-labelstudio.txt scripts/labelstudio-local.sh
 	test -x $(LS_VENV)/bin/python || $(PYTHON) -m venv $(LS_VENV)
 	$(LS_VENV)/bin/python -m pip install --quiet --upgrade pip
 	$(LS_VENV)/bin/python -m pip install --quiet -r requirements-labelstudio.txt -c constraints-labelstudio.txt
-	$(LS_VENV)/bin/python -c "import label_studio, label_studio_sdk" && test -x $(LS_VENV)/bin/label-studio && touch $(LS_STAMP)
+	$(LS_VENV)/bin/python -c "import label_studio, label_studio_sdk" && test -x $(LS_VENV)/bin/label-studio
+	# Django's migrations once, into the seed every new data folder starts from
+	LS_VENV_BIN=$(abspath $(LS_VENV))/bin scripts/labelstudio-local.sh seed && touch $(LS_STAMP)
 
 # one local server on 127.0.0.1 with a generated admin token, stopped by its PID
 labelstudio-start: $(LS_STAMP)

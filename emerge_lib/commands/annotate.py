@@ -80,7 +80,9 @@ def run_export(args: argparse.Namespace) -> int:
     from emerge_lib.annotation.sample import export
 
     sample = export(args.release, args.out, args.per_op, args.seed, args.split)
-    counts = ", ".join(f"{op} {n}" for op, n in sample.counts.items())
+    from emerge_lib.release.format import OP_NAMES
+
+    counts = ", ".join(f"{op} {sample.counts[op]}" for op in OP_NAMES.values())
     print(f"{len(sample.questions)} questions ({counts}) written to {args.out}/")
     return 0
 

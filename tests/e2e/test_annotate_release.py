@@ -20,6 +20,7 @@ from emerge_lib.annotation import disagreements as dis
 from emerge_lib.annotation.importer import import_annotations
 from emerge_lib.annotation.release import AnnotationError, read_annotations
 from emerge_lib.annotation.sample import export
+from emerge_lib.cli import main
 from emerge_lib.release.format import ASSERTION, DEPRECATION
 from emerge_lib.release.manifest import read_manifest, verify_release
 
@@ -156,12 +157,18 @@ def test_disagreements_import_back_as_a_resolving_annotator(made, spark, tmp_pat
                                                                 3: "annotator_2"}),
                        spark, ["2=annotator_1", "3=annotator_2"])
     table = (release / "agreement" / "agreement.json").read_bytes()
-    lines = read_annotations(release)
-    assessors = {ASSERTION: ADDITIONS, DEPRECATION: DEPRECATIONS}
-    rows = dis.find(lines, ("annotator_1", "annotator_2"), assessors, "humans")
+    assert main(["annotate", "disagreements", "--annotations", str(release), "--between",
+                 "humans", "--out", str(tmp_path / "dis")]) == 0
+    rows = [json.loads(x) for x in (tmp_path / "dis" / "disagreements.jsonl").open()]
     planted_differ = [t for t in tasks if planted(t, "annotator_1") != planted(t, "annotator_2")]
     assert len(rows) == len(planted_differ) > 0
-    dis.write(lines, rows, tmp_path / "dis", "v")
+    assert {(r["hash_id"], tuple(r["triple"]), r["prompt_type"]) for r in rows} == {
+        (t["data"]["hash_id"], tuple(t["data"]["triple"]), t["data"]["prompt_type"])
+        for t in planted_differ}
+    assert all(r["verdicts"]["annotator_1"] != r["verdicts"]["annotator_2"] for r in rows)
+    # with the LLM too: at least those
+    assert len(dis.find(read_annotations(release), ("annotator_1", "annotator_2"),
+                        {ASSERTION: ADDITIONS, DEPRECATION: DEPRECATIONS})) >= len(rows)
     resolve = json.loads((tmp_path / "dis" / "tasks.json").read_text())
     assert all("annotator_1: " in t["data"]["earlier_verdicts"] for t in resolve)
     summary = import_annotations(release, _file(tmp_path, "adj", resolve, {4: "adjudicator"}),
