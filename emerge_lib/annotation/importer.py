@@ -21,9 +21,11 @@ the import in one line, before anything is written. Then, in this order:
 3. validation: the Great Expectations suites of the human annotation (``validation``
    room), results in ``validation/results.json``, Data Docs under
    ``validation/docs/human_annotation/``, the verdict in the manifest;
-4. the card (README.md, card.html) again, with the agreement table;
-5. ``manifest.json``, last: every file with its sha256 again. The other files of the
-   release are not touched.
+4. what states the release's version (its content hash, which the new files change)
+   again, as the release writer writes it: croissant.json (checked again with
+   mlcroissant), the card (README.md, card.html) with the agreement table, and
+   ``manifest.json``, last: every file with its sha256. The other files of the release are
+   not touched.
 """
 
 from __future__ import annotations
@@ -60,7 +62,7 @@ from emerge_lib.release.format import (
     human_readable_triple,
     prompt_types_of,
 )
-from emerge_lib.release.manifest import MANIFEST, verify_release, write_manifest
+from emerge_lib.release.manifest import MANIFEST, verify_release
 
 log = logging.getLogger(__name__)
 
@@ -216,12 +218,8 @@ def import_annotations(release: str | Path, source: str | Path, spark: Any,
                        annotator: Sequence[str] = ()) -> ImportSummary:
     """Import ``source`` into ``release`` (see the module docstring); ``spark`` runs the
     validation suites."""
-    from emerge_lib.release.writer import refresh_card
-    from emerge_lib.validation.validate import (
-        annotation_verdict,
-        validate_annotation,
-        with_annotation,
-    )
+    from emerge_lib.release.writer import describe_again
+    from emerge_lib.validation.validate import annotation_verdict, validate_annotation
 
     root = Path(release)
     index = ReleaseIndex.open(root)
@@ -269,18 +267,16 @@ def import_annotations(release: str | Path, source: str | Path, spark: Any,
     manifest = index.manifest
     meta = {k: v for k, v in manifest.items()
             if k not in ("schema_version", "dataset", "version", "files")}
-    meta["validation"] = with_annotation(manifest.get("validation") or {},
-                                         annotation_verdict(report))
-    summary.validation = meta["validation"]
+    meta["validation"] = {**(manifest.get("validation") or {}),
+                          "human_annotation": annotation_verdict(report)}
     fresh = sorted(p.relative_to(root).as_posix()
                    for folder in ("validation", AGREEMENT_DIR, "human_annotation")
                    for p in (root / folder).rglob("*") if p.is_file()
                    and not p.name.startswith(".") and not p.name.endswith(".tmp"))
     paths = {f["path"] for f in manifest["files"] if (root / f["path"]).is_file()} | set(fresh)
-    card_files, meta["card"] = refresh_card(root, {**manifest, "validation": meta["validation"]})
-    paths = sorted(paths | set(card_files))
-    write_manifest(root, paths, meta=meta)
-    summary.files = sorted(set(written) | set(card_files) | {MANIFEST})
+    written_manifest = describe_again(root, sorted(paths), meta)
+    summary.validation = written_manifest["validation"]
+    summary.files = sorted(set(written) | {"README.md", "card.html", "croissant.json", MANIFEST})
     check = verify_release(root)
     if not check.ok:  # what we just wrote does not match: a bug, never a user's error
         raise AnnotationError(f"{root}: the release does not verify after the import "

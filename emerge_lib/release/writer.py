@@ -618,16 +618,44 @@ def _write_into(catalog: Catalog, out: Path, plans: Sequence[SnapshotPlan],
     return summary, report
 
 
-def refresh_card(out: Path, manifest: Mapping[str, Any]) -> tuple[list[str], list[dict[str, Any]]]:
-    """Write the card of the release folder ``out`` again, as the release wrote it, with
-    what its files hold now (``emerge annotate import`` added the human annotation): the
-    snapshots from release.json, the KG rows and the validation verdict from ``manifest``
-    (the one about to be written). Returns the card's files and table rows."""
-    snapshots = json.loads((out / LISTING).read_text(encoding="utf-8"))["snapshots"]
-    rows = {f["path"]: f.get("rows") or 0 for f in manifest["files"]}
-    kg_rows = {snap: {name: rows.get(kg_parquet_path(snap, name), 0)
-                      for name in KG_SNAPSHOT_TABLES} for snap in snapshots}
-    return write_card(out, snapshots, kg_rows, _validation_line(manifest["validation"]))
+def describe_again(out: Path, paths: Sequence[str], meta: Mapping[str, Any]
+                   ) -> dict[str, Any]:
+    """Write again what states a written release's version (croissant.json, the card) and
+    its manifest, as the release writes them, after files were added to it (``emerge
+    annotate import``): the snapshots and KG rows from release.json; the settings, dumps,
+    judges and validation verdict from ``meta`` (the manifest's record, updated by the
+    caller; croissant.json is checked again when the verdict had it checked). ``paths``:
+    the release's files. Returns the manifest written."""
+    from emerge_lib.validation.validate import check_croissant, settle
+
+    listing = json.loads((out / LISTING).read_text(encoding="utf-8"))
+    keys = listing["snapshots"]
+    kg_rows = {snap: {name: listing["parquet_rows"].get(kg_parquet_path(snap, name), 0)
+                      for name in KG_SNAPSHOT_TABLES} for snap in keys}
+    prepared = prepare_card(out, keys, kg_rows)
+    files = sorted(set(paths) | {f"{PLOTS}/{p}" for p in prepared.plots}
+                   | {CROISSANT, CARD, CARD_HTML, LISTING})
+    known = {e["path"]: e for e in file_entries(out, [f for f in files
+                                                      if f not in SELF_DESCRIBING])}
+    version = content_version(known.values())
+    judges = list((meta.get("curation") or {}).get("judges") or [])
+    write_croissant(out, list(known.values()), version=version,
+                    settings=dict(meta.get("settings") or {}), dumps=list(meta.get("dumps") or []),
+                    snapshots=keys, judges=judges)
+    verdict = dict(meta.get("validation") or {})
+    if "croissant" in verdict:
+        verdict["croissant"] = check_croissant(out, known, CROISSANT)
+    verdict = settle(verdict)
+    record = {**meta, "validation": verdict, "card": [s.row() for s in prepared.stats]}
+    render_card(out, prepared, _validation_line(verdict), CardFacts(
+        version=version, code_version=record.get("code_version"),
+        settings=dict(record.get("settings") or {}),
+        settings_sha256=record.get("settings_sha256"), dumps=list(record.get("dumps") or []),
+        judges=judges, validation=verdict))
+    manifest = write_manifest(out, files, meta=record, known=known)
+    if manifest["version"] != version:
+        raise ReleaseError(f"release {out}: its version changed while the card was written")
+    return manifest
 
 
 def _validation_line(verdict: Mapping[str, Any]) -> str:

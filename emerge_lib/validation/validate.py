@@ -413,22 +413,26 @@ def annotation_verdict(report: GateReport) -> dict[str, Any]:
     return verdict
 
 
-def with_annotation(verdict: dict[str, Any], annotation: dict[str, Any] | None
-                    ) -> dict[str, Any]:
-    """The release's validation verdict with the human annotation's: successful when every
-    snapshot passed its table and release suites and the annotation passed its own (a
-    release written with validation off stays unvalidated)."""
-    out = {k: v for k, v in verdict.items() if k != "human_annotation"}
+def settle(verdict: Mapping[str, Any]) -> dict[str, Any]:
+    """The release's validation verdict with ``success`` and ``reason`` recomputed from its
+    parts, after a part changed on a written release (``emerge annotate import`` adds
+    ``human_annotation`` and rewrites croissant.json): every snapshot passed its table and
+    release suites, croissant.json validates (when checked), the human annotation passed
+    (when there). A release written with validation off stays unvalidated."""
+    out = {k: v for k, v in verdict.items() if k not in ("success", "reason")}
     snapshots = out.get("snapshots") or {}
-    base = bool(snapshots) and all(s.get("tables") == "passed" and s.get("release") == "passed"
-                                   for s in snapshots.values())
-    if annotation is None:
-        return out
-    out["human_annotation"] = annotation
-    reasons = [r for r in (out.get("reason") if not base else None,
-                           annotation.get("reason")) if r]
-    out["success"] = base and annotation["success"]
-    out.pop("reason", None)
+    reasons = [] if snapshots else [str(verdict.get("reason") or "not validated")]
+    reasons += [f"{snap}: tables {st.get('tables')}, release files {st.get('release')}"
+                for snap, st in sorted(snapshots.items())
+                if st.get("tables") != "passed" or st.get("release") != "passed"]
+    croissant = out.get("croissant")
+    if isinstance(croissant, Mapping) and not croissant.get("success"):
+        reasons.append("croissant.json does not validate: "
+                       + "; ".join(map(str, croissant.get("problems", [])[:3])))
+    annotation = out.get("human_annotation")
+    if isinstance(annotation, Mapping) and not annotation.get("success"):
+        reasons.append(str(annotation.get("reason") or "human annotation failed"))
+    out["success"] = not reasons
     if reasons:
-        out["reason"] = "; ".join(dict.fromkeys(reasons))
+        out["reason"] = "; ".join(reasons)
     return out

@@ -91,7 +91,8 @@ def test_two_annotators_import_in_the_authors_format_and_agree(made, spark, tmp_
     # every release file but the card, the validation results and the manifest untouched
     after = _digests(release)
     changed = {p for p in before if before[p] != after.get(p)}
-    assert changed == {"README.md", "card.html", "manifest.json", "validation/results.json"}
+    assert changed == {"README.md", "card.html", "croissant.json", "manifest.json",
+                       "validation/results.json"}
     new = set(after) - set(before)
     assert {FILE, "agreement/agreement.json", "agreement/agreement.md",
             "agreement/agreement.tex"} <= new
@@ -118,7 +119,7 @@ def test_two_annotators_import_in_the_authors_format_and_agree(made, spark, tmp_
     assert cells[("overall", "cohen_h1_h2")]["n"] == want["n"]
     for metric in ("cohen_h1_h2", "cohen_h1_llm"):
         assert cells[("overall", metric)]["value"] == pytest.approx(want[metric])
-    assert "## Human annotation" in (release / "README.md").read_text()
+    assert 'id="agreement"' in (release / "README.md").read_text()
     assert 'id="agreement"' in (release / "card.html").read_text()
     # importing the same file again writes the same bytes
     again = import_annotations(release, tmp_path / "a2.json", spark, ["3=annotator_2"])
@@ -192,9 +193,8 @@ def test_a_rebuild_keeps_the_annotation_listed_validated_and_on_the_card(
     annotated = _digests(release)
     type(cur)(release, cur.warehouse, cur.config).rebuild(spark)
     rebuilt = _digests(release)
-    for path in (FILE, "agreement/agreement.json", "corpus", "README.md"):
-        if path in annotated:
-            assert rebuilt[path] == annotated[path], path
+    for path in (FILE, "agreement/agreement.json"):
+        assert rebuilt[path] == annotated[path], path  # carried over as they were
     manifest = read_manifest(release)
     listed = {f["path"] for f in manifest["files"]}
     assert {FILE, "agreement/agreement.json"} <= listed
@@ -202,7 +202,7 @@ def test_a_rebuild_keeps_the_annotation_listed_validated_and_on_the_card(
     assert manifest["validation"]["human_annotation"]["success"] is True
     check = verify_release(release)
     assert check.ok and not check.unlisted
-    assert "## Human annotation" in (release / "README.md").read_text()
+    assert 'id="agreement"' in (release / "README.md").read_text()
 
 
 def test_annotation_lines_in_the_authors_layout_import_too(made, spark, tmp_path) -> None:

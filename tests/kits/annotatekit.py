@@ -5,6 +5,7 @@ export format (what the system test gets from the real server)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 import subprocess
@@ -59,12 +60,14 @@ def curated_release(worlds, spark, dest: Path) -> Path:
 
 def planted(task: dict[str, Any], annotator: str) -> bool:
     """An annotator's planted verdict: YES unless the subject's label starts with "No" (the
-    stub's rule for additions); annotator_2 also says NO to every third triple by its
-    hash (a planted disagreement with annotator_1)."""
+    stub's rule for additions), turned around on every fourth question (annotator_1) or
+    every third (annotator_2) by a hash of the question: planted disagreements with the
+    LLM and between the two."""
     data = task["data"]
     verdict = not data["triple_text"].startswith("(No")
-    if annotator == "annotator_2" and int(
-            json.dumps(data["triple"]).encode().hex()[-2:], 16) % 3 == 0:
+    key = json.dumps([data["hash_id"], data["triple"], data["prompt_type"]])
+    h = int(hashlib.sha256(key.encode()).hexdigest(), 16)
+    if (annotator == "annotator_1" and h % 4 == 0) or (annotator == "annotator_2" and h % 3 == 0):
         verdict = not verdict
     return verdict
 

@@ -88,4 +88,4 @@ def test_export_annotate_in_label_studio_import_and_agree(server, worlds, spark,
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "agreement" / "agreement.json").read_bytes() == \
         (release / "agreement" / "agreement.json").read_bytes()
-    assert "## Human annotation" in (release / "README.md").read_text()
+    assert 'id="agreement"' in (release / "README.md").read_text()
