@@ -6,7 +6,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo demo-airflow airflow airflow-stop test test-fast lint models format bench clean
+.PHONY: venv demo demo-airflow airflow airflow-stop labelstudio labelstudio-start labelstudio-stop test test-fast lint models format bench clean
 
 venv: $(STAMP)
 
@@ -45,6 +45,28 @@ airflow-stop:
 demo-airflow: $(STAMP)
 	$(PY) -m emerge_lib.demo.dagtest --out demo-airflow
 
+# Label Studio, the annotation tool of `emerge annotate`, in an environment of its own
+# (its Django, pandas and boto3 pins are not emerge's): .venv-labelstudio, pinned by
+# requirements-labelstudio.txt and frozen in constraints-labelstudio.txt (docs/annotation.md)
+LS_VENV ?= .venv-labelstudio
+LS_STAMP := $(LS_VENV)/.installed
+labelstudio: $(LS_STAMP)
+
+$(LS_STAMP): requirements-labelstudio.txt constraints-labelstudio.txt scripts/labelstudio-local.sh
+	test -x $(LS_VENV)/bin/python || $(PYTHON) -m venv $(LS_VENV)
+	$(LS_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(LS_VENV)/bin/python -m pip install --quiet -r requirements-labelstudio.txt -c constraints-labelstudio.txt
+	$(LS_VENV)/bin/python -c "import label_studio, label_studio_sdk" && test -x $(LS_VENV)/bin/label-studio
+	# Django's migrations once, into the seed every new data folder starts from
+	LS_VENV_BIN=$(abspath $(LS_VENV))/bin scripts/labelstudio-local.sh seed && touch $(LS_STAMP)
+
+# one local server on 127.0.0.1 with a generated admin token, stopped by its PID
+labelstudio-start: $(LS_STAMP)
+	LS_VENV_BIN=$(abspath $(LS_VENV))/bin scripts/labelstudio-local.sh start
+
+labelstudio-stop:
+	LS_VENV_BIN=$(abspath $(LS_VENV))/bin scripts/labelstudio-local.sh stop
+
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 
@@ -58,7 +80,7 @@ models: $(STAMP)
 # tests/conftest.py). One more than the cores, because a third of the time a process
 # waits (for Airflow's scheduler, a server, a subprocess) with its core idle
 TEST_PROCS = $$(( $$(nproc) + 1 ))
-test: lint models
+test: lint models labelstudio
 	$(PY) -m pytest -q -n $(TEST_PROCS) --dist loadfile --no-loadscope-reorder
 
 # the quick loop for local work: the unit and stages tiers, no generated world and no
@@ -74,4 +96,4 @@ format: $(STAMP)
 	$(VENV)/bin/ruff format .
 
 clean:
-	rm -rf demo demo-airflow .pytest_cache .ruff_cache
+	rm -rf demo demo-airflow .pytest_cache .ruff_cache .labelstudio

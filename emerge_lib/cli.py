@@ -27,6 +27,7 @@ COMMAND_MODULES = [
     "emerge_lib.commands.stats",
     "emerge_lib.commands.config",
     "emerge_lib.commands.evaluate",
+    "emerge_lib.commands.annotate",
     "emerge_lib.commands.predict",
     "emerge_lib.commands.publish",
     "emerge_lib.commands.download",

@@ -4,7 +4,7 @@
 - ``stages/``: the session's embedded engine and hand-made tables (a seeded catalog) or
   hand-made dump files;
 - ``e2e/``: generated worlds, built end to end (``kits/worlds.py`` makes each once);
-- ``system/``: real servers: Airflow, llama.cpp, SeaweedFS, Chromium.
+- ``system/``: real servers: Airflow, llama.cpp, SeaweedFS, Chromium, Label Studio.
 
 ``make test-fast`` runs unit and stages (no generated world); ``make test`` all of them.
 Helpers live in ``kits/`` (on sys.path). Real third-party samples live in
@@ -45,6 +45,7 @@ os.environ.update({"HF_HUB_OFFLINE": "1", "HF_HOME": str(HF_TEST_HOME),
 #: at the end: pytest-xdist hands each file to one worker, in collection order
 #: (`--no-loadscope-reorder`; its default order is by number of tests)
 LONGEST_FIRST = ("system/test_airflow_scheduler.py", "system/test_airflow_dagtest.py",
+                 "system/test_labelstudio_round_trip.py",
                  "e2e/test_engine_modes.py", "e2e/test_rebuild.py",
                  "e2e/test_build_world_more_seeds.py", "e2e/test_build_world.py",
                  "e2e/test_curate_stage.py", "system/test_curate_llm.py",

@@ -155,8 +155,9 @@ def _check_annotations(instances, settings: Settings) -> None:
     if settings.annotator not in names:
         where = (f"it has annotations by {names} (choose one with --annotator)" if names
                  else "it has none: the authors' human verdicts are in their "
-                 "data/human_annotation/solved_disagreements.jsonl (give that file as --gold); "
-                 "their evaluation_set/ and our releases carry none")
+                 "data/human_annotation/solved_disagreements.jsonl, ours in a release's "
+                 "human_annotation/ once `emerge annotate import` wrote it (give that file as "
+                 "--gold); evaluation sets carry none")
         raise InputError(f"--gold-filter human: no gold triple has a verdict by "
                          f"{settings.annotator!r}; {where}")
 

@@ -32,6 +32,7 @@ from typing import Any
 
 from emerge_lib.release import about
 from emerge_lib.release.format import (
+    AGREEMENT,
     CORPUS,
     EVALUATION_SET,
     HUMAN_ANNOTATION,
@@ -578,6 +579,28 @@ def _validation(out: Path, line: str, facts: CardFacts) -> str:
     return "\n\n".join(parts)
 
 
+def agreement_section(out: Path) -> str:
+    """The human annotation's agreement table (Markdown) from ``agreement/agreement.json``
+    (``emerge annotate import`` writes it; docs/annotation.md), or "" without one."""
+    path = out / AGREEMENT / "agreement.json"
+    if not path.is_file():
+        return ""
+    table = json.loads(path.read_text(encoding="utf-8"))
+    metrics = ("cohen_h1_h2", "cohen_h1_llm", "cohen_h2_llm", "fleiss", "krippendorff_alpha")
+    cells = {(r["operation"], r["metric"]): r for r in table["rows"]}
+    rows = [[op, *("–" if cells[(op, m)]["value"] is None else f"{cells[(op, m)]['value']:.3f}"
+                   for m in metrics), _count(cells[(op, metrics[0])]["n"])]
+            for op in (*OP_NAMES.values(), "overall") if (op, metrics[0]) in cells]
+    h1, h2 = table["annotators"]
+    llms = " / ".join(dict.fromkeys(table["assessors"].values()))
+    return (f'\n\n<div id="agreement">\n\nAgreement of two annotators ({h1}, {h2}) and the '
+            f"LLM judge ({llms}) on the same triples, as the paper computes it "
+            f"(`{AGREEMENT}/agreement.md`; – undefined: every rating equal):\n\n"
+            + _markdown_table(["operation", "H-H Cohen's κ", "H1-LLM Cohen's κ",
+                               "H2-LLM Cohen's κ", "H+LLM Fleiss' κ", "H+LLM Kripp. α",
+                               "items"], rows) + "\n\n</div>")
+
+
 def sections(out: Path, prepared: Prepared, validation: str, facts: CardFacts,
              configs: Sequence[Mapping[str, Any]]) -> dict[str, str]:
     """Every section of the card as Markdown, by template variable: the one place the
@@ -633,7 +656,8 @@ def sections(out: Path, prepared: Prepared, validation: str, facts: CardFacts,
             "No person annotated the corpus: the operations come from Wikidata's edit "
             "history" + (", the verdicts from the LLM judges above" if curated else "")
             + ". " + (f"Human annotations: {', '.join(f'`{HUMAN_ANNOTATION}/{h}`' for h in human)}."
-                      if human else "No human annotation files in this release.")),
+                      if human else "No human annotation files in this release.")
+            + agreement_section(out)),
         "personal_and_sensitive_information": _bullets(about.PERSONAL),
         "validation_section": _validation(out, validation, facts),
         "bias_risks_limitations": _bullets(about.BIASES + about.LIMITATIONS),

@@ -89,6 +89,7 @@ LLM_ASSESSMENT_FIELDS = ("llm_name", "llm_assessment", "llm_prompt_type", "llm_p
 HUMAN_ASSESSMENT_FIELDS = ("annotator_name", "prompt_type", "assessment",
                            "human_readable_triple", "definition_relation")
 PROMPT_TYPES = ("triple_assertion", "triple_deprecation")
+ASSERTION, DEPRECATION = PROMPT_TYPES
 SOURCE_DELTA_TYPES = ("wikipedia_intersection", "emerging", "all")
 
 
@@ -159,6 +160,7 @@ def delta_file_name(snapshot: datetime | str, window: int, window_days: float) -
 #   corpus/snapshot_D/delta_D.jsonl            every kept line of a window
 #   evaluation_set/snapshot_D/delta_D.jsonl    the test split drawn from it
 #   human_annotation/*.jsonl                   human verdicts (emerge annotate import)
+#   agreement/agreement.{json,md,tex}          their agreement table (ours, beside theirs)
 #   kg_snapshots/kg_snapshot_D.tsv.gz          G_t as their TSV: head, relation, tail
 #   kg_snapshots/snapshot_D/<table>.parquet    G_t as our typed tables
 #
@@ -173,6 +175,8 @@ def delta_file_name(snapshot: datetime | str, window: int, window_days: float) -
 CORPUS = "corpus"
 EVALUATION_SET = "evaluation_set"
 HUMAN_ANNOTATION = "human_annotation"
+#: not inside human_annotation/: the authors' agreement script reads every file there
+AGREEMENT = "agreement"
 KG_SNAPSHOTS = "kg_snapshots"
 PARQUET = "parquet"
 PARQUET_CORPUS = f"{PARQUET}/{CORPUS}"
@@ -391,3 +395,36 @@ def passage_record(
         "window": int(window),
         "paragraph_offset": len(prefix),
     }
+
+
+# --- human assessment ----------------------------------------------------------------------
+def prompt_type_of(op_name: str) -> str:
+    """The prompt that judges a release operation: deprecation for ``d-triples``, assertion
+    for the four additions (the authors' ``load_annotated_instances``)."""
+    return DEPRECATION if op_name == OP_NAMES["D"] else ASSERTION
+
+
+def prompt_types_of(op_names: Sequence[str]) -> list[str]:
+    """The prompts a triple is asked under, assertion first: a ``["d-triples",
+    "e-triples"]`` triple is asked twice (the authors' s09b)."""
+    kinds = {prompt_type_of(name) for name in op_names}
+    return [k for k in PROMPT_TYPES if k in kinds]
+
+
+def human_readable_triple(record: Mapping[str, Any], triple: Mapping[str, Any]) -> str:
+    """``human_readable_triple`` of a ``human_assessment`` entry, as the authors' s09b shows
+    a triple to an annotator: Python ``str()`` of ``[head, relation, tail]``, an end being
+    the passage's mention texts of its item joined by ``" / "`` (every mention, in
+    passage order) or, without a mention, its label; each followed by its id in
+    parentheses (``"['David Lloyd Jones, Lord Lloyd-Jones (Q5236715)', 'position held
+    (P39)', …]"``). Their agreement code pairs two annotators' verdicts by this string."""
+    texts: dict[str, list[str]] = {}
+    for m in record.get("mentions") or ():
+        texts.setdefault(m.get("qid"), []).append(m.get("mention_text"))
+    (s, p, o), labels = triple["triple"], triple.get("triple_labels") or [None] * 3
+
+    def end(qid: str, label: Any) -> str:
+        shown = " / ".join(str(t) for t in texts[qid]) if qid in texts else label
+        return f"{shown} ({qid})"
+
+    return str([end(s, labels[0]), f"{labels[1]} ({p})", end(o, labels[2])])

@@ -74,8 +74,10 @@ from emerge_lib.release.card import prepare as prepare_card
 from emerge_lib.release.card import render as render_card
 from emerge_lib.release.croissant import CROISSANT, write_croissant
 from emerge_lib.release.format import (
+    AGREEMENT,
     CORPUS,
     EVALUATION_SET,
+    HUMAN_ANNOTATION,
     KG_SNAPSHOTS,
     PARQUET,
     PARQUET_TRIPLES,
@@ -396,10 +398,14 @@ def _stale(old: Path, keep: set[str]) -> list[str]:
                   and _ours(rel := path.relative_to(old).as_posix()) and rel not in keep)
 
 
-def _carry_foreign(old: Path, new: Path) -> None:
-    """Hard-link (or copy) into ``new`` the files of ``old`` no release writes."""
+def _carry_foreign(old: Path, new: Path) -> list[str]:
+    """Hard-link (or copy) into ``new`` the files of ``old`` no release writes; returns
+    those of the human annotation (``human_annotation/``, ``agreement/``), which the
+    release validates, shows on its card and lists in its manifest (other foreign files
+    are carried, not listed)."""
     if not old.is_dir():
-        return
+        return []
+    annotation = []
     for path in sorted(old.rglob("*")):
         rel = path.relative_to(old).as_posix()
         if not path.is_file() or _ours(rel) or rel == MANIFEST or (new / rel).exists():
@@ -409,6 +415,10 @@ def _carry_foreign(old: Path, new: Path) -> None:
             os.link(path, new / rel)
         except OSError:
             shutil.copy2(path, new / rel)
+        if rel.split("/", 1)[0] in (HUMAN_ANNOTATION, AGREEMENT) and \
+                not path.name.startswith("."):
+            annotation.append(rel)
+    return annotation
 
 
 _RENAME_EXCHANGE, _AT_FDCWD = 2, -100
@@ -482,10 +492,11 @@ def write_release(
     out, _ = _staging_of(final)
     out.mkdir(parents=True)
     try:
+        # first: the human annotation is validated, shown on the card and listed
+        annotation = _carry_foreign(final, out)
         summary, report = _write_into(catalog, out, plans, settings, curation, validation,
-                                      dataset_settings, pinned)
+                                      dataset_settings, pinned, annotation)
         summary.removed = _stale(final, set(summary.files))
-        _carry_foreign(final, out)
         _swap_into_place(out, final)
     except BaseException:
         shutil.rmtree(out, ignore_errors=True)
@@ -501,8 +512,10 @@ def write_release(
 def _write_into(catalog: Catalog, out: Path, plans: Sequence[SnapshotPlan],
                 settings: PassageSettings, curation: CurationSettings,
                 validation: ValidationSettings, dataset_settings: Mapping[str, Any] | None,
-                pinned: Sequence[str]) -> tuple[ReleaseSummary, Any]:
-    """Every file of the release in the fresh folder ``out``, the manifest last."""
+                pinned: Sequence[str], annotation: Sequence[str] = ()
+                ) -> tuple[ReleaseSummary, Any]:
+    """Every file of the release in the fresh folder ``out`` (which holds the carried
+    ``annotation`` files already), the manifest last."""
     summary = ReleaseSummary(out_dir=out)
     summary.versions = {name: catalog.version(name) for name in pinned}
     log.info("release reads %s", ", ".join(f"{name}@{v}" for name, v in
@@ -553,6 +566,7 @@ def _write_into(catalog: Catalog, out: Path, plans: Sequence[SnapshotPlan],
         summary.parquet_rows[rel] = _write_parquet(catalog, name, out / rel, keys,
                                                    summary.versions[name], dropped)
         summary.files.append(rel)
+    summary.files += annotation
     report = None
     if validation.enabled:
         from emerge_lib.validation.validate import validate_release
@@ -602,6 +616,46 @@ def _write_into(catalog: Catalog, out: Path, plans: Sequence[SnapshotPlan],
         raise ReleaseError(f"release {out}: its version changed while the card was written "
                            f"({version} → {summary.manifest['version']})")
     return summary, report
+
+
+def describe_again(out: Path, paths: Sequence[str], meta: Mapping[str, Any]
+                   ) -> dict[str, Any]:
+    """Write again what states a written release's version (croissant.json, the card) and
+    its manifest, as the release writes them, after files were added to it (``emerge
+    annotate import``): the snapshots and KG rows from release.json; the settings, dumps,
+    judges and validation verdict from ``meta`` (the manifest's record, updated by the
+    caller; croissant.json is checked again when the verdict had it checked). ``paths``:
+    the release's files. Returns the manifest written."""
+    from emerge_lib.validation.validate import check_croissant, settle
+
+    listing = json.loads((out / LISTING).read_text(encoding="utf-8"))
+    keys = listing["snapshots"]
+    kg_rows = {snap: {name: listing["parquet_rows"].get(kg_parquet_path(snap, name), 0)
+                      for name in KG_SNAPSHOT_TABLES} for snap in keys}
+    prepared = prepare_card(out, keys, kg_rows)
+    files = sorted(set(paths) | {f"{PLOTS}/{p}" for p in prepared.plots}
+                   | {CROISSANT, CARD, CARD_HTML, LISTING})
+    known = {e["path"]: e for e in file_entries(out, [f for f in files
+                                                      if f not in SELF_DESCRIBING])}
+    version = content_version(known.values())
+    judges = list((meta.get("curation") or {}).get("judges") or [])
+    write_croissant(out, list(known.values()), version=version,
+                    settings=dict(meta.get("settings") or {}), dumps=list(meta.get("dumps") or []),
+                    snapshots=keys, judges=judges)
+    verdict = dict(meta.get("validation") or {})
+    if "croissant" in verdict:
+        verdict["croissant"] = check_croissant(out, known, CROISSANT)
+    verdict = settle(verdict)
+    record = {**meta, "validation": verdict, "card": [s.row() for s in prepared.stats]}
+    render_card(out, prepared, _validation_line(verdict), CardFacts(
+        version=version, code_version=record.get("code_version"),
+        settings=dict(record.get("settings") or {}),
+        settings_sha256=record.get("settings_sha256"), dumps=list(record.get("dumps") or []),
+        judges=judges, validation=verdict))
+    manifest = write_manifest(out, files, meta=record, known=known)
+    if manifest["version"] != version:
+        raise ReleaseError(f"release {out}: its version changed while the card was written")
+    return manifest
 
 
 def _validation_line(verdict: Mapping[str, Any]) -> str:

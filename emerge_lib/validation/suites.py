@@ -388,3 +388,84 @@ def release_suites(spark: SparkSession, lines: Sequence[dict[str, Any]],
                        "AND startswith(llm_assessment, '['))"),
             _regex("qualifier_date", DATE, "a date-only string")]),
     ]
+
+
+# --- the human annotation ------------------------------------------------------------------
+
+
+def flatten_annotation(lines: Iterable[tuple[str, dict[str, Any]]]
+                       ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(file, record) pairs of ``human_annotation/*.jsonl`` → rows of lines and of
+    ``human_assessment`` entries, values as written, each entry with the
+    ``human_readable_triple`` its line gives (what the annotator was shown)."""
+    from emerge_lib.release.format import human_readable_triple
+
+    out_lines, entries = [], []
+    for file, rec in lines:
+        annotated = 0
+        for tr in rec.get("tkgu_triples") or ():
+            triple = tr.get("triple") or [None, None, None]
+            for e in tr.get("human_assessment") or ():
+                annotated += 1
+                e = e if isinstance(e, dict) else {}
+                entries.append({
+                    "file": file, "hash_id": rec.get("hash_id"),
+                    "s": triple[0], "p": triple[1], "o": triple[2],
+                    "ops": ",".join(tr.get("tkgu_operations") or []),
+                    "keys": ",".join(e), "annotator_name": e.get("annotator_name"),
+                    "prompt_type": e.get("prompt_type"),
+                    "assessment": json.dumps(e.get("assessment")),
+                    "human_readable_triple": e.get("human_readable_triple"),
+                    "shown_triple": human_readable_triple(rec, tr),
+                    "definition_relation": e.get("definition_relation")})
+        out_lines.append({"file": file, "hash_id": rec.get("hash_id"), "annotated": annotated})
+    return out_lines, entries
+
+
+def annotation_suites(spark: SparkSession, lines: Sequence[dict[str, Any]],
+                      entries: Sequence[dict[str, Any]],
+                      released: Sequence[tuple[str, str, str, str]],
+                      entry_keys: Sequence[str]) -> list[Suite]:
+    """The human annotation's suites: the authors' ``human_assessment`` format, one verdict
+    per (triple, annotator, prompt type), the prompt type its operations ask, and every
+    annotated triple a triple of the release (``released``: (hash_id, s, p, o))."""
+    ddl = ("file string, hash_id string, s string, p string, o string, ops string, "
+           "keys string, annotator_name string, prompt_type string, assessment string, "
+           "human_readable_triple string, shown_triple string, definition_relation string")
+    release = spark.createDataFrame([list(r) for r in released],
+                                    schema="hash_id string, s string, p string, o string")
+    checked = spark.sql("""
+        SELECT e.*, r.hash_id IS NOT NULL AS in_release FROM {entries} e
+        LEFT JOIN (SELECT DISTINCT hash_id, s, p, o FROM {release}) r
+          ON r.hash_id = e.hash_id AND r.s = e.s AND r.p = e.p AND r.o = e.o
+    """, entries=spark.createDataFrame(list(entries), schema=ddl), release=release)
+    keys = ",".join(entry_keys)
+    return [
+        Suite("annotation_lines", spark.createDataFrame(
+            list(lines), schema="file string, hash_id string, annotated int"), [
+            *_not_null("hash_id"), _unique("file", "hash_id"),
+            rows_check("every line has a human verdict (the authors' s09c)",
+                       "SELECT * FROM {batch} WHERE annotated < 1")]),
+        Suite("human_assessment", checked, [
+            *_not_null("annotator_name", "definition_relation"),
+            rows_check("every entry has the authors' keys, in their order",
+                       f"SELECT * FROM {{batch}} WHERE keys <> '{keys}'"),
+            _regex("annotator_name", r"^\S(.*\S)?$", "a non-empty name"),
+            Check("prompt_type is triple_assertion or triple_deprecation",
+                  "ExpectColumnValuesToBeInSet",
+                  {"column": "prompt_type", "value_set": ["triple_assertion",
+                                                          "triple_deprecation"]}),
+            Check("assessment is a JSON boolean", "ExpectColumnValuesToBeInSet",
+                  {"column": "assessment", "value_set": ["true", "false"]}),
+            _unique("file", "hash_id", "s", "p", "o", "annotator_name", "prompt_type"),
+            rows_check("the prompt type is one the triple's operations ask",
+                       "SELECT * FROM {batch} WHERE (prompt_type = 'triple_deprecation' AND "
+                       "NOT array_contains(split(ops, ','), 'd-triples')) OR "
+                       "(prompt_type = 'triple_assertion' AND size(array_remove(split(ops, "
+                       "','), 'd-triples')) = 0)"),
+            rows_check("human_readable_triple is the triple as its line shows it",
+                       "SELECT * FROM {batch} WHERE human_readable_triple <> shown_triple "
+                       "OR human_readable_triple IS NULL"),
+            rows_check("every annotated triple is a triple of the release",
+                       "SELECT * FROM {batch} WHERE NOT in_release")]),
+    ]

@@ -235,13 +235,24 @@ def validate_release(catalog: Catalog, out: Path, snapshots: list[str],
         if not report.success:
             problems.append(f"{snap}: release files: {report.summary()}")
         raised += [r.line() for r in report.raised]
+    annotation = None
+    if annotation_files(out):  # carried over from the release before (emerge annotate import)
+        released = [(rec["hash_id"], *tr["triple"]) for snap in snapshots
+                    for _, rec in records.get(snap, []) for tr in rec["tkgu_triples"]]
+        annotation = validate_annotation(spark, out, released)
+        raised += [r.line() for r in annotation.raised]
+        if not annotation.success:
+            problems.append(annotation_verdict(annotation)["reason"])
     success = not problems and not unvalidated
     (folder / "results.json").write_text(json.dumps(
-        {"success": success, "snapshots": results}, indent=1, sort_keys=True, default=str)
-        + "\n", encoding="utf-8")
+        {"success": success, "snapshots": results,
+         **({"human_annotation": annotation.to_dict()} if annotation else {})},
+        indent=1, sort_keys=True, default=str) + "\n", encoding="utf-8")
     files = sorted(p.relative_to(out).as_posix() for p in folder.rglob("*") if p.is_file())
     verdict: dict[str, Any] = {"success": success, "results": "validation/results.json",
                                "docs": "validation/docs/", "snapshots": states}
+    if annotation is not None:
+        verdict["human_annotation"] = annotation_verdict(annotation)
     failure: EmergeError | None = None
     if raised:
         verdict["reason"] = f"{len(raised)} checks could not run"
@@ -350,3 +361,78 @@ def check_croissant(out: Path, files: Mapping[str, Mapping[str, Any]],
                 problems.append(f"{rs}: mlcroissant cannot read it: {type(cause).__name__}: "
                                 f"{' '.join(str(cause).split())[:300]}")
     return {"success": not problems, "problems": problems, "record_sets": read}
+
+
+# --- the human annotation ------------------------------------------------------------------
+
+ANNOTATION_DOCS = "validation/docs/human_annotation"
+
+
+def annotation_files(out: Path) -> list[Path]:
+    """The release's ``human_annotation/*.jsonl`` (the authors' folder)."""
+    from emerge_lib.release.format import HUMAN_ANNOTATION
+
+    return sorted((out / HUMAN_ANNOTATION).glob("*.jsonl"))
+
+
+def validate_annotation(spark: Any, out: Path,
+                        released: list[tuple[str, str, str, str]]) -> GateReport:
+    """Run the human annotation's suites on ``out/human_annotation/*.jsonl`` against the
+    release's triples ``released`` ((hash_id, s, p, o)); Data Docs under
+    ``validation/docs/human_annotation/``. A line that is not JSON is a failed check, not
+    a crash: the report says which file."""
+    from emerge_lib.release.format import HUMAN_ASSESSMENT_FIELDS
+    from emerge_lib.validation.gate import run_gate
+    from emerge_lib.validation.suites import annotation_suites, flatten_annotation
+
+    records: list[tuple[str, dict[str, Any]]] = []
+    for path in annotation_files(out):
+        rel = path.relative_to(out).as_posix()
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                records.append((rel, json.loads(line)))
+            except ValueError:
+                records.append((rel, {"hash_id": None, "tkgu_triples": [],
+                                      "_bad_line": f"{rel}:{n}"}))
+    lines, entries = flatten_annotation(records)
+    docs = (out / ANNOTATION_DOCS).resolve()  # GX wants an absolute folder
+    shutil.rmtree(docs, ignore_errors=True)
+    return run_gate(annotation_suites(spark, lines, entries, released, HUMAN_ASSESSMENT_FIELDS),
+                    docs, run_name="human annotation")
+
+
+def annotation_verdict(report: GateReport) -> dict[str, Any]:
+    """The manifest's ``validation.human_annotation`` entry."""
+    verdict: dict[str, Any] = {"success": report.success, "checks": len(report.results),
+                               "results": "validation/results.json",
+                               "docs": ANNOTATION_DOCS + "/"}
+    if not report.success:
+        verdict["reason"] = f"human annotation: {report.summary()}"
+    return verdict
+
+
+def settle(verdict: Mapping[str, Any]) -> dict[str, Any]:
+    """The release's validation verdict with ``success`` and ``reason`` recomputed from its
+    parts, after a part changed on a written release (``emerge annotate import`` adds
+    ``human_annotation`` and rewrites croissant.json): every snapshot passed its table and
+    release suites, croissant.json validates (when checked), the human annotation passed
+    (when there). A release written with validation off stays unvalidated."""
+    out = {k: v for k, v in verdict.items() if k not in ("success", "reason")}
+    snapshots = out.get("snapshots") or {}
+    reasons = [] if snapshots else [str(verdict.get("reason") or "not validated")]
+    reasons += [f"{snap}: tables {st.get('tables')}, release files {st.get('release')}"
+                for snap, st in sorted(snapshots.items())
+                if st.get("tables") != "passed" or st.get("release") != "passed"]
+    croissant = out.get("croissant")
+    if isinstance(croissant, Mapping) and not croissant.get("success"):
+        reasons.append("croissant.json does not validate: "
+                       + "; ".join(map(str, croissant.get("problems", [])[:3])))
+    annotation = out.get("human_annotation")
+    if isinstance(annotation, Mapping) and not annotation.get("success"):
+        reasons.append(str(annotation.get("reason") or "human annotation failed"))
+    out["success"] = not reasons
+    if reasons:
+        out["reason"] = "; ".join(reasons)
+    return out

@@ -71,3 +71,19 @@ def test_hadolint_finds_nothing_in_the_dockerfile() -> None:
     proc = subprocess.run([hadolint, str(REPO / "Dockerfile")], capture_output=True, text=True,
                           timeout=60)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_label_studio_is_a_service_of_its_own_at_the_pinned_version() -> None:
+    """The annotation tool runs from its own image (never emerge's), the version `make
+    labelstudio` pins, on the loopback, with the REST API's token auth on."""
+    proc = compose("--profile", "annotation", "config", "--format", "json", env=SECRETS)
+    svc = json.loads(proc.stdout)["services"]["labelstudio"]
+    pinned = next(line.split("==")[1] for line in
+                  (REPO / "requirements-labelstudio.txt").read_text().splitlines()
+                  if line.startswith("label-studio=="))
+    assert svc["image"] == f"heartexlabs/label-studio:{pinned}" and "build" not in svc
+    assert svc["profiles"] == ["annotation"]
+    assert svc["environment"]["LABEL_STUDIO_ENABLE_LEGACY_API_TOKEN"] == "true"
+    assert svc["environment"]["COLLECT_ANALYTICS"] == "false"
+    assert [(p["host_ip"], p["target"]) for p in svc["ports"]] == [("127.0.0.1", 8080)]
+    assert "LABEL_STUDIO_PASSWORD" in " ".join(svc["command"])  # refuses to start without

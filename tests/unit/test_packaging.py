@@ -16,7 +16,8 @@ HEAVY = {"pysail", "pyspark-client", "deltalake", "apache-airflow", "great-expec
 #: import name -> distribution name, where they differ
 DIST = {"yaml": "pyyaml", "pyspark": "pyspark-client", "indexed_bzip2": "indexed-bzip2",
         "great_expectations": "great-expectations", "airflow": "apache-airflow",
-        "sentence_transformers": "sentence-transformers", "markdown_it": "markdown-it-py"}
+        "sentence_transformers": "sentence-transformers", "markdown_it": "markdown-it-py",
+        "sklearn": "scikit-learn"}
 
 
 def names(requirements: list[str]) -> set[str]:
