@@ -99,10 +99,15 @@ def test_truncated_bz2_raises_with_offset(tmp_path: Path, backend: str) -> None:
     with pytest.raises(CorruptDumpError) as info, open_dump(cut, bz2_backend=backend) as fh:  # type: ignore[arg-type]
         while chunk := fh.read(65536):
             got += chunk
-    # every byte of the complete blocks comes out (a correct prefix), then the error
+    # every byte of the complete blocks comes out (a correct prefix), then the error; an
+    # external lbzip2 stops at the last block it wrote when its input breaks off (its
+    # workers' later blocks are dropped): a shorter prefix, still correct, the offset exact
     good = max(d for bit, d in _bz2_blocks(p) if bit < cut.stat().st_size * 8)
-    assert info.value.offset == len(got) == good
-    assert bytes(got) == data[:good]
+    if backend == "lbzip2":
+        assert 0 < info.value.offset == len(got) <= good
+    else:
+        assert info.value.offset == len(got) == good
+    assert bytes(got) == data[:len(got)]
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
