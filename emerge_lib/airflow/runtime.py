@@ -171,24 +171,46 @@ def ingest_extract_task(kind: str, group: dict[str, Any], context: Mapping[str, 
                  group=group).detail
 
 
+#: the ingest DAG's commit tasks of a wiki's task group: the oldest pending dump date's,
+#: which hands the next dump date to mapped extract tasks, and the newer one's
+INGEST_COMMITS = ("commit", "commit_newer")
+
+
 def ingest_commit_task(kind: str, plan: dict[str, Any] | None, summaries: Any,
-                       context: Mapping[str, Any]) -> dict[str, Any]:
-    """Commit what the extract tasks staged (and what must be extracted again here)."""
-    return _step(f"ingest_{kind}", context, snapshot=False, step="commit", plan=plan,
-                 summaries=list(summaries or [])).to_dict()
+                       context: Mapping[str, Any], max_groups: int) -> list[dict[str, Any]]:
+    """Commit what the extract tasks staged of the oldest pending dump date; returns the
+    next dump date's files in groups (the newer extract tasks map over them: they continue
+    from the watermarks just committed). The stage's result goes to XCom as ``result``."""
+    result = _step(f"ingest_{kind}", context, snapshot=False, step="commit", plan=plan,
+                   summaries=list(summaries or []), newer=max_groups)
+    context["ti"].xcom_push(key="result", value=result.to_dict())
+    return (result.detail or {}).get("next", [])
+
+
+def ingest_commit_newer_task(kind: str, plan: dict[str, Any] | None, summaries: Any,
+                             handed_over: Any, context: Mapping[str, Any]) -> dict[str, Any]:
+    """Commit the newer dump date's staged files (a third dump date or later, rare, is
+    extracted here), then judge the rejects; skipped when there was no newer date."""
+    summaries = list(summaries or [])
+    if not summaries and not list(handed_over or []):
+        raise AirflowSkipException(f"{kind}: no newer dump date to commit")
+    result = _step(f"ingest_{kind}", context, snapshot=False, step="commit", plan=plan,
+                   summaries=summaries).to_dict()
+    context["ti"].xcom_push(key="result", value=result)
+    return result
 
 
 def stability_task(context: Mapping[str, Any], asset: Any) -> dict[str, Any]:
     """The ingest DAG's last step: the stability stage, then the timelines Asset's event
-    (the dump date and what was committed)."""
+    (the dump date and the files each wiki's commits committed)."""
     result = run_stage_task("stability", context, snapshot=False)
     run = snapshot_run(context, snapshot=False)
     ti = context["ti"]
-    committed = {kind: ti.xcom_pull(task_ids=f"{kind}.commit") or {}
-                 for kind in ("wikidata", "wikipedia")}
+    files = {kind: sum(((ti.xcom_pull(task_ids=f"{kind}.{step}", key="result") or {})
+                        .get("metrics") or {}).get("files", 0) for step in INGEST_COMMITS)
+             for kind in ("wikidata", "wikipedia")}
     context["outlet_events"][asset].extra = {
-        "dump_date": run.dump_date,
-        "files": {k: (v.get("metrics") or {}).get("files", 0) for k, v in committed.items()},
+        "dump_date": run.dump_date, "files": files,
         "stability": result.get("note") or "rebuilt"}
     return result
 

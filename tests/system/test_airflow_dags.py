@@ -135,7 +135,16 @@ def test_the_ingest_dag_maps_extraction_and_emits_the_timelines(dagbag) -> None:
     for kind in ("wikidata", "wikipedia"):
         assert isinstance(dag.get_task(f"{kind}.extract"), MappedOperator)
         assert dag.get_task(f"{kind}.plan").upstream_task_ids == {"wait_for_dump"}
-        assert f"{kind}.commit" in dag.get_task("stability").upstream_task_ids
+        # the next dump date's extraction is mapped too, after the older one's commit
+        newer = dag.get_task(f"{kind}.extract_newer")
+        assert isinstance(newer, MappedOperator)
+        assert newer.upstream_task_ids == {f"{kind}.commit"}
+        assert dag.get_task(f"{kind}.commit_newer").upstream_task_ids >= {
+            f"{kind}.extract_newer", f"{kind}.commit"}
+    assert dag.get_task("stability").upstream_task_ids == {"wikidata.commit_newer",
+                                                            "wikipedia.commit_newer"}
+    # one wiki after the other: their process pools never share a machine's cores
+    assert "wikidata.commit_newer" in dag.get_task("wikipedia.extract").upstream_task_ids
     assert dag.get_task("stability").outlets == [TIMELINES]
     # started by the dumps Asset: no run of the writer of the timelines waits weeks for a
     # dump; the quarterly wait is emerge_dumps'
