@@ -300,6 +300,28 @@ def test_the_wait_defers_to_a_trigger_that_never_blocks_the_event_loop(tmp_path:
     assert payload["status"] == "failed" and "failed" in payload["reason"]
 
 
+def test_a_backfill_run_finds_its_backfill_and_its_cancel() -> None:
+    """Which backfill a waiting run belongs to (the API's records: the active one holding
+    its logical date, else the newest holding it) and the one line its cancel gives; the
+    real cancel under the scheduler: test_airflow_scheduler.py."""
+    from emerge_lib.airflow.backfills import cancel_reason, pick
+
+    def record(id_: int, start: str, end: str, completed: str | None = None) -> dict:
+        return {"id": id_, "dag_id": "emerge_snapshot", "from_date": f"{start}T00:00:00Z",
+                "to_date": f"{end}T00:00:00Z", "completed_at": completed, "is_paused": False}
+
+    done = record(1, "2024-01-01", "2024-10-01", "2024-12-01T10:00:00.123Z")
+    active = record(2, "2024-07-01", "2024-10-01")
+    other = record(3, "2025-01-01", "2025-04-01", "2025-05-01T00:00:00Z")
+    when = datetime.fromisoformat("2024-10-01T00:00:00+00:00")
+    assert pick([done, active, other], when) == active
+    assert pick([done, other], when) == done  # cancelled meanwhile
+    assert pick([other], when) is None
+    assert cancel_reason(active) is None
+    assert cancel_reason(done) == ("backfill 1 of emerge_snapshot (2024-01-01 to 2024-10-01) "
+                                   "was cancelled at 2024-12-01 10:00:00 UTC")
+
+
 def test_the_dump_a_run_ingests() -> None:
     """An ingest run: the newest dump of its triggering dumps events, else a scheduled
     run's logical date's day; a snapshot run: the dump its wait chose (XCom), for every task but the

@@ -314,6 +314,53 @@ def test_one_evaluation_run_loops_over_every_triggering_event(world: Path, monke
         assert (world / "evaluation" / t[:10] / "merged" / "summary.json").is_file()
 
 
+def test_cancelling_a_backfill_ends_its_waiting_run(airflow: LocalAirflow, world: Path) -> None:
+    """A backfill run waiting (deferred) for a dump still being written: Airflow's cancel
+    fails only queued runs, so the wait's trigger watches the backfill through the REST
+    API (the emerge_airflow_api connection `make airflow` sets) and ends the run itself,
+    naming the backfill."""
+    for wiki in ("wikidatawiki", "enwiki"):  # a dump the mirror lists, still being written
+        folder = world / "mirror" / wiki / "20241201"
+        folder.mkdir(parents=True)
+        (folder / "dumpstatus.json").write_text(json.dumps({"version": "0.8", "jobs": {
+            "metahistorybz2dump": {"status": "in-progress", "updated": "2024-12-02 10:00:00",
+                                   "files": {}}}}))
+    backfill = airflow.post("/backfills", {
+        "dag_id": "emerge_snapshot", "from_date": "2024-10-01T00:00:00Z",
+        "to_date": "2024-10-01T00:00:00Z", "max_active_runs": 1, "reprocess_behavior": "none",
+        "run_backwards": False, "dag_run_conf": {"dump_date": "20241201"}})
+    deadline = time.monotonic() + 120
+    while True:
+        runs = [r for r in airflow.runs("emerge_snapshot") if r["run_type"] == "backfill"
+                and r["logical_date"].startswith("2024-10-01")]
+        states = {t["task_id"]: t["state"] for t in (
+            airflow.tasks("emerge_snapshot", runs[0]["dag_run_id"]) if runs else [])}
+        if states.get("wait_for_inputs") == "deferred":
+            break
+        assert "failed" not in states.values(), airflow.explain("emerge_snapshot",
+                                                                runs[0]["dag_run_id"])
+        assert time.monotonic() < deadline, f"the backfill run does not wait: {states}"
+        time.sleep(2)
+    run_id = runs[0]["dag_run_id"]
+    cancelled = time.monotonic()
+    assert airflow.put(f"/backfills/{backfill['id']}/cancel")["completed_at"]
+    while (run := next(r for r in airflow.runs("emerge_snapshot")
+                       if r["dag_run_id"] == run_id))["state"] == "running":
+        assert time.monotonic() < cancelled + 60, "the cancelled backfill's run still waits"
+        time.sleep(2)
+    took = time.monotonic() - cancelled
+    print(f"newcomer path: a cancelled backfill's waiting run failed {took:.0f}s after the "
+          "cancel")
+    assert run["state"] == "failed"
+    states = {t["task_id"]: t["state"] for t in airflow.tasks("emerge_snapshot", run_id)}
+    assert states["wait_for_inputs"] == "failed" and states["snapshot"] != "success"
+    logs = "".join(p.read_text(errors="replace") for p in (
+        airflow.home / "logs" / "dag_id=emerge_snapshot" / f"run_id={run_id}").rglob("*.log"))
+    assert "a cancel of it ends this wait" in logs, logs[-3000:]  # the task, deferring
+    assert (f"stopped waiting: backfill {backfill['id']} of emerge_snapshot (2024-10-01 to "
+            "2024-10-01) was cancelled at") in logs, logs[-3000:]  # the task, resumed
+
+
 def test_a_backfill_no_dump_covers_fails_at_once_naming_the_dump(airflow: LocalAirflow) -> None:
     """2024-07-01's last window ends 2024-08-05: the world's dumps (20240220, 20240520)
     cannot cover it, so its backfill run fails in its wait, at once, saying so."""
