@@ -131,6 +131,23 @@ def test_an_ingest_run_triggered_through_the_rest_api(airflow: LocalAirflow,
     events = airflow.get("/assets/events", order_by="-timestamp")["asset_events"]
     timelines = [e for e in events if e["uri"] == "emerge://warehouse/timelines"]
     assert timelines and timelines[0]["extra"]["files"] == {"wikidata": 8, "wikipedia": 4}
+    # both dump dates' extraction was mapped: the newer date's after the older one's commit
+    states = {(t["task_id"], t["map_index"]): t["state"] for t in tasks}
+    for kind in ("wikidata", "wikipedia"):
+        assert states[(f"{kind}.extract_newer", 0)] == "success"
+        assert states[(f"{kind}.commit_newer", -1)] == "success"
+    # a second run finds every file done: no group to map, nothing newer, nothing read
+    again = airflow.trigger("emerge_ingest")
+    airflow.wait("emerge_ingest", [again], timeout=600)
+    states = {t["task_id"]: t["state"] for t in airflow.tasks("emerge_ingest", again)}
+    for kind in ("wikidata", "wikipedia"):
+        assert states[f"{kind}.commit"] == "success", states
+        for task in ("extract", "extract_newer", "commit_newer"):
+            assert states[f"{kind}.{task}"] == "skipped", states
+    events = airflow.get("/assets/events", order_by="-timestamp")["asset_events"]
+    timelines = [e for e in events if e["uri"] == "emerge://warehouse/timelines"]
+    assert timelines[0]["extra"]["files"] == {"wikidata": 0, "wikipedia": 0}
+    assert {r["dump_file"] for r in warehouse.read_arrow("ingested_files").to_pylist()} == files
 
 
 def test_a_backfill_of_two_quarters_side_by_side(airflow: LocalAirflow, warehouse: Catalog,
