@@ -7,7 +7,9 @@ through the REST API, each into a fresh warehouse of its own (the run's ``config
 param: the world's configuration with another warehouse), and, as the baseline, `emerge
 ingest` on the same configuration, the two taking turns (``--runs``: pairs), so a
 machine shared with other work slows both alike. Printed per run: every task's stage line
-(its wall and the cores it used), its place on the run's timeline (when it was queued,
+(its wall and the cores it used), the run's line (``run``: the stability task's figure for
+the ingest as a whole, its steps' CPU seconds over the time any of them ran: tasks side by
+side each report only their share), its place on the run's timeline (when it was queued,
 started and ended, seconds from the run's start: what is task start-up and what is
 waiting), the run's wall from its start to its end, and the command's stage lines; then
 the range over the runs.
@@ -40,6 +42,9 @@ from _harness import EMERGE, REPO, cpu_count, ensure_world
 SCRIPT = REPO / "scripts" / "airflow-local.sh"
 STAGE = re.compile(r"stage (ingest_\w+ \w+|ingest_\w+|stability)\b.*? in ([0-9.]+)s.*?"
                    r"(?:, ([0-9.]+) cores)?(?: \(.*\))?$")
+#: the stability task's line on the run as a whole (emerge_lib.airflow.runtime)
+RUN = re.compile(r"ingest (run): \d+ stage\(s\) of its tasks ran for ([0-9.]+)s in all, "
+                 r"[0-9.]+ CPU-s: ([0-9.]+) cores")
 
 Line = tuple[str, float, float]
 
@@ -55,7 +60,7 @@ def stage_lines(text: str) -> list[Line]:
     out = []
     for raw in text.splitlines():
         line = json.loads(raw).get("event", "") if raw.startswith("{") else raw
-        if m := STAGE.search(line):
+        if m := STAGE.search(line) or RUN.search(line):
             out.append((m.group(1), float(m.group(2)), float(m.group(3) or 0)))
     return out
 
@@ -166,7 +171,7 @@ def main() -> None:
                       f"{wall:.1f}s from start to success")
                 for name, seconds, used in lines:
                     print(f"  {name:<28} {seconds:7.1f}s {used:5.2f} cores")
-                    if seconds >= 1:
+                    if used:  # the line gives cores from 1 s of work
                         cores.setdefault(f"airflow {name}", []).append(used)
                 print("  timeline (seconds from the run's start):", *timeline, sep="\n    ")
                 config = world_config(args.world, scratch / f"cli-wh-{i}",
@@ -176,7 +181,7 @@ def main() -> None:
                 print(f"emerge ingest (the baseline, same world), run {i + 1}: {cli_wall:.1f}s")
                 for name, seconds, used in cli_lines:
                     print(f"  {name:<28} {seconds:7.1f}s {used:5.2f} cores")
-                    if seconds >= 1:
+                    if used:  # the line gives cores from 1 s of work
                         cores.setdefault(f"cli {name}", []).append(used)
         print(f"over {args.runs} runs: Airflow {span(walls['airflow'])}s, emerge ingest "
               f"{span(walls['cli'])}s; cores per stage line (those of 1 s or more):")

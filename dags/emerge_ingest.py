@@ -2,7 +2,7 @@
 
 Thin wiring over the ingest stages' steps (``emerge_lib.ingest.stage``, each run through
 ``emerge_lib.pipeline.runner.run_stage``):
-wait for the dump → per wiki, Wikidata then Wikipedia: plan → extract (mapped over groups
+wait for the dump → per wiki, side by side: plan → extract (mapped over groups
 of the oldest pending dump date's files, any worker) → commit → extract_newer (mapped
 over the next dump date's files) → commit_newer → stability, which emits the timelines
 Asset. One run at a time: it is the writer of the timelines; snapshot runs read them side
@@ -21,9 +21,12 @@ by side.
   them (a third dump date or later, rare, it extracts itself) and judges the rejects. A
   quarterly run has one dump date: extract_newer has no groups and commit_newer is
   skipped.
-- The two wikis run one after the other, as `emerge ingest` does: side by side on one
-  machine, each task's process pool had half the cores (its stage line said so), and
-  the run took no less time (benchmarks/airflow_ingest.py).
+- The two wikis run side by side: on one machine two tasks then share its cores (each
+  task's stage line reports its share), while one wiki's engine-bound commit (about one
+  core) leaves room for the other's extraction. Run one after the other, each extract
+  line reported 1.75 cores but the run took longer (benchmarks/airflow_ingest.py,
+  docs/operations.md); the stability task's run line reports the cores of the ingest as
+  a whole.
 - Manual runs: ``dump_date`` (empty: the configured dump dates), or the dump files
   themselves, and the snapshots whose Wikipedia ranges to keep (``snapshots``; empty: the configured ones plus the newest
   quarter the dump covers).
@@ -65,7 +68,7 @@ PARAMS = dag_params("ingest")
 def emerge_ingest() -> None:
     wait = WaitForInputs(task_id="wait_for_dump", what="dump", poll_s=3600,
                          wait_timeout=timedelta(days=28), retries=0)
-    wikis = []
+    commits = []
     for kind in ("wikidata", "wikipedia"):
         with TaskGroup(kind):
             @task(task_id="plan", execution_timeout=timedelta(hours=6))
@@ -73,9 +76,7 @@ def emerge_ingest() -> None:
                 ctx = get_current_context()
                 return ingest_plan_task(kind, ctx, int(ctx["params"]["max_tasks"]))
 
-            # none_failed: the wiki before may have had no newer dump date to commit
-            @task(task_id="extract", trigger_rule="none_failed",
-                  execution_timeout=timedelta(days=2))
+            @task(task_id="extract", execution_timeout=timedelta(days=2))
             def extract_group(group: dict, kind: str = kind) -> list[dict]:
                 return ingest_extract_task(kind, group, get_current_context())
 
@@ -98,12 +99,7 @@ def emerge_ingest() -> None:
             first = extract_group.expand(group=groups)
             newer = commit_group(groups["plan"], first)
             staged_newer = extract_group.override(task_id="extract_newer").expand(group=newer)
-            last = commit_newer(groups["plan"], staged_newer, newer)
-            wikis.append((first, last))
-    # one wiki after the other, as `emerge ingest` does: side by side on one machine,
-    # each task's process pool got half the cores (measured: benchmarks/airflow_ingest.py)
-    wikis[0][1] >> wikis[1][0]
-    commits = [last for _, last in wikis]
+            commits.append(commit_newer(groups["plan"], staged_newer, newer))
 
     @task(task_id="stability", outlets=[TIMELINES], trigger_rule="none_failed",
           execution_timeout=timedelta(hours=12))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -139,7 +140,12 @@ def _step(name: str, context: Mapping[str, Any], *, snapshot: bool, engine: bool
             if step is None and not st.applies(ctx):
                 raise AirflowSkipException(f"{name}: {st.skip(ctx)}")
             plan = run.snapshot if st.scope == "snapshot" else None
-            return run_stage(ctx, name, plan, step=step, **inputs)
+            started = time.time()
+            result = run_stage(ctx, name, plan, step=step, **inputs)
+    if not snapshot and st.scope == "ingest" and context.get("ti") is not None:
+        context["ti"].xcom_push(key=STAGE_SPAN, value={
+            "cpu_seconds": result.cpu_seconds, "start": started, "end": time.time()})
+    return result
 
 
 def run_stage_task(name: str, context: Mapping[str, Any], snapshot: bool = True
@@ -174,6 +180,23 @@ def ingest_extract_task(kind: str, group: dict[str, Any], context: Mapping[str, 
 #: the ingest DAG's commit tasks of a wiki's task group: the oldest pending dump date's,
 #: which hands the next dump date to mapped extract tasks, and the newer one's
 INGEST_COMMITS = ("commit", "commit_newer")
+#: every ingest step's task of a wiki's task group
+INGEST_STEPS = ("plan", "extract", "commit", "extract_newer", "commit_newer")
+#: XCom key of an ingest step's CPU seconds and wall-clock span (epoch seconds): the
+#: run's last task reports the cores of the ingest as a whole from them
+STAGE_SPAN = "stage_span"
+
+
+def run_cores(spans: list[dict[str, float] | None]) -> tuple[int, float, float]:
+    """(stages, CPU seconds, seconds while any of them ran) of the ingest steps' spans:
+    a task's stage line reports only its own cores, and two tasks side by side on one
+    machine each report their share."""
+    got = [s for s in spans if s]
+    wall, reach = 0.0, float("-inf")
+    for span in sorted(got, key=lambda s: s["start"]):
+        wall += max(0.0, span["end"] - max(span["start"], reach))
+        reach = max(reach, span["end"])
+    return len(got), sum(s["cpu_seconds"] for s in got), wall
 
 
 def ingest_commit_task(kind: str, plan: dict[str, Any] | None, summaries: Any,
@@ -203,9 +226,15 @@ def ingest_commit_newer_task(kind: str, plan: dict[str, Any] | None, summaries: 
 def stability_task(context: Mapping[str, Any], asset: Any) -> dict[str, Any]:
     """The ingest DAG's last step: the stability stage, then the timelines Asset's event
     (the dump date and the files each wiki's commits committed)."""
+    ti = context["ti"]
+    stages, cpu, wall = run_cores(ti.xcom_pull(
+        task_ids=[f"{kind}.{step}" for kind in ("wikidata", "wikipedia")
+                  for step in INGEST_STEPS], key=STAGE_SPAN) or [])
+    if wall:
+        log.info("ingest run: %d stage(s) of its tasks ran for %.1fs in all, %.1f CPU-s: "
+                 "%.2f cores", stages, wall, cpu, cpu / wall)
     result = run_stage_task("stability", context, snapshot=False)
     run = snapshot_run(context, snapshot=False)
-    ti = context["ti"]
     files = {kind: sum(((ti.xcom_pull(task_ids=f"{kind}.{step}", key="result") or {})
                         .get("metrics") or {}).get("files", 0) for step in INGEST_COMMITS)
              for kind in ("wikidata", "wikipedia")}

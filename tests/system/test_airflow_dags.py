@@ -143,8 +143,7 @@ def test_the_ingest_dag_maps_extraction_and_emits_the_timelines(dagbag) -> None:
             f"{kind}.extract_newer", f"{kind}.commit"}
     assert dag.get_task("stability").upstream_task_ids == {"wikidata.commit_newer",
                                                             "wikipedia.commit_newer"}
-    # one wiki after the other: their process pools never share a machine's cores
-    assert "wikidata.commit_newer" in dag.get_task("wikipedia.extract").upstream_task_ids
+    assert dag.get_task("wikipedia.extract").upstream_task_ids == {"wikipedia.plan"}
     assert dag.get_task("stability").outlets == [TIMELINES]
     # started by the dumps Asset: no run of the writer of the timelines waits weeks for a
     # dump; the quarterly wait is emerge_dumps'
@@ -320,6 +319,19 @@ def test_a_backfill_run_finds_its_backfill_and_its_cancel() -> None:
     assert cancel_reason(active) is None
     assert cancel_reason(done) == ("backfill 1 of emerge_snapshot (2024-01-01 to 2024-10-01) "
                                    "was cancelled at 2024-12-01 10:00:00 UTC")
+
+
+def test_the_ingest_run_line_counts_the_machine_time_of_its_tasks_once() -> None:
+    """Two tasks side by side each report their share of the cores; the run's line adds
+    their CPU seconds over the time any of them ran (overlaps counted once)."""
+    from emerge_lib.airflow.runtime import run_cores
+
+    spans = [{"cpu_seconds": 2.0, "start": 10.0, "end": 12.0},  # two tasks side by side,
+             {"cpu_seconds": 1.8, "start": 10.5, "end": 12.5},  # one core each
+             None,  # a skipped task
+             {"cpu_seconds": 1.5, "start": 20.0, "end": 21.0}]  # alone, later
+    assert run_cores(spans) == (3, 5.3, 3.5)
+    assert run_cores([]) == (0, 0, 0.0)
 
 
 def test_the_dump_a_run_ingests() -> None:

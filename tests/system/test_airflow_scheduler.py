@@ -117,6 +117,16 @@ def test_an_ingest_run_triggered_through_the_rest_api(airflow: LocalAirflow,
           *[re.sub(r'^.*"event":"|".*$', "", ln) for ln in lines], sep="\n  ")
     # (the figure on a bigger world: benchmarks/airflow_ingest.py)
     assert cores and all(0 < c <= (os.cpu_count() or 1) + 0.5 for c in cores), cores
+    # the run's last task reports the ingest as a whole (tasks side by side each report
+    # their share): the CPU seconds of its ten steps' stages over the time any of them ran
+    (whole,) = [json.loads(ln)["event"] for log in (
+        airflow.home / "logs" / "dag_id=emerge_ingest" / f"run_id={run_id}" /
+        "task_id=stability").rglob("*.log") for ln in log.read_text().splitlines()
+        if "ingest run:" in ln]
+    print(f"newcomer path: {whole}")
+    m = re.fullmatch(r"ingest run: 10 stage\(s\) of its tasks ran for ([0-9.]+)s in all, "
+                     r"([0-9.]+) CPU-s: ([0-9.]+) cores", whole)
+    assert m and 0 < float(m[3]) <= (os.cpu_count() or 1) + 0.5, whole
     waiting = airflow.tasks("emerge_dumps", scheduled["dag_run_id"])
     assert [t["state"] for t in waiting if t["task_id"] == "wait_for_dump"] == ["deferred"]
     tasks = airflow.tasks("emerge_ingest", run_id)
