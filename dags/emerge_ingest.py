@@ -87,19 +87,17 @@ def emerge_ingest() -> None:
                 return ingest_commit_task(kind, plan, staged, ctx,
                                           int(ctx["params"]["max_tasks"]))
 
-            @task(task_id="commit_newer", trigger_rule="none_failed",
-                  execution_timeout=timedelta(days=2))
-            def commit_newer(plan: dict | None, staged: list, handed_over: list,
-                             kind: str = kind) -> dict:
-                return ingest_commit_newer_task(kind, plan, staged, handed_over,
-                                                get_current_context())
+            # all_success: skipped, without starting, when extract_newer had no groups
+            @task(task_id="commit_newer", execution_timeout=timedelta(days=2))
+            def commit_newer(plan: dict | None, staged: list, kind: str = kind) -> dict:
+                return ingest_commit_newer_task(kind, plan, staged, get_current_context())
 
             groups = plan()
             wait >> groups
             first = extract_group.expand(group=groups)
             newer = commit_group(groups["plan"], first)
             staged_newer = extract_group.override(task_id="extract_newer").expand(group=newer)
-            commits.append(commit_newer(groups["plan"], staged_newer, newer))
+            commits.append(commit_newer(groups["plan"], staged_newer))
 
     @task(task_id="stability", outlets=[TIMELINES], trigger_rule="none_failed",
           execution_timeout=timedelta(hours=12))

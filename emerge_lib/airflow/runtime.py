@@ -211,14 +211,12 @@ def ingest_commit_task(kind: str, plan: dict[str, Any] | None, summaries: Any,
 
 
 def ingest_commit_newer_task(kind: str, plan: dict[str, Any] | None, summaries: Any,
-                             handed_over: Any, context: Mapping[str, Any]) -> dict[str, Any]:
+                             context: Mapping[str, Any]) -> dict[str, Any]:
     """Commit the newer dump date's staged files (a third dump date or later, rare, is
-    extracted here), then judge the rejects; skipped when there was no newer date."""
-    summaries = list(summaries or [])
-    if not summaries and not list(handed_over or []):
-        raise AirflowSkipException(f"{kind}: no newer dump date to commit")
+    extracted here), then judge the rejects (the DAG skips this task when there was no
+    newer dump date: the first commit judged them)."""
     result = _step(f"ingest_{kind}", context, snapshot=False, step="commit", plan=plan,
-                   summaries=summaries).to_dict()
+                   summaries=list(summaries or [])).to_dict()
     context["ti"].xcom_push(key="result", value=result)
     return result
 
