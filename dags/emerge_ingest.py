@@ -2,9 +2,11 @@
 
 Thin wiring over the ingest stages' steps (``emerge_lib.ingest.stage``, each run through
 ``emerge_lib.pipeline.runner.run_stage``):
-wait for the dump → per wiki: plan → extract (mapped over groups of files, any worker)
-→ commit → stability, which emits the timelines Asset. One run at a time: it is the
-writer of the timelines; snapshot runs read them side by side.
+wait for the dump → per wiki, side by side: plan → extract (mapped over groups
+of the oldest pending dump date's files, any worker) → commit → extract_newer (mapped
+over the next dump date's files) → commit_newer → stability, which emits the timelines
+Asset. One run at a time: it is the writer of the timelines; snapshot runs read them side
+by side.
 
 - Schedule: the dumps Asset: a run starts when the emerge_dumps DAG has seen a quarter's
   history dump done on the mirror, and ingests that dump (the event's ``dump_date``), so
@@ -13,9 +15,18 @@ writer of the timelines; snapshot runs read them side by side.
 - Extraction is mapped over groups of files, never more than ``max_tasks`` (Airflow's
   ``[core] max_map_length`` is 1024; a full history dump has hundreds of parts), each of
   at least ``dumps.extract_group_mb`` (256 MB compressed: a task's pool then has work for
-  every core); files of
-  a newer dump date than the oldest pending one are extracted by the commit step, after
-  the older one's watermarks are committed.
+  every core). A newer dump continues from the watermarks the older one left, so the
+  next dump date's files (a first ingest of two dump dates) are grouped by the commit of
+  the older one and extracted by ``extract_newer`` after it; ``commit_newer`` commits
+  them (a third dump date or later, rare, it extracts itself) and judges the rejects. A
+  quarterly run has one dump date: extract_newer has no groups and commit_newer is
+  skipped.
+- The two wikis run side by side: on one machine two tasks then share its cores (each
+  task's stage line reports its share), while one wiki's engine-bound commit (about one
+  core) leaves room for the other's extraction. Run one after the other, each extract
+  line reported 1.75 cores but the run took longer (benchmarks/airflow_ingest.py,
+  docs/operations.md); the stability task's run line reports the cores of the ingest as
+  a whole.
 - Manual runs: ``dump_date`` (empty: the configured dump dates), or the dump files
   themselves, and the snapshots whose Wikipedia ranges to keep (``snapshots``; empty: the configured ones plus the newest
   quarter the dump covers).
@@ -31,6 +42,7 @@ from airflow.sdk import TaskGroup, dag, get_current_context, task
 from emerge_lib.airflow.assets import DUMPS, TIMELINES
 from emerge_lib.airflow.params import dag_params
 from emerge_lib.airflow.runtime import (
+    ingest_commit_newer_task,
     ingest_commit_task,
     ingest_extract_task,
     ingest_plan_task,
@@ -70,13 +82,22 @@ def emerge_ingest() -> None:
 
             @task(task_id="commit", trigger_rule="none_failed",
                   execution_timeout=timedelta(days=2))
-            def commit_group(plan: dict | None, staged: list, kind: str = kind) -> dict:
-                return ingest_commit_task(kind, plan, staged, get_current_context())
+            def commit_group(plan: dict | None, staged: list, kind: str = kind) -> list[dict]:
+                ctx = get_current_context()
+                return ingest_commit_task(kind, plan, staged, ctx,
+                                          int(ctx["params"]["max_tasks"]))
+
+            # all_success: skipped, without starting, when extract_newer had no groups
+            @task(task_id="commit_newer", execution_timeout=timedelta(days=2))
+            def commit_newer(plan: dict | None, staged: list, kind: str = kind) -> dict:
+                return ingest_commit_newer_task(kind, plan, staged, get_current_context())
 
             groups = plan()
-            staged = extract_group.expand(group=groups)
             wait >> groups
-            commits.append(commit_group(groups["plan"], staged))
+            first = extract_group.expand(group=groups)
+            newer = commit_group(groups["plan"], first)
+            staged_newer = extract_group.override(task_id="extract_newer").expand(group=newer)
+            commits.append(commit_newer(groups["plan"], staged_newer))
 
     @task(task_id="stability", outlets=[TIMELINES], trigger_rule="none_failed",
           execution_timeout=timedelta(hours=12))

@@ -89,6 +89,30 @@ database() {
 
 alive() { [ -s "$RUN/$1.pid" ] && kill -0 "$(cat "$RUN/$1.pid")" 2>/dev/null; }
 
+api_connection() {
+  # A backfill run waiting for a dump asks the REST API whether its backfill was cancelled
+  # (Airflow's cancel fails only queued runs): a read-only user of the simple auth manager,
+  # `emerge`, its password kept beside the admin's, and the emerge_airflow_api connection
+  # naming it, for every component (an environment connection: no database write). With
+  # another auth manager, or users of one's own, create that connection by hand.
+  case "${AIRFLOW__CORE__AUTH_MANAGER:-simple}" in *[Ss]imple*) ;; *) return 0 ;; esac
+  export AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS="${AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS:-admin:admin,emerge:viewer}"
+  case ",$AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS," in *,emerge:*) ;; *) return 0 ;; esac
+  AIRFLOW_CONN_EMERGE_AIRFLOW_API="$("$VENV_BIN/python" - "${AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE:-$AIRFLOW_HOME/simple_auth_manager_passwords.json.generated}" "http://127.0.0.1:$PORT" <<'PY'
+import json, os, secrets, sys
+path, url = sys.argv[1:]
+# the simple auth manager keeps what this file holds and generates only missing passwords
+passwords = json.load(open(path)) if os.path.exists(path) and os.path.getsize(path) else {}
+passwords.setdefault("emerge", secrets.token_urlsafe(16))
+with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as out:
+    json.dump(passwords, out)
+print(json.dumps({"conn_type": "http", "host": url, "login": "emerge",
+                  "password": passwords["emerge"]}))
+PY
+)"
+  export AIRFLOW_CONN_EMERGE_AIRFLOW_API
+}
+
 start() {
   mkdir -p "$RUN" "$LOGS"
   for c in "${COMPONENTS[@]}"; do
@@ -98,6 +122,7 @@ start() {
   export AIRFLOW__DATABASE__SQL_ALCHEMY_CONN
   echo "$AIRFLOW__DATABASE__SQL_ALCHEMY_CONN" > "$RUN/database"
   "$AIRFLOW" db migrate >"$LOGS/db-migrate.log" 2>&1 || { tail -20 "$LOGS/db-migrate.log" >&2; exit 1; }
+  api_connection
   # a task naming a missing pool waits forever: create it before anything is scheduled
   "$AIRFLOW" pools set emerge_llm "${EMERGE_LLM_SLOTS:-1}" "curation: one slot per GPU LLM worker" >/dev/null
   for c in "${COMPONENTS[@]}"; do

@@ -17,7 +17,9 @@
 
 A fast path checks once before deferring; the trigger (``InputsTrigger``) polls until
 ``timeout`` (a history dump takes one to three weeks). ``dag.test()`` runs the trigger
-inline.
+inline. A backfill run's trigger also asks Airflow's REST API every 10 s whether the
+backfill was cancelled (Airflow's cancel fails only its queued runs) and then ends the
+wait, failing the run with one line naming the backfill (``emerge_lib.airflow.backfills``).
 """
 
 from __future__ import annotations
@@ -81,11 +83,47 @@ class WaitForInputs(BaseOperator):
                 self.log.info("ready: the run ingests the %s dump", args["dump_date"])
                 return "ready"
         poll = self.warehouse_poll_s if args["what"] == "warehouse" else self.poll_s
+        watch = self._backfill_watch(context)
         self.log.info("waiting for: %s (every %.0fs, up to %s)", missing, poll,
                       self.wait_timeout)
-        self.defer(trigger=InputsTrigger(**args, poll_s=poll),
+        self.defer(trigger=InputsTrigger(**args, poll_s=poll, watch=watch),
                    method_name="execute_complete", timeout=self.wait_timeout)
         return "deferred"  # not reached: defer raises
+
+    def _backfill_watch(self, context: Any) -> dict[str, Any] | None:
+        """A backfill run's backfill, for its trigger to watch: Airflow's cancel fails
+        queued runs only, so the wait ends itself when its backfill is cancelled
+        (``emerge_lib.airflow.backfills``). None for other runs, or when the REST API
+        cannot say (logged: such a run is then marked failed by hand)."""
+        if run_type(context) != "backfill":
+            return None
+        from emerge_lib.airflow.backfills import (
+            API_CONN,
+            CANCEL_POLL_S,
+            AirflowApi,
+            ApiUnavailable,
+            cancel_reason,
+        )
+
+        dag_run = context["dag_run"]
+        try:
+            backfill = AirflowApi.configured().backfill_of(dag_run.dag_id,
+                                                           dag_run.logical_date)
+        except ApiUnavailable as exc:
+            self.log.warning("cannot watch this run's backfill for a cancel (%s); set the "
+                             "%s connection (docs/operations.md), or mark the run failed "
+                             "by hand after a cancel", exc, API_CONN)
+            return None
+        if backfill is None:
+            self.log.warning("no backfill of %s holds %s: not watched for a cancel",
+                             dag_run.dag_id, dag_run.logical_date)
+            return None
+        reason = cancel_reason(backfill)
+        if reason:
+            raise AirflowFailException(f"stopped waiting: {reason}")
+        self.log.info("a run of backfill %s: a cancel of it ends this wait (asked every "
+                      "%.0fs)", backfill["id"], CANCEL_POLL_S)
+        return {"backfill_id": backfill["id"], "every_s": CANCEL_POLL_S}
 
     def _own_dump(self, context: Any, args: dict[str, Any], missing: str) -> dict[str, Any]:
         """A backfill or manual run whose warehouse has not caught up: the dump it ingests

@@ -79,6 +79,9 @@ class IngestReport:
     done: list[str] = field(default_factory=list)
     totals: dict[str, int] = field(default_factory=dict)  # stored, over the whole plan
     seconds: float = 0.0
+    # files of newer dump dates left for extraction elsewhere (finish_ingest's
+    # ``newer_elsewhere``); the verdict on the rejects waits for the commit of those
+    later: list[PlannedFile] = field(default_factory=list)
 
     @property
     def revisions(self) -> int:
@@ -164,12 +167,18 @@ def _run_batches(cfg: Config, catalog: Catalog, plan: IngestPlan, report: Ingest
 
 
 def finish_ingest(cfg: Config, catalog: Catalog, plan: IngestPlan,
-                  summaries: Sequence[FileSummary]) -> IngestReport:
+                  summaries: Sequence[FileSummary], newer_elsewhere: bool = False
+                  ) -> IngestReport:
     """Commit what extractions elsewhere staged (``summaries``, of the plan's oldest pending
     dump date), extract again here what went stale meanwhile and the files of newer dump
     dates (each needs the watermarks of the one before), then judge the rejects over the
     whole plan. Files whose staged output is gone because the warehouse already holds them
-    (a rerun of the commit) are not committed again."""
+    (a rerun of the commit) are not committed again.
+
+    ``newer_elsewhere``: the files of dump dates newer than the plan's oldest pending one
+    are not extracted here but left in ``report.later`` (the ingest DAG maps their
+    extraction over its workers once this commit has left the watermarks they continue
+    from), and the verdict waits for their commit."""
     started = time.monotonic()
     report = IngestReport(plan.kind, plan.wiki, done=[f.name for f in plan.files if f.done])
     with ingest_lock(catalog, plan.wiki):
@@ -192,6 +201,10 @@ def finish_ingest(cfg: Config, catalog: Catalog, plan: IngestPlan,
         cov = _coverage(catalog, plan)
         left = [replace(f, ranges=_kept(catalog, plan, f)) for f in plan.pending
                 if f.name not in handled and not _committed(stored.get(f.name), f, cov, plan)]
+        if newer_elsewhere and plan.pending:
+            oldest = min(f.ref.dump_date for f in plan.pending)
+            report.later = [f for f in left if f.ref.dump_date > oldest]
+            left = [f for f in left if f.ref.dump_date <= oldest]
         if left:
             log.info("%s: %d file(s) extracted here (stale, or of a newer dump date)",
                      plan.wiki, len(left))
@@ -199,7 +212,11 @@ def finish_ingest(cfg: Config, catalog: Catalog, plan: IngestPlan,
             spark = catalog.session() if cfg.dumps.executor == "spark" else None
             with WorkerPool(cfg.workers) as pool:
                 _run_batches(cfg, catalog, rest, report, pool, spark, log_file)
-        report.totals = check_rejects(catalog, plan, cfg.dumps.max_reject_ratio)
+        if report.later:
+            log.info("%s: %d file(s) of newer dump dates are extracted next, elsewhere",
+                     plan.wiki, len(report.later))
+        else:
+            report.totals = check_rejects(catalog, plan, cfg.dumps.max_reject_ratio)
     report.seconds = time.monotonic() - started
     return report
 

@@ -14,6 +14,11 @@ ingest DAG maps ``extract`` over groups of files; JSON in, JSON out, any process
   needs no engine session;
 - ``commit``: what the extract steps staged, plus what went stale and the newer dump
   dates, then the reject verdict: the stage's own result. A rerun commits nothing twice.
+  With ``newer=N`` it leaves the next dump date to mapped extract steps instead (its
+  ``detail["next"]``: that date's files in at most N groups, planned once the watermarks
+  they continue from are committed), and a second commit of those judges the rejects:
+  the DAG's extraction then runs on its workers for both dump dates of a first ingest,
+  not inside one commit task.
 
 Every step goes through ``run_stage(ctx, "ingest_wikidata", step="extract", group=…)``.
 """
@@ -80,24 +85,30 @@ def _plan(kind: str):
                            ctx.progress_factory)
         dates = plan.pending_by_date()
         first = dates[0] if dates else []
-        least = ctx.cfg.dumps.extract_group_mb * 1e6
-        by_size = int(sum(f.bytes for f in first) // least) if least else len(first)
-        groups: list[list[Any]] = [[] for _ in range(min(max_groups, len(first),
-                                                         max(1, by_size)))]
-        load = [0] * len(groups)
-        for f in sorted(first, key=lambda f: (-f.bytes, f.name)):  # largest first, to the lightest
-            i = load.index(min(load))
-            groups[i].append(f)
-            load[i] += f.bytes
+        groups = _groups(ctx, plan, first, max_groups)
         later = [f.name for batch in dates[1:] for f in batch]
         note = f"{len(later)} files of newer dump dates follow" if later else ""
         return Outcome(metrics={"files": len(plan.files), "done": len(plan.files) - len(plan.pending),
                                 "pending": len(first), "groups": len(groups)}, note=note,
-                       detail={"plan": plan.to_dict(),
-                               "groups": [replace(plan, files=g).to_dict() for g in groups],
-                               "later": later})
+                       detail={"plan": plan.to_dict(), "groups": groups, "later": later})
 
     return plan_step
+
+
+def _groups(ctx: StageContext, plan: Any, files: Sequence[Any], max_groups: int
+            ) -> list[dict[str, Any]]:
+    """``files`` (of one dump date) balanced by bytes into at most ``max_groups`` groups of
+    at least ``dumps.extract_group_mb`` each, largest file first to the lightest group;
+    each group a plan of its own, as JSON (one mapped extract task each)."""
+    least = ctx.cfg.dumps.extract_group_mb * 1e6
+    by_size = int(sum(f.bytes for f in files) // least) if least else len(files)
+    groups: list[list[Any]] = [[] for _ in range(min(max_groups, len(files), max(1, by_size)))]
+    load = [0] * len(groups)
+    for f in sorted(files, key=lambda f: (-f.bytes, f.name)):
+        i = load.index(min(load))
+        groups[i].append(f)
+        load[i] += f.bytes
+    return [replace(plan, files=g).to_dict() for g in groups]
 
 
 def _extract(ctx: StageContext, _: Any = None, group: dict[str, Any] | None = None) -> Outcome:
@@ -126,10 +137,13 @@ def _extract(ctx: StageContext, _: Any = None, group: dict[str, Any] | None = No
 
 def _commit(kind: str):
     def commit_step(ctx: StageContext, _: Any = None, plan: dict[str, Any] | None = None,
-                    summaries: Sequence[dict[str, Any] | Sequence[dict[str, Any]]] = ()
-                    ) -> Outcome:
+                    summaries: Sequence[dict[str, Any] | Sequence[dict[str, Any]]] = (),
+                    newer: int | None = None) -> Outcome:
         """``summaries``: the extract steps' output (lists of them, as mapped tasks
-        return); extracts here what went stale and the newer dump dates."""
+        return); extracts here what went stale, and the newer dump dates unless
+        ``newer`` (a group count) says they are extracted elsewhere: then ``detail`` is
+        ``{"next": …}``, the next dump date's files in at most ``newer`` groups (as the
+        plan step's), and the verdict on the rejects waits for their commit."""
         from emerge_lib.ingest.plan import IngestPlan
         from emerge_lib.ingest.run import describe, finish_ingest
         from emerge_lib.ingest.staging import FileSummary
@@ -141,9 +155,19 @@ def _commit(kind: str):
                 for item in ([entry] if isinstance(entry, dict) else entry)]
         if kind == "wikipedia":  # its summaries carry the title-move counts too
             from emerge_lib.ingest.wikipedia.extract import WikipediaFileSummary as FileSummary
-        report = finish_ingest(ctx.cfg, ctx.catalog, parsed, [FileSummary(**d) for d in flat])
+        report = finish_ingest(ctx.cfg, ctx.catalog, parsed, [FileSummary(**d) for d in flat],
+                               newer_elsewhere=newer is not None)
         log.debug("%s", describe(report))
-        return _outcome(report)
+        outcome = _outcome(report)
+        if newer is None:
+            return outcome
+        if newer < 1:
+            raise EmergeError(f"newer must be at least 1 group, not {newer}")
+        dates = IngestPlan(parsed.kind, parsed.wiki, report.later).pending_by_date()
+        nxt = _groups(ctx, parsed, dates[0], newer) if dates else []
+        note = (f"{len(dates[0])} files of dump date {dates[0][0].ref.dump_date} are "
+                f"extracted next" if dates else outcome.note)
+        return replace(outcome, note=note, detail={"next": nxt})
 
     return commit_step
 

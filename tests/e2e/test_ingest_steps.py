@@ -66,3 +66,36 @@ def test_steps_give_the_tables_of_the_one_process_ingest(worlds, tmp_path: Path,
     assert "statement_timeline" in ingested and "paragraph_timeline" in ingested
     for table in ingested:
         assert rows(steps, table) == rows(whole, table), table
+
+
+def test_the_newer_dump_date_is_handed_to_mapped_extract_steps(worlds, tmp_path: Path,
+                                                               spark) -> None:
+    """The ingest DAG's way (``commit`` with ``newer``): the older dump date's commit
+    extracts nothing of the newer one but groups its files, which extract steps extract
+    after it (from the watermarks it committed); a second commit commits them and judges
+    the rejects. The tables are those of the one-process ingest."""
+    world = worlds.world(SMALL)
+    whole = Catalog(worlds.ingested(SMALL), spark)
+    steps = Catalog(tmp_path / "steps", spark)
+    for kind, wiki in (("wikidata", "wikidatawiki"), ("wikipedia", "enwiki")):
+        ctx = context(steps, **{kind: files(world, wiki)}, base=world / "config.yaml")
+        stage = f"ingest_{kind}"
+        planned = json.loads(json.dumps(run_stage(ctx, stage, step="plan").detail))
+        staged = [run_stage(ctx, stage, step="extract", group=g).detail
+                  for g in planned["groups"]]
+        first = run_stage(ctx, stage, step="commit", plan=planned["plan"],
+                          summaries=json.loads(json.dumps(staged)), newer=4)
+        newer = sorted(Path(f["path"]).name for g in first.detail["next"] for f in g["files"])
+        assert newer == sorted(planned["later"]) and len(first.detail["next"]) == 1
+        assert "extracted next" in first.note
+        committed = {r["dump_file"] for r in steps.read_arrow(
+            "ingested_files", filters=[("wiki", "=", wiki)]).to_pylist()}
+        assert committed and not committed & set(newer)  # none of them extracted here
+        staged = [run_stage(ctx, stage, step="extract", group=g).detail
+                  for g in first.detail["next"]]
+        last = run_stage(ctx, stage, step="commit", plan=planned["plan"],
+                         summaries=json.loads(json.dumps(staged)))
+        assert first.metrics["files"] + last.metrics["files"] == len(planned["plan"]["files"])
+        assert run_stage(ctx, stage, step="plan").detail["groups"] == []  # all done now
+    for table in TABLES:
+        assert rows(steps, table) == rows(whole, table), table

@@ -86,6 +86,12 @@ class LocalAirflow:
             raise RuntimeError(f"POST {path}: {resp.status_code} {resp.text}")
         return resp.json()
 
+    def put(self, path: str, body: dict[str, Any] | None = None) -> Any:
+        resp = self.client.put(path, json=body or {})
+        if resp.status_code >= 400:
+            raise RuntimeError(f"PUT {path}: {resp.status_code} {resp.text}")
+        return resp.json()
+
     def patch(self, path: str, body: dict[str, Any]) -> Any:
         resp = self.client.patch(path, json=body)
         if resp.status_code >= 400:

@@ -135,7 +135,16 @@ def test_the_ingest_dag_maps_extraction_and_emits_the_timelines(dagbag) -> None:
     for kind in ("wikidata", "wikipedia"):
         assert isinstance(dag.get_task(f"{kind}.extract"), MappedOperator)
         assert dag.get_task(f"{kind}.plan").upstream_task_ids == {"wait_for_dump"}
-        assert f"{kind}.commit" in dag.get_task("stability").upstream_task_ids
+        # the next dump date's extraction is mapped too, after the older one's commit
+        newer = dag.get_task(f"{kind}.extract_newer")
+        assert isinstance(newer, MappedOperator)
+        assert newer.upstream_task_ids == {f"{kind}.commit"}
+        commit_newer = dag.get_task(f"{kind}.commit_newer")
+        assert commit_newer.upstream_task_ids == {f"{kind}.extract_newer", f"{kind}.plan"}
+        assert commit_newer.trigger_rule == "all_success"  # skipped with no newer date
+    assert dag.get_task("stability").upstream_task_ids == {"wikidata.commit_newer",
+                                                            "wikipedia.commit_newer"}
+    assert dag.get_task("wikipedia.extract").upstream_task_ids == {"wikipedia.plan"}
     assert dag.get_task("stability").outlets == [TIMELINES]
     # started by the dumps Asset: no run of the writer of the timelines waits weeks for a
     # dump; the quarterly wait is emerge_dumps'
@@ -289,6 +298,41 @@ def test_the_wait_defers_to_a_trigger_that_never_blocks_the_event_loop(tmp_path:
     set_status("in-progress")
     payload, _ = asyncio.run(scenario("failed"))
     assert payload["status"] == "failed" and "failed" in payload["reason"]
+
+
+def test_a_backfill_run_finds_its_backfill_and_its_cancel() -> None:
+    """Which backfill a waiting run belongs to (the API's records: the active one holding
+    its logical date, else the newest holding it) and the one line its cancel gives; the
+    real cancel under the scheduler: test_airflow_scheduler.py."""
+    from emerge_lib.airflow.backfills import cancel_reason, pick
+
+    def record(id_: int, start: str, end: str, completed: str | None = None) -> dict:
+        return {"id": id_, "dag_id": "emerge_snapshot", "from_date": f"{start}T00:00:00Z",
+                "to_date": f"{end}T00:00:00Z", "completed_at": completed, "is_paused": False}
+
+    done = record(1, "2024-01-01", "2024-10-01", "2024-12-01T10:00:00.123Z")
+    active = record(2, "2024-07-01", "2024-10-01")
+    other = record(3, "2025-01-01", "2025-04-01", "2025-05-01T00:00:00Z")
+    when = datetime.fromisoformat("2024-10-01T00:00:00+00:00")
+    assert pick([done, active, other], when) == active
+    assert pick([done, other], when) == done  # cancelled meanwhile
+    assert pick([other], when) is None
+    assert cancel_reason(active) is None
+    assert cancel_reason(done) == ("backfill 1 of emerge_snapshot (2024-01-01 to 2024-10-01) "
+                                   "was cancelled at 2024-12-01 10:00:00 UTC")
+
+
+def test_the_ingest_run_line_counts_the_machine_time_of_its_tasks_once() -> None:
+    """Two tasks side by side each report their share of the cores; the run's line adds
+    their CPU seconds over the time any of them ran (overlaps counted once)."""
+    from emerge_lib.airflow.runtime import run_cores
+
+    spans = [{"cpu_seconds": 2.0, "start": 10.0, "end": 12.0},  # two tasks side by side,
+             {"cpu_seconds": 1.8, "start": 10.5, "end": 12.5},  # one core each
+             None,  # a skipped task
+             {"cpu_seconds": 1.5, "start": 20.0, "end": 21.0}]  # alone, later
+    assert run_cores(spans) == (3, 5.3, 3.5)
+    assert run_cores([]) == (0, 0, 0.0)
 
 
 def test_the_dump_a_run_ingests() -> None:

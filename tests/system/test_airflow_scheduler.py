@@ -117,6 +117,16 @@ def test_an_ingest_run_triggered_through_the_rest_api(airflow: LocalAirflow,
           *[re.sub(r'^.*"event":"|".*$', "", ln) for ln in lines], sep="\n  ")
     # (the figure on a bigger world: benchmarks/airflow_ingest.py)
     assert cores and all(0 < c <= (os.cpu_count() or 1) + 0.5 for c in cores), cores
+    # the run's last task reports the ingest as a whole (tasks side by side each report
+    # their share): the CPU seconds of its ten steps' stages over the time any of them ran
+    (whole,) = [json.loads(ln)["event"] for log in (
+        airflow.home / "logs" / "dag_id=emerge_ingest" / f"run_id={run_id}" /
+        "task_id=stability").rglob("*.log") for ln in log.read_text().splitlines()
+        if "ingest run:" in ln]
+    print(f"newcomer path: {whole}")
+    m = re.fullmatch(r"ingest run: 10 stage\(s\) of its tasks ran for ([0-9.]+)s in all, "
+                     r"([0-9.]+) CPU-s: ([0-9.]+) cores", whole)
+    assert m and 0 < float(m[3]) <= (os.cpu_count() or 1) + 0.5, whole
     waiting = airflow.tasks("emerge_dumps", scheduled["dag_run_id"])
     assert [t["state"] for t in waiting if t["task_id"] == "wait_for_dump"] == ["deferred"]
     tasks = airflow.tasks("emerge_ingest", run_id)
@@ -133,6 +143,23 @@ def test_an_ingest_run_triggered_through_the_rest_api(airflow: LocalAirflow,
     assert timelines and timelines[0]["extra"]["files"] == {
         "wikidata": len(list((world / "mirror" / "wikidatawiki").rglob("*.7z"))),
         "wikipedia": len(list((world / "mirror" / "enwiki").rglob("*.7z")))}
+    # both dump dates' extraction was mapped: the newer date's after the older one's commit
+    states = {(t["task_id"], t["map_index"]): t["state"] for t in tasks}
+    for kind in ("wikidata", "wikipedia"):
+        assert states[(f"{kind}.extract_newer", 0)] == "success"
+        assert states[(f"{kind}.commit_newer", -1)] == "success"
+    # a second run finds every file done: no group to map, nothing newer, nothing read
+    again = airflow.trigger("emerge_ingest")
+    airflow.wait("emerge_ingest", [again], timeout=600)
+    states = {t["task_id"]: t["state"] for t in airflow.tasks("emerge_ingest", again)}
+    for kind in ("wikidata", "wikipedia"):
+        assert states[f"{kind}.commit"] == "success", states
+        for task in ("extract", "extract_newer", "commit_newer"):
+            assert states[f"{kind}.{task}"] == "skipped", states
+    events = airflow.get("/assets/events", order_by="-timestamp")["asset_events"]
+    timelines = [e for e in events if e["uri"] == "emerge://warehouse/timelines"]
+    assert timelines[0]["extra"]["files"] == {"wikidata": 0, "wikipedia": 0}
+    assert {r["dump_file"] for r in warehouse.read_arrow("ingested_files").to_pylist()} == files
 
 
 def test_a_backfill_of_two_quarters_side_by_side(airflow: LocalAirflow, warehouse: Catalog,
@@ -314,6 +341,53 @@ def test_one_evaluation_run_loops_over_every_triggering_event(world: Path, monke
     assert [o["snapshot"] for o in out] == list(SNAPSHOTS)
     for t in SNAPSHOTS:
         assert (world / "evaluation" / t[:10] / "merged" / "summary.json").is_file()
+
+
+def test_cancelling_a_backfill_ends_its_waiting_run(airflow: LocalAirflow, world: Path) -> None:
+    """A backfill run waiting (deferred) for a dump still being written: Airflow's cancel
+    fails only queued runs, so the wait's trigger watches the backfill through the REST
+    API (the emerge_airflow_api connection `make airflow` sets) and ends the run itself,
+    naming the backfill."""
+    for wiki in ("wikidatawiki", "enwiki"):  # a dump the mirror lists, still being written
+        folder = world / "mirror" / wiki / "20241201"
+        folder.mkdir(parents=True)
+        (folder / "dumpstatus.json").write_text(json.dumps({"version": "0.8", "jobs": {
+            "metahistorybz2dump": {"status": "in-progress", "updated": "2024-12-02 10:00:00",
+                                   "files": {}}}}))
+    backfill = airflow.post("/backfills", {
+        "dag_id": "emerge_snapshot", "from_date": "2024-10-01T00:00:00Z",
+        "to_date": "2024-10-01T00:00:00Z", "max_active_runs": 1, "reprocess_behavior": "none",
+        "run_backwards": False, "dag_run_conf": {"dump_date": "20241201"}})
+    deadline = time.monotonic() + 120
+    while True:
+        runs = [r for r in airflow.runs("emerge_snapshot") if r["run_type"] == "backfill"
+                and r["logical_date"].startswith("2024-10-01")]
+        states = {t["task_id"]: t["state"] for t in (
+            airflow.tasks("emerge_snapshot", runs[0]["dag_run_id"]) if runs else [])}
+        if states.get("wait_for_inputs") == "deferred":
+            break
+        assert "failed" not in states.values(), airflow.explain("emerge_snapshot",
+                                                                runs[0]["dag_run_id"])
+        assert time.monotonic() < deadline, f"the backfill run does not wait: {states}"
+        time.sleep(2)
+    run_id = runs[0]["dag_run_id"]
+    cancelled = time.monotonic()
+    assert airflow.put(f"/backfills/{backfill['id']}/cancel")["completed_at"]
+    while (run := next(r for r in airflow.runs("emerge_snapshot")
+                       if r["dag_run_id"] == run_id))["state"] == "running":
+        assert time.monotonic() < cancelled + 60, "the cancelled backfill's run still waits"
+        time.sleep(2)
+    took = time.monotonic() - cancelled
+    print(f"newcomer path: a cancelled backfill's waiting run failed {took:.0f}s after the "
+          "cancel")
+    assert run["state"] == "failed"
+    states = {t["task_id"]: t["state"] for t in airflow.tasks("emerge_snapshot", run_id)}
+    assert states["wait_for_inputs"] == "failed" and states["snapshot"] != "success"
+    logs = "".join(p.read_text(errors="replace") for p in (
+        airflow.home / "logs" / "dag_id=emerge_snapshot" / f"run_id={run_id}").rglob("*.log"))
+    assert "a cancel of it ends this wait" in logs, logs[-3000:]  # the task, deferring
+    assert (f"stopped waiting: backfill {backfill['id']} of emerge_snapshot (2024-10-01 to "
+            "2024-10-01) was cancelled at") in logs, logs[-3000:]  # the task, resumed
 
 
 def test_a_backfill_no_dump_covers_fails_at_once_naming_the_dump(airflow: LocalAirflow) -> None:
