@@ -134,6 +134,15 @@ def build_instances(catalog: Catalog, plan: SnapshotPlan, settings: PassageSetti
           WHERE d.op = 'EE' AND ({literal(not persistence)} OR d.lifespan_to IS NULL
                                  OR d.lifespan_to > w.persist_until)
         ),
+        single_end AS (  -- the additions with exactly one emerging end: that end and the
+                         -- other one (an equi-join key each; an OR of the two in one join
+                         -- condition becomes a nested loop over passages × delta)
+          SELECT d.*, d.s AS emerging_end, d.o AS other_end FROM dk d
+          WHERE d.op IN ('EE', 'D') AND d.emerging_head AND NOT d.emerging_tail
+          UNION ALL
+          SELECT d.*, d.o AS emerging_end, d.s AS other_end FROM dk d
+          WHERE d.op IN ('EE', 'D') AND d.emerging_tail AND NOT d.emerging_head
+        ),
         single AS (  -- EE-KG: one end mentioned and emerging, the other not, unmentioned;
                      -- an addition that is also D (ended inside the window) keeps its D
           SELECT m.window, m.passage_id, CASE d.op WHEN 'EE' THEN 'EE-KG' ELSE 'D' END AS op,
@@ -141,14 +150,11 @@ def build_instances(catalog: Catalog, plan: SnapshotPlan, settings: PassageSetti
                  d.emerging_head, d.emerging_tail, d.head_created_at, d.tail_created_at,
                  d.lifespan_from, d.lifespan_to, d.qualifier_pid, d.qualifier_at,
                  false AS pair
-          FROM m JOIN dk d ON d.window = m.window AND d.op IN ('EE', 'D')
-               AND ((d.s = m.qid AND d.emerging_head AND NOT d.emerging_tail)
-                 OR (d.o = m.qid AND d.emerging_tail AND NOT d.emerging_head))
+          FROM m JOIN single_end d ON d.window = m.window AND d.emerging_end = m.qid
           LEFT SEMI JOIN persistent k ON k.window = d.window AND k.s = d.s AND k.p = d.p
                AND k.o = d.o
           LEFT ANTI JOIN m other ON other.window = m.window
-               AND other.passage_id = m.passage_id
-               AND other.qid = CASE WHEN d.s = m.qid THEN d.o ELSE d.s END
+               AND other.passage_id = m.passage_id AND other.qid = d.other_end
         )
         SELECT * FROM delta_pairs UNION ALL SELECT * FROM x_rows
         UNION ALL SELECT * FROM single
