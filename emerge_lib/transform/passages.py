@@ -103,8 +103,10 @@ def build_passages(
     if check_coverage:
         require_coverage(catalog, plan.t, end)
     pages = catalog.read("page_timeline")
-    new = spark.sql(new_paragraphs_sql(plan, settings, stability),
-                    runs=catalog.read("paragraph_timeline"))
+    # computed once: titles, links, the wanted set and the passages all read it, and Sail
+    # does not cache (each use would aggregate the whole paragraph timeline again)
+    new = catalog.materialize(spark.sql(new_paragraphs_sql(plan, settings, stability),
+                                        runs=catalog.read("paragraph_timeline")))
     # the article's title at τ_k, and the titles its links name
     new_titles = spark.sql("""
         SELECT n.window, n.tau, n.page_id, n.paragraph_hash, MIN(pg.title) AS page_title
