@@ -251,11 +251,10 @@ def watch_emerge(args: Sequence[str], env: Mapping[str, str] | None = None,
     wall = time.monotonic() - started
     done.set()
     sampler.join()
-    previous = 0.0
+    previous = 0.0  # a first stage without cores: its CPU includes the start-up
     for i, stage in enumerate(lines):
-        diff = stage.tree_cpu - previous if i else None
         stage.cpu = (stage.cores * stage.seconds if stage.cores is not None
-                     else max(0.0, diff) if diff is not None else 0.0)
+                     else max(0.0, stage.tree_cpu - previous))
         previous = stage.tree_cpu
         stage.peak_rss = max((b for j, b in samples if j == i), default=0)
     return Watched(proc.returncode, wall, children_cpu() - cpu_before,
