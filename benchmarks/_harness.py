@@ -140,6 +140,9 @@ class StageLine:
     tree_cpu: float = 0.0  # CPU seconds of the whole process tree at that instant
     cpu: float = 0.0  # the stage's CPU seconds (filled in by watch_emerge)
     peak_rss: int = 0  # bytes, the process tree's largest sampled RSS while it ran
+    start_rss: int = 0  # bytes, the tree's RSS as it began (what earlier stages left)
+    peak_own: int = 0  # bytes, the command's own process (the embedded engine lives there)
+    peak_child: int = 0  # bytes, its largest child (an extraction worker)
 
     @property
     def key(self) -> str:
@@ -197,14 +200,20 @@ def _tree_cpu(proc) -> float:
     return total
 
 
-def _tree_rss(proc) -> int:
+def _tree_rss(proc) -> tuple[int, int, int]:
+    """RSS of a process tree: (all of it, the process itself, its largest descendant)."""
     import psutil
 
-    total = 0
+    total = own = largest = 0
     for p in _tree(proc):
         with contextlib.suppress(psutil.Error):
-            total += p.memory_info().rss
-    return total
+            rss = p.memory_info().rss
+            total += rss
+            if p.pid == proc.pid:
+                own = rss
+            else:
+                largest = max(largest, rss)
+    return total, own, largest
 
 
 def watch_emerge(args: Sequence[str], env: Mapping[str, str] | None = None,
@@ -214,11 +223,13 @@ def watch_emerge(args: Sequence[str], env: Mapping[str, str] | None = None,
     engine's threads, the extraction pool), each sample counted to the stage then running
     (the one whose line comes next); each stage's CPU from its line (cores x seconds), or
     for a stage under a second (no cores given) from the process tree's CPU between its
-    line and the previous one. ``echo`` sees every stage line as it comes."""
+    line and the previous one. Per stage, besides the tree's peak: its RSS when the stage
+    began, and the peaks of the command's own process and of its largest child.
+    ``echo`` sees every stage line as it comes."""
     import psutil
 
     lines: list[StageLine] = []
-    samples: list[tuple[int, int]] = []  # (index of the running stage, bytes)
+    samples: list[tuple[int, tuple[int, int, int]]] = []  # (running stage, _tree_rss)
     tail: list[str] = []
     cpu_before = children_cpu()
     started = time.monotonic()
@@ -256,9 +267,14 @@ def watch_emerge(args: Sequence[str], env: Mapping[str, str] | None = None,
         stage.cpu = (stage.cores * stage.seconds if stage.cores is not None
                      else max(0.0, stage.tree_cpu - previous))
         previous = stage.tree_cpu
-        stage.peak_rss = max((b for j, b in samples if j == i), default=0)
+        mine = [b for j, b in samples if j == i]
+        before = [b for j, b in samples if j == i - 1]  # its last: taken at the line
+        if mine:
+            stage.start_rss = (before or mine)[-1 if before else 0][0]
+            stage.peak_rss, stage.peak_own, stage.peak_child = (max(b[k] for b in mine)
+                                                                for k in range(3))
     return Watched(proc.returncode, wall, children_cpu() - cpu_before,
-                   max((b for _, b in samples), default=0), lines, "".join(tail))
+                   max((b[0] for _, b in samples), default=0), lines, "".join(tail))
 
 
 def loglog_slope(xs: Sequence[float], ys: Sequence[float]) -> float | None:

@@ -58,8 +58,13 @@ FIXED = {"revisions": 2, "bench_statements": 9}
 DUMP_DATE = "20240520"  # one dump covering the default snapshots' windows + 168 h
 SMALL_SIZES = (0.25, 0.5)
 FULL_SIZES = (0.25, 0.5, 1.0)
-#: two workers, as the issue asks (Sail's default is 4), each with its default task slots
-CLUSTER_ENV = {"SAIL_CLUSTER__WORKER_INITIAL_COUNT": "2", "SAIL_CLUSTER__WORKER_MAX_COUNT": "2"}
+#: two workers, as the issue asks (Sail's default is 4 with 8 task slots each). Sail runs
+#: a query's pipelined stages as one task region that needs all its slots at once (the
+#: ingest's commit asked for 19: "task region requires 19 worker task slots, but the
+#: configured maximum is 16"), so each worker gets 32 slots; slots are not threads (the
+#: workers share this machine's cores)
+CLUSTER_ENV = {"SAIL_CLUSTER__WORKER_INITIAL_COUNT": "2", "SAIL_CLUSTER__WORKER_MAX_COUNT": "2",
+               "SAIL_CLUSTER__WORKER_TASK_SLOTS": "32"}
 
 TIME_SLOPE_STAGE, TIME_SLOPE_BUILD, RSS_SLOPE = 1.15, 1.10, 0.5
 #: stages whose peak memory the engine must hold in proportion to their input, and why
@@ -198,7 +203,8 @@ def build(root: Path, scale: float, mode: str, code: Path | None, keep: bool,
         raise SystemExit(f"emerge build failed ({watched.returncode}):\n{watched.log_tail[-3000:]}")
     xml = world_xml_mb(world)
     stages = [{"stage": s.name, "snapshot": s.snapshot, "wall": s.seconds, "cpu": s.cpu,
-               "peak_rss": s.peak_rss, "rows_out": s.rows,
+               "peak_rss": s.peak_rss, "start_rss": s.start_rss, "peak_own": s.peak_own,
+               "peak_child": s.peak_child, "rows_out": s.rows,
                "rows_in": rows_in(run / "warehouse", s.name, s.snapshot, xml)}
               for s in watched.stages]
     rest_wall, rest_cpu = watched.rest()
@@ -219,15 +225,19 @@ def gib(n: float) -> str:
 
 
 def print_build(b: Build) -> None:
-    print(f"\n{'stage':<34} {'wall s':>7} {'CPU s':>7} {'peak GiB':>8}  {'rows in':>16}  rows out")
+    """Per stage: seconds, the tree's peak RSS (and the rise during the stage, the
+    command's own process, the largest extraction worker), rows in and out."""
+    print(f"\n{'stage':<22} {'wall s':>7} {'CPU s':>7} {'peak':>5} {'rise':>5} {'own':>5} "
+          f"{'worker':>6} GiB  {'rows in':>14}  rows out")
     for s in b.stages:
         name = f"{s['stage']} {s['snapshot'][:10]}" if s["snapshot"] else s["stage"]
         out = ", ".join(f"{t} {n:,}" for t, n in s["rows_out"].items())
-        print(f"{name:<34} {s['wall']:7.1f} {s['cpu']:7.1f} {gib(s['peak_rss']):>8}  "
-              f"{s['rows_in']:>16}  {out}")
-    print(f"{'start-up, engine, exit':<34} {b.rest_wall:7.1f} {b.rest_cpu:7.1f}")
-    print(f"{'whole build':<34} {b.wall:7.1f} {b.cpu:7.1f} {gib(b.peak_rss):>8}  "
-          f"{b.xml_mb:>13,.0f} MB  {len(b.release)} release files")
+        print(f"{name:<22} {s['wall']:7.1f} {s['cpu']:7.1f} {gib(s['peak_rss']):>5} "
+              f"{gib(s['peak_rss'] - s['start_rss']):>5} {gib(s['peak_own']):>5} "
+              f"{gib(s['peak_child']):>6}      {s['rows_in']:>14}  {out}")
+    print(f"{'start-up, engine, exit':<22} {b.rest_wall:7.1f} {b.rest_cpu:7.1f}")
+    print(f"{'whole build':<22} {b.wall:7.1f} {b.cpu:7.1f} {gib(b.peak_rss):>5} {'':>5} {'':>5} "
+          f"{'':>6}      {b.xml_mb:>11,.0f} MB  {len(b.release)} release files")
 
 
 def per_stage(b: Build) -> dict[str, dict[str, float]]:
@@ -243,12 +253,18 @@ def per_stage(b: Build) -> dict[str, dict[str, float]]:
 
 
 def slopes(builds: list[Build]) -> dict[str, dict[str, float | None]]:
-    """Per stage, the log-log slopes of wall, CPU and peak RSS against the XML size."""
+    """Per stage, the log-log slopes of wall, CPU and peak RSS against the XML size
+    (least squares over every size), and of CPU between the two largest sizes alone
+    (``cpu_top``: where fixed costs weigh least, the nearest to how it goes on)."""
     tables = [per_stage(b) for b in builds]
     xs = [b.xml_mb for b in builds]
     names = list(dict.fromkeys(n for t in tables for n in t))
-    return {n: {m: loglog_slope(xs, [t.get(n, {}).get(m, 0.0) for t in tables])
-                for m in ("wall", "cpu", "peak_rss")} for n in names}
+    out: dict[str, dict[str, float | None]] = {}
+    for n in names:
+        ys = {m: [t.get(n, {}).get(m, 0.0) for t in tables] for m in ("wall", "cpu", "peak_rss")}
+        out[n] = {m: loglog_slope(xs, y) for m, y in ys.items()}
+        out[n]["cpu_top"] = loglog_slope(xs[-2:], ys["cpu"][-2:]) if len(xs) > 2 else None
+    return out
 
 
 def fmt(x: float | None) -> str:
@@ -258,8 +274,9 @@ def fmt(x: float | None) -> str:
 def print_slopes(mode: str, builds: list[Build]) -> dict[str, dict[str, float | None]]:
     sl = slopes(builds)
     sizes = ", ".join(f"{b.scale:g} ({b.xml_mb:,.0f} MB)" for b in builds)
-    print(f"\nlog-log slopes, {mode} mode, sizes {sizes}")
-    print(f"{'stage':<20} {'wall':>6} {'CPU':>6} {'RSS':>6}   time target   RSS target")
+    print(f"\nlog-log slopes, {mode} mode, sizes {sizes} (CPU top: the two largest alone)")
+    print(f"{'stage':<20} {'wall':>6} {'CPU':>6} {'RSS':>6} {'CPU top':>7}   time target   "
+          "RSS target")
     for name, s in sl.items():
         limit = TIME_SLOPE_BUILD if name == "whole build" else TIME_SLOPE_STAGE
         t_ok = [s[m] is None or s[m] <= limit for m in ("wall", "cpu")]
@@ -268,8 +285,8 @@ def print_slopes(mode: str, builds: list[Build]) -> dict[str, dict[str, float | 
         t_word = "met" if all(t_ok) else ("CPU met, wall not" if t_ok[1] else "MISSED")
         r_word = ("met" if s["peak_rss"] is None or s["peak_rss"] <= RSS_SLOPE
                   else f"held by the engine: {held}" if held else "MISSED")
-        print(f"{name:<20} {fmt(s['wall']):>6} {fmt(s['cpu']):>6} {fmt(s['peak_rss']):>6}   "
-              f"<= {limit:.2f} {t_word:<8}  <= {RSS_SLOPE} {r_word}")
+        print(f"{name:<20} {fmt(s['wall']):>6} {fmt(s['cpu']):>6} {fmt(s['peak_rss']):>6} "
+              f"{fmt(s['cpu_top']):>7}   <= {limit:.2f} {t_word:<8}  <= {RSS_SLOPE} {r_word}")
         del r_ok
     return sl
 

@@ -74,5 +74,7 @@ def test_a_watched_run_gives_each_stage_its_cpu_and_memory(tmp_path, monkeypatch
     assert (burn.name, burn.rows, hold.rows) == ("burn", {"t": 10}, {"t": 20})
     assert burn.cpu >= 0.5 and hold.cpu < burn.cpu
     assert hold.peak_rss - burn.peak_rss >= 250 * 2**20
+    assert hold.peak_own == hold.peak_rss and hold.peak_child == 0  # no child process
+    assert hold.peak_rss - hold.start_rss >= 250 * 2**20  # it rose while the stage ran
     assert watched.peak_rss >= hold.peak_rss
     assert watched.cpu >= burn.cpu
