@@ -140,7 +140,10 @@ def build_passages(
         per_passage AS (
           SELECT window, page_id, paragraph_hash,
                  array_sort(collect_list(mention)) AS mentions,
-                 collect_set(qid) AS qids
+                 -- the distinct QIDs (collect_list skips NULLs); Sail's collect_set took
+                 -- 12x as long and grew faster than its input (2.4 vs 0.2 CPU-s, 1.2 M
+                 -- statements' bench world)
+                 array_distinct(collect_list(qid)) AS qids
           FROM resolved_links GROUP BY window, page_id, paragraph_hash
         ),
         titled AS (
