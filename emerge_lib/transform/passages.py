@@ -40,6 +40,13 @@ def new_paragraphs_sql(plan: SnapshotPlan, settings: PassageSettings,
     survive = int(stability.passage_minutes * 60)
     window_match = ("w.window >= c.first_window" if settings.windows == "cumulative"
                     else "w.window = c.first_window")
+    horizon = sql_timestamp(plan.horizon)
+    # per_par reads only the runs alive after t and begun by τ_n: a run removed by t
+    # counts in no "at t" and starts no appearance after t, and a run begun after τ_n
+    # can only be a later appearance than one inside the windows (or none that counts),
+    # so the candidates are the same while the aggregate holds this snapshot's
+    # paragraphs, not every range ever ingested (the timeline grows by a range per
+    # snapshot asked for)
     return f"""
         WITH per_par AS (
           SELECT page_id, paragraph_hash,
@@ -47,13 +54,15 @@ def new_paragraphs_sql(plan: SnapshotPlan, settings: PassageSettings,
                            AND (removed_at IS NULL OR removed_at > {t})
                           THEN 1 ELSE 0 END) AS at_t,
                  MIN(CASE WHEN first_seen_at > {t} THEN first_seen_at END) AS first_after
-          FROM {{runs}} GROUP BY page_id, paragraph_hash
+          FROM {{runs}}
+          WHERE (removed_at IS NULL OR removed_at > {t}) AND first_seen_at <= {horizon}
+          GROUP BY page_id, paragraph_hash
         ),
         cand AS (
           SELECT page_id, paragraph_hash, first_after,
                  {window_of_sql('first_after', plan)} AS first_window
           FROM per_par
-          WHERE at_t = 0 AND first_after IS NOT NULL AND first_after <= {sql_timestamp(plan.horizon)}
+          WHERE at_t = 0 AND first_after IS NOT NULL AND first_after <= {horizon}
         ),
         with_end AS (  -- the windows the passage belongs to (first appearance, or every later one)
           SELECT c.page_id, c.paragraph_hash, c.first_after, w.window, w.tau
