@@ -68,7 +68,11 @@ CLUSTER_ENV = {"SAIL_CLUSTER__WORKER_INITIAL_COUNT": "2", "SAIL_CLUSTER__WORKER_
 
 TIME_SLOPE_STAGE, TIME_SLOPE_BUILD, RSS_SLOPE = 1.15, 1.10, 0.5
 #: stages whose peak memory the engine must hold in proportion to their input, and why
-ENGINE_HELD: dict[str, str] = {}
+#: (docs/performance.md, "Memory": measured with Sail's memory pool capped)
+ENGINE_HELD: dict[str, str] = {
+    "passages": "a hash join builds on the snapshot's new paragraphs, which grow with the "
+                "windows' activity (its build side filled a 128 MiB Sail pool at scale 1)",
+}
 #: the derived tables compared between two codes (the ingest's tables carry timings)
 DERIVED = ("stable_statements", "kg_triples", "entities", "relations", "delta_triples",
            "passages", "instances", "selection")
