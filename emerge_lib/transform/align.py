@@ -32,7 +32,6 @@ from pyspark.sql import functions as F
 
 from emerge_lib.catalog import Catalog
 from emerge_lib.catalog.sql import (
-    created_sql,
     in_v,
     literal,
     literal_list,
@@ -42,6 +41,7 @@ from emerge_lib.catalog.sql import (
 )
 from emerge_lib.core.config import AlignSettings, DeltaSettings, PassageSettings, QualifierSettings
 from emerge_lib.core.schedule import SnapshotPlan
+from emerge_lib.transform.snapshot import items_of
 from emerge_lib.transform.titles import resolve_titles
 
 if TYPE_CHECKING:
@@ -226,14 +226,8 @@ def _mentioned_inputs(catalog: Catalog, plan: SnapshotPlan, mentioned: DataFrame
     use in the query joins on a mentioned QID or on such a triple, so no row changes;
     the query no longer joins every item and every statement to five window ends."""
     spark = catalog.session()
-    items = catalog.read("item_timeline")
-    qids = spark.sql("SELECT DISTINCT qid FROM {m}", m=mentioned)
-    items_m = catalog.materialize(spark.sql(
-        "SELECT i.* FROM {items} i LEFT SEMI JOIN {q} q ON q.qid = i.qid",
-        items=items, q=qids))
-    created = catalog.materialize(spark.sql(
-        f"SELECT c.* FROM ({created_sql(over_redirects=over_redirects)}) c "
-        "LEFT SEMI JOIN {q} q ON q.qid = c.qid", items=items, q=qids))
+    items_m, created = items_of(catalog, spark.sql("SELECT DISTINCT qid FROM {m}", m=mentioned),
+                                over_redirects=over_redirects)
     pair_keys = catalog.materialize(spark.sql(f"""
         SELECT DISTINCT kg.s, kg.p, kg.o
         FROM {{m}} a JOIN {{m}} b ON a.window = b.window AND a.passage_id = b.passage_id

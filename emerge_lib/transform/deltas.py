@@ -37,7 +37,6 @@ from typing import TYPE_CHECKING
 
 from emerge_lib.catalog import Catalog
 from emerge_lib.catalog.sql import (
-    created_sql,
     in_v,
     literal,
     literal_list,
@@ -48,6 +47,7 @@ from emerge_lib.catalog.sql import (
 )
 from emerge_lib.core.config import DeltaSettings, QualifierSettings
 from emerge_lib.core.schedule import SnapshotPlan
+from emerge_lib.transform.snapshot import items_of
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -239,12 +239,7 @@ def _candidate_tables(catalog: Catalog, plan: SnapshotPlan, end_pids: str, *,
         stable=stable, cand=cand))
     raw_c = catalog.materialize(spark.sql(
         f"SELECT x.* FROM {{raw}} x LEFT SEMI JOIN {{cand}} c ON {on_key}", raw=raw, cand=cand))
-    items_c = catalog.materialize(spark.sql(
-        "SELECT x.* FROM {items} x LEFT SEMI JOIN {ends} e ON e.qid = x.qid",
-        items=items, ends=ends))
-    created = catalog.materialize(spark.sql(
-        f"SELECT x.* FROM ({created_sql(over_redirects=over_redirects)}) x "
-        "LEFT SEMI JOIN {ends} e ON e.qid = x.qid", items=items, ends=ends))
+    items_c, created = items_of(catalog, ends, over_redirects=over_redirects)
     v_t = spark.sql(
         "SELECT i.qid, i.enwiki_title, i.label_en, i.description_en, i.created_at "
         f"FROM {{items}} i WHERE {valid_at('i', plan.t)} AND {in_v('i')}", items=items_c)
