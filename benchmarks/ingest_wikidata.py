@@ -457,8 +457,8 @@ def cli_build(world: Path, wikidata: list[Path], wikipedia: list[Path], scratch:
         shutil.rmtree(run_dir, ignore_errors=True)
 
 
-STAGE_LINE = re.compile(r"emerge_lib\.pipeline: stage (\S+(?: \S+)?): .* in ([0-9.]+)s")
-STAGE_CORES = re.compile(r"emerge_lib\.pipeline: stage (ingest_\w+): .* in ([0-9.]+)s.*?, "
+STAGE_LINE = re.compile(r"emerge_lib\.pipeline(?:\.runner)?: stage (\S+(?: \S+)?): .* in ([0-9.]+)s")
+STAGE_CORES = re.compile(r"emerge_lib\.pipeline(?:\.runner)?: stage (ingest_\w+): .* in ([0-9.]+)s.*?, "
                          r"([0-9.]+) cores")
 
 

@@ -4,7 +4,7 @@ only for the tables whose declared write mode (``emerge_lib.catalog.specs``) it 
 - ``replace_partition``: replace exactly one partition, transactionally, with replaceWhere.
   Sail 0.7 accepts rows outside a replaceWhere predicate (and silently ignores dynamic
   partition overwrite, replacing the whole table), so every row is checked against the
-  partition first and a violating frame is refused before anything is written.
+  partition as it is written, and a violating frame fails the write before its commit.
 - ``merge``: MERGE INTO on a declared key (update matched, insert new), for incremental
   timelines.
 - ``overwrite``: replace the whole table in one transaction, for tables derived wholesale
@@ -64,6 +64,9 @@ def _lost_commit_race(exc: BaseException) -> bool:
     text = str(exc)
     return any(marker in text for marker in _CONFLICT_MARKERS)
 
+
+#: the text a guarded write's rows raise when one falls outside its partitions
+_GUARD_MARK = "emerge-guard: a row outside the partitions:"
 
 _CONFLICT_MARKERS = (
     "Failed to commit transaction",
@@ -395,7 +398,7 @@ class Catalog:
                 f"{list(s.partition_by)}, got {sorted(partition)}"
             )
         predicate = partition_predicate(partition)
-        return self._replace_where(name, df, predicate, predicate, list(partition)).total
+        return self._replace_where(name, df, predicate, predicate, partition).total
 
     def replace_partitions(
         self, name: str, df: DataFrame, fixed: Mapping[str, Any], column: str,
@@ -427,34 +430,34 @@ class Catalog:
             raise CatalogError(f"table {name}: clear_others needs fixed partition values")
         replace = partition_predicate(fixed) if clear_others else inside
         counts = dict.fromkeys(values, 0)
-        counts.update(self._replace_where(name, df, inside, replace, [column], count_by=column)
+        counts.update(self._replace_where(name, df, inside, replace, fixed, column, values)
                       .by_value)
         return counts
 
     def _replace_where(
-        self, name: str, df: DataFrame, inside: str, replace: str, not_null: list[str],
-        count_by: str | None = None,
+        self, name: str, df: DataFrame, inside: str, replace: str,
+        fixed: Mapping[str, Any], column: str | None = None, values: Sequence[Any] = (),
     ) -> WriteResult:
         """The guarded write behind both replace methods: every row must satisfy
-        ``inside`` (checked before anything is written), then ``replace`` is replaced by
-        the rows in one transaction."""
-        s = spec(name)
-        df = self.materialize(self.conform(name, df))
-        try:
-            nulls = " OR ".join(f"`{c}` IS NULL" for c in not_null)
-            bad = df.filter(f"NOT ({inside}) OR ({nulls})").limit(5).collect()
-            if bad:
-                raise CatalogError(
-                    f"table {name}: {len(bad)}+ rows fall outside the partition(s) {inside}, "
-                    f"e.g. {bad[0].asDict()}; nothing was written"
-                )
-            if count_by is None:
-                result = WriteResult(total=df.count())
-            else:
-                by_value = {r[count_by]: r["count"]
-                            for r in df.groupBy(count_by).count().collect()}
-                result = WriteResult(total=sum(by_value.values()), by_value=by_value)
+        ``inside``, then ``replace`` is replaced by the rows in one transaction.
 
+        The guard travels with the rows: a row outside ``inside`` (or with a NULL
+        partition value) makes the engine raise an error while it writes, before the
+        commit, so nothing is committed. The frame is computed and written once (it
+        was materialized, checked, counted and written again: every row written twice);
+        the rows per partition are read from the Delta log's file statistics after the
+        commit (a table with a list column: see below)."""
+        s = spec(name)
+        df = self.conform(name, df)
+        if any(pa.types.is_list(f.type) or pa.types.is_large_list(f.type) for f in s.schema):
+            # a list column goes through a scratch Delta table first: Sail's replaceWhere
+            # puts the frame beside the table's own rows and refuses list elements named
+            # otherwise there ("UnionExec requires all inputs to have the same data type"),
+            # as a frame made from local data or cast by conform names them; read back
+            # from Delta they match (passages, the one such table, is written twice)
+            df = self.materialize(df)
+        df = self._guarded(name, df, inside, [*fixed, *([column] if column else [])])
+        try:
             def write() -> None:
                 (
                     df.write.format("delta")
@@ -464,11 +467,73 @@ class Catalog:
                     .save(self.path(name))
                 )
 
-            self._create_or(name, df, write)
+            try:
+                self._create_or(name, df, write)
+            except CatalogError:
+                raise
+            except Exception as exc:
+                if _GUARD_MARK not in str(exc):
+                    raise
+                detail = str(exc).split(_GUARD_MARK, 1)[1].split("\n", 1)[0].strip()
+                raise CatalogError(
+                    f"table {name}: rows fall outside the partition(s) {inside}, "
+                    f"e.g. a row with {detail}; nothing was written") from None
         finally:
             self.clean_scratch()
+        result = self._written_rows(name, fixed, column, values, inside)
         log.debug("%s: replaced %s with %d rows", name, replace, result.total)
         return result
+
+    def _guarded(self, name: str, df: DataFrame, inside: str, not_null: list[str]) -> DataFrame:
+        """``df`` with its first partition column computed through a guard: a row outside
+        ``inside`` or with a NULL partition value raises an error naming its partition
+        values (Spark's ``raise_error``, which Sail and Spark 4 both run per row)."""
+        s = spec(name)
+        nulls = " OR ".join(f"`{c}` IS NULL" for c in not_null)
+        shown = ", ', ', ".join(f"'{c} = ', COALESCE(CAST(`{c}` AS STRING), 'NULL')"
+                                for c in s.partition_by)
+        first = s.partition_by[0]
+        typ = spark_type(s.schema.field(first).type)
+        checked = (f"CASE WHEN NOT ({inside}) OR ({nulls}) "
+                   f"THEN CAST(raise_error(concat('{_GUARD_MARK} ', {shown})) AS {typ}) "
+                   f"ELSE `{first}` END AS `{first}`")
+        return df.selectExpr(*[checked if c == first else f"`{c}`" for c in df.columns])
+
+    def _written_rows(self, name: str, fixed: Mapping[str, Any], column: str | None,
+                      values: Sequence[Any], inside: str) -> WriteResult:
+        """Rows now in the partitions ``fixed`` (× ``column`` in ``values``, counted per
+        value), from the Delta log's file statistics; a scan of those partitions where a
+        file has none."""
+        import pyarrow.compute as pc
+
+        actions = pa.table(self._delta(name).get_add_actions(flatten=True))
+        wanted = [*fixed, *([column] if column else [])]
+        names = [f"partition.{c}" for c in wanted]
+        if actions.num_rows and all(n in actions.schema.names for n in ["num_records", *names]):
+            mask = pa.array([True] * actions.num_rows)
+            for c, value in fixed.items():
+                col = actions.column(f"partition.{c}")
+                mask = pc.and_(mask, pc.equal(col, pa.scalar(value, type=col.type)))
+            if column:
+                col = actions.column(f"partition.{column}")
+                mask = pc.and_(mask, pc.is_in(col, value_set=pa.array(list(values), type=col.type)))
+            mine = actions.filter(mask)
+            records = mine.column("num_records")
+            if records.null_count == 0:
+                if column is None:
+                    return WriteResult(total=int(pc.sum(records).as_py() or 0))
+                by_value: dict[Any, int] = {}
+                for value, n in zip(mine.column(f"partition.{column}").to_pylist(),
+                                    records.to_pylist(), strict=True):
+                    by_value[value] = by_value.get(value, 0) + int(n)
+                return WriteResult(total=sum(by_value.values()), by_value=by_value)
+        elif not actions.num_rows:
+            return WriteResult(total=0)
+        written = self.read(name).filter(inside)
+        if column is None:
+            return WriteResult(total=written.count())
+        by_value = {r[column]: r["count"] for r in written.groupBy(column).count().collect()}
+        return WriteResult(total=sum(by_value.values()), by_value=by_value)
 
     def merge(self, name: str, df: DataFrame) -> int:
         """MERGE INTO on the table's key: update matched rows, insert the others.

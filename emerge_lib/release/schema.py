@@ -27,8 +27,9 @@ reader of the authors' files use it without the catalog.
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
@@ -180,51 +181,79 @@ def _instant(value: Any) -> datetime | None:
 
 def _value(value: Any, kind: pa.DataType) -> Any:
     """``value`` (as JSON gives it) as a Python value of the Arrow type ``kind``."""
-    if value is None:
-        return None
+    return _converter(kind)(value)
+
+
+@functools.cache
+def _converter(kind: pa.DataType) -> Callable[[Any], Any]:
+    """The conversion to ``kind``, decided once per type (a release converts millions of
+    values of a handful of types; asking ``pa.types`` what each one is cost most of it)."""
     if pa.types.is_struct(kind):
-        if not isinstance(value, Mapping):
-            raise _Bad(f"expected an object, got {value!r:.40}")
-        if not value and kind == QUALIFIER:
-            return None  # ``{}``: no qualifier
-        names = {f.name for f in kind}
-        unknown = sorted(set(value) - names)
-        if unknown:
-            raise _Bad(f"unknown key {unknown[0]!r}")
-        out = {}
-        for f in kind:
-            try:
-                out[f.name] = _value(value.get(f.name), f.type)
-            except _Bad as exc:
-                raise _Bad(f"{f.name}: {exc}") from None
-        return out
+        fields = [(f.name, _converter(f.type)) for f in kind]
+        names = frozenset(f.name for f in kind)
+        empty_is_none = kind == QUALIFIER
+
+        def struct(value: Any) -> Any:
+            if value is None:
+                return None
+            if not isinstance(value, Mapping):
+                raise _Bad(f"expected an object, got {value!r:.40}")
+            if not value and empty_is_none:
+                return None  # ``{}``: no qualifier
+            if not names.issuperset(value):
+                raise _Bad(f"unknown key {sorted(set(value) - names)[0]!r}")
+            out = {}
+            for name, convert in fields:
+                try:
+                    out[name] = convert(value.get(name))
+                except _Bad as exc:
+                    raise _Bad(f"{name}: {exc}") from None
+            return out
+        return struct
     if pa.types.is_list(kind):
-        if not isinstance(value, list):
-            raise _Bad(f"expected a list, got {value!r:.40}")
-        out_list = []
-        for i, item in enumerate(value):
-            try:
-                out_list.append(_value(item, kind.value_type))
-            except _Bad as exc:
-                raise _Bad(f"[{i}]: {exc}") from None
-        return out_list
+        convert_item = _converter(kind.value_type)
+
+        def items(value: Any) -> Any:
+            if value is None:
+                return None
+            if not isinstance(value, list):
+                raise _Bad(f"expected a list, got {value!r:.40}")
+            out_list = []
+            for i, item in enumerate(value):
+                try:
+                    out_list.append(convert_item(item))
+                except _Bad as exc:
+                    raise _Bad(f"[{i}]: {exc}") from None
+            return out_list
+        return items
     if pa.types.is_date32(kind):
-        return _date(value)
+        return _date
     if pa.types.is_timestamp(kind):
-        return _instant(value)
+        return _instant
     if pa.types.is_boolean(kind):
-        if not isinstance(value, bool):
+        def boolean(value: Any) -> Any:
+            if value is None or isinstance(value, bool):
+                return value
             raise _Bad(f"expected true or false, got {value!r:.40}")
-        return value
+        return boolean
     if pa.types.is_integer(kind):
-        if isinstance(value, bool) or not isinstance(value, int):
+        def integer(value: Any) -> Any:
+            if value is None or (isinstance(value, int) and not isinstance(value, bool)):
+                return value
             raise _Bad(f"expected an integer, got {value!r:.40}")
-        return value
+        return integer
     if pa.types.is_string(kind):
-        if not isinstance(value, str):
+        def string(value: Any) -> Any:
+            if value is None or isinstance(value, str):
+                return value
             raise _Bad(f"expected a string, got {value!r:.40}")
-        return value
-    raise _Bad(f"no conversion to {kind}")  # pragma: no cover (the schema has no other)
+        return string
+
+    def unknown(value: Any) -> Any:  # pragma: no cover (the schema has no other)
+        if value is None:
+            return None
+        raise _Bad(f"no conversion to {kind}")
+    return unknown
 
 
 def line_row(record: Mapping[str, Any]) -> dict[str, Any]:

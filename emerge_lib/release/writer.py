@@ -165,11 +165,19 @@ def _atomic(path: Path) -> Iterator[Path]:
 
 
 def _window_rows(
-    catalog: Catalog, name: str, snapshot: str, window: int, version: int | None
+    catalog: Catalog, name: str, snapshot: str, window: int, version: int | None,
+    passage_ids: Sequence[str] | None = None,
 ) -> list[dict[str, Any]]:
+    """A window's rows of a table as Python rows (only those of ``passage_ids``, when
+    given: a window's passages are mostly without instances, and converting every one
+    of them to Python cost more than the rest of the window)."""
     if version is None:
         return []
-    filters = [("snapshot", "=", snapshot), ("window", "=", window)]
+    filters: list[tuple[str, str, Any]] = [("snapshot", "=", snapshot), ("window", "=", window)]
+    if passage_ids is not None:
+        if not passage_ids:
+            return []
+        filters.append(("passage_id", "in", list(passage_ids)))
     return catalog.read_arrow(name, filters=filters, version=version).to_pylist()
 
 
@@ -205,8 +213,8 @@ def _write_window(
         by_passage[r["passage_id"]].append(r)
     passages = {
         p["passage_id"]: p
-        for p in _window_rows(catalog, "passages", snapshot, window, versions["passages"])
-        if p["passage_id"] in by_passage
+        for p in _window_rows(catalog, "passages", snapshot, window, versions["passages"],
+                              sorted(by_passage))
     }
     curated = assessments(catalog, snapshot, window, versions["verdicts"], instances,
                           list(passages.values()), curation_settings, passage_settings)

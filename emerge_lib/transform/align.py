@@ -32,7 +32,6 @@ from pyspark.sql import functions as F
 
 from emerge_lib.catalog import Catalog
 from emerge_lib.catalog.sql import (
-    created_sql,
     in_v,
     literal,
     literal_list,
@@ -42,6 +41,7 @@ from emerge_lib.catalog.sql import (
 )
 from emerge_lib.core.config import AlignSettings, DeltaSettings, PassageSettings, QualifierSettings
 from emerge_lib.core.schedule import SnapshotPlan
+from emerge_lib.transform.snapshot import items_of
 from emerge_lib.transform.titles import resolve_titles
 
 if TYPE_CHECKING:
@@ -72,11 +72,13 @@ def build_instances(catalog: Catalog, plan: SnapshotPlan, settings: PassageSetti
           WHERE snapshot = {key}
         ) WHERE qid IS NOT NULL
     """, passages=catalog.read("passages")))  # the mentioned set of every passage
+    inputs = _mentioned_inputs(catalog, plan, mentioned,
+                               over_redirects=bool(deltas.creation_over_redirects))
     found = catalog.materialize(spark.sql(f"""
         WITH w AS {w},
         m AS (SELECT * FROM {{m}}),
         dk AS (SELECT * FROM {{delta}} WHERE snapshot = {key}),
-        created AS ({created_sql(over_redirects=bool(deltas.creation_over_redirects))}),
+        created AS (SELECT * FROM {{created}}),
         v_k AS (
           SELECT w.window, i.qid FROM {{items}} i JOIN w ON {valid_at_expr('i', 'w.tau')}
           WHERE {in_v('i')}
@@ -134,6 +136,15 @@ def build_instances(catalog: Catalog, plan: SnapshotPlan, settings: PassageSetti
           WHERE d.op = 'EE' AND ({literal(not persistence)} OR d.lifespan_to IS NULL
                                  OR d.lifespan_to > w.persist_until)
         ),
+        single_end AS (  -- the additions with exactly one emerging end: that end and the
+                         -- other one (an equi-join key each; an OR of the two in one join
+                         -- condition becomes a nested loop over passages × delta)
+          SELECT d.*, d.s AS emerging_end, d.o AS other_end FROM dk d
+          WHERE d.op IN ('EE', 'D') AND d.emerging_head AND NOT d.emerging_tail
+          UNION ALL
+          SELECT d.*, d.o AS emerging_end, d.s AS other_end FROM dk d
+          WHERE d.op IN ('EE', 'D') AND d.emerging_tail AND NOT d.emerging_head
+        ),
         single AS (  -- EE-KG: one end mentioned and emerging, the other not, unmentioned;
                      -- an addition that is also D (ended inside the window) keeps its D
           SELECT m.window, m.passage_id, CASE d.op WHEN 'EE' THEN 'EE-KG' ELSE 'D' END AS op,
@@ -141,22 +152,24 @@ def build_instances(catalog: Catalog, plan: SnapshotPlan, settings: PassageSetti
                  d.emerging_head, d.emerging_tail, d.head_created_at, d.tail_created_at,
                  d.lifespan_from, d.lifespan_to, d.qualifier_pid, d.qualifier_at,
                  false AS pair
-          FROM m JOIN dk d ON d.window = m.window AND d.op IN ('EE', 'D')
-               AND ((d.s = m.qid AND d.emerging_head AND NOT d.emerging_tail)
-                 OR (d.o = m.qid AND d.emerging_tail AND NOT d.emerging_head))
+          FROM m JOIN single_end d ON d.window = m.window AND d.emerging_end = m.qid
           LEFT SEMI JOIN persistent k ON k.window = d.window AND k.s = d.s AND k.p = d.p
                AND k.o = d.o
           LEFT ANTI JOIN m other ON other.window = m.window
-               AND other.passage_id = m.passage_id
-               AND other.qid = CASE WHEN d.s = m.qid THEN d.o ELSE d.s END
+               AND other.passage_id = m.passage_id AND other.qid = d.other_end
         )
         SELECT * FROM delta_pairs UNION ALL SELECT * FROM x_rows
         UNION ALL SELECT * FROM single
     """, m=mentioned, delta=catalog.read("delta_triples"),
-        kg=catalog.read("kg_triples"), stable=catalog.read("stable_statements"),
-        items=catalog.read("item_timeline"), raw=catalog.read("statement_timeline")))
+        kg=catalog.read("kg_triples"), stable=catalog.read("stable_statements"), **inputs))
     found, left_out = _select_lines(catalog, plan, found, mentioned, rules)
     links = _subject_links(catalog, plan, found, settings.max_redirect_hops)
+    # the labels of the found triples' ends only (not every item at five window ends)
+    ends = spark.sql("SELECT s AS qid FROM {found} UNION SELECT o AS qid FROM {found}",
+                     found=found)
+    labelled = catalog.materialize(spark.sql(
+        "SELECT i.* FROM {items} i LEFT SEMI JOIN {ends} e ON e.qid = i.qid",
+        items=catalog.read("item_timeline"), ends=ends))
     df = spark.sql(f"""
         WITH w AS {w},
         kinds AS (  -- per delta triple: is it added, deprecated, and does s link to o?
@@ -197,12 +210,34 @@ def build_instances(catalog: Catalog, plan: SnapshotPlan, settings: PassageSetti
         LEFT JOIN labels lo ON lo.window = f.window AND lo.qid = f.o
         LEFT JOIN props lp ON lp.window = f.window AND lp.pid = f.p
         LEFT JOIN props lq ON lq.window = f.window AND lq.pid = f.qualifier_pid
-    """, found=found, links=links, items=catalog.read("item_timeline"),
-        props=catalog.read("property_timeline"))
+    """, found=found, links=links, items=labelled, props=catalog.read("property_timeline"))
     return catalog.replace_partitions(
         "instances", df, {"snapshot": plan.key}, "window", [w.k for w in plan.windows],
         clear_others=True,
     ), left_out
+
+
+def _mentioned_inputs(catalog: Catalog, plan: SnapshotPlan, mentioned: DataFrame, *,
+                      over_redirects: bool) -> dict[str, DataFrame]:
+    """The alignment query's item and statement inputs cut to what it can join, each
+    computed once: the item states of mentioned entities (V at every window end is asked
+    only of them), their creation times, and the raw statements of the T_t triples
+    between two mentioned entities (their end qualifiers at every window end). Every
+    use in the query joins on a mentioned QID or on such a triple, so no row changes;
+    the query no longer joins every item and every statement to five window ends."""
+    spark = catalog.session()
+    items_m, created = items_of(catalog, spark.sql("SELECT DISTINCT qid FROM {m}", m=mentioned),
+                                over_redirects=over_redirects)
+    pair_keys = catalog.materialize(spark.sql(f"""
+        SELECT DISTINCT kg.s, kg.p, kg.o
+        FROM {{m}} a JOIN {{m}} b ON a.window = b.window AND a.passage_id = b.passage_id
+                                AND a.qid <> b.qid
+        JOIN {{kg}} kg ON kg.snapshot = {literal(plan.key)} AND kg.s = a.qid AND kg.o = b.qid
+    """, m=mentioned, kg=catalog.read("kg_triples")))
+    raw = catalog.materialize(spark.sql(
+        "SELECT r.* FROM {raw} r LEFT SEMI JOIN {k} k ON k.s = r.s AND k.p = r.p AND k.o = r.o",
+        raw=catalog.read("statement_timeline"), k=pair_keys))
+    return {"items": items_m, "created": created, "raw": raw}
 
 
 def _select_lines(catalog: Catalog, plan: SnapshotPlan, found: DataFrame, mentioned: DataFrame,

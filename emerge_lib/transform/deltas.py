@@ -33,9 +33,10 @@ unchanged at every τ_k, so it can be neither added nor deprecated.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from emerge_lib.catalog import Catalog
 from emerge_lib.catalog.sql import (
-    created_sql,
     in_v,
     literal,
     literal_list,
@@ -46,7 +47,10 @@ from emerge_lib.catalog.sql import (
 )
 from emerge_lib.core.config import DeltaSettings, QualifierSettings
 from emerge_lib.core.schedule import SnapshotPlan
-from emerge_lib.transform.snapshot import entities_at, triples_at
+from emerge_lib.transform.snapshot import items_of
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
 
 
 def build_deltas(catalog: Catalog, plan: SnapshotPlan, qualifiers: QualifierSettings,
@@ -56,7 +60,6 @@ def build_deltas(catalog: Catalog, plan: SnapshotPlan, qualifiers: QualifierSett
     spark = catalog.session()
     snapshot = plan.t
     t = sql_timestamp(snapshot)
-    horizon = sql_timestamp(plan.horizon)
     permanence = settings.permanent_removal_years or 0.0
     w = windows_sql(plan, readd_until=permanence * 365 * 86400)  # theirs: 15 × 365 days
     end_pids, start_pids = literal_list(qualifiers.end), literal_list(qualifiers.start)
@@ -66,30 +69,15 @@ def build_deltas(catalog: Catalog, plan: SnapshotPlan, qualifiers: QualifierSett
     else:  # not in V_t
         emerging_head, emerging_tail = "vs.qid IS NULL", "vo.qid IS NULL"
     window_additions = "true" if settings.deprecate_window_additions else "false"
+    tables = _candidate_tables(catalog, plan, end_pids,
+                               over_redirects=bool(settings.creation_over_redirects))
     df = spark.sql(f"""
         WITH w AS {w},
-        changed_items AS (  -- items whose state changes inside the windows
-          SELECT DISTINCT qid FROM {{items}}
-          WHERE valid_from > {t} AND valid_from <= {horizon}
-        ),
-        end_marked AS (  -- statements carrying an end qualifier dated inside the windows
-          SELECT DISTINCT s, p, o FROM (
-            SELECT s, p, o, explode(qualifiers) AS q FROM {{raw}}
-            WHERE valid_to IS NULL OR valid_to > {t}
-          ) WHERE q.pid IN ({end_pids})
-              AND q.instant > {t} AND q.instant <= {horizon}
-        ),
-        cand AS (  -- the only keys whose delta status can differ from "no change"
-          SELECT s, p, o FROM {{stable}}
-          WHERE (valid_from > {t} AND valid_from <= {horizon})
-             OR (valid_to > {t} AND valid_to <= {horizon})
-          UNION SELECT k.s, k.p, k.o FROM {{stable}} k JOIN changed_items c ON c.qid = k.s
-          UNION SELECT k.s, k.p, k.o FROM {{stable}} k JOIN changed_items c ON c.qid = k.o
-          UNION SELECT s, p, o FROM end_marked
-        ),
-        t_t AS (
-          SELECT t.s, t.p, t.o FROM {{t_t_all}} t
-          LEFT SEMI JOIN cand c ON c.s = t.s AND c.p = t.p AND c.o = t.o
+        t_t AS (  -- T_t on the candidate keys (snapshot.triples_at over them)
+          SELECT t.s, t.p, t.o
+          FROM (SELECT DISTINCT k.s, k.p, k.o FROM {{stable}} k
+                WHERE {valid_at('k', snapshot)}) t
+          JOIN {{v_t}} vs ON vs.qid = t.s JOIN {{v_t}} vo ON vo.qid = t.o
         ),
         v_k AS (  -- V at every window end
           SELECT w.window, i.qid FROM {{items}} i JOIN w ON {valid_at_expr('i', 'w.tau')}
@@ -98,7 +86,6 @@ def build_deltas(catalog: Catalog, plan: SnapshotPlan, qualifiers: QualifierSett
         t_k AS (  -- T at every window end, on the candidate keys
           SELECT DISTINCT w.window, k.s, k.p, k.o
           FROM {{stable}} k
-          LEFT SEMI JOIN cand c ON c.s = k.s AND c.p = k.p AND c.o = k.o
           JOIN w ON {valid_at_expr('k', 'w.tau')}
           JOIN v_k vs ON vs.window = w.window AND vs.qid = k.s
           JOIN v_k vo ON vo.window = w.window AND vo.qid = k.o
@@ -127,7 +114,6 @@ def build_deltas(catalog: Catalog, plan: SnapshotPlan, qualifiers: QualifierSett
             AND qualifier_at > {t} AND qualifier_at <= tau
           GROUP BY window, s, p, o
         ),
-        created AS ({created_sql(over_redirects=bool(settings.creation_over_redirects))}),
         added AS (
           SELECT k.window, k.s, k.p, k.o FROM t_k k
           LEFT ANTI JOIN t_t t ON t.s = k.s AND t.p = k.p AND t.o = k.o
@@ -141,8 +127,8 @@ def build_deltas(catalog: Catalog, plan: SnapshotPlan, qualifiers: QualifierSett
           FROM added a
           LEFT JOIN {{v_t}} vs ON vs.qid = a.s
           LEFT JOIN {{v_t}} vo ON vo.qid = a.o
-          LEFT JOIN created cs ON cs.qid = a.s
-          LEFT JOIN created co ON co.qid = a.o
+          LEFT JOIN {{created}} cs ON cs.qid = a.s
+          LEFT JOIN {{created}} co ON co.qid = a.o
           LEFT JOIN start_q q ON q.window = a.window AND q.s = a.s AND q.p = a.p AND q.o = a.o
         ),
         window_d_rows AS (  -- an addition ended inside the window: D as well
@@ -203,12 +189,59 @@ def build_deltas(catalog: Catalog, plan: SnapshotPlan, qualifiers: QualifierSett
         FROM all_rows x
         LEFT JOIN lifespans l
           ON l.window = x.window AND l.s = x.s AND l.p = x.p AND l.o = x.o AND l.op = x.op
-        LEFT JOIN created hs ON hs.qid = x.s
-        LEFT JOIN created ho ON ho.qid = x.o
-    """, raw=catalog.read("statement_timeline"), stable=catalog.read("stable_statements"),
-        items=catalog.read("item_timeline"), v_t=entities_at(catalog, snapshot),
-        t_t_all=triples_at(catalog, snapshot))
+        LEFT JOIN {{created}} hs ON hs.qid = x.s
+        LEFT JOIN {{created}} ho ON ho.qid = x.o
+    """, **tables)
     return catalog.replace_partitions(
         "delta_triples", df, {"snapshot": plan.key}, "window",
         [w.k for w in plan.windows], clear_others=True,
     )
+
+
+def _candidate_tables(catalog: Catalog, plan: SnapshotPlan, end_pids: str, *,
+                      over_redirects: bool) -> dict[str, DataFrame]:
+    """The inputs of the delta query cut down to the candidate keys, each computed once
+    (Sail does not cache, and the query reads every input many times): the stable
+    intervals and raw statements of those keys, the item states and creation times of
+    their ends, and V_t over those ends. Every later join of the query is on a
+    candidate key or on one of its ends, so the cut changes no row.
+
+    Candidates are the keys with a stable interval starting or ending inside (t, τ_n],
+    the keys whose subject or object changes state inside it (it may enter or leave V),
+    and the keys of raw statements carrying an end qualifier dated inside it."""
+    spark = catalog.session()
+    t, horizon = sql_timestamp(plan.t), sql_timestamp(plan.horizon)
+    raw, stable = catalog.read("statement_timeline"), catalog.read("stable_statements")
+    items = catalog.read("item_timeline")
+    cand = catalog.materialize(spark.sql(f"""
+        WITH changed_items AS (  -- items whose state changes inside the windows
+          SELECT DISTINCT qid FROM {{items}}
+          WHERE valid_from > {t} AND valid_from <= {horizon}
+        ),
+        end_marked AS (  -- statements carrying an end qualifier dated inside the windows
+          SELECT DISTINCT s, p, o FROM (
+            SELECT s, p, o, explode(qualifiers) AS q FROM {{raw}}
+            WHERE valid_to IS NULL OR valid_to > {t}
+          ) WHERE q.pid IN ({end_pids})
+              AND q.instant > {t} AND q.instant <= {horizon}
+        )
+        SELECT s, p, o FROM {{stable}}
+        WHERE (valid_from > {t} AND valid_from <= {horizon})
+           OR (valid_to > {t} AND valid_to <= {horizon})
+        UNION SELECT k.s, k.p, k.o FROM {{stable}} k JOIN changed_items c ON c.qid = k.s
+        UNION SELECT k.s, k.p, k.o FROM {{stable}} k JOIN changed_items c ON c.qid = k.o
+        UNION SELECT s, p, o FROM end_marked
+    """, raw=raw, stable=stable, items=items))
+    ends = spark.sql("SELECT s AS qid FROM {cand} UNION SELECT o AS qid FROM {cand}", cand=cand)
+    on_key = "c.s = x.s AND c.p = x.p AND c.o = x.o"
+    stable_c = catalog.materialize(spark.sql(
+        f"SELECT x.* FROM {{stable}} x LEFT SEMI JOIN {{cand}} c ON {on_key}",
+        stable=stable, cand=cand))
+    raw_c = catalog.materialize(spark.sql(
+        f"SELECT x.* FROM {{raw}} x LEFT SEMI JOIN {{cand}} c ON {on_key}", raw=raw, cand=cand))
+    items_c, created = items_of(catalog, ends, over_redirects=over_redirects)
+    v_t = spark.sql(
+        "SELECT i.qid, i.enwiki_title, i.label_en, i.description_en, i.created_at "
+        f"FROM {{items}} i WHERE {valid_at('i', plan.t)} AND {in_v('i')}", items=items_c)
+    return {"stable": stable_c, "raw": raw_c, "items": items_c, "created": created,
+            "v_t": v_t}

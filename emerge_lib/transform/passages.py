@@ -40,6 +40,13 @@ def new_paragraphs_sql(plan: SnapshotPlan, settings: PassageSettings,
     survive = int(stability.passage_minutes * 60)
     window_match = ("w.window >= c.first_window" if settings.windows == "cumulative"
                     else "w.window = c.first_window")
+    horizon = sql_timestamp(plan.horizon)
+    # per_par reads only the runs alive after t and begun by τ_n: a run removed by t
+    # counts in no "at t" and starts no appearance after t, and a run begun after τ_n
+    # can only be a later appearance than one inside the windows (or none that counts),
+    # so the candidates are the same while the aggregate holds this snapshot's
+    # paragraphs, not every range ever ingested (the timeline grows by a range per
+    # snapshot asked for)
     return f"""
         WITH per_par AS (
           SELECT page_id, paragraph_hash,
@@ -47,13 +54,15 @@ def new_paragraphs_sql(plan: SnapshotPlan, settings: PassageSettings,
                            AND (removed_at IS NULL OR removed_at > {t})
                           THEN 1 ELSE 0 END) AS at_t,
                  MIN(CASE WHEN first_seen_at > {t} THEN first_seen_at END) AS first_after
-          FROM {{runs}} GROUP BY page_id, paragraph_hash
+          FROM {{runs}}
+          WHERE (removed_at IS NULL OR removed_at > {t}) AND first_seen_at <= {horizon}
+          GROUP BY page_id, paragraph_hash
         ),
         cand AS (
           SELECT page_id, paragraph_hash, first_after,
                  {window_of_sql('first_after', plan)} AS first_window
           FROM per_par
-          WHERE at_t = 0 AND first_after IS NOT NULL AND first_after <= {sql_timestamp(plan.horizon)}
+          WHERE at_t = 0 AND first_after IS NOT NULL AND first_after <= {horizon}
         ),
         with_end AS (  -- the windows the passage belongs to (first appearance, or every later one)
           SELECT c.page_id, c.paragraph_hash, c.first_after, w.window, w.tau
@@ -103,8 +112,10 @@ def build_passages(
     if check_coverage:
         require_coverage(catalog, plan.t, end)
     pages = catalog.read("page_timeline")
-    new = spark.sql(new_paragraphs_sql(plan, settings, stability),
-                    runs=catalog.read("paragraph_timeline"))
+    # computed once: titles, links, the wanted set and the passages all read it, and Sail
+    # does not cache (each use would aggregate the whole paragraph timeline again)
+    new = catalog.materialize(spark.sql(new_paragraphs_sql(plan, settings, stability),
+                                        runs=catalog.read("paragraph_timeline")))
     # the article's title at τ_k, and the titles its links name
     new_titles = spark.sql("""
         SELECT n.window, n.tau, n.page_id, n.paragraph_hash, MIN(pg.title) AS page_title
@@ -138,7 +149,10 @@ def build_passages(
         per_passage AS (
           SELECT window, page_id, paragraph_hash,
                  array_sort(collect_list(mention)) AS mentions,
-                 collect_set(qid) AS qids
+                 -- the distinct QIDs (collect_list skips NULLs); Sail's collect_set took
+                 -- 12x as long and grew faster than its input (2.4 vs 0.2 CPU-s, 1.2 M
+                 -- statements' bench world)
+                 array_distinct(collect_list(qid)) AS qids
           FROM resolved_links GROUP BY window, page_id, paragraph_hash
         ),
         titled AS (

@@ -163,7 +163,7 @@ def _survivor(a: Line, b: Line) -> Line:
 def _near_identical(a: str, b: str, same_anchor: bool) -> bool:
     """s07 pass 1's duplicate test (S07:670-720, config ``preliminary_pass``)."""
     short, long_ = min(len(a), len(b)), max(len(a), len(b))
-    ratio = short / long_ if long_ else 1.0
+    ratio = _ratio(short, long_)
     if not same_anchor:
         return ratio > 0.98 and edit_distance(a, b) <= 0.05
     prefix = edit_distance(a[:short], b[:short])
@@ -172,15 +172,88 @@ def _near_identical(a: str, b: str, same_anchor: bool) -> bool:
     return prefix <= 0.05 or (ratio >= 0.85 and edit_distance(a, b) <= 0.15)
 
 
+class _OtherArticles:
+    """Which lines pass 1 would absorb into a current line from other articles, for all
+    of the line's length band at once.
+
+    The pass visits, after the current line, every line whose length is within 2 % of
+    its own (``0.98 × size < length`` and ``length × 0.98 < size``) and tests each with
+    ``_near_identical(current, other, False)``: length ratio > 0.98 and edit distance ≤
+    0.05 of the summed length. A delta file's band can hold a quarter of its lines (the
+    bench world's templated passages: 0.73 M pairs in a window of 0.8 k lines), so the
+    pairs are tested in vectorized steps (the length band, an exact lower bound on the
+    distance from character counts) and one C loop per line over what is left
+    (rapidfuzz's ``cdist`` with a distance cutoff: a distance over it cannot pass, each
+    one under it goes through the same float test), and the pass then jumps from one
+    absorbable line to the next instead of visiting every line of the band in Python."""
+
+    def __init__(self, texts: Sequence[str]) -> None:
+        import numpy as np
+
+        self.texts = np.asarray(texts, dtype=object)
+        self.lengths = np.asarray([len(t) for t in texts], dtype=np.int64)
+        self.chars = np.stack([np.bincount(np.minimum(np.frombuffer(
+            t.encode("utf-32-le"), dtype=np.uint32), 127), minlength=128)
+            for t in texts]).astype(np.int32) if texts else np.zeros((0, 128), np.int32)
+        self.near: dict[int, list[int]] = {}
+
+    def after(self, x: int) -> list[int]:
+        """The lines (ascending) that pass the test against line ``x`` within its band."""
+        if x not in self.near:
+            self.near[x] = self._band(x)
+        return self.near[x]
+
+    def _band(self, x: int) -> list[int]:
+        import numpy as np
+        from rapidfuzz.distance import Levenshtein
+        from rapidfuzz.process import cdist
+
+        size = int(self.lengths[x])
+        lo = int(np.searchsorted(self.lengths, 0.98 * size, side="right"))
+        wide = int(np.searchsorted(self.lengths, size / 0.97, side="right"))
+        # the band's end by the pass's own test (lengths ascend: a prefix of the slice)
+        hi = lo + int(np.count_nonzero(self.lengths[lo:wide] * 0.98 < size))
+        rows = np.arange(lo, hi)
+        lens = self.lengths[lo:hi]
+        longer = np.maximum(lens, size)
+        ratio = np.divide(np.minimum(lens, size), longer, out=np.ones(len(rows)),
+                          where=longer > 0)  # _ratio, elementwise
+        rows = rows[(ratio > 0.98) & (rows != x)]
+        # an exact lower bound first: an edit adds or removes at most one character, so
+        # the distance is at least the characters one text has beyond the other's
+        # (counted per code point; code points over 126 share a count, which can only
+        # lower the bound); on the bench world it leaves a tenth of the pairs
+        apart = self.chars[rows] - self.chars[x]
+        bound = np.maximum(np.clip(apart, 0, None).sum(axis=1), np.clip(-apart, 0, None).sum(axis=1))
+        rows = rows[bound <= 0.05 * (size + self.lengths[rows]) + 1]
+        if not len(rows):
+            return []
+        total = size + self.lengths[rows]
+        cutoff = int(np.ceil(0.05 * total.max())) + 1
+        found = cdist([self.texts[x]], self.texts[rows].tolist(),
+                      scorer=Levenshtein.distance, score_cutoff=cutoff, dtype="int32")[0]
+        scaled = np.divide(found, total, out=np.zeros(len(rows)), where=total > 0)
+        return rows[(found <= cutoff) & (scaled <= 0.05)].tolist()
+
+
+def _ratio(a: int, b: int) -> float:
+    """The shorter length over the longer (1 for two empty texts), as s07 computes it."""
+    short, long_ = min(a, b), max(a, b)
+    return short / long_ if long_ else 1.0
+
+
 def pass_one(lines: Sequence[Line]) -> tuple[list[Line], dict[str, tuple[str, float]]]:
     """Survivors of pass 1, and each loser → (its survivor, their edit distance).
 
     Lines in length order (ties in the seeded order); each line not yet consumed becomes
     the current line and absorbs the later lines it duplicates, the survivor of each pair
     becoming the current line (its article stays the first line's, as in S07:662). Only
-    lines that can be duplicates are compared: the same article, or lengths within 2 %."""
+    lines that can be duplicates are compared: the same article, or lengths within 2 %.
+    Within 2 % every pair is compared (the authors' rule), so that part grows with the
+    square of a delta file's lines; ``_OtherArticles`` does it in C."""
     ordered = sorted(lines, key=lambda line: (len(line.released), line.order))
-    lengths = [len(line.released) for line in ordered]
+    position = {id(line): i for i, line in enumerate(ordered)}
+    others = _OtherArticles([line.released for line in ordered])
     by_anchor: dict[int, list[int]] = defaultdict(list)
     for i, line in enumerate(ordered):
         by_anchor[line.page_id].append(i)
@@ -197,9 +270,9 @@ def pass_one(lines: Sequence[Line]) -> tuple[list[Line], dict[str, tuple[str, fl
         while True:
             k = bisect.bisect_left(same, j)
             next_same = same[k] if k < len(same) else None
-            size = len(current.released)
-            lo = bisect.bisect_right(lengths, 0.98 * size, lo=j)
-            next_other = lo if lo < len(ordered) and lengths[lo] * 0.98 < size else None
+            near = others.after(position[id(current)])
+            next_other = next((y for y in near[bisect.bisect_left(near, j):]
+                               if y not in consumed and ordered[y].page_id != anchor), None)
             candidates = [x for x in (next_same, next_other) if x is not None]
             if not candidates:
                 break
@@ -208,8 +281,9 @@ def pass_one(lines: Sequence[Line]) -> tuple[list[Line], dict[str, tuple[str, fl
             j += 1
             if (j - 1) in consumed:
                 continue
-            if not _near_identical(current.released, other.released, other.page_id == anchor):
-                continue
+            if other.page_id == anchor and not _near_identical(
+                    current.released, other.released, True):
+                continue  # (a line of another article comes here only when near)
             winner = _survivor(current, other)
             loser = other if winner is current else current
             lost[loser.passage_id] = (winner.passage_id,
@@ -404,18 +478,19 @@ def draw_test_split(lines: list[Line], fates: dict[str, Fate], settings: Selecti
 def window_lines(catalog: Catalog, cfg: Config, snapshot: str, window: int,
                  versions: dict[str, int | None]) -> list[Line]:
     """The release lines of one delta file, with what ranks them."""
-    def rows(name: str) -> list[dict[str, Any]]:
+    def rows(name: str, *only: tuple[str, str, Any]) -> list[dict[str, Any]]:
         if versions[name] is None:
             return []
         return catalog.read_arrow(name, filters=[("snapshot", "=", snapshot),
-                                                 ("window", "=", window)],
+                                                 ("window", "=", window), *only],
                                   version=versions[name]).to_pylist()
 
     instances = rows("instances")
     by_passage: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in instances:
         by_passage[r["passage_id"]].append(r)
-    passages = [p for p in rows("passages") if p["passage_id"] in by_passage]
+    # only the passages with instances become Python rows (a few in a hundred of a window's)
+    passages = rows("passages", ("passage_id", "in", sorted(by_passage))) if by_passage else []
     assessed = assessments(catalog, snapshot, window, versions["verdicts"], instances,
                            passages, cfg.curation, cfg.passages)
     curated = cfg.curation.enabled

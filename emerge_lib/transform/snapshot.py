@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from emerge_lib.catalog import Catalog
-from emerge_lib.catalog.sql import in_v, literal, sql_timestamp, valid_at
+from emerge_lib.catalog.sql import created_sql, in_v, literal, sql_timestamp, valid_at
 from emerge_lib.core.schedule import SnapshotPlan
 
 if TYPE_CHECKING:
@@ -51,6 +51,22 @@ def triples_at(catalog: Catalog, tau: datetime | str, all_items: bool = False,
         "JOIN {v} vs ON vs.qid = t.s JOIN {v} vo ON vo.qid = t.o",
         keys=keys, v=entities_at(catalog, tau),
     )
+
+
+def items_of(catalog: Catalog, qids: DataFrame, *, over_redirects: bool
+             ) -> tuple[DataFrame, DataFrame]:
+    """The item_timeline rows and the creation times (``created_sql``: over the items
+    redirecting to them, with ``over_redirects``) of the QIDs in ``qids`` (a ``qid``
+    column), each computed once: what a stage joins on a few entities, instead of every
+    item (creation is taken over all items, so a redirect's own item still counts)."""
+    spark = catalog.session()
+    items = catalog.read("item_timeline")
+    states = catalog.materialize(spark.sql(
+        "SELECT i.* FROM {items} i LEFT SEMI JOIN {q} q ON q.qid = i.qid", items=items, q=qids))
+    created = catalog.materialize(spark.sql(
+        f"SELECT c.* FROM ({created_sql(over_redirects=over_redirects)}) c "
+        "LEFT SEMI JOIN {q} q ON q.qid = c.qid", items=items, q=qids))
+    return states, created
 
 
 def relations_at(catalog: Catalog, tau: datetime | str) -> DataFrame:

@@ -18,14 +18,17 @@ Several pages can claim one title at the same τ (a move over a page the dump no
 holds): the one that took it most recently wins (greatest valid_from, then page_id). Two
 items with the same sitelink at τ: the lowest QID number wins.
 
-Spark SQL / DataFrame only (no UDFs): one left join per hop, each reading the previous
-frame once, so the plan grows linearly with ``max_hops`` (Sail does not cache).
+Spark SQL / DataFrame only (no UDFs): one left join per hop. Each hop's result is
+materialized (Sail does not cache) and only the titles still on a redirect go on to the
+next hop, which stops when none is left: most titles settle at the first hop, so the
+later hops join a few rows instead of every title again (the statuses are the same).
 """
 
 from __future__ import annotations
 
 import logging
 from datetime import datetime
+from functools import reduce
 
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
@@ -77,33 +80,34 @@ def resolve_titles(catalog: Catalog, titles: DataFrame, tau: datetime | str | No
     )
     pick = Window.partitionBy("title", "tau").orderBy(
         F.col("valid_from").desc_nulls_last(), F.col("page_id").desc_nulls_last())
+    done: list[DataFrame] = []
     for _ in range(max_hops + 1):
         joined = state.join(
-            pages,
-            state.status.isNull() & (state.cur == pages.p_title) & _valid_at(pages, state.tau),
-            "left",
-        )
+            pages, (state.cur == pages.p_title) & _valid_at(pages, state.tau), "left")
         joined = joined.withColumn("_rn", F.row_number().over(pick)).filter("_rn = 1")
-        pending = F.col("status").isNull()
         target = F.col("redirect_target")
         new_status = (
-            F.when(~pending, F.col("status"))
-            .when(F.col("page_id").isNull(),
-                  F.when(F.col("hops") == 0, F.lit("no_page")).otherwise(F.lit("dead_end")))
+            F.when(F.col("page_id").isNull(),
+                   F.when(F.col("hops") == 0, F.lit("no_page")).otherwise(F.lit("dead_end")))
             .when(~F.col("is_redirect"), F.lit(_RESOLVED))
             .when(target.isNull(), F.lit("dead_end"))
             .when(F.array_contains(F.col("visited"), target), F.lit("redirect_loop"))
             .when(F.col("hops") >= max_hops, F.lit("too_many_hops"))
         )
-        follow = pending & F.col("page_id").isNotNull() & F.col("is_redirect") & new_status.isNull()
-        state = joined.select(
+        follow = F.col("page_id").isNotNull() & F.col("is_redirect") & new_status.isNull()
+        step = catalog.materialize(joined.select(
             "title", "tau",
             F.when(follow, target).otherwise(F.col("cur")).alias("cur"),
             F.when(follow, F.col("hops") + 1).otherwise(F.col("hops")).alias("hops"),
             new_status.alias("status"),
             F.when(follow, F.concat(F.col("visited"), F.array(target)))
             .otherwise(F.col("visited")).alias("visited"),
-        )
+        ))
+        done.append(step.filter(F.col("status").isNotNull()))
+        state = step.filter(F.col("status").isNull())  # the redirects still followed
+        if not state.limit(1).collect():
+            break
+    state = reduce(DataFrame.unionByName, done, state)
     items = catalog.read("item_timeline").alias("i").filter(F.expr(in_v("i"))).select(
         "qid", F.col("enwiki_title").alias("i_title"), "valid_from", "valid_to")
     joined = state.join(

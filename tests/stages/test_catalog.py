@@ -175,10 +175,24 @@ def test_replace_partitions_of_a_snapshot_in_one_transaction(catalog: Catalog) -
                                "window", range(1, 4), clear_others=True)
     rows = {(r["snapshot"], r["window"], r["s"]) for r in catalog.read_arrow("instances").to_pylist()}
     assert rows == {("a", 1, "Q1"), ("a", 3, "Q3"), ("b", 1, "Q7")}
-    with pytest.raises(CatalogError, match="outside the partition"):
+    before = catalog.version("instances")
+    # the guard runs while the rows are written: the refusal names the stray row's
+    # partition values, and the failed write commits nothing
+    with pytest.raises(CatalogError, match="outside the partition.*snapshot = a, window = 9"):
         catalog.replace_partitions("instances", catalog.frame("instances", [inst("a", 9, "Q9")]),
                                    {"snapshot": "a"}, "window", range(1, 4))
+    with pytest.raises(CatalogError, match="window = NULL"):
+        catalog.replace_partitions(
+            "instances", catalog.frame("instances", [inst("a", 1, "Q1"), {**inst("a", 1, "Q2"),
+                                                                            "window": None}]),
+            {"snapshot": "a"}, "window", range(1, 4))
+    assert catalog.version("instances") == before
     assert len(rows) == catalog.read_arrow("instances").num_rows
+    # the counts come from the commit's file statistics: two files in one window add up
+    counts = catalog.replace_partitions(
+        "instances", catalog.frame("instances", [inst("a", 2, f"Q{i}") for i in range(7)]
+                                   ).repartition(2), {"snapshot": "a"}, "window", [2, 3])
+    assert counts == {2: 7, 3: 0}
 
 
 def test_remote_engine_url_connects_to_any_spark_connect_server(tmp_path) -> None:
