@@ -8,7 +8,8 @@ costs), and, inside one process after its imports, the call alone. ``load_datase
 in a fresh cache each round (its first call converts every split into Arrow) and again
 in the same cache. Target: ``load_release`` under 2 s after the first download.
 
-    make demo && python benchmarks/load_release.py --release demo/release
+    python benchmarks/load_release.py                      # the demo's release, made once
+    python benchmarks/load_release.py --release demo/release   # any release folder
 """
 
 from __future__ import annotations
@@ -21,6 +22,11 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from _harness import emerge
+
+#: where the default release is made once (``emerge demo``), as `make bench` runs it
+DEMO = Path(tempfile.gettempdir()) / "emerge-load-bench-demo"
 
 CALL = """
 import json, sys, time
@@ -58,13 +64,23 @@ def show(name: str, figures: dict[str, float]) -> None:
           f"call {figures['call']:5.2f}s  again {figures['again']:5.2f}s  rows {figures['rows']:.0f}")
 
 
+def demo_release() -> Path:
+    """The demo's release (the path a newcomer's `make demo` takes), made when absent."""
+    release = DEMO / "release"
+    if not (release / "manifest.json").exists():
+        print(f"no release at {release}; making it: emerge demo --out {DEMO}", flush=True)
+        emerge("demo", "--out", str(DEMO), stdout=subprocess.DEVNULL)
+    return release
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--release", required=True, type=Path, help="a release folder")
+    parser.add_argument("--release", type=Path, default=None,
+                        help=f"a release folder (default: `emerge demo`'s, made once in {DEMO})")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--no-s3", action="store_true", help="skip the S3 figures")
     args = parser.parse_args()
-    release = args.release.resolve()
+    release = args.release.resolve() if args.release else demo_release()
     with tempfile.TemporaryDirectory(prefix="emerge-load-bench-") as scratch:
         tmp = Path(scratch)
         ours = [run("from emerge_lib import load_release",
