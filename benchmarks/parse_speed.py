@@ -15,7 +15,6 @@ import bz2
 import gzip
 import json
 import re
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -271,7 +270,10 @@ def main() -> None:
     ap.add_argument("--bz2-mb", type=int, default=15, help="bz2 section size (0: skip)")
     args = ap.parse_args()
     if not REALDATA.is_dir():
-        sys.exit(f"needs the real samples at {REALDATA}")
+        # as the tests do: a checkout without ../shared skips this one, and `make bench`
+        # goes on to the others (it stops at the first benchmark that fails)
+        print(f"skipped: parse_speed needs the real samples at {REALDATA}")
+        return
     xml_section(args.mb, args.skip_mwxml, args.bz2_mb)
     entity_section(args.rounds)
 
