@@ -124,24 +124,33 @@ def stage_context(run: Any, engine: bool = True) -> Iterator[Any]:
         yield ctx
 
 
-def _step(name: str, context: Mapping[str, Any], *, snapshot: bool, engine: bool = True,
-          step: str | None = None, **inputs: Any) -> Any:
-    """Run registry stage ``name`` (or its ``step``) for this run through ``run_stage``;
-    a whole stage that does not apply to this run (``Stage.skip``: an ingest without
-    inputs, curation off, nowhere to publish) is skipped with its reason. Returns the
-    StageResult."""
+def _through_the_door(ctx: Any, name: str, plan: str | None, step: str | None,
+                      **inputs: Any) -> Any:
+    """``run_stage`` of registry stage ``name`` (or its ``step``); a whole stage that does
+    not apply to ``ctx`` (``Stage.skip``: an ingest without inputs, curation off, nowhere
+    to publish, nothing to score) is skipped with its reason."""
     from emerge_lib.pipeline.registry import stage
     from emerge_lib.pipeline.runner import run_stage
+
+    st = stage(name)
+    if step is None and not st.applies(ctx):
+        raise AirflowSkipException(f"{name}: {st.skip(ctx)}")
+    return run_stage(ctx, name, plan, step=step, **inputs)
+
+
+def _step(name: str, context: Mapping[str, Any], *, snapshot: bool, engine: bool = True,
+          step: str | None = None, **inputs: Any) -> Any:
+    """Run registry stage ``name`` (or its ``step``) for this run (:func:`_through_the_door`).
+    Returns the StageResult."""
+    from emerge_lib.pipeline.registry import stage
 
     run = snapshot_run(context, snapshot)
     with verdicts():
         st = stage(name)
         with stage_context(run, engine=engine) as ctx:
-            if step is None and not st.applies(ctx):
-                raise AirflowSkipException(f"{name}: {st.skip(ctx)}")
             plan = run.snapshot if st.scope == "snapshot" else None
             started = time.time()
-            result = run_stage(ctx, name, plan, step=step, **inputs)
+            result = _through_the_door(ctx, name, plan, step, **inputs)
     if not snapshot and st.scope == "ingest" and context.get("ti") is not None:
         context["ti"].xcom_push(key=STAGE_SPAN, value={
             "cpu_seconds": result.cpu_seconds, "start": started, "end": time.time()})
@@ -284,8 +293,6 @@ def evaluate_task(context: Mapping[str, Any], asset: Any) -> list[dict[str, Any]
     from emerge_lib.airflow.hooks import connection_overrides
     from emerge_lib.core.config import load_config
     from emerge_lib.pipeline.context import open_context
-    from emerge_lib.pipeline.registry import stage
-    from emerge_lib.pipeline.runner import run_stage
     from emerge_lib.pipeline.runs import CONFIG_ENV
 
     params = context.get("params") or {}
@@ -300,9 +307,8 @@ def evaluate_task(context: Mapping[str, Any], asset: Any) -> list[dict[str, Any]
                           overrides=connection_overrides())
         for extra in events:
             with open_context(cfg, engine=False, release_dir=release_location(extra)) as ctx:
-                if not stage("evaluate").applies(ctx):
-                    raise AirflowSkipException(f"evaluate: {stage('evaluate').skip(ctx)}")
-                result = run_stage(ctx, "evaluate", release_snapshot=extra.get("snapshot"),
-                                   version=extra.get("version"))
+                result = _through_the_door(ctx, "evaluate", None, None,
+                                           release_snapshot=extra.get("snapshot"),
+                                           version=extra.get("version"))
             out.append(result.detail)
     return out

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -29,46 +29,6 @@ from emerge_lib.ingest.staging import FileSummary, missing_outputs, remove_stagi
 log = logging.getLogger(__name__)
 
 
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-# -- the local driver ----------------------------------------------------------------------
 @dataclass
 class IngestReport:
     """What one ingest did: per-file summaries of the files read, files found done."""
@@ -186,7 +146,7 @@ def finish_ingest(cfg: Config, catalog: Catalog, plan: IngestPlan,
             "ingested_files", filters=[("wiki", "=", plan.wiki)]).to_pylist()}
         missing = set(missing_outputs(summaries))
         held = [s for s in summaries if any(o in missing for o in s.outputs.values())
-                and _holds(stored.get(s.dump_file), s)]
+                and stored_as(stored.get(s.dump_file), s.bytes, s.sha1)]
         if held:
             log.info("%d %s file(s) already committed (a rerun): not committed again",
                      len(held), plan.wiki)
@@ -229,23 +189,25 @@ def _coverage(catalog: Catalog, plan: IngestPlan) -> dict[str, list[Range]]:
     return coverage(catalog, plan.wiki)
 
 
-def _committed(row: dict[str, Any] | None, f: PlannedFile, cov: dict[str, list[Range]],
+def stored_as(row: Mapping[str, Any] | None, size: int, sha1: str | None) -> bool:
+    """Does ``row`` (the file's ``ingested_files`` row, or None) record this file committed
+    without error: the same size and, where both sides know it, the same sha1? (A sha1
+    that differs is another file of the same name; one that is missing on either side
+    proves nothing.)"""
+    return row is not None and row["error"] is None and row["bytes"] == size and (
+        not sha1 or not row["sha1"] or row["sha1"] == sha1)
+
+
+def _committed(row: Mapping[str, Any] | None, f: PlannedFile, cov: dict[str, list[Range]],
                plan: IngestPlan) -> bool:
     """Does the warehouse already hold ``f`` as planned (a rerun after its commit)?"""
-    if row is None or row["error"] is not None or row["bytes"] != f.bytes:
-        return False
-    if f.ref.sha1 and row["sha1"] and row["sha1"] != f.ref.sha1:
+    if not stored_as(row, f.bytes, f.ref.sha1):
         return False
     if plan.kind != "wikipedia":
         return True
     from emerge_lib.ingest.wikipedia.coverage import covers
 
     return covers(cov.get(f.name, []), plan.needed)
-
-
-def _holds(row: dict[str, Any] | None, s: FileSummary) -> bool:
-    return row is not None and row["error"] is None and row["bytes"] == s.bytes and (
-        not s.sha1 or not row["sha1"] or row["sha1"] == s.sha1)
 
 
 def _kept(catalog: Catalog, plan: IngestPlan, f: PlannedFile) -> tuple[Range, ...]:

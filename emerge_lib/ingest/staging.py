@@ -1,6 +1,6 @@
 """Staged worker output: per-output row buffers flushed to one Parquet file per dump file.
 
-Extraction workers (stages.wikidata_extract, stages.wikipedia_extract) write here, in any
+Extraction workers (``ingest.wikidata.extract``, ``ingest.wikipedia.extract``) write here, in any
 process and on any machine; the ingest's commit step reads the staged files into Delta.
 The staging folder is a local path or any pyarrow filesystem URI (``s3://…`` where
 extraction runs on other machines than the commit). Pure pyarrow: no engine needed.
@@ -51,7 +51,7 @@ class FileSummary:
     rows: dict[str, int] = field(default_factory=dict)  # output → rows staged
     error: str | None = None
     sha1: str | None = None  # the mirror's, carried into ingested_files
-    basis: str = ""  # digest of the stored state the extraction read (see stages.ingest)
+    basis: str = ""  # digest of the stored state the extraction read (see ``ingest.commit``)
     staging: str = ""  # this file's staging folder, removed after the commit
 
 

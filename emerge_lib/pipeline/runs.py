@@ -17,7 +17,6 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from emerge_lib.catalog import Catalog
 from emerge_lib.core.config import Config, ConfigError, deep_merge, load_config
 from emerge_lib.core.schedule import parse_utc
 
@@ -205,10 +204,3 @@ class SnapshotRun:
     def inputs(self, kind: str) -> Sequence[str] | None:
         files = self.wikidata_files if kind == "wikidata" else self.wikipedia_files
         return list(files) or None
-
-    def context(self, cfg: Config, catalog: Catalog, **extra: Any):
-        """The StageContext of this run's tasks."""
-        from emerge_lib.core.stage import StageContext
-
-        return StageContext(cfg, catalog, self.inputs("wikidata"), self.inputs("wikipedia"),
-                            release_dir=self.release_folder(cfg), **extra)

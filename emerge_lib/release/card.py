@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import html
 import json
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -707,22 +707,3 @@ img{{max-width:100%}}pre{{background:#f4f4f4;padding:8px;overflow-x:auto}}</styl
     (out / CARD_HTML).write_text(page, encoding="utf-8")
     return [CARD, CARD_HTML]
 
-
-def write_card(out: Path, snapshots: Sequence[str], kg_rows: dict[str, dict[str, int]],
-               validation: str, facts: CardFacts | None = None
-               ) -> tuple[list[str], list[dict[str, Any]]]:
-    """Write README.md, card.html and the plots; returns (files written, table rows)."""
-    prepared = prepare(out, snapshots, kg_rows)
-    files = render(out, prepared, validation, facts)
-    return files + [f"{PLOTS}/{p}" for p in prepared.plots], [s.row() for s in prepared.stats]
-
-
-def card_rows_of(manifest: dict[str, Any]) -> list[dict[str, Any]]:
-    return list(manifest.get("card", []))
-
-
-def group_by_snapshot(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    out: dict[str, dict[str, Any]] = defaultdict(dict)
-    for r in rows:
-        out[r["snapshot"]] = r
-    return dict(out)

@@ -227,7 +227,7 @@ def link_target(title: str | None) -> str | None:
     """A mention's ``target_entity`` from the link target as stored in ``passages``: spaces
     become underscores (``Republic of Ireland`` → ``Republic_of_Ireland``). Nothing else
     changes here: the stored target is already the target as written, not
-    redirect-resolved, normalized upstream by ``dumps.wikitext_titles.normalize_title``
+    redirect-resolved, normalized upstream by ``text.titles.normalize_title``
     (underscores read as spaces, first letter upper-cased: ``[[northam_University]]`` is
     stored as ``Northam University``)."""
     if title is None:

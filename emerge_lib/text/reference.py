@@ -2,7 +2,7 @@
 
 An independent implementation of the rules of `wikitext.extract_paragraphs` on top of
 mwparserfromhell's parse tree, used to cross-check the fast scanner on real articles.
-It shares only the title rules (`wikitext_titles`). It returns (text, mentions) pairs,
+It shares only the title rules (`text.titles`). It returns (text, mentions) pairs,
 where mentions are (start, end, anchor, target) tuples.
 """
 

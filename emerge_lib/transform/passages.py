@@ -6,7 +6,7 @@ inside (τ_{k-1}, τ_k] (``first_appearance``, DESIGN §1.1), is present at τ_k
 present ``passage_minutes`` after it first appeared (vandalism reverted quickly never
 counts). Its
 text, index and links are those of the revision where it first appeared. Links are
-resolved to QIDs as of τ_k (redirects, then enwiki sitelinks; `stages.titles`); the
+resolved to QIDs as of τ_k (redirects, then enwiki sitelinks; `transform.titles`); the
 article's own item counts as mentioned when configured. Kept: ``min_tokens``..``max_tokens``
 whitespace tokens, markup ratio ≤ ``max_markup_ratio``, ≥ ``min_entities`` distinct QIDs.
 """

@@ -11,7 +11,16 @@ from typing import Any
 
 import pytest
 
-from emerge_lib.release.card import CARD, CARD_HTML, label, table2_text, write_card
+from emerge_lib.release.card import (
+    CARD,
+    CARD_HTML,
+    PLOTS,
+    CardFacts,
+    label,
+    prepare,
+    render,
+    table2_text,
+)
 from emerge_lib.release.format import dumps_line, passage_record
 
 SNAP = "2024-04-01T00:00:00Z"
@@ -35,6 +44,15 @@ def _line(pid: str, window: int, ops: list[tuple[str, str, str, str]]) -> str:
              "lifespan_to": None, "qualifier_pid": None, "qualifier_label": None,
              "qualifier_at": None, "source_delta_type": "all"} for op, s, p, o in ops]
     return dumps_line(passage_record(passage, rows, SNAP, window, 7)) + "\n"
+
+
+def write_card(out: Path, snapshots: list[str], kg_rows: dict[str, dict[str, int]],
+               validation: str, facts: CardFacts | None = None
+               ) -> tuple[list[str], list[dict[str, Any]]]:
+    """The card alone, as the release writes it: (files written, the table's rows)."""
+    prepared = prepare(out, snapshots, kg_rows)
+    files = render(out, prepared, validation, facts)
+    return files + [f"{PLOTS}/{p}" for p in prepared.plots], [s.row() for s in prepared.stats]
 
 
 @pytest.fixture()
