@@ -54,7 +54,7 @@ from emerge_lib.annotation.release import (
     read_annotations,
     read_jsonl,
 )
-from emerge_lib.release.format import (
+from emerge_lib.formats.format import (
     ASSERTION,
     DEPRECATION,
     HUMAN_ASSESSMENT_FIELDS,
@@ -62,7 +62,7 @@ from emerge_lib.release.format import (
     human_readable_triple,
     prompt_types_of,
 )
-from emerge_lib.release.manifest import MANIFEST, verify_release
+from emerge_lib.formats.manifest import MANIFEST, verify_release
 
 log = logging.getLogger(__name__)
 
@@ -218,7 +218,7 @@ def import_annotations(release: str | Path, source: str | Path, spark: Any,
                        annotator: Sequence[str] = ()) -> ImportSummary:
     """Import ``source`` into ``release`` (see the module docstring); ``spark`` runs the
     validation suites."""
-    from emerge_lib.release.writer import describe_again
+    from emerge_lib.release.describe import describe_again
     from emerge_lib.validation.validate import annotation_verdict, validate_annotation
 
     root = Path(release)

@@ -16,14 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from emerge_lib.core.errors import InputError
-from emerge_lib.release.format import (
+from emerge_lib.formats.layout import (
     AGREEMENT,
     CORPUS,
     EVALUATION_SET,
     HUMAN_ANNOTATION,
     kg_parquet_path,
 )
-from emerge_lib.release.manifest import MANIFEST, read_manifest
+from emerge_lib.formats.manifest import MANIFEST, read_manifest
 
 log = logging.getLogger(__name__)
 

@@ -80,7 +80,7 @@ def run_export(args: argparse.Namespace) -> int:
     from emerge_lib.annotation.sample import export
 
     sample = export(args.release, args.out, args.per_op, args.seed, args.split)
-    from emerge_lib.release.format import OP_NAMES
+    from emerge_lib.formats.format import OP_NAMES
 
     counts = ", ".join(f"{op} {sample.counts[op]}" for op in OP_NAMES.values())
     print(f"{len(sample.questions)} questions ({counts}) written to {args.out}/")
@@ -107,8 +107,8 @@ def _setup(args: argparse.Namespace):
     from emerge_lib.annotation import agreement as ag
     from emerge_lib.annotation.importer import release_assessors
     from emerge_lib.annotation.release import AnnotationError, read_annotations, release_of
-    from emerge_lib.release.format import ASSERTION, DEPRECATION
-    from emerge_lib.release.manifest import read_manifest
+    from emerge_lib.formats.format import ASSERTION, DEPRECATION
+    from emerge_lib.formats.manifest import read_manifest
 
     if args.assessor and (args.assertion_assessor or args.deprecation_assessor):
         raise AnnotationError("--assessor names the judge of both prompt types: give it, or "
@@ -146,7 +146,7 @@ def run_agreement(args: argparse.Namespace) -> int:
 
 def run_disagreements(args: argparse.Namespace) -> int:
     from emerge_lib.annotation import disagreements as dis
-    from emerge_lib.release.manifest import read_manifest
+    from emerge_lib.formats.manifest import read_manifest
 
     lines, annotators, assessors, release = _setup(args)
     rows = dis.find(lines, annotators, assessors, args.between)

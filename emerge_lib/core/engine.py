@@ -15,7 +15,6 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-import emerge_lib  # noqa: F401  (sets SPARK_HOME before pyspark is imported)
 from emerge_lib.core.config import Config, EngineSettings, S3Settings
 from emerge_lib.core.errors import EmergeError
 

@@ -40,7 +40,7 @@ from emerge_lib.curation.client import BudgetExhausted, ChatClient, Endpoint, En
 from emerge_lib.curation.journal import Journal, journal_folder, release, take_orphans
 from emerge_lib.curation.prompts import ASSERTION, DEPRECATION, prompt_sha, render
 from emerge_lib.curation.rules import ADDITIONS, asserted_operations
-from emerge_lib.release.format import TITLE_PREFIX, llm_assessment_entry
+from emerge_lib.formats.format import TITLE_PREFIX, llm_assessment_entry
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ def _evaluate(ctx: StageContext, _: Any = None, release_snapshot: str | None = N
     from emerge_lib.evaluation.run import evaluate_release
 
     if version is None:
-        from emerge_lib.release.manifest import read_manifest
+        from emerge_lib.formats.manifest import read_manifest
 
         version = read_manifest(ctx.release_dir).get("version")
     result = evaluate_release(ctx.cfg, ctx.release_dir, release_snapshot, version)

@@ -17,8 +17,9 @@ from typing import Any
 
 import orjson
 
+from emerge_lib.formats.format import FormatError
+from emerge_lib.formats.layout import CORPUS, EVALUATION_SET
 from emerge_lib.hub.release import OpenRelease
-from emerge_lib.release.format import CORPUS, EVALUATION_SET, FormatError
 
 SECTIONS = (CORPUS, EVALUATION_SET)
 STATES = ("added", "removed", "changed", "unchanged")

@@ -37,6 +37,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from emerge_lib.formats.manifest import MANIFEST, ManifestError, read_manifest, verify_release
 from emerge_lib.publish.s3 import (
     LATEST,
     PublishError,
@@ -46,7 +47,6 @@ from emerge_lib.publish.s3 import (
     error_code,
     s3_error,
 )
-from emerge_lib.release.manifest import MANIFEST, ManifestError, read_manifest, verify_release
 
 log = logging.getLogger(__name__)
 

@@ -7,12 +7,14 @@ from typing import Any
 
 from emerge_lib.catalog.specs import TABLES
 from emerge_lib.core.stage import Outcome, Stage, StageContext
+from emerge_lib.formats.layout import KG_SNAPSHOT_TABLES
 
 #: what a release reads (each at the Delta version it had when the release started, logged):
 #: every released table among them
 RELEASE_READS = ("instances", "passages", "verdicts", "selection", "validation_results",
                  "ingested_files", "kg_triples", "entities", "relations")
 assert {n for n, s in TABLES.items() if s.released} <= set(RELEASE_READS)
+assert set(KG_SNAPSHOT_TABLES) <= {n for n, s in TABLES.items() if s.released}
 
 
 def _release(ctx: StageContext, _: Any = None) -> Outcome:

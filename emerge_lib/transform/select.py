@@ -58,7 +58,7 @@ from emerge_lib.core.config import Config, SelectionSettings
 from emerge_lib.core.schedule import SnapshotPlan
 from emerge_lib.curation.prompts import ASSERTION, DEPRECATION
 from emerge_lib.curation.verdicts import Triple, assessments, passage_text
-from emerge_lib.release.format import hash_id
+from emerge_lib.formats.format import hash_id
 
 TOKEN = re.compile(r"(?u)\b\w\w+\b")  # scikit-learn CountVectorizer's tokens, as s07's
 RANK_OPS = ("D", "EE", "E", "EE-KG", "X")  # s07's order of preference

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from emerge_lib.catalog.sql import sql_timestamp
 from emerge_lib.core.config import Config
 from emerge_lib.core.schedule import SnapshotPlan
-from emerge_lib.release.format import OP_NAMES
+from emerge_lib.formats.format import OP_NAMES
 from emerge_lib.validation.gate import Check, Suite, rows_check
 
 if TYPE_CHECKING:
@@ -398,7 +398,7 @@ def flatten_annotation(lines: Iterable[tuple[str, dict[str, Any]]]
     """(file, record) pairs of ``human_annotation/*.jsonl`` → rows of lines and of
     ``human_assessment`` entries, values as written, each entry with the
     ``human_readable_triple`` its line gives (what the annotator was shown)."""
-    from emerge_lib.release.format import human_readable_triple
+    from emerge_lib.formats.format import human_readable_triple
 
     out_lines, entries = [], []
     for file, rec in lines:

@@ -35,7 +35,7 @@ from emerge_lib.catalog import Catalog
 from emerge_lib.core.config import Config
 from emerge_lib.core.errors import EmergeError
 from emerge_lib.core.schedule import SnapshotPlan
-from emerge_lib.release.format import snapshot_dir_name
+from emerge_lib.formats.layout import snapshot_dir_name
 from emerge_lib.validation.gate import GateReport, ValidationFailed, ValidationGateError
 
 log = logging.getLogger(__name__)
@@ -196,7 +196,7 @@ def validate_release(catalog: Catalog, out: Path, snapshots: list[str],
     """Audit a release being written: every snapshot must have passed its table suites on
     exactly the rows released, and the JSONL lines written must pass the release suites.
     Writes ``validation/results.json`` and the Data Docs under ``validation/docs/``."""
-    from emerge_lib.release.format import RELEASE_FIELDS
+    from emerge_lib.formats.format import RELEASE_FIELDS
     from emerge_lib.validation.gate import run_gate
     from emerge_lib.validation.suites import flatten_release, release_suites
 
@@ -370,7 +370,7 @@ ANNOTATION_DOCS = "validation/docs/human_annotation"
 
 def annotation_files(out: Path) -> list[Path]:
     """The release's ``human_annotation/*.jsonl`` (the authors' folder)."""
-    from emerge_lib.release.format import HUMAN_ANNOTATION
+    from emerge_lib.formats.layout import HUMAN_ANNOTATION
 
     return sorted((out / HUMAN_ANNOTATION).glob("*.jsonl"))
 
@@ -381,7 +381,7 @@ def validate_annotation(spark: Any, out: Path,
     release's triples ``released`` ((hash_id, s, p, o)); Data Docs under
     ``validation/docs/human_annotation/``. A line that is not JSON is a failed check, not
     a crash: the report says which file."""
-    from emerge_lib.release.format import HUMAN_ASSESSMENT_FIELDS
+    from emerge_lib.formats.format import HUMAN_ASSESSMENT_FIELDS
     from emerge_lib.validation.gate import run_gate
     from emerge_lib.validation.suites import annotation_suites, flatten_annotation
 

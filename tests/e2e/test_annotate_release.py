@@ -21,8 +21,8 @@ from emerge_lib.annotation.importer import import_annotations
 from emerge_lib.annotation.release import AnnotationError, read_annotations
 from emerge_lib.annotation.sample import export
 from emerge_lib.cli import main
-from emerge_lib.release.format import ASSERTION, DEPRECATION
-from emerge_lib.release.manifest import read_manifest, verify_release
+from emerge_lib.formats.format import ASSERTION, DEPRECATION
+from emerge_lib.formats.manifest import read_manifest, verify_release
 
 ADDITIONS, DEPRECATIONS = "Meta-Llama-3.1-8B", "Meta-Llama-3.1-405B"
 FILE = "human_annotation/solved_disagreements.jsonl"

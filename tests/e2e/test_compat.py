@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 from worlds import TINY2
 
-from emerge_lib.release.format import SOURCE_DELTA_TYPES, authors_timestamp_to_utc
+from emerge_lib.formats.format import SOURCE_DELTA_TYPES, authors_timestamp_to_utc
 
 OPERATIONS = {"x-triples", "e-triples", "ee-triples", "ee-kg-triples", "d-triples"}
 SMALL, LARGE = "Meta-Llama-3.1-8B", "Meta-Llama-3.1-405B"

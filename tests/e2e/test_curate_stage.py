@@ -285,7 +285,7 @@ def test_a_curated_release_keeps_only_lines_with_a_supported_delta_triple(
     unsupported ones with their verdicts); what the rule left out is counted."""
     import json
 
-    from emerge_lib.release.format import OP_NAMES
+    from emerge_lib.formats.format import OP_NAMES
 
     with StubServer() as stub:
         ctx = curated_ctx(built, world, stub.url)

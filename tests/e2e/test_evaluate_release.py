@@ -25,8 +25,8 @@ from emerge_lib.evaluation.adapters.relik import inventory
 from emerge_lib.evaluation.data import ASSERTION, DEPRECATION, OPS, gold_files, read_gold
 from emerge_lib.evaluation.metrics import Settings
 from emerge_lib.evaluation.run import evaluate
+from emerge_lib.formats.format import OP_NAMES
 from emerge_lib.pipeline.runner import run_stage
-from emerge_lib.release.format import OP_NAMES
 
 
 @pytest.fixture(scope="module")

@@ -18,24 +18,19 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from emerge_lib.release.card import split_name
-from emerge_lib.release.croissant import CROISSANT, write_croissant
-from emerge_lib.release.format import (
+from emerge_lib.formats.card import split_name
+from emerge_lib.formats.croissant import write_croissant
+from emerge_lib.formats.format import dumps_line, passage_record
+from emerge_lib.formats.layout import (
+    CROISSANT,
     PARQUET_TRIPLES,
     corpus_path,
-    dumps_line,
     evaluation_path,
     kg_parquet_path,
     parquet_twin,
-    passage_record,
 )
-from emerge_lib.release.manifest import (
-    content_version,
-    file_entries,
-    read_manifest,
-    write_manifest,
-)
-from emerge_lib.release.schema import write_lines
+from emerge_lib.formats.manifest import content_version, file_entries, read_manifest, write_manifest
+from emerge_lib.formats.schema import write_lines
 
 
 @dataclass

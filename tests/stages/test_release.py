@@ -13,10 +13,8 @@ import pytest
 from stagekit import run
 
 from emerge_lib.catalog import Catalog, spec
-from emerge_lib.release import writer
-from emerge_lib.release.format import (
+from emerge_lib.formats.format import (
     MENTION_FIELDS,
-    PARQUET_TRIPLES,
     QUALIFIER_FIELDS,
     RELEASE_FIELDS,
     TRIPLE_FIELDS,
@@ -24,12 +22,13 @@ from emerge_lib.release.format import (
     authors_timestamp_to_utc,
     dumps_line,
     hash_id,
-    parquet_twin,
     passage_record,
 )
-from emerge_lib.release.manifest import MANIFEST, read_manifest, verify_release
-from emerge_lib.release.schema import lines_table, read_jsonl
-from emerge_lib.release.writer import LISTING, ReleaseError
+from emerge_lib.formats.layout import LISTING, PARQUET_TRIPLES, parquet_twin
+from emerge_lib.formats.manifest import MANIFEST, read_manifest, verify_release
+from emerge_lib.formats.schema import lines_table, read_jsonl
+from emerge_lib.release import windows
+from emerge_lib.release.windows import ReleaseError
 
 SNAP = "2024-01-01T00:00:00Z"
 OLD = "2023-01-01T00:00:00Z"  # in the catalog, not released
@@ -350,7 +349,7 @@ def test_crash_leaves_no_half_file(warehouse: Catalog, tmp_path: Path, monkeypat
             raise RuntimeError("crash mid-file")
         return passage_record(*args, **kw)
 
-    monkeypatch.setattr(writer, "passage_record", failing)
+    monkeypatch.setattr(windows, "passage_record", failing)
     with pytest.raises(RuntimeError, match="mid-file"):
         release_to(warehouse, tmp_path, windows=1, title_prefix=False)
     assert path.read_bytes() == before

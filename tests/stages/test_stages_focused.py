@@ -343,7 +343,7 @@ def test_subject_links_follow_the_configured_redirect_hops(kg_released: Catalog)
 def release_lines(catalog: Catalog, key: str) -> dict[int, dict[str, Any]]:
     """The release line of passage ``key`` in each window (what the release stage writes
     from these rows, through the same pure function)."""
-    from emerge_lib.release.format import passage_record
+    from emerge_lib.formats.format import passage_record
 
     instances = catalog.read_arrow("instances").to_pylist()
     return {p["window"]: passage_record(p, [r for r in instances if r["passage_id"] == p["passage_id"]

@@ -14,7 +14,7 @@ from stagekit import run
 from test_release import put
 
 from emerge_lib.catalog import Catalog
-from emerge_lib.release.manifest import read_manifest
+from emerge_lib.formats.manifest import read_manifest
 from emerge_lib.validation.gate import (
     Check,
     Suite,
@@ -202,7 +202,7 @@ def test_another_snapshots_writes_leave_a_validation_valid(warehouse: Catalog) -
 
 
 def test_release_files_that_break_the_format_fail_their_suite(spark) -> None:
-    from emerge_lib.release.format import RELEASE_FIELDS
+    from emerge_lib.formats.format import RELEASE_FIELDS
     from emerge_lib.validation.suites import flatten_release, release_suites
 
     record = {k: None for k in RELEASE_FIELDS}

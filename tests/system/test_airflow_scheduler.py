@@ -26,7 +26,7 @@ from airflowkit import LocalAirflow
 from worlds import SMALL
 
 from emerge_lib.catalog import Catalog
-from emerge_lib.release.manifest import verify_release
+from emerge_lib.formats.manifest import verify_release
 from emerge_lib.sample.compare import built as produced
 from emerge_lib.sample.compare import planted as expected
 

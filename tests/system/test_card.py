@@ -11,17 +11,9 @@ from typing import Any
 
 import pytest
 
-from emerge_lib.release.card import (
-    CARD,
-    CARD_HTML,
-    PLOTS,
-    CardFacts,
-    label,
-    prepare,
-    render,
-    table2_text,
-)
-from emerge_lib.release.format import dumps_line, passage_record
+from emerge_lib.formats.card import CardFacts, label, prepare, render, table2_text
+from emerge_lib.formats.format import dumps_line, passage_record
+from emerge_lib.formats.layout import CARD, CARD_HTML, PLOTS
 
 SNAP = "2024-04-01T00:00:00Z"
 TEXT = "Alma Keller founded Northam Observatory with Bruno Tal in Eastport."

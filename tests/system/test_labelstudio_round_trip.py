@@ -15,7 +15,7 @@ import labelstudiokit
 import pytest
 from annotatekit import curated_release, emerge, planted
 
-from emerge_lib.release.manifest import read_manifest, verify_release
+from emerge_lib.formats.manifest import read_manifest, verify_release
 
 
 @pytest.fixture(scope="module")

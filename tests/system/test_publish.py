@@ -27,6 +27,7 @@ from emerge_lib.catalog import Catalog
 from emerge_lib.cli import main
 from emerge_lib.core.config import load_config
 from emerge_lib.core.stage import StageContext
+from emerge_lib.formats.manifest import MANIFEST, read_manifest, verify_release
 from emerge_lib.pipeline.runner import build_steps, run_stage
 from emerge_lib.publish import (
     PublishReport,
@@ -36,7 +37,6 @@ from emerge_lib.publish import (
     TransferError,
     download_release,
 )
-from emerge_lib.release.manifest import MANIFEST, read_manifest, verify_release
 
 PART_MB = 5
 

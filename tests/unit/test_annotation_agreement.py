@@ -19,7 +19,7 @@ import pytest
 from emerge_lib.annotation import agreement as ag
 from emerge_lib.annotation.release import AnnotationError, read_annotations
 from emerge_lib.cli import main
-from emerge_lib.release.format import ASSERTION, DEPRECATION, human_readable_triple
+from emerge_lib.formats.format import ASSERTION, DEPRECATION, human_readable_triple
 
 LLM = "Meta-Llama-3.1-405B"
 ASSESSORS = {ASSERTION: LLM, DEPRECATION: LLM}

@@ -17,7 +17,7 @@ from emerge_lib.annotation.labelstudio import (
 )
 from emerge_lib.annotation.release import AnnotationError
 from emerge_lib.curation.prompts import render
-from emerge_lib.release.format import ASSERTION, DEPRECATION
+from emerge_lib.formats.format import ASSERTION, DEPRECATION
 
 RECORD = {"hash_id": "h1", "passage": "Excerpt: Ann <b> met Bob and Ann.",
           "delta_dates": ["2024-01-01", "2024-01-08"],

@@ -12,8 +12,8 @@ import pytest
 
 from emerge_lib.annotation.release import AnnotationError, ReleaseIndex
 from emerge_lib.annotation.sample import draw, export
-from emerge_lib.release.format import ASSERTION, DEPRECATION, OP_NAMES
-from emerge_lib.release.manifest import write_manifest
+from emerge_lib.formats.format import ASSERTION, DEPRECATION, OP_NAMES
+from emerge_lib.formats.manifest import write_manifest
 
 OPS = list(OP_NAMES.values())
 

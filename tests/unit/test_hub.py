@@ -13,13 +13,13 @@ import pytest
 from hubkit import SNAPS, build_release, line
 
 from emerge_lib.cli import main
+from emerge_lib.formats.croissant import RAI_PROPERTIES
+from emerge_lib.formats.layout import CROISSANT, corpus_path
+from emerge_lib.formats.manifest import SELF_DESCRIBING, read_manifest
 from emerge_lib.hub import ReleaseNotFound, load_release, open_release, version_of
 from emerge_lib.hub.diff import diff_releases
 from emerge_lib.hub.load import LoadError
 from emerge_lib.hub.query import QueryError, render, run
-from emerge_lib.release.croissant import CROISSANT, RAI_PROPERTIES
-from emerge_lib.release.format import corpus_path
-from emerge_lib.release.manifest import SELF_DESCRIBING, read_manifest
 
 A1 = line(SNAPS[0], 1, "a", [("E", "Q1", "Q2"), ("X", "Q1", "Q3")], verdict=True)
 B1 = line(SNAPS[0], 1, "b", [("D", "Q2", "Q3")])

@@ -1,184 +1,67 @@
-"""Repository contracts: one room per layer, each importing only the rooms below it; no
-import cycle; only the Airflow room imports Airflow; DAG files stay thin."""
+"""Repository contracts that import-linter cannot hold (its contracts, in pyproject.toml,
+hold the room table of docs/architecture.md: `make lint`): only ``__init__.py`` and
+``cli.py`` at the library's root, every room in the contracts and in the table, the
+Airflow glue an installed provider, DAG files that stay thin, tests in tiers."""
 
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
-from collections.abc import Iterator
+import tomllib
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
+ROOMS = ("core", "catalog", "text", "dumps", "sample", "formats", "ingest", "curation",
+         "transform", "validation", "release", "publish", "evaluation", "hub", "annotation",
+         "pipeline", "airflow", "demo", "commands")
 LIBRARY = REPO / "emerge_lib"
 HEAVY = ("pyspark", "pysail", "deltalake", "torch", "sentence_transformers", "great_expectations")
-
-#: which rooms each room may import (besides itself, and emerge_lib's root package).
-#: Read top-down, this is docs/architecture.md's picture of the house.
-ALLOWED: dict[str, set[str]] = {
-    "core": set(),
-    "catalog": {"core"},
-    "text": set(),
-    "dumps": {"core"},
-    "sample": {"core", "dumps"},
-    "release.format": {"core"},
-    "release.manifest": {"core"},
-    "release.about": set(),
-    "release.schema": {"core", "release.format"},
-    "release.card": {"core", "release.format", "release.about", "release.schema"},
-    "release.croissant": {"core", "release.format", "release.about"},
-    "ingest": {"core", "catalog", "dumps", "text"},
-    "curation": {"core", "catalog", "release.format"},
-    "transform": {"core", "catalog", "ingest", "curation", "release.format"},
-    "validation": {"core", "catalog", "curation", "release.format"},
-    "release": {"core", "catalog", "curation", "validation", "release.format",
-                "release.manifest", "release.card", "release.about", "release.schema",
-                "release.croissant"},
-    "publish": {"core", "release.manifest"},
-    "hub": {"core", "publish", "release.format", "release.manifest", "release.schema",
-            "release.about"},
-    "evaluation": {"core", "curation", "release.format", "release.manifest"},
-    "annotation": {"core", "curation", "validation", "release", "release.format",
-                   "release.manifest", "release.card"},
-    "pipeline": {"core", "catalog", "dumps", "ingest", "transform", "curation", "validation",
-                 "release", "publish", "evaluation"},
-    "airflow": {"core", "catalog", "pipeline"},
-    "demo": {"core", "catalog", "curation", "pipeline", "publish", "release.manifest",
-             "sample", "airflow.home"},
-    "commands": {"core", "catalog", "curation", "demo", "evaluation", "hub", "ingest",
-                 "pipeline", "publish", "release.card", "release.format", "release.manifest",
-                 "sample", "transform", "annotation", "airflow.home"},
-    "cli": {"core", "commands"},
-    # the package root: its version, and the one-line loader re-exported (imported lazily)
-    "emerge_lib": {"core", "hub"},
-}
-#: modules of a room that another room may import without the room's rules applying to
-#: it: the Airflow room's throw-away home imports nothing of Airflow
-ALONE = {"airflow.home", "release.format", "release.manifest", "release.card",
-         "release.schema", "release.about", "release.croissant"}
-
-
-def python_files(folder: str) -> list[Path]:
-    return sorted((REPO / folder).rglob("*.py"))
-
-
-def module_of(path: Path) -> str:
-    return ".".join(path.relative_to(REPO).with_suffix("").parts).removesuffix(".__init__")
-
-
-def room_of(module: str) -> str:
-    """``emerge_lib.ingest.wikidata.extract`` → ``ingest``; the release's file-only modules
-    and the Airflow home are rooms of their own."""
-    parts = module.split(".")[1:]
-    if not parts:
-        return ""
-    two = ".".join(parts[:2])
-    return two if two in ALONE else parts[0]
-
-
-def _type_checking(node: ast.AST) -> bool:
-    return isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
-
-
-def imports(path: Path) -> Iterator[str]:
-    """Every module ``path`` imports, at any depth (functions too), but not those only for
-    type checkers (``if TYPE_CHECKING:``): they never run."""
-    skip: set[int] = set()
-    tree = ast.parse(path.read_text())
-    for node in ast.walk(tree):
-        if _type_checking(node):
-            skip |= {id(n) for n in ast.walk(node)}
-    modules = {module_of(p) for p in python_files("emerge_lib")}
-    for node in ast.walk(tree):
-        if id(node) in skip:
-            continue
-        if isinstance(node, ast.Import):
-            yield from (a.name for a in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            for a in node.names:  # a submodule named in the import is imported itself
-                full = f"{node.module}.{a.name}"
-                yield full if full in modules else node.module
 
 
 def test_only_init_and_cli_sit_at_the_library_root() -> None:
     loose = sorted(p.name for p in LIBRARY.glob("*.py"))
     assert loose == ["__init__.py", "cli.py"]
     assert sorted(p.name for p in LIBRARY.iterdir() if p.is_dir() and p.name != "__pycache__"
-                  ) == sorted({"core", "catalog", "text", "dumps", "sample", "ingest", "curation",
-                               "transform", "validation", "release", "publish", "evaluation",
-                               "hub", "annotation", "pipeline", "airflow", "demo", "commands"})
+                  ) == sorted(ROOMS)
 
 
-def test_each_room_imports_only_the_rooms_below_it() -> None:
-    offenders = []
-    for path in python_files("emerge_lib"):
-        mine = room_of(module_of(path)) or "emerge_lib"
-        allowed = ALLOWED.get(mine, ALLOWED.get(mine.split(".")[0], set()))
-        if path.name == "cli.py" and path.parent == LIBRARY:
-            allowed = ALLOWED["cli"]
-        for name in imports(path):
-            if not name.startswith("emerge_lib.") or name == "emerge_lib":
-                continue
-            theirs = room_of(name)
-            if theirs in (mine, mine.split(".")[0]) or theirs.split(".")[0] == mine:
-                continue
-            if theirs not in allowed and theirs.split(".")[0] not in allowed:
-                offenders.append(f"{path.relative_to(REPO)} imports {name} ({theirs})")
-    assert offenders == []
+def _contracts() -> list[dict[str, Any]]:
+    return tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"][
+        "contracts"]
 
 
-def test_no_import_cycle_in_the_library() -> None:
-    """Imports inside functions count: a cycle that works only because one side imports
-    lazily is still a cycle."""
-    modules = {module_of(p): p for p in python_files("emerge_lib")}
-    edges = {m: {n for n in imports(p) if n in modules and n != m} for m, p in modules.items()}
-    cycles, index, low, stack, on, counter = [], {}, {}, [], set(), [0]
-    sys.setrecursionlimit(10_000)
-
-    def visit(v: str) -> None:  # Tarjan's strongly connected components
-        index[v] = low[v] = counter[0]
-        counter[0] += 1
-        stack.append(v)
-        on.add(v)
-        for w in edges[v]:
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            component = []
-            while True:
-                w = stack.pop()
-                on.discard(w)
-                component.append(w)
-                if w == v:
-                    break
-            if len(component) > 1:
-                cycles.append(sorted(component))
-
-    for v in edges:
-        if v not in index:
-            visit(v)
-    assert cycles == []
+def test_every_room_is_in_the_import_contracts_and_in_the_documented_table() -> None:
+    """The layers contract places every room (``exhaustive``); each room has a forbidden
+    contract naming what it may not import; docs/architecture.md's table says the same."""
+    contracts = _contracts()
+    layers = next(c for c in contracts if c["type"] == "layers"
+                  and c["containers"] == ["emerge_lib"])
+    placed = {room.strip() for layer in layers["layers"] for room in layer.split("|")}
+    assert placed == set(ROOMS) | {"cli"}
+    forbidden = {c["source_modules"][0].removeprefix("emerge_lib."): c for c in contracts
+                 if c["type"] == "forbidden" and len(c["source_modules"]) == 1}
+    assert set(ROOMS) <= set(forbidden)
+    rows = re.findall(r"^\| `(\w+)` \| ([^|]*) \|$",
+                      (REPO / "docs" / "architecture.md").read_text(), re.M)
+    table = {room: set(re.findall(r"\b[a-z]+\b", re.sub(r"\([^)]*\)", "", allowed)))
+             - {"nothing", "of", "emerge"} for room, allowed in rows}
+    for room in ROOMS:
+        banned = {m.removeprefix("emerge_lib.").split(".")[0]
+                  for m in forbidden[room]["forbidden_modules"]
+                  if not m.startswith("emerge_lib.airflow.")}
+        assert table[room] == set(ROOMS) - banned - {room}, room
 
 
-def test_only_the_airflow_room_imports_airflow() -> None:
-    offenders = []
-    for path in python_files("emerge_lib"):
-        if room_of(module_of(path)) == "airflow":
-            continue
-        for name in imports(path):
-            if name == "airflow" or name.startswith("airflow."):
-                offenders.append(str(path.relative_to(REPO)))
-    assert offenders == []
-    # and the Airflow glue is an installed provider package, not a folder on sys.path
+def test_the_airflow_glue_is_an_installed_provider_not_a_plugins_folder() -> None:
     assert not (REPO / "plugins").exists()
     assert "emerge_lib.airflow.provider:get_provider_info" in (REPO / "pyproject.toml").read_text()
 
 
 def test_dag_files_do_no_heavy_work_at_import() -> None:
-    files = python_files("dags")
+    files = sorted((REPO / "dags").glob("*.py"))
     assert len(files) == 4
     # one interpreter runs every file in turn (as the dag-processor does); a heavy module
     # is blamed on the first file after which it is loaded

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from emerge_lib.release.manifest import (
+from emerge_lib.formats.manifest import (
     MANIFEST,
     SELF_DESCRIBING,
     ManifestError,

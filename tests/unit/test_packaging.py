@@ -93,10 +93,10 @@ def test_release_format_and_manifest_errors_are_emerge_errors_and_stay_pure(
     script = """
 import sys
 before = set(sys.modules)  # what site and .pth files loaded
-import emerge_lib.release.manifest, emerge_lib.release.format
+import emerge_lib.formats.manifest, emerge_lib.formats.format
 from emerge_lib.core.errors import EmergeError
-from emerge_lib.release.manifest import ManifestError
-from emerge_lib.release.format import FormatError
+from emerge_lib.formats.manifest import ManifestError
+from emerge_lib.formats.format import FormatError
 assert issubclass(ManifestError, EmergeError) and not ManifestError("x").retryable
 assert issubclass(FormatError, EmergeError) and issubclass(FormatError, ValueError)
 outside = sorted({m.split(".")[0] for m in set(sys.modules) - before}

@@ -1,4 +1,4 @@
-"""The release lines as typed Parquet (emerge_lib/release/schema.py): the authors' real
+"""The release lines as typed Parquet (emerge_lib/formats/schema.py): the authors' real
 lines and ours go through the same writer, load with ``datasets`` without inference, and
 give back every JSON value (nulls, ``{}`` qualifiers, unparsed verdicts included)."""
 
@@ -12,8 +12,8 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from emerge_lib.release.format import FormatError, passage_record
-from emerge_lib.release.schema import (
+from emerge_lib.formats.format import FormatError, passage_record
+from emerge_lib.formats.schema import (
     LINE_SCHEMA,
     TRIPLE_ROW_SCHEMA,
     line_row,
@@ -177,7 +177,7 @@ def test_a_line_that_does_not_fit_names_its_field(change, message) -> None:
 
 def test_the_users_guide_lists_every_field() -> None:
     """docs/using-a-release.md's field list is the schema's: no field missing from it."""
-    from emerge_lib.release.schema import field_rows
+    from emerge_lib.formats.schema import field_rows
 
     text = (Path(__file__).resolve().parents[2] / "docs" / "using-a-release.md").read_text()
     names = {n.rsplit(".", 1)[-1] for schema in (LINE_SCHEMA, TRIPLE_ROW_SCHEMA)

@@ -9,7 +9,7 @@ import json
 from collections import Counter
 from pathlib import Path
 
-from emerge_lib.release.card import collect, rule_c
+from emerge_lib.formats.card import collect, rule_c
 
 
 def _their_lines(realdata: Path) -> list[dict]:

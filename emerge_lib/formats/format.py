@@ -111,7 +111,7 @@ def iso_instant(ts: datetime | None) -> str | None:
     return None if ts is None else _utc(ts).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def iso_date(ts: datetime | None) -> str | None:
+def iso_date(ts: datetime | str | None) -> str | None:
     """``2019-01-04``: the UTC date of an instant."""
     return None if ts is None else _utc(ts).strftime("%Y-%m-%d")
 
@@ -121,6 +121,7 @@ def seconds(ts: datetime | None) -> int | None:
 
 
 def window_end(snapshot: datetime | str, window: int, window_days: float) -> datetime:
+    """τ_k: the end of window ``window`` of ``snapshot``."""
     return _utc(snapshot) + timedelta(days=window_days * window)
 
 
@@ -142,85 +143,6 @@ def hash_id(snapshot: datetime | str, window: int, page_id: int, passage_id: str
     """Stable line id: the same (snapshot, window, page, paragraph) always hashes the same."""
     key = f"{iso_instant(_utc(snapshot))}|{int(window)}|{int(page_id)}|{passage_id}"
     return hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
-
-
-def snapshot_dir_name(snapshot: datetime | str) -> str:
-    return f"snapshot_{_utc(snapshot):%Y-%m-%d}"
-
-
-def delta_file_name(snapshot: datetime | str, window: int, window_days: float) -> str:
-    return f"delta_{window_end(snapshot, window, window_days):%Y-%m-%d}.jsonl"
-
-
-# --- the release's layout ----------------------------------------------------------------
-# The authors' folders (their scripts/download_data.sh fetches ``evaluation_set/**``,
-# ``human_annotation/**``, ``kg_snapshots/**`` and ``corpus/**``; their evaluator reads
-# ``kg_snapshots/kg_snapshot_YYYY-MM-DD.tsv``, their statistics ``corpus/snapshot_*/``):
-#
-#   corpus/snapshot_D/delta_D.jsonl            every kept line of a window
-#   evaluation_set/snapshot_D/delta_D.jsonl    the test split drawn from it
-#   human_annotation/*.jsonl                   human verdicts (emerge annotate import)
-#   agreement/agreement.{json,md,tex}          their agreement table (ours, beside theirs)
-#   kg_snapshots/kg_snapshot_D.tsv.gz          G_t as their TSV: head, relation, tail
-#   kg_snapshots/snapshot_D/<table>.parquet    G_t as our typed tables
-#
-# and ours beside them (typed copies for datasets, DuckDB, pandas, Croissant; the schema
-# is emerge_lib.release.schema's):
-#
-#   parquet/corpus/snapshot_D/delta_D.parquet          the corpus lines, typed
-#   parquet/evaluation_set/snapshot_D/delta_D.parquet  the evaluation lines, typed
-#   parquet/triples/snapshot_D/delta_D.parquet         the corpus lines' triples, a row each
-#   parquet/<table>.parquet                            a released catalog table (instances)
-#   croissant.json                                     the Croissant metadata
-CORPUS = "corpus"
-EVALUATION_SET = "evaluation_set"
-HUMAN_ANNOTATION = "human_annotation"
-#: not inside human_annotation/: the authors' agreement script reads every file there
-AGREEMENT = "agreement"
-KG_SNAPSHOTS = "kg_snapshots"
-PARQUET = "parquet"
-PARQUET_CORPUS = f"{PARQUET}/{CORPUS}"
-PARQUET_EVALUATION = f"{PARQUET}/{EVALUATION_SET}"
-PARQUET_TRIPLES = f"{PARQUET}/triples"
-#: each JSONL folder's typed twins: JSONL top folder → the Parquet folders of its lines
-#: (and, for the corpus, of its triples)
-PARQUET_TWINS = {CORPUS: (PARQUET_CORPUS, PARQUET_TRIPLES), EVALUATION_SET: (PARQUET_EVALUATION,)}
-
-
-def corpus_path(snapshot: datetime | str, window: int, window_days: float) -> str:
-    """``corpus/snapshot_D/delta_D.jsonl``: a window's kept lines."""
-    return f"{CORPUS}/{snapshot_dir_name(snapshot)}/{delta_file_name(snapshot, window, window_days)}"
-
-
-def evaluation_path(snapshot: datetime | str, window: int, window_days: float) -> str:
-    """``evaluation_set/snapshot_D/delta_D.jsonl``: a window's test lines."""
-    return (f"{EVALUATION_SET}/{snapshot_dir_name(snapshot)}/"
-            f"{delta_file_name(snapshot, window, window_days)}")
-
-
-def parquet_twin(jsonl_path: str, folder: str | None = None) -> str:
-    """The typed twin of a release JSONL file: ``corpus/snapshot_D/delta_D.jsonl`` →
-    ``parquet/corpus/snapshot_D/delta_D.parquet`` (or, with ``folder``, e.g.
-    ``PARQUET_TRIPLES``, that folder's file of the same snapshot and window)."""
-    top, rest = jsonl_path.split("/", 1)
-    if top not in PARQUET_TWINS or not rest.endswith(".jsonl"):
-        raise FormatError(f"{jsonl_path}: not a corpus or evaluation_set JSONL file")
-    return f"{folder or PARQUET_TWINS[top][0]}/{rest.removesuffix('.jsonl')}.parquet"
-
-
-def table_parquet_path(name: str) -> str:
-    """``parquet/<table>.parquet``: a released catalog table of every snapshot."""
-    return f"{PARQUET}/{name}.parquet"
-
-
-def kg_parquet_path(snapshot: datetime | str, table: str) -> str:
-    """``kg_snapshots/snapshot_D/<table>.parquet``: one of G_t's tables."""
-    return f"{KG_SNAPSHOTS}/{snapshot_dir_name(snapshot)}/{table}.parquet"
-
-
-def kg_tsv_path(snapshot: datetime | str) -> str:
-    """``kg_snapshots/kg_snapshot_D.tsv.gz``: T_t as the authors' evaluator reads it."""
-    return f"{KG_SNAPSHOTS}/kg_snapshot_{_utc(snapshot):%Y-%m-%d}.tsv.gz"
 
 
 def link_target(title: str | None) -> str | None:

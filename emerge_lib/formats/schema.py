@@ -1,6 +1,6 @@
 """The release lines as typed Parquet: one explicit Arrow schema, and the writer that fills it.
 
-The JSONL lines (``emerge_lib.release.format``) stay the authors' format byte for byte;
+The JSONL lines (``emerge_lib.formats.format``) stay the authors' format byte for byte;
 beside them the release writes the same lines as Parquet with the schema below, so that
 ``datasets.load_dataset(RELEASE)``, the Hub's viewer, DuckDB and pandas read typed columns
 without inferring anything. Type inference is what breaks on these lines: ``qualifier_info``
@@ -20,7 +20,7 @@ How each JSON value becomes a typed one (and nothing else changes):
   ``asserted_operations``) are null on lines that lack them.
 
 A key this schema does not know, or a value of the wrong kind, stops the writer with a
-:class:`~emerge_lib.release.format.FormatError` naming the line and the field: nothing is
+:class:`~emerge_lib.formats.format.FormatError` naming the line and the field: nothing is
 dropped silently. Pure (pyarrow and the standard library): the writer, the tests and a
 reader of the authors' files use it without the catalog.
 """
@@ -38,7 +38,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from emerge_lib.release.format import (
+from emerge_lib.formats.format import (
     HUMAN_ASSESSMENT_FIELDS,
     JSON_SEPARATORS,
     LLM_ASSESSMENT_FIELDS,

@@ -30,11 +30,12 @@ from pathlib import Path
 from typing import Any
 
 from emerge_lib.core.errors import EmergeError  # standard library only, as this module
+from emerge_lib.formats.layout import CARD, CARD_HTML, CROISSANT
 
 SCHEMA_VERSION = 1
 MANIFEST = "manifest.json"
 #: the files that state the release's version, hence outside its hash (see above)
-SELF_DESCRIBING = frozenset({"README.md", "card.html", "croissant.json"})
+SELF_DESCRIBING = frozenset({CARD, CARD_HTML, CROISSANT})
 CHUNK = 1 << 20
 
 

@@ -30,25 +30,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from emerge_lib.release import about
-from emerge_lib.release.format import (
+from emerge_lib.formats import about
+from emerge_lib.formats.format import OP_NAMES
+from emerge_lib.formats.layout import (
     AGREEMENT,
+    CARD,
+    CARD_HTML,
     CORPUS,
+    CROISSANT,
     EVALUATION_SET,
     HUMAN_ANNOTATION,
     KG_SNAPSHOTS,
-    OP_NAMES,
     PARQUET_CORPUS,
     PARQUET_EVALUATION,
     PARQUET_TRIPLES,
+    PLOTS,
     snapshot_dir_name,
     table_parquet_path,
 )
 
-CARD = "README.md"
-CARD_HTML = "card.html"
-PLOTS = "plots"
-CROISSANT = "croissant.json"  # emerge_lib.release.croissant writes it
 OP_ORDER = ("X", "E", "EE", "EE-KG", "D")
 NAME_TO_OP = {v: k for k, v in OP_NAMES.items()}
 TABLE2 = ("Snapshot", "Entities", "Rel. Types", "Triples", "Supported Triples", "Passages",
@@ -488,7 +488,7 @@ def _statistics(prepared: Prepared) -> str:
 
 
 def _structure(out: Path, prepared: Prepared, configs: Sequence[Mapping[str, Any]]) -> str:
-    from emerge_lib.release.schema import LINE_SCHEMA, TRIPLE_ROW_SCHEMA, field_rows
+    from emerge_lib.formats.schema import LINE_SCHEMA, TRIPLE_ROW_SCHEMA, field_rows
 
     layout = [
         ["`corpus/snapshot_D/delta_D.jsonl`", "the corpus: a line per passage of window k, "

@@ -16,7 +16,7 @@ mlcroissant 1.1.1 reads one level of nesting (a struct, or a list of structs, of
 scalars), so the lines' ``tkgu_triples`` (nested two levels deep) are described by the
 ``triples`` record set instead of inside the lines. The version is the manifest's; the
 file itself states it, so it is one of the files the version's hash leaves out
-(``emerge_lib.release.manifest.SELF_DESCRIBING``). No clock: the same release gives the
+(``emerge_lib.formats.manifest.SELF_DESCRIBING``). No clock: the same release gives the
 same bytes. Pure (pyarrow for the schemas); checked with mlcroissant by the release's
 validation (``emerge_lib.validation.validate.check_croissant``).
 """
@@ -32,10 +32,14 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from emerge_lib.release import about
-from emerge_lib.release.format import PARQUET_CORPUS, PARQUET_EVALUATION, PARQUET_TRIPLES
+from emerge_lib.formats import about
+from emerge_lib.formats.layout import (
+    CROISSANT,
+    PARQUET_CORPUS,
+    PARQUET_EVALUATION,
+    PARQUET_TRIPLES,
+)
 
-CROISSANT = "croissant.json"
 CONFORMS_TO = ["http://mlcommons.org/croissant/1.1", "http://mlcommons.org/croissant/RAI/1.0"]
 #: the JSON-LD context of Croissant 1.1, as mlcroissant 1.1.1 writes it (``make_context``)
 CONTEXT: dict[str, Any] = {
