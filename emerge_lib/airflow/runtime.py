@@ -133,8 +133,9 @@ def _through_the_door(ctx: Any, name: str, plan: str | None, step: str | None,
     from emerge_lib.pipeline.runner import run_stage
 
     st = stage(name)
-    if step is None and not st.applies(ctx):
-        raise AirflowSkipException(f"{name}: {st.skip(ctx)}")
+    why = st.why_not(ctx) if step is None else None
+    if why is not None:
+        raise AirflowSkipException(f"{name}: {why}")
     return run_stage(ctx, name, plan, step=step, **inputs)
 
 
@@ -225,7 +226,7 @@ def ingest_commit_newer_task(kind: str, plan: dict[str, Any] | None, summaries: 
     extracted here), then judge the rejects (the DAG skips this task when there was no
     newer dump date: the first commit judged them)."""
     result = _step(f"ingest_{kind}", context, snapshot=False, step="commit", plan=plan,
-                   summaries=list(summaries or [])).to_dict()
+                   summaries=list(summaries or []), newer=None).to_dict()
     context["ti"].xcom_push(key="result", value=result)
     return result
 

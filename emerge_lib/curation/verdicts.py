@@ -136,7 +136,7 @@ def plan_requests(settings: CurationSettings, passages_settings: PassageSettings
 
 def build_verdicts(catalog: Catalog, plan: SnapshotPlan, settings: CurationSettings,
                    passages_settings: PassageSettings,
-                   on_progress: Callable[[CurateReport], None] | None = None) -> CurateReport:
+                   on_progress: Callable[[CurateReport], None] | None) -> CurateReport:
     """Curate one snapshot (see the module docstring); returns what was done."""
     started = time.monotonic()
     snap = [("snapshot", "=", plan.key)]

@@ -203,8 +203,7 @@ def refs_from_mirror(cfg: Config, kind: Kind, done: Callable[[str, int | None, s
 
 
 def plan_ingest(cfg: Config, catalog: Catalog, kind: Kind,
-                paths: Sequence[str | Path] | None = None,
-                progress_factory: Any = None) -> IngestPlan:
+                paths: Sequence[str | Path] | None, progress_factory: Any) -> IngestPlan:
     """The files to ingest (``paths``, else the configured mirror's dump dates)."""
     wiki = wiki_of(cfg, kind)
     needed = needed_ranges_of(cfg, kind)

@@ -75,10 +75,10 @@ STALE_ATTEMPTS = 3
 
 
 def run_ingest(cfg: Config, catalog: Catalog, kind: Kind,
-               paths: Sequence[str | Path] | None = None,
-               on_file: Callable[[FileSummary], None] | None = None,
-               progress_factory: Any = None,
-               on_plan: Callable[[IngestPlan], None] | None = None) -> IngestReport:
+               paths: Sequence[str | Path] | None,
+               on_file: Callable[[FileSummary], None] | None,
+               progress_factory: Any,
+               on_plan: Callable[[IngestPlan], None] | None) -> IngestReport:
     """Plan, extract and commit one wiki's files here (see the module docstring)."""
     started = time.monotonic()
     with ingest_lock(catalog, wiki_of(cfg, kind)):
@@ -127,8 +127,7 @@ def _run_batches(cfg: Config, catalog: Catalog, plan: IngestPlan, report: Ingest
 
 
 def finish_ingest(cfg: Config, catalog: Catalog, plan: IngestPlan,
-                  summaries: Sequence[FileSummary], newer_elsewhere: bool = False
-                  ) -> IngestReport:
+                  summaries: Sequence[FileSummary], newer_elsewhere: bool) -> IngestReport:
     """Commit what extractions elsewhere staged (``summaries``, of the plan's oldest pending
     dump date), extract again here what went stale meanwhile and the files of newer dump
     dates (each needs the watermarks of the one before), then judge the rejects over the

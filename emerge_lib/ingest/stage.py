@@ -58,12 +58,11 @@ def _no_inputs(kind: str):
 
 
 def _run(kind: str):
-    def run(ctx: StageContext, _: Any = None) -> Outcome:
+    def run(ctx: StageContext, _: None) -> Outcome:
         from emerge_lib.ingest.run import describe, run_ingest
 
-        report = run_ingest(ctx.cfg, ctx.catalog, kind, ctx.inputs(kind),  # type: ignore[arg-type]
-                            on_file=ctx.on_file, progress_factory=ctx.progress_factory,
-                            on_plan=ctx.on_plan)
+        report = run_ingest(ctx.cfg, ctx.catalog, kind, ctx.inputs(kind), ctx.on_file,
+                            ctx.progress_factory, ctx.on_plan)
         log.debug("%s", describe(report))  # run_stage logs the one summary line
         return _outcome(report)
 
@@ -71,7 +70,7 @@ def _run(kind: str):
 
 
 def _plan(kind: str):
-    def plan_step(ctx: StageContext, _: Any = None, max_groups: int = 256) -> Outcome:
+    def plan_step(ctx: StageContext, _: None, *, max_groups: int) -> Outcome:
         """``detail``: {"plan": every file as JSON (None without inputs), "groups": one
         plan of its own per mapped extract task, "later": files of newer dump dates}."""
         from emerge_lib.ingest.plan import plan_ingest
@@ -81,8 +80,7 @@ def _plan(kind: str):
         if not ctx.has_inputs(kind):
             return Outcome(note="no input files",
                            detail={"plan": None, "groups": [], "later": []})
-        plan = plan_ingest(ctx.cfg, ctx.catalog, kind, ctx.inputs(kind),  # type: ignore[arg-type]
-                           ctx.progress_factory)
+        plan = plan_ingest(ctx.cfg, ctx.catalog, kind, ctx.inputs(kind), ctx.progress_factory)
         dates = plan.pending_by_date()
         first = dates[0] if dates else []
         groups = _groups(ctx, plan, first, max_groups)
@@ -111,7 +109,7 @@ def _groups(ctx: StageContext, plan: Any, files: Sequence[Any], max_groups: int
     return [replace(plan, files=g).to_dict() for g in groups]
 
 
-def _extract(ctx: StageContext, _: Any = None, group: dict[str, Any] | None = None) -> Outcome:
+def _extract(ctx: StageContext, _: None, *, group: dict[str, Any] | None) -> Outcome:
     """``detail``: the group's FileSummaries as JSON data, for the commit step."""
     from emerge_lib.ingest.extract import extract, job_for
     from emerge_lib.ingest.plan import IngestPlan
@@ -136,9 +134,9 @@ def _extract(ctx: StageContext, _: Any = None, group: dict[str, Any] | None = No
 
 
 def _commit(kind: str):
-    def commit_step(ctx: StageContext, _: Any = None, plan: dict[str, Any] | None = None,
-                    summaries: Sequence[dict[str, Any] | Sequence[dict[str, Any]]] = (),
-                    newer: int | None = None) -> Outcome:
+    def commit_step(ctx: StageContext, _: None, *, plan: dict[str, Any] | None,
+                    summaries: Sequence[dict[str, Any] | Sequence[dict[str, Any]]],
+                    newer: int | None) -> Outcome:
         """``summaries``: the extract steps' output (lists of them, as mapped tasks
         return); extracts here what went stale, and the newer dump dates unless
         ``newer`` (a group count) says they are extracted elsewhere: then ``detail`` is
@@ -156,7 +154,7 @@ def _commit(kind: str):
         if kind == "wikipedia":  # its summaries carry the title-move counts too
             from emerge_lib.ingest.wikipedia.extract import WikipediaFileSummary as FileSummary
         report = finish_ingest(ctx.cfg, ctx.catalog, parsed, [FileSummary(**d) for d in flat],
-                               newer_elsewhere=newer is not None)
+                               newer is not None)
         log.debug("%s", describe(report))
         outcome = _outcome(report)
         if newer is None:
@@ -174,8 +172,8 @@ def _commit(kind: str):
 
 def _ingest_stage(kind: str, reads: tuple[str, ...], writes: tuple[str, ...],
                   settings: tuple[str, ...], summary: str) -> Stage:
-    return Stage(f"ingest_{kind}", "ingest", reads, writes, settings, _run(kind), summary,
-                 skip=_no_inputs(kind),
+    return Stage(name=f"ingest_{kind}", scope="ingest", reads=reads, writes=writes,
+                 settings=settings, run=_run(kind), summary=summary, skip=_no_inputs(kind),
                  steps={"plan": _plan(kind), "extract": _extract, "commit": _commit(kind)})
 
 

@@ -2,7 +2,8 @@
 
 The CLI, the demo, the tests and the Airflow tasks all call stages through
 :func:`run_stage` (or :func:`build_dataset`, a loop over the registry): it resolves the
-snapshot's plan, refuses a stage that has nothing to do (its ``skip`` says why), runs the
+snapshot's plan, hands the stage its view of the context (only the settings sections it
+declares), refuses a stage that has nothing to do (its ``skip`` says why), runs the
 stage or one of its mapped steps, measures wall and CPU seconds (this process and the
 workers it reaped), and logs the one-line brief. So timing, CPU figures and the log line
 exist once, here, for the mapped ingest's steps and the evaluation too.
@@ -41,6 +42,7 @@ def run_stage(ctx: StageContext, name: str,
         raise EmergeError(f"stage {name} is not per snapshot; it takes no snapshot")
     else:
         plan = None
+    ctx = st.view(ctx)  # the stage sees only the settings sections it declares
     if step is None:
         why = st.skip(ctx)
         if why is not None:

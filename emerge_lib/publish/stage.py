@@ -4,12 +4,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from emerge_lib.core.stage import Outcome, Stage, StageContext
 
 
-def _publish(ctx: StageContext, _: Any = None) -> Outcome:
+def _publish(ctx: StageContext, _: None) -> Outcome:
     from emerge_lib.publish import client_for, publish_release
 
     settings = ctx.cfg.publish
@@ -31,6 +29,7 @@ def _nowhere(ctx: StageContext) -> str | None:
     return None
 
 
-PUBLISH = Stage("publish", "release", (), (), ("publish", "s3"), _publish,
-                "a validated release folder to s3://BUCKET/PREFIX/v/<version>/, manifest "
-                "last, then the latest pointer", skip=_nowhere)
+PUBLISH = Stage(
+    name="publish", scope="release", reads=(), writes=(), settings=("publish", "s3"),
+    run=_publish, summary="a validated release folder to s3://BUCKET/PREFIX/v/<version>/, "
+    "manifest last, then the latest pointer", skip=_nowhere)

@@ -419,9 +419,8 @@ def point_latest(client: Any, target: S3Location, version: str, manifest_sha256:
 
 # -- the whole publish ---------------------------------------------------------------------
 def publish_release(release_dir: str | Path, target: S3Location | str, client: Any, *,
-                    workers: int = 8, part_size_mb: int = 16,
-                    progress: Progress | None = None,
-                    on_total: Callable[[int], None] | None = None) -> PublishReport:
+                    workers: int, part_size_mb: int, progress: Progress | None,
+                    on_total: Callable[[int], None] | None) -> PublishReport:
     """Publish the release folder to ``target`` (see the module docstring). ``progress``
     is called with byte increments, ``on_total`` once with the bytes to send."""
     started = time.monotonic()

@@ -54,7 +54,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from emerge_lib.catalog import Catalog
-from emerge_lib.core.config import Config, SelectionSettings
+from emerge_lib.core.config import CurationSettings, PassageSettings, SelectionSettings
 from emerge_lib.core.schedule import SnapshotPlan
 from emerge_lib.curation.prompts import ASSERTION, DEPRECATION
 from emerge_lib.curation.verdicts import Triple, assessments, passage_text
@@ -368,9 +368,9 @@ def candidate_pairs(lines: list[Line], max_jaccard: float) -> dict[int, set[int]
 
 
 def deduplicate(lines: list[Line], max_jaccard: float, min_edit_distance: float,
-                enabled: bool = True) -> dict[str, Fate]:
+                enabled: bool) -> dict[str, Fate]:
     """passage_id → its fate: kept greedily in rank order unless too similar to a line
-    kept before it."""
+    kept before it (every line kept, ranked, when not ``enabled``)."""
     order = sorted(range(len(lines)), key=lambda i: lines[i].rank_key())
     rank_of = {i: r for r, i in enumerate(order, 1)}
     neighbours = candidate_pairs(lines, max_jaccard) if enabled else {}
@@ -475,7 +475,8 @@ def draw_test_split(lines: list[Line], fates: dict[str, Fate], settings: Selecti
 # --- the stage ------------------------------------------------------------------------------
 
 
-def window_lines(catalog: Catalog, cfg: Config, snapshot: str, window: int,
+def window_lines(catalog: Catalog, settings: SelectionSettings, curation: CurationSettings,
+                 passage_settings: PassageSettings, snapshot: str, window: int,
                  versions: dict[str, int | None]) -> list[Line]:
     """The release lines of one delta file, with what ranks them."""
     def rows(name: str, *only: tuple[str, str, Any]) -> list[dict[str, Any]]:
@@ -492,9 +493,9 @@ def window_lines(catalog: Catalog, cfg: Config, snapshot: str, window: int,
     # only the passages with instances become Python rows (a few in a hundred of a window's)
     passages = rows("passages", ("passage_id", "in", sorted(by_passage))) if by_passage else []
     assessed = assessments(catalog, snapshot, window, versions["verdicts"], instances,
-                           passages, cfg.curation, cfg.passages)
-    curated = cfg.curation.enabled
-    judges = (cfg.curation.additions.name, cfg.curation.deprecations.name)
+                           passages, curation, passage_settings)
+    curated = curation.enabled
+    judges = (curation.additions.name, curation.deprecations.name)
     lines = []
     for p in passages:
         pid, mine = p["passage_id"], by_passage[p["passage_id"]]
@@ -517,7 +518,7 @@ def window_lines(catalog: Catalog, cfg: Config, snapshot: str, window: int,
             if "EE-KG" in ops:
                 tiers[2] += assert_yes
                 tiers[3] += deprecate_yes
-        released = passage_text(p, cfg.passages)
+        released = passage_text(p, passage_settings)
         lines.append(Line(
             passage_id=pid, hash_id=hash_id(snapshot, window, p["page_id"], pid),
             page_id=p["page_id"], text=p["text"],
@@ -526,19 +527,21 @@ def window_lines(catalog: Catalog, cfg: Config, snapshot: str, window: int,
             released=released, title=p["page_title"] or "", released_tokens=tokens(released),
             ops_total=sum(len(ops) for ops in ops_of.values()),
             tiers=(tiers[0], tiers[1], tiers[2], tiers[3]),
-            order=hashlib.sha256(f"{cfg.selection.seed}:{snapshot}:{window}:{pid}".encode())
+            order=hashlib.sha256(f"{settings.seed}:{snapshot}:{window}:{pid}".encode())
             .digest()))
     return lines
 
 
-def build_selection(catalog: Catalog, plan: SnapshotPlan, cfg: Config) -> dict[int, int]:
+def build_selection(catalog: Catalog, plan: SnapshotPlan, settings: SelectionSettings,
+                    curation: CurationSettings, passage_settings: PassageSettings
+                    ) -> dict[int, int]:
     """Write the selection rows of every window of ``plan``; returns rows per window."""
-    settings = cfg.selection
     versions = {name: catalog.version(name) for name in ("instances", "passages", "verdicts")}
     rows: list[dict[str, Any]] = []
     for w in plan.windows:
-        lines = window_lines(catalog, cfg, plan.key, w.k, versions)
-        fates = select_lines(lines, settings, cfg.curation.enabled)
+        lines = window_lines(catalog, settings, curation, passage_settings, plan.key, w.k,
+                             versions)
+        fates = select_lines(lines, settings, curation.enabled)
         chosen = draw_test_split(lines, fates, settings, f"{settings.seed}:{plan.key}:{w.k}")
         rows += [{"snapshot": plan.key, "window": w.k, "passage_id": pid, "kept": f.kept,
                   "duplicate_of": f.duplicate_of, "jaccard": f.jaccard,

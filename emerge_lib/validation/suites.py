@@ -17,10 +17,17 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from emerge_lib.catalog.sql import sql_timestamp
-from emerge_lib.core.config import Config
+from emerge_lib.core.config import (
+    CurationSettings,
+    DeltaSettings,
+    PassageSettings,
+    SelectionSettings,
+    ValidationSettings,
+)
 from emerge_lib.core.schedule import SnapshotPlan
 from emerge_lib.formats.format import OP_NAMES
 from emerge_lib.validation.gate import Check, Suite, rows_check
@@ -29,6 +36,18 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from emerge_lib.catalog import Catalog
+
+
+@dataclass(frozen=True)
+class SuiteSettings:
+    """The settings sections a snapshot's suites read (the validate stage's)."""
+
+    validation: ValidationSettings
+    deltas: DeltaSettings
+    passages: PassageSettings
+    selection: SelectionSettings
+    curation: CurationSettings
+
 
 QID = r"^Q[1-9][0-9]*$"
 PID = r"^P[1-9][0-9]*$"
@@ -110,7 +129,7 @@ def passage_mentions(frames: dict[str, DataFrame]) -> DataFrame:
             .select("window", "passage_id", "text", "m.start", "m.end", "m.anchor", "m.qid"))
 
 
-def _instance_checks(cfg: Config, plan: SnapshotPlan) -> list[Check]:
+def _instance_checks(cfg: SuiteSettings, plan: SnapshotPlan) -> list[Check]:
     t = sql_timestamp(plan.t)
     created_rule = cfg.deltas.emerging == "created_after_snapshot"
     if created_rule:
@@ -178,7 +197,7 @@ def _window_end_case(plan: SnapshotPlan, column: str) -> str:
     return f"CASE {cases} END"
 
 
-def _passage_checks(cfg: Config, plan: SnapshotPlan) -> list[Check]:
+def _passage_checks(cfg: SuiteSettings, plan: SnapshotPlan) -> list[Check]:
     low, high = cfg.validation.passage_median_tokens
     return [
         *_not_null("window", "passage_id", "page_id", "page_title", "rev_id", "text"),
@@ -196,7 +215,7 @@ def _passage_checks(cfg: Config, plan: SnapshotPlan) -> list[Check]:
     ]
 
 
-def _curation_checks(cfg: Config) -> list[Check]:
+def _curation_checks(cfg: SuiteSettings) -> list[Check]:
     share = cfg.validation.max_unparsed_share
     return [
         Check("verdict is YES, NO or UNPARSED", "ExpectColumnValuesToBeInSet",
@@ -209,7 +228,7 @@ def _curation_checks(cfg: Config) -> list[Check]:
     ]
 
 
-def missing_verdicts(catalog: Catalog, cfg: Config, plan: SnapshotPlan,
+def missing_verdicts(catalog: Catalog, cfg: SuiteSettings, plan: SnapshotPlan,
                      versions: dict[str, int | None]) -> list[dict[str, Any]]:
     """(window, passage, triple) rows whose required verdicts are not all there: the
     coverage rule, computed with the same rules the release applies."""
@@ -246,7 +265,7 @@ def missing_verdicts(catalog: Catalog, cfg: Config, plan: SnapshotPlan,
     return out
 
 
-def _selection_checks(cfg: Config) -> list[Check]:
+def _selection_checks(cfg: SuiteSettings) -> list[Check]:
     per_delta = cfg.selection.evaluation_per_delta
     return [
         *_not_null("window", "passage_id", "kept", "rank", "evaluation_set"),
@@ -265,7 +284,8 @@ def _selection_checks(cfg: Config) -> list[Check]:
     ]
 
 
-def snapshot_suites(spark: SparkSession, catalog: Catalog, cfg: Config, plan: SnapshotPlan,
+def snapshot_suites(spark: SparkSession, catalog: Catalog, cfg: SuiteSettings,
+                    plan: SnapshotPlan,
                     frames: dict[str, DataFrame],
                     versions: dict[str, int | None]) -> list[Suite]:
     """The suites of one snapshot over ``frames`` (its rows of each table)."""

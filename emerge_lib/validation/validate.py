@@ -32,11 +32,11 @@ from pathlib import Path
 from typing import Any
 
 from emerge_lib.catalog import Catalog
-from emerge_lib.core.config import Config
 from emerge_lib.core.errors import EmergeError
 from emerge_lib.core.schedule import SnapshotPlan
 from emerge_lib.formats.layout import snapshot_dir_name
 from emerge_lib.validation.gate import GateReport, ValidationFailed, ValidationGateError
+from emerge_lib.validation.suites import SuiteSettings
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +63,8 @@ def _upload_dir(local: Path, uri: str) -> None:
                     destination_filesystem=filesystem)
 
 
-def validate_snapshot(catalog: Catalog, plan: SnapshotPlan, cfg: Config) -> GateReport:
+def validate_snapshot(catalog: Catalog, plan: SnapshotPlan, settings: SuiteSettings
+                      ) -> GateReport:
     """Run the snapshot's suites, record the results, and raise when they failed."""
     from pyspark.sql import functions as F
 
@@ -81,7 +82,7 @@ def validate_snapshot(catalog: Catalog, plan: SnapshotPlan, cfg: Config) -> Gate
     try:
         from emerge_lib.validation.gate import run_gate
 
-        report = run_gate(snapshot_suites(spark, catalog, cfg, plan, frames, versions),
+        report = run_gate(snapshot_suites(spark, catalog, settings, plan, frames, versions),
                           local_docs / "docs", run_name=f"tables {plan.key}")
         (local_docs / "results.json").write_text(json.dumps(
             {"snapshot": plan.key, "versions": versions, **report.to_dict()},

@@ -387,7 +387,7 @@ def test_extract_and_commit_as_separate_steps(tmp_path: Path, catalog: Catalog) 
 
     f = write_bz2(tmp_path / "wikidatawiki-20240201-pages-meta-history1.xml-p1p10.bz2", pages_v1())
     cfg = config(catalog, dumps={"max_reject_ratio": 1.0})
-    plan = plan_ingest(cfg, catalog, "wikidata", [f])
+    plan = plan_ingest(cfg, catalog, "wikidata", [f], None)
     (planned,) = plan.files
     assert (planned.bytes, planned.done, planned.ref.page_range) == (f.stat().st_size, False, (1, 10))
     first, second = (extract(job_for(plan, planned, cfg.staging, catalog)) for _ in range(2))
@@ -395,7 +395,7 @@ def test_extract_and_commit_as_separate_steps(tmp_path: Path, catalog: Catalog) 
     assert commit(catalog, plan, [second]) == []
     assert commit(catalog, plan, [first]) == [first]  # the watermarks it read are gone
     assert not Path(first.staging).exists() and not Path(second.staging).exists()
-    assert plan_ingest(cfg, catalog, "wikidata", [f]).files[0].done
+    assert plan_ingest(cfg, catalog, "wikidata", [f], None).files[0].done
     f.unlink()
     lost = extract(job_for(plan, planned, cfg.staging, catalog))
     assert lost.error and "No such file" in lost.error and lost.outputs.get("ingest_rejects")

@@ -408,7 +408,7 @@ def test_extract_and_commit_as_separate_steps(tmp_path: Path, catalog: Catalog) 
     high = write_bz2(tmp_path / "enwiki-20240301-pages-meta-history2.xml-p3p9.bz2", world_v1()[2:])
     snapshots = {"timestamps": [T], "windows": 2, "window_days": 7}
     cfg = config(catalog, dumps={"max_reject_ratio": 0.1}, snapshots=snapshots)
-    plan = plan_ingest(cfg, catalog, "wikipedia", [low, high])
+    plan = plan_ingest(cfg, catalog, "wikipedia", [low, high], None)
     assert [f.ref.page_range for f in plan.files] == [(1, 2), (3, 9)]
     staged = [extract(job_for(plan, f, cfg.staging, catalog)) for f in plan.files]
     assert [commit(catalog, plan, [s]) for s in staged] == [[], []]  # neither is stale
@@ -425,7 +425,7 @@ def test_extract_and_commit_as_separate_steps(tmp_path: Path, catalog: Catalog) 
     # a newer dump of the high pages, extracted; meanwhile another writer reads `high` again
     # for one more snapshot: its pages' watermarks stay the same, their coverage grows
     newer = write_bz2(tmp_path / "enwiki-20240401-pages-meta-history2.xml-p3p9.bz2", world_v1()[2:])
-    later_plan = plan_ingest(cfg, catalog, "wikipedia", [newer])
+    later_plan = plan_ingest(cfg, catalog, "wikipedia", [newer], None)
     (pending,) = later_plan.files
     behind = extract(job_for(later_plan, pending, cfg.staging, catalog))
     def marks() -> list[dict]:

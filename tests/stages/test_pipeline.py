@@ -173,16 +173,17 @@ def test_the_ingest_steps_without_inputs_and_with_bad_arguments(catalog: Catalog
     """The mapped steps go through the one door: a plan without inputs is empty, a commit
     of no plan writes nothing; bad group counts, unknown steps and stages are refused."""
     ctx = context(catalog)
-    planned = run_stage(ctx, "ingest_wikidata", step="plan")
+    planned = run_stage(ctx, "ingest_wikidata", step="plan", max_groups=256)
     assert planned.detail == {"plan": None, "groups": [], "later": []}
     assert planned.step == "plan" and planned.brief().startswith("ingest_wikidata plan: ")
-    assert run_stage(ctx, "ingest_wikidata", step="commit", plan=None).rows == {}
+    assert run_stage(ctx, "ingest_wikidata", step="commit", plan=None, summaries=[],
+                     newer=None).rows == {}
     with pytest.raises(EmergeError, match="max_groups"):
         run_stage(ctx, "ingest_wikidata", step="plan", max_groups=0)
     with pytest.raises(EmergeError, match="no step 'merge'; steps: plan, extract, commit"):
         run_stage(ctx, "ingest_wikidata", step="merge")
     with pytest.raises(EmergeError, match="no stage named 'ingest_commons'"):
-        run_stage(ctx, "ingest_commons", step="plan")
+        run_stage(ctx, "ingest_commons", step="plan", max_groups=256)
 
 
 def test_a_stage_that_does_not_apply_is_refused_with_its_reason(catalog: Catalog,

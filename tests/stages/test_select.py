@@ -55,7 +55,7 @@ def test_near_duplicates_are_dropped_in_rank_order() -> None:
         line("e", "Completely different words about rivers, bridges and harbour cranes here.",
              4, {"E": 1}),
     ]
-    fates = deduplicate(lines, 0.5, 0.2)
+    fates = deduplicate(lines, 0.5, 0.2, True)
     assert {p for p, f in fates.items() if f.kept} == {"a", "c", "e"}
     assert fates["b"].duplicate_of == "a" and fates["d"].duplicate_of == "a"
     assert fates["b"].jaccard > 0.5 and fates["b"].edit_distance < 0.2
@@ -65,7 +65,7 @@ def test_near_duplicates_are_dropped_in_rank_order() -> None:
     neighbours = candidate_pairs(lines, 0.5)
     assert {1, 3} <= neighbours[0] and 4 not in neighbours[0]
     # dedup off: everything kept, ranks unchanged
-    assert all(f.kept for f in deduplicate(lines, 0.5, 0.2, enabled=False).values())
+    assert all(f.kept for f in deduplicate(lines, 0.5, 0.2, False).values())
 
 
 def test_edit_distance_alone_drops_a_reworded_copy() -> None:
@@ -75,7 +75,7 @@ def test_edit_distance_alone_drops_a_reworded_copy() -> None:
     b = "aaab bbbc cccd dddf eeeg fffh gggi hhhj iiik jjjl"
     lines = [line("a", a, 1, {"E": 2}), line("b", b, 1, {"E": 1})]
     assert jaccard(lines[0].tokens, lines[1].tokens) == 0.0
-    fates = deduplicate(lines, 0.5, 0.2)
+    fates = deduplicate(lines, 0.5, 0.2, True)
     assert not fates["b"].kept and fates["b"].edit_distance < 0.2
 
 
@@ -88,7 +88,7 @@ def test_the_test_split_is_stratified_seeded_and_reproducible() -> None:
              + [line(f"n{i}", f"n {i}", i, {"EE": 1}) for i in range(10)]
              + [line(f"e{i}", f"e {i}", i, {"E": 1}) for i in range(200)]
              + [line(f"z{i}", f"z {i}", i, {}) for i in range(50)])
-    fates = deduplicate(lines, 0.5, 0.2, enabled=False)
+    fates = deduplicate(lines, 0.5, 0.2, False)
     drawn = draw_evaluation_set(lines, fates, "0:t:1", 100, 40, ["D", "EE-KG", "EE", "E"])
     count = Counter(p[0] for p in drawn)
     assert len(drawn) == 100 and count["z"] == 0
