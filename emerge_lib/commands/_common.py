@@ -4,6 +4,7 @@ do not tear (log records are written through tqdm while a bar is shown)."""
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -12,6 +13,29 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from emerge_lib.core.config import Config
     from emerge_lib.core.stage import StageContext, StageResult
+
+
+def config_flag(parser: argparse.ArgumentParser, what: str = "") -> None:
+    """``-c FILE|PRESET``, repeatable: configuration files (or presets' names: ``paper``,
+    ``no-selection-rules``) laid over the defaults in order, the flags over them."""
+    parser.add_argument("--config", "-c", action="append", metavar="FILE|PRESET",
+                        help="a YAML configuration file or a preset's name (paper, "
+                             "no-selection-rules); repeatable: each laid over the one before"
+                             + (f" ({what})" if what else ""))
+
+
+class Renamed(argparse.Action):
+    """An old flag name still accepted: it sets the new flag's value, with one line on
+    stderr saying the new name."""
+
+    def __init__(self, option_strings: list[str], dest: str, new: str = "", **kw: Any) -> None:
+        self.new = new
+        super().__init__(option_strings, dest, **kw)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        print(f"emerge: {option_string} is deprecated: it is {self.new}", file=sys.stderr)
+        setattr(namespace, self.dest, values)
 
 
 def count(minimum: int) -> Any:

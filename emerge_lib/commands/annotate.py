@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 
-from emerge_lib.commands._common import count
+from emerge_lib.commands._common import config_flag, count
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -46,8 +46,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="NAME: every verdict of FILE is NAME's; ID=NAME (repeatable): the "
                         "Label Studio user id (or e-mail) → annotator name (default: from "
                         "completed_by when the export gives e-mails)")
-    i.add_argument("-c", "--config", default=None, help="configuration (the engine that "
-                   "runs the validation suites)")
+    config_flag(i, "the engine that runs the validation suites")
     i.set_defaults(func=run_import)
 
     for name, helptext, func in (
@@ -70,8 +69,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         if name == "disagreements":
             a.add_argument("--between", choices=("both", "humans", "llm"), default="both",
                            help="humans: H1 ≠ H2; llm: an annotator ≠ the LLM; both (default)")
-        a.add_argument("-c", "--config", default=None,
-                       help="configuration (its curation judges, when PATH is no release)")
+        config_flag(a, "its curation judges, when PATH is no release")
         a.add_argument("--out", required=True, metavar="DIR")
         a.set_defaults(func=func)
 

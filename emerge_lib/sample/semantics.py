@@ -59,7 +59,7 @@ class TruthSettings:
     interesting_ratio: float = 0.2
 
 
-#: the selection before the authors' rules (``selection.rules: none``)
+#: the selection before the authors' rules (the no-selection-rules preset)
 RULES_OFF = {"permanence": 0, "creation_over_redirects": False, "between_mentions": False,
              "passage_after_removal": False, "ee_kg_persistence": 0, "interesting": False}
 RELEASED = TruthSettings()

@@ -2,7 +2,7 @@
 test split.
 
 Per delta file (snapshot, window), on the passages that have instances (the release's
-lines), as the authors' s07 and s07b do it (``selection.rules: authors``, the default;
+lines), as the authors' s07 and s07b do it (the defaults;
 their code's file and line in docs/data-model.md):
 
 - **Guards** (``selection.guards``, S07:377-425, 483): lines with template braces, mostly
@@ -32,7 +32,7 @@ their code's file and line in docs/data-model.md):
   lines with a supported op of ``evaluation_ops[0]`` (D) first until the minimum is
   reached, then EE-KG, EE, E, then any.
 
-``selection.rules: none`` (the selection before the authors' rules): no guards, no
+The no-selection-rules preset (the selection before the authors' rules): no guards, no
 support rule, one greedy pass (``dedup_passes: greedy``: lines ranked as s07 ranks them,
 a line dropped when some line kept before it is above ``max_jaccard`` or below
 ``min_edit_distance``, compared only within blocks that can match: the same article, the
@@ -335,7 +335,7 @@ def pass_two(lines: Sequence[Line], max_jaccard: float, min_edit_distance: float
     return out
 
 
-# --- the greedy pass (``selection.rules: none``) ----------------------------------------
+# --- the greedy pass (the no-selection-rules preset) ---------------------------------
 
 
 def candidate_pairs(lines: list[Line], max_jaccard: float) -> dict[int, set[int]]:

@@ -24,7 +24,7 @@ def seeds(released: tuple[int, ...], design: tuple[int, ...] = (),
     """The (seed, semantics) parameters of a world file: "released" is the default
     configuration (what the released data shows, the authors' selection rules included:
     truth.jsonl), "design" the DESIGN §1.1-1.2 rule (truth-design.jsonl), "unselected" the
-    defaults with ``selection.rules: none`` (truth-unselected.jsonl)."""
+    no-selection-rules preset (truth-unselected.jsonl)."""
     return [pytest.param((s, "released"), id=f"seed{s}") for s in released] + [
         pytest.param((s, "design"), id=f"seed{s}-design") for s in design] + [
         pytest.param((s, "unselected"), id=f"seed{s}-unselected") for s in unselected]

@@ -134,7 +134,7 @@ def test_a_browser_saved_export_fails_loudly_and_covers_nothing(tmp_path: Path, 
     wh = tmp_path / "wh"
     rc, line = cli(capsys, "build", "--wikidata", str(wikidata_file(tmp_path)), "--wikipedia",
                    str(good), str(saved), "--out", str(tmp_path / "rel"), "--warehouse", str(wh),
-                   "--snapshot", "2024-01-01T00:00:00Z", "--weeks", "1")
+                   "--snapshot", "2024-01-01T00:00:00Z", "--windows", "1")
     assert rc == 1 and "1 of 2 enwiki files failed" in line and "no revision could be read" in line
     catalog = Catalog(wh)
     covered = {r["dump_file"] for r in catalog.read_arrow("paragraph_coverage").to_pylist()}

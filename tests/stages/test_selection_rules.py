@@ -1,6 +1,6 @@
 """The authors' selection rules (docs/data-model.md "Which aligned passages are lines"), each
 on hand-made tables: a case the rule removes and a near miss it keeps, with the rule alone
-on (``selection.rules: none`` plus that rule's setting), then all of them together (the
+on (the no-selection-rules preset plus that rule's setting), then all of them together (the
 defaults).
 
 t = 2024-01-01, two windows of 7 days (τ_1 = day 7, τ_2 = day 14), a one-hour KG
@@ -20,7 +20,7 @@ from tablekit import T, day, item_row, page_row, paragraph, stmt, words
 from emerge_lib.catalog import Catalog
 
 NONE = {"snapshots": {"timestamps": [T], "windows": 2, "window_days": 7},
-        "stability": {"kg_hours": 1, "passage_minutes": 30}, "selection": {"rules": "none"}}
+        "stability": {"kg_hours": 1, "passage_minutes": 30}}  # over -c no-selection-rules
 SECOND = 1 / 86400
 
 STATEMENTS = [
@@ -92,7 +92,8 @@ PARAGRAPHS = [
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory, spark):
-    """Build the tables under ``settings`` (rules none plus them): (window, passage key,
+    """Build the tables under ``settings`` (over the no-selection-rules preset, or over the
+    defaults): (window, passage key,
     op, s, p, o) of every instance; each settings once."""
     cache: dict[str, set[tuple]] = {}
 
@@ -114,10 +115,10 @@ def built(tmp_path_factory, spark):
             catalog.merge("paragraph_coverage", catalog.frame("paragraph_coverage", [
                 {"wiki": "enwiki", "dump_file": "enwiki-f1", "dump_date": "",
                  "range_from": day(0), "range_to": day(15), "ingested_at": day(0)}]))
-            overrides = ({k: v for k, v in NONE.items() if k != "selection"} if defaults
-                         else {**NONE, **settings})
+            base = None if defaults else "no-selection-rules"
             for stage in ("stability", "snapshot", "deltas", "passages", "align"):
-                run(catalog, stage, None if stage == "stability" else T, **overrides)
+                run(catalog, stage, None if stage == "stability" else T, base=base,
+                    **{**NONE, **settings})
             cache[key] = {(r["window"], r["passage_id"].split("-", 1)[1], r["op"], r["s"],
                            r["p"], r["o"]) for r in catalog.read_arrow("instances").to_pylist()}
         return cache[key]

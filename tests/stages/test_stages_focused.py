@@ -18,10 +18,12 @@ from tablekit import T, day, item_row, page_row, paragraph, stmt, words
 
 from emerge_lib.catalog import Catalog
 
-# the authors' selection rules are off here: these cases test the delta and alignment
-# semantics row by row (each rule has its own cases: test_selection_rules.py)
-BASE = {"snapshots": {"timestamps": [T], "windows": 2, "window_days": 7},
-        "stability": {"kg_hours": 1, "passage_minutes": 30}, "selection": {"rules": "none"}}
+# the authors' selection rules are off here (the no-selection-rules preset, under these
+# settings): these cases test the delta and alignment semantics row by row (each rule has
+# its own cases: test_selection_rules.py)
+BASE = {"base": "no-selection-rules",
+        "snapshots": {"timestamps": [T], "windows": 2, "window_days": 7},
+        "stability": {"kg_hours": 1, "passage_minutes": 30}}
 DESIGN = {**BASE, "passages": {"windows": "first_appearance"},
           "deltas": {"emerging": "not_in_snapshot", "deprecate_window_additions": False}}
 RELEASED = BASE  # the defaults, but the selection rules

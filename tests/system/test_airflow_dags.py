@@ -108,15 +108,15 @@ def test_params_have_valid_defaults_and_refuse_bad_values(dagbag) -> None:
 
     dag = dagbag.dags["emerge_snapshot"]
     assert dag.params.validate()["snapshot"] is None  # a scheduled run takes the logical date
-    expected = {"snapshot", "weeks", "window_days", "wikidata_files", "wikipedia_files",
+    expected = {"snapshot", "windows", "window_days", "wikidata_files", "wikipedia_files",
                 "mirror", "dump_date", "config", "curate", "publish", "release_to",
                 "release_dir"}
     assert set(dag.params) == expected
-    ok = merged(dag.params, {"snapshot": "2024-04-01T00:00:00Z", "weeks": 3,
+    ok = merged(dag.params, {"snapshot": "2024-04-01T00:00:00Z", "windows": 3,
                                 "wikidata_files": ["a.bz2"], "curate": True,
                                 "release_to": "s3://emerge/releases"})
-    assert ok.validate()["weeks"] == 3
-    for bad in ({"dump_date": "2024-06"}, {"weeks": 0}, {"release_to": "/tmp/x"},
+    assert ok.validate()["windows"] == 3
+    for bad in ({"dump_date": "2024-06"}, {"windows": 0}, {"release_to": "/tmp/x"},
                 {"wikidata_files": "a.bz2"}, {"publish": "yes"}):
         with pytest.raises(ParamValidationError):
             merged(dag.params, bad).validate()

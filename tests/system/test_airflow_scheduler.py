@@ -211,7 +211,7 @@ def test_a_custom_run_goes_on_beside_the_waiting_scheduled_run(airflow: LocalAir
     scheduled = [r for r in airflow.runs("emerge_snapshot") if r["run_type"] == "scheduled"]
     assert scheduled and scheduled[0]["state"] == "running"
     run_id = airflow.trigger("emerge_snapshot", {"snapshot": "2024-01-15T00:00:00Z",
-                                                 "weeks": 2})
+                                                 "windows": 2})
     (run,) = airflow.wait("emerge_snapshot", [run_id], timeout=900)
     print(f"newcomer path: the custom run took {seconds(run['start_date'], run['end_date']):.0f}s")
     release = world / "releases" / "snapshot_2024-01-15"

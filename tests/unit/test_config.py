@@ -172,27 +172,39 @@ def test_a_config_that_is_a_folder_or_not_text_is_one_line(tmp_path: Path) -> No
         load_config(environ={"EMERGE__SNAPSHOTS__WINDOWS": "many"})
 
 
-def test_the_paper_preset_and_the_selection_rules_switch(tmp_path, monkeypatch) -> None:
+def test_the_presets_are_configuration_files_layered_like_any_other(tmp_path, monkeypatch,
+                                                                    caplog) -> None:
     """``-c paper`` is the authors' release (a file of that name, if any, wins); the
-    authors' selection rules are the default and ``selection.rules: none`` turns them all
-    off, a rule named explicitly winning over the switch."""
-    from emerge_lib.core.config import load_config
+    authors' selection rules are the defaults and ``-c no-selection-rules`` is the
+    selection before them, a file laid over it winning; the old ``selection.rules`` key
+    is still read, with a one-line deprecation message."""
+    from emerge_lib.core.config import config_layers, load_config
 
     cfg = load_config("paper")
     assert [t.year for t in cfg.snapshots.timestamps] == list(range(2019, 2026))
     assert (cfg.snapshots.windows, cfg.snapshots.window_days) == (5, 7)
     assert cfg.curation.enabled and cfg.selection.evaluation_pre_draw == [1000, 400]
     assert cfg.deltas.permanent_removal_years == 15 and cfg.align.ee_kg_persistence_days == 182.5
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "paper").write_text("snapshots:\n  windows: 2\n")
-    assert load_config("paper").snapshots.windows == 2
     default = load_config()
     assert (default.align.between_mentions, default.selection.dedup_passes,
             default.deltas.creation_over_redirects) == (True, "authors", True)
-    off = load_config(overrides={"selection": {"rules": "none"}})
+    off = load_config("no-selection-rules")
+    rules_off = (False, False, 0.0, 0.0, False, "greedy", [])
     assert (off.align.between_mentions, off.align.interesting, off.align.ee_kg_persistence_days,
             off.deltas.permanent_removal_years, off.selection.require_supported,
-            off.selection.dedup_passes, off.selection.evaluation_pre_draw) == (
-        False, False, 0.0, 0.0, False, "greedy", [])
-    one = load_config(overrides={"selection": {"rules": "none"}, "align": {"interesting": True}})
+            off.selection.dedup_passes, off.selection.evaluation_pre_draw) == rules_off
+    mine = tmp_path / "mine.yaml"
+    mine.write_text("align:\n  interesting: true\nwarehouse: wh\n")
+    one = load_config(["paper", "no-selection-rules", mine])
     assert one.align.interesting and not one.align.between_mentions
+    assert one.snapshots.windows == 5 and one.warehouse == str(tmp_path / "wh")
+    assert [layer.label for layer in config_layers(["paper", "no-selection-rules", mine])] == [
+        "preset paper", "preset no-selection-rules", str(mine)]
+    with caplog.at_level("WARNING"):
+        old = load_config(overrides={"selection": {"rules": "none"}, "align": {"interesting": True}})
+    assert old.align.interesting and not old.align.between_mentions
+    assert [r.message.count("\n") for r in caplog.records] == [0]
+    assert "selection.rules is deprecated" in caplog.text and "no-selection-rules" in caplog.text
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "paper").write_text("snapshots:\n  windows: 2\n")
+    assert load_config("paper").snapshots.windows == 2

@@ -18,7 +18,7 @@ def test_params_override_the_file_the_environment_and_connections(tmp_path: Path
     monkeypatch.setenv("EMERGE_CONFIG", str(config))
     monkeypatch.setenv("EMERGE__CURATION__CONCURRENCY", "8")
     run = SnapshotRun.from_params(
-        {"weeks": None, "window_days": 10, "dump_date": "20240601", "curate": False,
+        {"windows": None, "window_days": 10, "dump_date": "20240601", "curate": False,
          "mirror": "file:///mirror", "wikidata_files": ["a.bz2"], "unknown": 1},
         "2024-04-01", overrides={"engine": {"url": "sc://sail:50051"},
                                  "curation": {"concurrency": 2}})
@@ -88,3 +88,18 @@ def test_the_dump_that_covers_a_snapshot(tmp_path: Path) -> None:
     assert covering_dump(configured, "2024-04-01T00:00:00Z")[0] == "20240515"
     date, words = covering_dump(configured, "2024-07-01T00:00:00Z")
     assert date is None and "the configured dump dates: 20240515" in words
+
+
+def test_the_old_name_of_windows_is_read_with_one_line_saying_the_new_one(caplog) -> None:
+    """``weeks`` counted windows (each ``window_days`` long): it is ``windows`` now, the
+    old param still read; ``emerge build --weeks`` likewise."""
+    from emerge_lib.cli import build_parser
+
+    with caplog.at_level("WARNING"):
+        run = SnapshotRun.from_params({"weeks": 3}, "2024-04-01")
+    assert run.windows == 3 and run.settings().snapshots.windows == 3
+    assert len(caplog.records) == 1 and "params.windows" in caplog.text
+    assert SnapshotRun.from_params({"weeks": 3, "windows": 2}, "2024-04-01").windows == 2
+    assert "weeks" not in SnapshotRun.params_of("snapshot")
+    args = build_parser().parse_args(["build", "--out", "x", "--weeks", "3"])
+    assert args.windows == 3
