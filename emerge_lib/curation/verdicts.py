@@ -32,7 +32,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from emerge_lib.catalog import Catalog, spec
-from emerge_lib.core.config import CurationSettings, PassageSettings
+from emerge_lib.core.config import CurationSettings, Judge, PassageSettings
 from emerge_lib.core.errors import EmergeError
 from emerge_lib.core.schedule import SnapshotPlan
 from emerge_lib.curation.answers import parse_answer
@@ -110,7 +110,7 @@ def plan_requests(settings: CurationSettings, passages_settings: PassageSettings
     for (window, pid), triples in sorted(by_passage.items()):
         if (window, pid) not in text:
             continue  # an orphan instance: the release leaves it out too
-        asks: dict[tuple[str, str], list[Triple]] = defaultdict(list)
+        asks: dict[tuple[str, Judge], list[Triple]] = defaultdict(list)
         for triple in sorted(triples):
             entry = triples[triple]
             if entry["ops"] & set(ADDITIONS):
@@ -122,7 +122,7 @@ def plan_requests(settings: CurationSettings, passages_settings: PassageSettings
                 for judge in routes:
                     asks[(DEPRECATION, judge)].append(triple)
         for (kind, judge), listed in sorted(asks.items()):
-            route = settings.route(judge)  # type: ignore[arg-type]
+            route = settings.route(judge)
             prompt = render(kind, text[(window, pid)], [triples[t]["labels"] for t in listed])
             sha = prompt_sha(prompt)
             req = requests.get((route.name, sha))

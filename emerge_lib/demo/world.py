@@ -12,7 +12,7 @@ from emerge_lib.core.config import Config
 from emerge_lib.core.stage import StageResult
 from emerge_lib.sample import SampleSpec, generate_world
 
-DEMO_WORLD = dict(items=600, articles=200, revisions=4)
+DEMO_WORLD: dict[str, Any] = {"items": 600, "articles": 200, "revisions": 4}
 DEMO_BUCKET = "emerge"
 DEMO_RELEASES = f"s3://{DEMO_BUCKET}/releases"
 
@@ -36,7 +36,7 @@ class DemoResult:
     def ok(self) -> bool:
         return self.missing == 0 and self.unexpected == 0
 
-    def compare(self, got: set, want: set) -> None:
+    def compare(self, got: set[Any], want: set[Any]) -> None:
         """Record the built instances against the planted ones."""
         self.built, self.planted = len(got), len(want)
         self.missing, self.unexpected = len(want - got), len(got - want)

@@ -14,6 +14,7 @@ def _evaluate(ctx: StageContext, _: None, *, release_snapshot: str | None,
     gives both; None: the release's manifest's version)."""
     from emerge_lib.evaluation.run import evaluate_release
 
+    assert ctx.release_dir is not None  # _nothing_to_score skips a context without one
     if version is None:
         from emerge_lib.formats.manifest import read_manifest
 

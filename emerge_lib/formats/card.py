@@ -25,7 +25,7 @@ from __future__ import annotations
 import html
 import json
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -128,7 +128,7 @@ def _count(value: int) -> str:
     return f"{value:,}"
 
 
-def _lines(path: Path):
+def _lines(path: Path) -> Iterator[dict[str, Any]]:
     if path.exists():
         with path.open(encoding="utf-8") as fh:
             for line in fh:
@@ -186,7 +186,7 @@ def _plots(stats: Sequence[SnapshotStats], folder: Path) -> list[str]:
     labels = [label(s.snapshot) for s in stats]
     meta = {"Software": None}  # no version string: the same data gives the same bytes
 
-    def save(fig, name: str) -> None:
+    def save(fig: Any, name: str) -> None:
         fig.tight_layout()
         fig.savefig(folder / name, dpi=100, metadata=meta)
         plt.close(fig)
@@ -304,7 +304,7 @@ def split_name(snapshot_folder: str) -> str:
 def _rows(path: Path) -> int:
     import pyarrow.parquet as pq
 
-    return pq.ParquetFile(path).metadata.num_rows
+    return int(pq.ParquetFile(path).metadata.num_rows)
 
 
 def hub_configs(out: Path) -> list[dict[str, Any]]:

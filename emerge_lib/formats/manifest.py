@@ -25,7 +25,7 @@ import json
 import os
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -89,12 +89,13 @@ def check_files(files: object, where: str) -> list[dict[str, Any]]:
         if problem is None and not (isinstance(entry.get("sha256"), str)
                                     and _SHA256.fullmatch(entry["sha256"])):
             problem = f"has no sha256 ({entry.get('sha256')!r:.40})"
-        if problem is None and path.casefold() in seen:
-            problem = f"names the same file as {seen[path.casefold()]!r}"
+        key = str(path).casefold()  # a str once path_problem found nothing
+        if problem is None and key in seen:
+            problem = f"names the same file as {seen[key]!r}"
         if problem is not None:
             raise ManifestError(f"{where}: refusing the release: file path {path!r:.200} "
                                 f"{problem}")
-        seen[path.casefold()] = path
+        seen[key] = str(path)
     for path in seen:
         parts = path.split("/")
         for i in range(1, len(parts)):
@@ -131,7 +132,7 @@ def _rows(path: Path) -> int | None:
     if path.suffix == ".parquet":
         import pyarrow.parquet as pq
 
-        return pq.ParquetFile(path).metadata.num_rows
+        return int(pq.ParquetFile(path).metadata.num_rows)
     return None
 
 
@@ -230,6 +231,8 @@ def read_manifest(out_dir: str | Path) -> dict[str, Any]:
     if manifest.get("schema_version") != SCHEMA_VERSION:
         raise ManifestError(f"{path}: schema_version {manifest.get('schema_version')!r}, "
                             f"this emerge reads {SCHEMA_VERSION}")
+    if not isinstance(manifest, dict):
+        raise ManifestError(f"{path}: not a JSON object")
     check_files(manifest.get("files"), str(path))
     return manifest
 
@@ -237,9 +240,9 @@ def read_manifest(out_dir: str | Path) -> dict[str, Any]:
 @dataclass
 class Verification:
     checked: int = 0
-    missing: list[str] | None = None
-    mismatched: list[str] | None = None
-    unlisted: list[str] | None = None
+    missing: list[str] = field(default_factory=list)
+    mismatched: list[str] = field(default_factory=list)
+    unlisted: list[str] | None = None  # None: not looked for (given paths)
 
     @property
     def ok(self) -> bool:
@@ -253,7 +256,7 @@ def verify_release(out_dir: str | Path, paths: Iterable[str] | None = None) -> V
     manifest = read_manifest(root)
     listed = {f["path"]: f for f in manifest["files"]}
     wanted = sorted(listed) if paths is None else sorted(paths)
-    result = Verification(missing=[], mismatched=[])
+    result = Verification()
     for rel in wanted:
         entry = listed.get(rel)
         if entry is None:

@@ -319,7 +319,7 @@ def write_table(path: str | Path, table: pa.Table) -> int:
     with pq.ParquetWriter(path, table.schema, compression=COMPRESSION) as writer:
         if table.num_rows:
             writer.write_table(table)
-    return table.num_rows
+    return int(table.num_rows)
 
 
 def write_lines(path: str | Path, records: Iterable[Mapping[str, Any]],

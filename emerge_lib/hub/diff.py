@@ -110,7 +110,7 @@ def diff_releases(old: OpenRelease, new: OpenRelease) -> DiffReport:
         counts: dict[str, Counter[str]] = {}
         for hid in sorted(set(before) | set(after)):
             if hid not in before:
-                path, state, fields = after[hid][0], "added", ()
+                path, state, fields = after[hid][0], "added", tuple[str, ...]()
             elif hid not in after:
                 path, state, fields = before[hid][0], "removed", ()
             elif before[hid][1] != after[hid][1]:

@@ -152,7 +152,7 @@ def version_of(loaded: Any) -> str | None:
         return value.decode() if value else None
     attrs = getattr(loaded, "attrs", None)
     if isinstance(attrs, dict) and "emerge_version" in attrs:
-        return attrs["emerge_version"]
+        return str(attrs["emerge_version"])
     info = getattr(loaded, "info", None)
     text = getattr(info, "description", None) or ""
     if text.startswith("EMERGE release "):

@@ -26,12 +26,15 @@ Every step goes through ``run_stage(ctx, "ingest_wikidata", step="extract", grou
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from emerge_lib.core.errors import EmergeError
-from emerge_lib.core.stage import Outcome, Stage, StageContext
+from emerge_lib.core.stage import Outcome, Stage, StageContext, StageFunction
+
+if TYPE_CHECKING:
+    from emerge_lib.ingest.plan import Kind
 
 log = logging.getLogger(__name__)
 
@@ -50,14 +53,14 @@ def _outcome(report: Any) -> Outcome:
     return Outcome(report.rows(), metrics, note, report)
 
 
-def _no_inputs(kind: str):
+def _no_inputs(kind: Kind) -> Callable[[StageContext], str | None]:
     def skip(ctx: StageContext) -> str | None:
         return None if ctx.has_inputs(kind) else "no files given and no dump dates configured"
 
     return skip
 
 
-def _run(kind: str):
+def _run(kind: Kind) -> StageFunction:
     def run(ctx: StageContext, _: None) -> Outcome:
         from emerge_lib.ingest.run import describe, run_ingest
 
@@ -69,7 +72,7 @@ def _run(kind: str):
     return run
 
 
-def _plan(kind: str):
+def _plan(kind: Kind) -> StageFunction:
     def plan_step(ctx: StageContext, _: None, *, max_groups: int) -> Outcome:
         """``detail``: {"plan": every file as JSON (None without inputs), "groups": one
         plan of its own per mapped extract task, "later": files of newer dump dates}."""
@@ -133,7 +136,7 @@ def _extract(ctx: StageContext, _: None, *, group: dict[str, Any] | None) -> Out
                    detail=[asdict(s) for s in summaries])
 
 
-def _commit(kind: str):
+def _commit(kind: Kind) -> StageFunction:
     def commit_step(ctx: StageContext, _: None, *, plan: dict[str, Any] | None,
                     summaries: Sequence[dict[str, Any] | Sequence[dict[str, Any]]],
                     newer: int | None) -> Outcome:
@@ -170,7 +173,7 @@ def _commit(kind: str):
     return commit_step
 
 
-def _ingest_stage(kind: str, reads: tuple[str, ...], writes: tuple[str, ...],
+def _ingest_stage(kind: Kind, reads: tuple[str, ...], writes: tuple[str, ...],
                   settings: tuple[str, ...], summary: str) -> Stage:
     return Stage(name=f"ingest_{kind}", scope="ingest", reads=reads, writes=writes,
                  settings=settings, run=_run(kind), summary=summary, skip=_no_inputs(kind),

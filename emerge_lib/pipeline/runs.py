@@ -58,7 +58,7 @@ def param(default: Any = None, *, dags: tuple[str, ...] = ("snapshot", "ingest")
 
 
 _NULL_STRING = ["null", "string"]
-_FILES = {"type": "array", "items": {"type": "string"}}
+_FILES: dict[str, Any] = {"type": "array", "items": {"type": "string"}}
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ def _publish(ctx: StageContext, _: None) -> Outcome:
     from emerge_lib.publish import client_for, publish_release
 
     settings = ctx.cfg.publish
+    assert ctx.release_dir is not None and settings.to is not None  # _nowhere skips otherwise
     report = publish_release(ctx.release_dir, settings.to, client_for(ctx.cfg, ctx.s3_client),
                              workers=settings.workers, part_size_mb=settings.part_size_mb,
                              progress=ctx.on_transfer, on_total=ctx.on_transfer_total)

@@ -207,7 +207,7 @@ class _Uploader:
 
     def _same(self, f: Mapping[str, Any]) -> bool:
         head = self.client.head_object(Bucket=self.bucket, Key=self.key(f["path"]))
-        return head.get("Metadata", {}).get("sha256") == f["sha256"]
+        return bool(head.get("Metadata", {}).get("sha256") == f["sha256"])
 
     # sending
     def run(self, files: list[dict[str, Any]]) -> None:
@@ -475,7 +475,8 @@ def publish_release(release_dir: str | Path, target: S3Location | str, client: A
 
 def _get_bytes(client: Any, bucket: str, key: str) -> bytes | None:
     try:
-        return client.get_object(Bucket=bucket, Key=key)["Body"].read()
+        body: bytes = client.get_object(Bucket=bucket, Key=key)["Body"].read()
+        return body
     except Exception as exc:
         if error_code(exc) in ("NoSuchKey", "404", "NotFound"):
             return None

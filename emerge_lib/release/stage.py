@@ -18,6 +18,7 @@ assert set(KG_SNAPSHOT_TABLES) <= {n for n, s in TABLES.items() if s.released}
 def _release(ctx: StageContext, _: None) -> Outcome:
     from emerge_lib.release.writer import write_release
 
+    assert ctx.release_dir is not None  # _no_folder skips a context without one
     summary = write_release(ctx.catalog, ctx.release_dir, ctx.cfg.plans(), ctx.cfg.passages,
                             ctx.cfg.curation, ctx.cfg.validation, ctx.cfg.dataset_settings(),
                             RELEASE_READS)

@@ -87,7 +87,9 @@ def _rows(reads: Reads, name: str, window: Window,
         if not passage_ids:
             return []
         filters.append(("passage_id", "in", list(passage_ids)))
-    return reads.catalog.read_arrow(name, filters=filters, version=version).to_pylist()
+    rows: list[dict[str, Any]] = reads.catalog.read_arrow(name, filters=filters,
+                                                          version=version).to_pylist()
+    return rows
 
 
 def _fates(reads: Reads, window: Window, passage_ids: Sequence[str]

@@ -275,7 +275,8 @@ def _judges(reads: Reads, snapshots: Sequence[str]) -> list[dict[str, Any]]:
             counts[key][r["verdict"]] += 1
     out = []
     for (name, judge, prompt_type, served), verdicts in sorted(counts.items()):
-        route = reads.curation.route(judge) if judge in ("additions", "deprecations") else None
+        route = reads.curation.route("additions") if judge == "additions" else \
+            reads.curation.route("deprecations") if judge == "deprecations" else None
         mine = route is not None and route.name == name
         template = TEMPLATES.get(prompt_type)
         out.append({"llm_name": name, "judge": judge or None, "prompt_type": prompt_type,

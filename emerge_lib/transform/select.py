@@ -101,7 +101,7 @@ class Line:
     order: bytes = b""  # the seeded draw that breaks ties
     released_tokens: frozenset[str] = field(default_factory=frozenset)
 
-    def rank_key(self) -> tuple:
+    def rank_key(self) -> tuple[int | str, ...]:
         return (*(-self.supported[op] for op in RANK_OPS), -self.triples, -len(self.text),
                 self.hash_id)
 
@@ -233,7 +233,8 @@ class _OtherArticles:
         found = cdist([self.texts[x]], self.texts[rows].tolist(),
                       scorer=Levenshtein.distance, score_cutoff=cutoff, dtype="int32")[0]
         scaled = np.divide(found, total, out=np.zeros(len(rows)), where=total > 0)
-        return rows[(found <= cutoff) & (scaled <= 0.05)].tolist()
+        near: list[int] = rows[(found <= cutoff) & (scaled <= 0.05)].tolist()
+        return near
 
 
 def _ratio(a: int, b: int) -> float:
@@ -294,7 +295,7 @@ def pass_one(lines: Sequence[Line]) -> tuple[list[Line], dict[str, tuple[str, fl
     return survivors, lost
 
 
-def _tier(line: Line) -> tuple[int, tuple]:
+def _tier(line: Line) -> tuple[int, tuple[int | bytes, ...]]:
     """s07 pass 2's tier of a line and its order in the tier (S07:940-1110): supported
     removals first, then supported additions, then supported EE-KG additions."""
     r, a, ka, kr = line.tiers
@@ -314,7 +315,7 @@ def pass_two(lines: Sequence[Line], max_jaccard: float, min_edit_distance: float
     within a group of lines with the same triples and operations, kept when its Jaccard
     is below ``max_jaccard`` and its distance above ``min_edit_distance`` against every
     line kept before it."""
-    groups: dict[frozenset, list[Line]] = defaultdict(list)
+    groups: dict[frozenset[tuple[str, Triple]], list[Line]] = defaultdict(list)
     for line in lines:
         groups[line.signature].append(line)
     out: dict[str, tuple[str, float, float]] = {}
@@ -437,7 +438,7 @@ def draw_evaluation_set(lines: list[Line], fates: dict[str, Fate], seed: str, si
                         min_per_op: int, ops: Iterable[str]) -> set[str]:
     """The seeded stratified draw of s07b among kept lines with a supported triple."""
     pool = sorted((line for line in lines if fates[line.passage_id].kept
-                   and sum(line.supported.values())),
+                   and any(line.supported.values())),
                   key=lambda line: hashlib.sha256(f"{seed}:{line.passage_id}".encode()).digest())
     picked: list[Line] = []
     chosen: set[str] = set()
@@ -482,9 +483,10 @@ def window_lines(catalog: Catalog, settings: SelectionSettings, curation: Curati
     def rows(name: str, *only: tuple[str, str, Any]) -> list[dict[str, Any]]:
         if versions[name] is None:
             return []
-        return catalog.read_arrow(name, filters=[("snapshot", "=", snapshot),
-                                                 ("window", "=", window), *only],
-                                  version=versions[name]).to_pylist()
+        found: list[dict[str, Any]] = catalog.read_arrow(
+            name, filters=[("snapshot", "=", snapshot), ("window", "=", window), *only],
+            version=versions[name]).to_pylist()
+        return found
 
     instances = rows("instances")
     by_passage: dict[str, list[dict[str, Any]]] = defaultdict(list)

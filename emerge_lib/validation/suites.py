@@ -257,7 +257,7 @@ def missing_verdicts(catalog: Catalog, cfg: SuiteSettings, plan: SnapshotPlan,
             qualified = r["op"] == "D" and (r.get("signal") or "").startswith("qualifier:")
             for judge, kind in judges(cfg.curation, r["op"], qualified):
                 needs[(r["passage_id"], r["s"], r["p"], r["o"])].add(
-                    (cfg.curation.route(judge).name, kind))  # type: ignore[arg-type]
+                    (cfg.curation.route(judge).name, kind))
         for key, needed in sorted(needs.items()):
             missing = sorted(f"{n}/{k}" for n, k in needed if (*key, n, k) not in answered)
             out.append({"window": w.k, "passage_id": key[0], "s": key[1], "p": key[2],
