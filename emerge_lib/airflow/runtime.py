@@ -14,9 +14,13 @@ import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
+
+if TYPE_CHECKING:
+    from emerge_lib.core.stage import StageContext, StageResult
+    from emerge_lib.pipeline.runs import SnapshotRun
 
 log = logging.getLogger("emerge_airflow")
 
@@ -63,7 +67,7 @@ def resolve_snapshot(context: Mapping[str, Any]) -> str:
                                "timestamp such as 2024-04-01T00:00:00Z) when triggering it")
 
 
-def snapshot_run(context: Mapping[str, Any], snapshot: bool = True):
+def snapshot_run(context: Mapping[str, Any], snapshot: bool = True) -> SnapshotRun:
     """The run's params as an ``emerge_lib.pipeline.runs.SnapshotRun`` with the connections'
     overrides (``snapshot=False``: an ingest run)."""
     from emerge_lib.airflow.hooks import connection_overrides
@@ -111,7 +115,7 @@ def _own_dump_date(context: Mapping[str, Any]) -> str | None:
 
 
 @contextmanager
-def stage_context(run: Any, engine: bool = True) -> Iterator[Any]:
+def stage_context(run: SnapshotRun, engine: bool = True) -> Iterator[StageContext]:
     """The StageContext of ``run`` (its inputs, its release folder, the S3 connection's
     session), with a Spark session on the engine connection's engine when ``engine``."""
     from emerge_lib.airflow.hooks import EmergeS3
@@ -124,8 +128,8 @@ def stage_context(run: Any, engine: bool = True) -> Iterator[Any]:
         yield ctx
 
 
-def _through_the_door(ctx: Any, name: str, plan: str | None, step: str | None,
-                      **inputs: Any) -> Any:
+def _through_the_door(ctx: StageContext, name: str, plan: str | None, step: str | None,
+                      **inputs: Any) -> StageResult:
     """``run_stage`` of registry stage ``name`` (or its ``step``); a whole stage that does
     not apply to ``ctx`` (``Stage.skip``: an ingest without inputs, curation off, nowhere
     to publish, nothing to score) is skipped with its reason."""
@@ -140,7 +144,7 @@ def _through_the_door(ctx: Any, name: str, plan: str | None, step: str | None,
 
 
 def _step(name: str, context: Mapping[str, Any], *, snapshot: bool, engine: bool = True,
-          step: str | None = None, **inputs: Any) -> Any:
+          step: str | None = None, **inputs: Any) -> StageResult:
     """Run registry stage ``name`` (or its ``step``) for this run (:func:`_through_the_door`).
     Returns the StageResult."""
     from emerge_lib.pipeline.registry import stage

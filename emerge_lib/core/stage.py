@@ -42,7 +42,8 @@ class StageContext:
     on_file: Callable[[Any], None] | None = None  # after each dump file is extracted
     on_plan: Callable[[Any], None] | None = None  # with each ingest plan, before extraction
     on_curation: Callable[[Any], None] | None = None  # curation progress (a CurateReport)
-    progress_factory: Any = None  # per-download progress (http mirrors)
+    # per-download progress (http mirrors): a dump file → a callback of byte increments
+    progress_factory: Callable[[Any], Callable[[int], object]] | None = None
     # publish: a boto3 session or S3 client handed in (Airflow's amazon connection); None:
     # one from the environment's credentials (or publish.profile) on the s3 endpoint
     s3_client: Any = None

@@ -56,6 +56,8 @@ _DATE = re.compile(r"^\d{8}$")
 _CHUNK = 1 << 20
 
 Progress = Callable[[int], object]
+#: a per-download progress for a dump file (``Progress``), e.g. a tqdm bar's update
+ProgressFactory = Callable[["DumpFile"], Progress]
 
 
 class MirrorError(EmergeError):

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from emerge_lib.catalog import Catalog
 from emerge_lib.core.config import Config
@@ -25,6 +25,9 @@ from emerge_lib.ingest.files import IngestError
 from emerge_lib.ingest.plan import IngestPlan, Kind, PlannedFile, Range, plan_ingest, wiki_of
 from emerge_lib.ingest.pool import WorkerPool, log_file, run_workers
 from emerge_lib.ingest.staging import FileSummary, missing_outputs, remove_staging
+
+if TYPE_CHECKING:
+    from emerge_lib.dumps.mirror import ProgressFactory
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +80,7 @@ STALE_ATTEMPTS = 3
 def run_ingest(cfg: Config, catalog: Catalog, kind: Kind,
                paths: Sequence[str | Path] | None,
                on_file: Callable[[FileSummary], None] | None,
-               progress_factory: Any,
+               progress_factory: ProgressFactory | None,
                on_plan: Callable[[IngestPlan], None] | None) -> IngestReport:
     """Plan, extract and commit one wiki's files here (see the module docstring)."""
     started = time.monotonic()

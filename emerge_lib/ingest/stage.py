@@ -34,14 +34,15 @@ from emerge_lib.core.errors import EmergeError
 from emerge_lib.core.stage import Outcome, Stage, StageContext, StageFunction
 
 if TYPE_CHECKING:
-    from emerge_lib.ingest.plan import Kind
+    from emerge_lib.ingest.plan import IngestPlan, Kind, PlannedFile
+    from emerge_lib.ingest.run import IngestReport
 
 log = logging.getLogger(__name__)
 
 INGEST_READS = ("page_watermarks", "ingested_files", "ingest_rejects")
 
 
-def _outcome(report: Any) -> Outcome:
+def _outcome(report: IngestReport) -> Outcome:
     """An IngestReport as the stage's outcome (rejects: stored, over every file of the
     plan, i.e. what the reject-ratio check judged)."""
     metrics: dict[str, float] = {"files": len(report.files)}
@@ -96,14 +97,14 @@ def _plan(kind: Kind) -> StageFunction:
     return plan_step
 
 
-def _groups(ctx: StageContext, plan: Any, files: Sequence[Any], max_groups: int
+def _groups(ctx: StageContext, plan: IngestPlan, files: Sequence[PlannedFile], max_groups: int
             ) -> list[dict[str, Any]]:
     """``files`` (of one dump date) balanced by bytes into at most ``max_groups`` groups of
     at least ``dumps.extract_group_mb`` each, largest file first to the lightest group;
     each group a plan of its own, as JSON (one mapped extract task each)."""
     least = ctx.cfg.dumps.extract_group_mb * 1e6
     by_size = int(sum(f.bytes for f in files) // least) if least else len(files)
-    groups: list[list[Any]] = [[] for _ in range(min(max_groups, len(files), max(1, by_size)))]
+    groups: list[list[PlannedFile]] = [[] for _ in range(min(max_groups, len(files), max(1, by_size)))]
     load = [0] * len(groups)
     for f in sorted(files, key=lambda f: (-f.bytes, f.name)):
         i = load.index(min(load))

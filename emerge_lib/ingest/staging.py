@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any
@@ -133,13 +133,13 @@ class StagedOutputs:
         return out
 
 
-def read_staged(spark: Any, summaries: Any, output: str) -> Any:
+def read_staged(spark: Any, summaries: Sequence[FileSummary], output: str) -> Any:
     """One staged output of every summary that has it, as one frame (None: none has it)."""
     paths = [s.outputs[output] for s in summaries if output in s.outputs]
     return spark.read.parquet(*paths) if paths else None
 
 
-def missing_outputs(summaries: Any) -> list[str]:
+def missing_outputs(summaries: Sequence[FileSummary]) -> list[str]:
     """Staged files the summaries name that do not exist (Spark's parquet reader would
     silently read a missing file as no rows)."""
     missing = []
