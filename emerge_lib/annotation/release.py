@@ -36,7 +36,6 @@ AGREEMENT_DIR = AGREEMENT
 NOT_FOUND = "<NOT FOUND>"  # the authors' definition of a relation without one
 
 Triple = tuple[str, str, str]
-Key = tuple[str, Triple]  # (hash_id, (s, p, o))
 
 
 class AnnotationError(InputError):

@@ -253,13 +253,6 @@ def _markdown_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join(out)
 
 
-def _html_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    th = "".join(f"<th>{html.escape(h)}</th>" for h in head)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>"
-                   for r in rows)
-    return f"<table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
-
-
 @dataclass
 class CardFacts:
     """What the card states beyond the files' statistics, from the release writer: the

@@ -82,7 +82,6 @@ class ReleaseSummary:
     removed: list[str] = field(default_factory=list)  # stale files of an earlier release
     manifest: dict[str, Any] = field(default_factory=dict)  # manifest.json as written
     left_out: dict[str, int] = field(default_factory=dict)  # reason → lines (selection)
-    evaluation_lines: int = 0  # lines of evaluation_set/
     validation: dict[str, Any] = field(default_factory=dict)  # the manifest's verdict
     card: list[dict[str, Any]] = field(default_factory=list)  # the card's table rows
 
@@ -103,7 +102,6 @@ class ReleaseSummary:
         if window.evaluation:
             self.files.append(window.evaluation)
             self.lines[window.evaluation] = done.drawn
-            self.evaluation_lines += done.drawn
         for counts, more in ((self.ops, done.ops), (self.left_out, done.left_out)):
             for key, n in more.items():
                 counts[key] = counts.get(key, 0) + n

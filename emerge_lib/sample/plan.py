@@ -122,7 +122,6 @@ CORE: tuple[tuple[str, str, str, str | None, tuple[tuple[str, str], ...]], ...] 
     ("core:marenia", "Marenia", "place", "Marenia", (("P31", "core:country"),)),
     ("core:civic", "Civic Union", "org", "Civic Union", (("P31", "core:party"), ("P17", "core:veloria"))),
 )
-CORE_COUNTRIES = ("core:veloria", "core:ostrand", "core:marenia")
 
 # Per-snapshot cast names; cast i > 0 gets a suffix so every title stays unique.
 CAST_NAMES = {

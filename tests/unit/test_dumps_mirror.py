@@ -192,8 +192,6 @@ def test_job_not_done_and_missing_dump(server: ThreadingHTTPServer) -> None:
             m.files(WIKI, "20990101")
         assert m.job_status(WIKI, DATE) == "done"
         assert m.dates(WIKI) == ["20240201", DATE]
-        assert m.latest_done(WIKI) == DATE
-        assert m.latest_done(WIKI, "metahistory7zdump") is None
 
 
 def test_download_full_with_progress(

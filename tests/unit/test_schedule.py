@@ -7,7 +7,6 @@ import pytest
 from emerge_lib.core.schedule import (
     horizon,
     iso,
-    quarter_starts,
     unix_seconds,
     window_end,
     window_of,
@@ -23,8 +22,8 @@ def test_five_weekly_windows_are_contiguous_and_cumulative() -> None:
     for a, b in zip(ws, ws[1:], strict=False):
         assert a.end == b.start
     assert ws[-1].end == datetime(2024, 2, 5, tzinfo=UTC)
-    assert all(w.cumulative_start == t for w in ws)
-    assert [w.end_date for w in ws] == [
+    assert all(w.snapshot == t for w in ws)  # the cumulative delta of window k: (t, τ_k]
+    assert [f"{w.end:%Y-%m-%d}" for w in ws] == [
         "2024-01-08", "2024-01-15", "2024-01-22", "2024-01-29", "2024-02-05"
     ]
 
@@ -55,14 +54,7 @@ def test_window_membership_is_left_open_right_closed() -> None:
     assert window_of(t, "2024-01-20T00:00:00Z", count=3, window_days=10) == 2
 
 
-def test_quarter_starts_and_horizon() -> None:
-    qs = list(quarter_starts("2023-11-15", "2024-10-01"))
-    assert qs == [
-        datetime(2024, 1, 1, tzinfo=UTC),
-        datetime(2024, 4, 1, tzinfo=UTC),
-        datetime(2024, 7, 1, tzinfo=UTC),
-        datetime(2024, 10, 1, tzinfo=UTC),
-    ]
+def test_the_horizon_is_the_last_windows_end() -> None:
     assert horizon("2024-10-01", 5, 7) == datetime(2024, 11, 5, tzinfo=UTC)
 
 
