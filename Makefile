@@ -90,10 +90,10 @@ TEST_PROCS = $$(( $$(nproc) + 1 ))
 test: lint models labelstudio
 	$(PY) -m pytest -q -n $(TEST_PROCS) --dist loadfile --no-loadscope-reorder
 
-# the quick loop for local work: the unit and stages tiers, no generated world and no
+# the quick loop for local work: the unit and engine tiers, no generated world and no
 # server (CI runs `make test`: every tier)
 test-fast: lint models
-	$(PY) -m pytest -q -n $(TEST_PROCS) --dist loadfile --no-loadscope-reorder -m "unit or stages"
+	$(PY) -m pytest -q -n $(TEST_PROCS) --dist loadfile --no-loadscope-reorder -m "unit or engine"
 
 bench: $(STAMP)
 	@for b in benchmarks/[!_]*.py; do echo "== $$b"; $(PY) $$b || exit 1; done

@@ -184,7 +184,7 @@ class Catalog:
         # deltalake's own to_pyarrow_table, but single-threaded: its file system handler on
         # pyarrow's thread pool aborts the interpreter at exit ("terminate called without an
         # active exception", deltalake 1.6.6, pyarrow 26) when a process exits soon after a
-        # threaded read, as a CLI does (tests/stages/test_catalog.py)
+        # threaded read, as a CLI does (tests/engine/catalog/test_catalog.py)
         return self._delta(name, version).to_pyarrow_dataset().to_table(
             columns=columns, filter=expression, use_threads=False)
 

@@ -241,3 +241,17 @@ def build_release(root: Path, lines: dict[tuple[str, int], list[dict[str, Any]]]
     manifest = write_manifest(root, [*paths, CROISSANT], meta=meta or {}, known=known)
     assert manifest["version"] == version
     return root
+
+
+#: the lines of the small release the hub tests read (tests/unit/hub, formats/test_croissant)
+A1 = line(SNAPS[0], 1, "a", [("E", "Q1", "Q2"), ("X", "Q1", "Q3")], verdict=True)
+B1 = line(SNAPS[0], 1, "b", [("D", "Q2", "Q3")])
+A2 = line(SNAPS[0], 2, "a", [("E", "Q1", "Q2"), ("X", "Q1", "Q3")], verdict=True)
+C4 = line(SNAPS[1], 1, "c", [("EE", "Q9", "Q1"), ("EE-KG", "Q9", "Q2")])
+
+
+def small_release(folder: Path) -> Path:
+    """Two snapshots, three windows, four lines (one of them in an evaluation set)."""
+    return build_release(folder, {(SNAPS[0], 1): [A1, B1], (SNAPS[0], 2): [A2],
+                                  (SNAPS[1], 1): [C4]},
+                         {(SNAPS[0], 1): [B1], (SNAPS[1], 1): []})
