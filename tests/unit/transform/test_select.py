@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 
-from emerge_lib.core.config import Config
+from emerge_lib.core.config import Config, load_config
 from emerge_lib.transform.select import (
     Fate,
     Line,
@@ -96,13 +96,13 @@ def test_guards_and_the_support_rule_say_why() -> None:
     unsupported = line("u", prose(30, 4), page=3, ops={"X": 1})
     assert [guard(x) for x in (table, stars, braces, fine)] == [
         "guard:table-markup", "guard:list-markup", "guard:template", None]
-    settings = Config().selection  # the authors' rules (the switch resolves in Config)
+    settings = Config().selection  # the authors' rules: the defaults
     fates = select_lines([table, stars, braces, fine, unsupported], settings, curated=True)
     assert {p: f.reason for p, f in fates.items()} == {
         "t": "guard:table-markup", "s": "guard:list-markup", "b": "guard:template",
         "f": None, "u": "unsupported"}
     assert not select_lines([unsupported], settings, curated=False)["u"].reason  # uncurated
-    none = Config(selection={"rules": "none"}).selection
+    none = load_config("no-selection-rules", environ={}).selection
     assert all(f.kept for f in select_lines([table, unsupported], none, curated=True).values())
 
 
