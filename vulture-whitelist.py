@@ -23,6 +23,14 @@ _._Popen  # emerge_lib/ingest/pool.py
 _.buffer_text, _.CharacterDataHandler  # emerge_lib/dumps/xml/escape.py
 _.document_index  # emerge_lib/evaluation/adapters/relik.py
 
+# The sample world's scenarios, run by name (emerge_lib/sample/plan.py: getattr(self, f"s_{name}"))
+_.s_x_basic, _.s_e_basic, _.s_ee_new, _.s_ee_sitelink, _.s_ee_object, _.s_ee_kg
+_.s_d_qualifier, _.s_d_removed, _.s_d_rank, _.s_d_month, _.s_e_underscore, _.s_e_redirect
+_.s_x_move, _.s_end_outside, _.s_merge, _.s_vandalism, _.s_no_english, _.s_after_last
+_.s_single_entity, _.s_rank_restored, _.s_window_addition_ended, _.s_removal_kept
+_.s_rank_kept, _.s_removal_added_back, _.s_passage_before_removal, _.s_ee_kg_transient
+_.s_merged_into_new, _.s_sparse_line, _.s_ee_kg_only
+
 # Each table is declared once as a module constant; the declaration registers it in TABLES
 STATEMENT_TIMELINE, ITEM_TIMELINE, PROPERTY_TIMELINE, PAGE_WATERMARKS, INGESTED_FILES
 INGEST_REJECTS, PAGE_TIMELINE, PARAGRAPH_TIMELINE, PARAGRAPH_COVERAGE, STABLE_STATEMENTS

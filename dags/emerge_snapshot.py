@@ -34,13 +34,17 @@ from emerge_lib.airflow.assets import RELEASE, TIMELINES
 from emerge_lib.airflow.params import dag_params
 from emerge_lib.airflow.runtime import publish_task, run_stage_task
 from emerge_lib.airflow.waits import SNAPSHOT_WAIT, WaitForInputs
+from emerge_lib.core.config import CALL_TIMEOUT_S
 from emerge_lib.pipeline.registry import STAGES
 
 QUARTERLY = "0 0 1 1,4,7,10 *"
 LLM_POOL = "emerge_llm"  # created by `make airflow` and the deployment, sized to the GPU workers
 POOLS = {"curate": LLM_POOL}
-TIMEOUTS = {"ingest": timedelta(days=3), "global": timedelta(hours=12),
-            "snapshot": timedelta(hours=12), "release": timedelta(hours=6)}
+#: an engine stage's task may make many calls, each bounded by engine.call_timeout_s (a
+#: call that gets no answer fails its stage in one line, retryable): twice that bounds one
+ENGINE_TASK = timedelta(seconds=2 * CALL_TIMEOUT_S)
+TIMEOUTS = {"ingest": timedelta(days=3), "global": ENGINE_TASK, "snapshot": ENGINE_TASK,
+            "release": timedelta(hours=6)}
 TIMEOUTS_BY_STAGE = {"curate": timedelta(days=2)}
 
 PARAMS = dag_params("snapshot")

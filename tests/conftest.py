@@ -95,10 +95,13 @@ def realdata() -> Path:
 
 @pytest.fixture(scope="session")
 def spark():
-    """One embedded Sail Spark Connect server for the whole test session, stopped at the end."""
+    """One embedded Sail Spark Connect server for the whole test session, stopped at the end.
+    No call of a test may wait on it for more than ten minutes: a hang fails the test, naming
+    what it asked (core.engine.CallDeadline), instead of stalling the run."""
+    from emerge_lib.core.config import EngineSettings
     from emerge_lib.core.engine import spark_session
 
-    with spark_session("embedded") as session:
+    with spark_session(EngineSettings(call_timeout_s=600)) as session:
         yield session
 
 

@@ -72,8 +72,9 @@ class EngineHook(BaseHook):
                 params["token"] = conn.password
             tail = "".join(f";{k}={v}" for k, v in params.items())
             engine = {"url": f"sc://{host}:{conn.port or 15002}" + (f"/{tail}" if tail else "")}
-        if extra.get("startup_timeout_s"):
-            engine["startup_timeout_s"] = float(extra["startup_timeout_s"])
+        for key in ("startup_timeout_s", "call_timeout_s"):
+            if extra.get(key):
+                engine[key] = float(extra[key])
         return {"engine": engine}
 
     @contextmanager

@@ -41,6 +41,7 @@ from emerge_lib.catalog.specs import (
     spec,
 )
 from emerge_lib.catalog.sql import literal, partition_predicate
+from emerge_lib.core.engine import engine_activity
 
 if TYPE_CHECKING:
     from deltalake import DeltaTable
@@ -273,7 +274,7 @@ class Catalog:
         writer = df.write.format("delta").mode("overwrite").option("overwriteSchema", "true")
         if spec(name).partition_by:
             writer = writer.partitionBy(*spec(name).partition_by)
-        self._committed(name, lambda: writer.save(self.path(name)))
+        self._committed(name, "upgrade (add columns)", lambda: writer.save(self.path(name)))
         log.info("table %s: upgraded, added column(s) %s", name,
                  ", ".join(f.name for f in missing))
 
@@ -315,7 +316,8 @@ class Catalog:
             folder = str(Path(folder).resolve())
         # a scratch Delta table, not Parquet: Parquet renames list elements ("element"),
         # which Sail's replaceWhere union then refuses next to the table's own files
-        df.write.format("delta").mode("overwrite").save(folder)
+        with engine_activity("a scratch table (materialize)"):
+            df.write.format("delta").mode("overwrite").save(folder)
         self._scratch.append(folder)
         return self.session().read.format("delta").load(folder)
 
@@ -333,13 +335,15 @@ class Catalog:
                 shutil.rmtree(folder, ignore_errors=True)
         self._scratch.clear()
 
-    def _committed(self, name: str, write: Callable[[], T]) -> T:
-        """Run one Delta commit; when a concurrent writer won the race, run it again after a
-        jittered, growing pause (bounded by ``commit_attempts``)."""
+    def _committed(self, name: str, operation: str, write: Callable[[], T]) -> T:
+        """Run one Delta commit (``operation`` of table ``name``, the words of a timeout's
+        message); when a concurrent writer won the race, run it again after a jittered,
+        growing pause (bounded by ``commit_attempts``)."""
         pause = 0.05
         for attempt in range(1, self.commit_attempts + 1):
             try:
-                return write()
+                with engine_activity(f"{name}: {operation}"):
+                    return write()
             except Exception as exc:
                 if not _lost_commit_race(exc):
                     raise
@@ -355,7 +359,8 @@ class Catalog:
                 pause = min(pause * 2, 5.0)
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _create_or(self, name: str, df: DataFrame, write: Callable[[], None]) -> None:
+    def _create_or(self, name: str, operation: str, df: DataFrame,
+                   write: Callable[[], None]) -> None:
         """Create the table from df when it does not exist yet, else ``write``; one commit."""
         s = spec(name)
 
@@ -368,7 +373,7 @@ class Catalog:
                 writer = writer.partitionBy(*s.partition_by)
             writer.save(self.path(name))
 
-        self._committed(name, commit)
+        self._committed(name, operation, commit)
 
     def overwrite(self, name: str, df: DataFrame) -> None:
         """Replace the whole table in one Delta transaction (derived tables only)."""
@@ -381,7 +386,7 @@ class Catalog:
                 writer = writer.partitionBy(*s.partition_by)
             writer.save(self.path(name))
 
-        self._committed(name, write)
+        self._committed(name, "overwrite", write)
 
     def replace_partition(self, name: str, df: DataFrame, partition: Mapping[str, Any]) -> int:
         """Replace exactly the rows of one partition with df; other partitions are untouched.
@@ -468,7 +473,7 @@ class Catalog:
                 )
 
             try:
-                self._create_or(name, df, write)
+                self._create_or(name, f"replace {replace}", df, write)
             except CatalogError:
                 raise
             except Exception as exc:
@@ -544,11 +549,11 @@ class Catalog:
         """
         s = self._writable(name, "merge")
         df = self.conform(name, df)
-        stats = df.groupBy(*s.key).count()
-        dup = stats.filter("count > 1").limit(1).collect()
+        with engine_activity(f"{name}: merge (check the new rows)"):
+            dup = df.groupBy(*s.key).count().filter("count > 1").limit(1).collect()
+            rows = df.count() if not dup else 0
         if dup:
             raise CatalogError(f"table {name}: duplicate merge key in the new rows: {dup[0]}")
-        rows = df.count()
         if not rows:
             return 0
         keys = list(dict.fromkeys([*s.partition_by, *s.key]))
@@ -561,7 +566,7 @@ class Catalog:
                 src=df,
             )
 
-        self._create_or(name, df, write)
+        self._create_or(name, "merge", df, write)
         return rows
 
     def delete_matching(self, name: str, keys: DataFrame, on: Sequence[str]) -> None:
@@ -575,7 +580,7 @@ class Catalog:
             raise CatalogError(f"table {name}: cannot match on {unknown}")
         keys = keys.select(*on).distinct()
         match = " AND ".join(f"t.`{c}` = k.`{c}`" for c in on)
-        self._committed(name, lambda: self._sql(
+        self._committed(name, "delete matching rows", lambda: self._sql(
             f"MERGE INTO delta.`{self.path(name)}` AS t USING {{keys}} AS k ON {match} "
             "WHEN MATCHED THEN DELETE", keys=keys))
 
@@ -591,7 +596,7 @@ class Catalog:
         if unknown:
             raise CatalogError(f"table {name}: cannot set unknown columns {unknown}")
         sets = ", ".join(f"`{c}` = {expr}" for c, expr in assignments.items())
-        self._committed(name, lambda: self._sql(
+        self._committed(name, "update matching rows", lambda: self._sql(
             f"MERGE INTO delta.`{self.path(name)}` AS t USING {{src}} AS s ON {on} "
             f"WHEN MATCHED THEN UPDATE SET {sets}", src=updates))
 

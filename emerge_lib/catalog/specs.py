@@ -605,6 +605,9 @@ VALIDATION_RESULTS = _register(
             ("expectation", pa.string()),  # a readable name of the check
             ("success", pa.bool_()),
             ("raised", pa.bool_()),  # the check itself failed on this engine (a gate error)
+            # critical: a failure blocks the release; warning: reported, blocks nothing (NULL
+            # in rows an earlier version wrote: critical)
+            ("severity", pa.string()),
             ("unexpected_count", pa.int64()),
             ("observed", pa.string()),  # JSON: observed value or a few unexpected rows
             ("fingerprints", pa.string()),  # JSON: table → a fingerprint of the rows checked

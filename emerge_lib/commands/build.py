@@ -48,6 +48,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def empty_lines(summary: object) -> list[str]:
+    """One line per snapshot the release holds nothing of, or lacks an operation of (the
+    validation's warnings): a small or quiet history may rightly give none."""
+    verdict = getattr(summary, "validation", None) or {}
+    ops = getattr(summary, "ops", None) or {}
+    out = []
+    if not sum(ops.values()):
+        out.append("no line to release: none was selected in any window of any snapshot (the "
+                   "release holds the KG snapshots only)")
+    for snap, state in sorted((verdict.get("snapshots") or {}).items()):
+        for warning in state.get("warnings") or ():
+            out.append(f"empty in {snap}: {warning}")
+    return out
+
+
 def run(args: argparse.Namespace) -> int:
     import logging
     import os
@@ -70,6 +85,8 @@ def run(args: argparse.Namespace) -> int:
     released = next((r for r in results if r.stage == "release"), None)
     if released is not None:
         print(released.brief())
+        for line in empty_lines(released.detail):
+            print(line)
     print(f"release:   {os.path.abspath(args.out)}")
     print(f"warehouse: {cfg.warehouse}")
     return 0

@@ -60,6 +60,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="bench mode: about N linked paragraphs appended by filler articles "
                         "inside the windows (default 0 = off; truth.jsonl then lists planted "
                         "rows only)")
+    p.add_argument("--scenarios", metavar="LIST",
+                   help="plant only these scenarios around each t, comma-separated "
+                        "(default: every one; the names: emerge_lib/sample/plan.py SCENARIOS)")
+    p.add_argument("--case", metavar="NAME",
+                   help="a history that gives a stage nothing: no_removal, no_addition, "
+                        "no_emerging, no_new_passage, no_line or quiet (its scenarios; "
+                        "with --items 1 --articles 1, no filler pages either)")
     p.add_argument("--force", action="store_true",
                    help="replace a sample world already in DIR")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -82,6 +89,17 @@ def run(args: argparse.Namespace) -> int:
         shutil.rmtree(out / "mirror", ignore_errors=True)
         for name in ("truth.jsonl", "traps.jsonl", "config.yaml", "world.json"):
             (out / name).unlink(missing_ok=True)
+    from emerge_lib.sample.plan import EMPTY_CASES
+
+    scenarios, new_text = None, True
+    if args.case:
+        if args.case not in EMPTY_CASES:
+            print(f"emerge sample: no case named {args.case!r}; cases: "
+                  f"{', '.join(EMPTY_CASES)}", file=sys.stderr)
+            return 2
+        scenarios, new_text = EMPTY_CASES[args.case]
+    if args.scenarios is not None:
+        scenarios = tuple(x.strip() for x in args.scenarios.split(",") if x.strip())
     spec = SampleSpec(
         seed=args.seed, items=args.items, articles=args.articles, revisions=args.revisions,
         snapshots=tuple(args.snapshots or DEFAULT_SNAPSHOTS),
@@ -90,6 +108,7 @@ def run(args: argparse.Namespace) -> int:
         compress_level=args.compress_level,
         formats=tuple(f.strip() for f in args.formats.split(",") if f.strip()),
         bench_statements=max(0, args.bench_statements), bench_passages=max(0, args.bench_passages),
+        scenarios=scenarios, new_text=new_text,
     )
     try:
         report = generate_world(out, spec, progress=not args.quiet)

@@ -104,6 +104,10 @@ class S3Settings(_Strict):
         return opts
 
 
+#: engine.call_timeout_s's default: 6 hours (the Airflow tasks of engine stages get twice it)
+CALL_TIMEOUT_S = 6 * 3600.0
+
+
 class EngineSettings(_Strict):
     """``embedded`` starts a Sail Spark Connect server in-process; ``sc://host:port`` is remote.
 
@@ -115,6 +119,9 @@ class EngineSettings(_Strict):
     url: str = "embedded"
     mode: Literal["local", "local-cluster"] | None = None
     startup_timeout_s: float = Field(default=60.0, gt=0)
+    # the longest one engine call (a query, a write) may take before it is cancelled and its
+    # stage fails in one line, to be retried: generous, for the full histories on a cluster
+    call_timeout_s: float = Field(default=CALL_TIMEOUT_S, gt=0)
 
     @field_validator("url")
     @classmethod
@@ -408,6 +415,10 @@ class ValidationSettings(_Strict):
     required_ops: list[Literal["X", "E", "EE", "EE-KG", "D"]] = Field(
         default_factory=lambda: ["X", "E", "EE", "EE-KG", "D"])  # each present per snapshot
     min_instances: int = Field(default=1, ge=0)  # per snapshot
+    # what a snapshot without one of the required ops (or with fewer instances) does to the
+    # gate: "warn" (released; the validation verdict says what is empty: a small or quiet
+    # history may rightly have no removal), or "fail" (nothing is released)
+    empty: Literal["warn", "fail"] = "warn"
     max_instances: int | None = Field(default=None, ge=0)
     max_unparsed_share: float = Field(default=0.05, ge=0, le=1)  # of a snapshot's verdicts
     passage_median_tokens: tuple[float, float] = (25, 1000)  # bounds of the median length

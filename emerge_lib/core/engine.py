@@ -8,12 +8,14 @@ process environment, so they are exported before the server starts.
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import os
+import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from emerge_lib.core.config import Config, EngineSettings, S3Settings
 from emerge_lib.core.errors import EmergeError
@@ -28,6 +30,149 @@ class EngineError(EmergeError):
     """The engine could not be started or reached (a retry may find it up)."""
 
     retryable = True
+
+
+class EngineCallTimeout(EngineError):
+    """An engine call gave no answer within ``engine.call_timeout_s``; it was cancelled.
+    Every stage's writes are idempotent, so running the stage again is safe."""
+
+
+#: what the engine is being asked for, outermost first (a stage, then a table's write):
+#: the words of a timeout's message
+_ACTIVITY: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar(
+    "emerge_engine_activity", default=())
+
+
+@contextmanager
+def engine_activity(label: str) -> Iterator[None]:
+    """Name what the engine calls inside this block do (``stage deltas 2024-01-01…``,
+    ``delta_triples: replace partitions``), for the message of a call that times out."""
+    token = _ACTIVITY.set((*_ACTIVITY.get(), label))
+    try:
+        yield
+    finally:
+        _ACTIVITY.reset(token)
+
+
+class CallDeadline:
+    """A deadline on every call a Spark Connect client makes (a plan executed, a command
+    run, a schema analysed, a configuration read): one that gets no answer within
+    ``timeout_s`` is interrupted on the server (``interruptAll``), and if it still has not
+    returned ``grace_s`` later the channel is closed, so the caller always gets an
+    :class:`EngineCallTimeout` naming what was asked instead of waiting forever.
+
+    The deadline is per logical call, not per RPC: Spark's reattachable execution splits
+    one long query into several streams, each of which would pass a per-RPC deadline.
+    """
+
+    #: the client's internal methods every action goes through (pyspark-client 4.2), and
+    #: what each does in a message's words
+    CALLS = {"_execute": "a command", "_execute_and_fetch_as_iterator": "a query",
+             "_analyze": "a plan's analysis", "config": "a session setting"}
+
+    def __init__(self, client: Any, timeout_s: float, grace_s: float = 15.0) -> None:
+        self.client, self.timeout_s, self.grace_s = client, timeout_s, grace_s
+        self._lock = threading.Lock()
+        self._inflight: dict[int, tuple[float, str]] = {}  # token -> (deadline, what)
+        self._expired: dict[int, str] = {}
+        self._next = 0
+        self._wake = threading.Event()
+        self._closed = False
+        for name, what in self.CALLS.items():
+            original = getattr(client, name)
+            wrapped = (self._generator(original, what)
+                       if name == "_execute_and_fetch_as_iterator"
+                       else self._function(original, what))
+            setattr(client, name, wrapped)
+        self._thread = threading.Thread(target=self._watch, name="emerge-engine-deadline",
+                                        daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        self._closed = True
+        self._wake.set()
+
+    # -- bookkeeping -------------------------------------------------------------------------
+    def _enter(self, call: str) -> int:
+        what = ", ".join(_ACTIVITY.get()) or "an engine call"
+        with self._lock:
+            self._next += 1
+            token = self._next
+            self._inflight[token] = (time.monotonic() + self.timeout_s, f"{what} ({call})")
+        self._wake.set()
+        return token
+
+    def _leave(self, token: int, error: BaseException | None) -> None:
+        with self._lock:
+            self._inflight.pop(token, None)
+            what = self._expired.pop(token, None)
+        if what is not None and error is not None:
+            raise EngineCallTimeout(
+                f"{what}: the engine gave no answer within {self.timeout_s:g}s "
+                f"(engine.call_timeout_s), so the call was cancelled; the stage's writes are "
+                f"idempotent: retry it (raise engine.call_timeout_s if the data is that large)"
+            ) from None
+
+    def _function(self, original: Callable[..., Any], what: str) -> Callable[..., Any]:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            token = self._enter(what)
+            try:
+                result = original(*args, **kwargs)
+            except BaseException as exc:
+                self._leave(token, exc)
+                raise
+            self._leave(token, None)
+            return result
+        return call
+
+    def _generator(self, original: Callable[..., Iterator[Any]],
+                   what: str) -> Callable[..., Iterator[Any]]:
+        def call(*args: Any, **kwargs: Any) -> Iterator[Any]:
+            token = self._enter(what)
+            try:
+                yield from original(*args, **kwargs)
+            except BaseException as exc:
+                self._leave(token, exc)
+                raise
+            self._leave(token, None)
+        return call
+
+    # -- the watchdog ------------------------------------------------------------------------
+    def _watch(self) -> None:
+        while not self._closed:
+            with self._lock:
+                now = time.monotonic()
+                due = [(t, what) for t, (deadline, what) in self._inflight.items()
+                       if deadline <= now and t not in self._expired]
+                later = [d for t, (d, _) in self._inflight.items() if t not in self._expired]
+            if due:
+                self._expire(due)
+                continue
+            self._wake.clear()
+            self._wake.wait(timeout=max(0.05, min(later) - now) if later else None)
+
+    def _expire(self, due: list[tuple[int, str]]) -> None:
+        with self._lock:
+            for token, what in due:
+                self._expired[token] = what
+        log.warning("%s: no answer from the engine within %gs; interrupting it",
+                    due[0][1], self.timeout_s)
+        try:
+            self.client.interrupt_all()
+        except Exception as exc:  # the engine may not answer this either
+            log.debug("interruptAll failed: %s", exc)
+        end = time.monotonic() + self.grace_s
+        while time.monotonic() < end:
+            with self._lock:
+                if not any(t in self._inflight for t, _ in due):
+                    return
+            time.sleep(0.05)
+        log.warning("the engine did not stop the call within %gs of the interrupt; closing "
+                    "the connection", self.grace_s)
+        try:
+            self.client._channel.close()
+        except Exception as exc:
+            log.debug("closing the channel failed: %s", exc)
 
 
 @contextmanager
@@ -89,11 +234,25 @@ def embedded_server(s3: S3Settings | None = None, mode: str | None = None) -> It
                      host, port)
             yield f"sc://127.0.0.1:{port}"
         finally:
-            server.stop()
-            log.info("embedded Sail server stopped")
+            _stop_server(server)
 
 
-def _connect(url: str, timeout_s: float) -> SparkSession:
+def _stop_server(server: Any, timeout_s: float = 30.0) -> None:
+    """Stop the embedded server, waiting at most ``timeout_s``: a server wedged by a call
+    that timed out must not hold the process (its threads end with it)."""
+    stopper = threading.Thread(target=server.stop, name="emerge-sail-stop", daemon=True)
+    stopper.start()
+    stopper.join(timeout_s)
+    if stopper.is_alive():
+        log.warning("the embedded Sail server did not stop within %gs; leaving it to the "
+                    "process's exit", timeout_s)
+    else:
+        log.info("embedded Sail server stopped")
+
+
+def _connect(url: str, timeout_s: float, call_timeout_s: float | None = None) -> SparkSession:
+    """A session on ``url``, reachable within ``timeout_s``; each of its engine calls bounded
+    by ``call_timeout_s`` (:class:`CallDeadline`; None: unbounded)."""
     from pyspark.sql import SparkSession
 
     deadline = time.monotonic() + timeout_s
@@ -107,6 +266,8 @@ def _connect(url: str, timeout_s: float) -> SparkSession:
             # everything in emerge is UTC; naming it once keeps Sail from mixing "UTC" and
             # the machine's "Etc/UTC" in one plan (its replaceWhere union then fails)
             spark.conf.set("spark.sql.session.timeZone", "UTC")
+            if call_timeout_s is not None:
+                spark._emerge_deadline = CallDeadline(spark.client, call_timeout_s)
             return spark
         except Exception as exc:  # the server may still be binding
             last = exc
@@ -127,17 +288,29 @@ def spark_session(
         engine = EngineSettings(url=engine or "embedded")
     if engine.url == "embedded":
         with embedded_server(s3, engine.mode) as url:
-            spark = _connect(url, engine.startup_timeout_s)
+            spark = _connect(url, engine.startup_timeout_s, engine.call_timeout_s)
             try:
                 yield spark
             finally:
-                spark.stop()
+                _stop(spark)
     else:
-        spark = _connect(engine.url, engine.startup_timeout_s)
+        spark = _connect(engine.url, engine.startup_timeout_s, engine.call_timeout_s)
         try:
             yield spark
         finally:
-            spark.stop()
+            _stop(spark)
+
+
+def _stop(spark: SparkSession) -> None:
+    """End the session; after a call that timed out its channel may be closed already, and
+    ending it must not raise over the error that is on its way out."""
+    deadline = getattr(spark, "_emerge_deadline", None)
+    if deadline is not None:
+        deadline.close()
+    try:
+        spark.stop()
+    except Exception as exc:
+        log.debug("stopping the Spark session: %s", exc)
 
 
 @contextmanager

@@ -561,6 +561,11 @@ def _validation(out: Path, line: str, facts: CardFacts) -> str:
                 for snap, st in sorted(states.items())]
         parts.append(_markdown_table(["snapshot", "table suites", "release suites",
                                       "Data Docs"], rows))
+        empty = [f"- {label(snap)}: {w}" for snap, st in sorted(states.items())
+                 for w in st.get("warnings") or ()]
+        if empty:  # warnings: what the history did not give (they block nothing)
+            parts.append("What this release does not hold (its history gave none; "
+                         "warnings, not failures):\n\n" + "\n".join(empty))
     if verdict.get("results"):
         parts.append(f"Every check with its observed values: [{verdict['results']}]"
                      f"({verdict['results']}).")

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+from emerge_lib.core.engine import engine_activity
 from emerge_lib.core.errors import EmergeError
 from emerge_lib.core.resources import cpu_seconds
 from emerge_lib.core.schedule import SnapshotPlan
@@ -54,7 +55,9 @@ def run_stage(ctx: StageContext, name: str,
         raise EmergeError(f"stage {name} has no step {step!r}"
                           + (f"; steps: {', '.join(st.steps)}" if st.steps else ""))
     started, cpu_started = time.monotonic(), cpu_seconds()
-    outcome = run(ctx, plan, **inputs)
+    label = " ".join(x for x in (f"stage {name}", step, plan.key if plan else None) if x)
+    with engine_activity(label):
+        outcome = run(ctx, plan, **inputs)
     result = StageResult(name, plan.key if plan else None, outcome.rows,
                          time.monotonic() - started, outcome.metrics, outcome.note,
                          outcome.detail, cpu_seconds() - cpu_started, step)

@@ -391,7 +391,12 @@ def build_core(b: Builder) -> None:
 class Cast:
     """The cast and scenarios of one snapshot."""
 
-    def __init__(self, b: Builder, index: int, t: int, quiet_start: int) -> None:
+    def __init__(self, b: Builder, index: int, t: int, quiet_start: int,
+                 scenarios: frozenset[str] | None = None, new_text: bool = True) -> None:
+        self.scenarios = scenarios  # the scenarios planted around t (None: every one)
+        # False: the scenarios' Wikidata events only, no paragraph added after t (so no
+        # passage and no expected row; their traps still hold)
+        self.new_text = new_text
         self.b, self.i, self.t = b, index, t
         self.c0 = quiet_start
         self.taus = [t + k * WINDOW for k in range(WINDOWS + 1)]
@@ -411,6 +416,8 @@ class Cast:
                settings: str = "both") -> None:
         """A row the truth must hold: under both semantics, or only "released" (the
         defaults, DESIGN §1.3) or "design" (DESIGN §1.1-1.2)."""
+        if not self.new_text:
+            return  # no paragraph, no row
         self.b.plan.expectations.append(
             Expectation(self.t, window, op, self.k(s) if ":" not in s else s, p,
                         self.k(o) if ":" not in o else o, self.k(page), signal, tags, settings))
@@ -474,6 +481,8 @@ class Cast:
     def add_para(self, page: str, ts: int, block: Block, comment: str, *, scenario: str,
                  user: str | None = "ExampleEditor", after: str = "History") -> None:
         """Insert a new paragraph after the History heading's first paragraph."""
+        if not self.new_text:
+            return
         def change(a: Article) -> Article:
             heads = [b for b in a.blocks if b.kind == "heading" and after in b.raw]
             anchor = heads[0] if heads else a.blocks[2]
@@ -544,19 +553,10 @@ class Cast:
         b.move(k("page:hf"), c0 + 3 * DAY, moved, k("page:hf_old"), "Mover")
         b.edit(k("hf"), c0 + 3 * DAY + 5 * MINUTE, lambda s: s.with_sitelink("enwiki", moved),
                f"/* wbsetsitelink-set:1|enwiki */ {moved}", user="Mover")
-        # scenarios around t
-        for scenario in (self.s_x_basic, self.s_e_basic, self.s_ee_new, self.s_ee_sitelink,
-                         self.s_ee_object, self.s_ee_kg, self.s_d_qualifier, self.s_d_removed,
-                         # before s_e_underscore: both edit Oskar, in time order
-                         self.s_d_rank, self.s_d_month, self.s_window_addition_ended,
-                         self.s_e_underscore, self.s_e_redirect,
-                         self.s_x_move, self.s_end_outside, self.s_merge, self.s_vandalism,
-                         self.s_no_english, self.s_after_last, self.s_single_entity,
-                         self.s_rank_restored, self.s_removal_kept, self.s_rank_kept,
-                         self.s_removal_added_back, self.s_passage_before_removal,
-                         self.s_ee_kg_transient, self.s_merged_into_new, self.s_sparse_line,
-                         self.s_ee_kg_only):
-            scenario()
+        # scenarios around t (in this order: s_d_rank before s_e_underscore, both edit Oskar)
+        for name in SCENARIOS:
+            if self.scenarios is None or name in self.scenarios:
+                getattr(self, f"s_{name}")()
         del t
 
     # ---- scenarios -------------------------------------------------------------------
@@ -1257,6 +1257,29 @@ class Cast:
                          why="only EE-KG triples: none between two mentioned entities")
 
 
+#: every scenario a cast plants around its t, in the order they run (``Cast.s_<name>``)
+SCENARIOS: tuple[str, ...] = (
+    "x_basic", "e_basic", "ee_new", "ee_sitelink", "ee_object", "ee_kg", "d_qualifier",
+    "d_removed", "d_rank", "d_month", "window_addition_ended", "e_underscore", "e_redirect",
+    "x_move", "end_outside", "merge", "vandalism", "no_english", "after_last",
+    "single_entity", "rank_restored", "removal_kept", "rank_kept", "removal_added_back",
+    "passage_before_removal", "ee_kg_transient", "merged_into_new", "sparse_line",
+    "ee_kg_only")
+
+
+#: histories that give a stage nothing, each as the scenarios it plants and whether its
+#: articles gain paragraphs after t (``emerge sample --case NAME``): every one must build
+#: to a release that says what is empty (tests/e2e/pipeline/test_runner_empty.py)
+EMPTY_CASES: dict[str, tuple[tuple[str, ...], bool]] = {
+    "no_removal": (("e_basic", "ee_new", "ee_kg"), True),  # no D
+    "no_addition": (("x_basic", "d_removed", "d_qualifier"), True),  # no E, EE, EE-KG
+    "no_emerging": (("x_basic", "e_basic", "d_removed"), True),  # no EE, EE-KG
+    "no_new_passage": (("e_basic", "d_removed"), False),  # deltas, but no passage
+    "no_line": (("x_basic",), True),  # passages with X only: no line is selected
+    "quiet": ((), True),  # nothing happens around t
+}
+
+
 def kind_word(kind: str) -> str:
     return {"person": "public figure", "place": "place", "org": "organisation", "work": "work"}.get(kind, "topic")
 
@@ -1270,12 +1293,19 @@ def quiet_start(snapshots: list[int], index: int) -> int:
     return start
 
 
-def build_plan(snapshots: list[int]) -> Plan:
-    """The planted world for the given snapshots (Unix seconds, ascending)."""
+def build_plan(snapshots: list[int], scenarios: frozenset[str] | None = None,
+               new_text: bool = True) -> Plan:
+    """The planted world for the given snapshots (Unix seconds, ascending), with every
+    scenario of :data:`SCENARIOS` around each t, or only those named in ``scenarios``
+    (the cast is created either way)."""
+    unknown = sorted(set(scenarios or ()) - set(SCENARIOS))
+    if unknown:
+        raise ValueError(f"no scenario named {', '.join(unknown)}; scenarios: "
+                         f"{', '.join(SCENARIOS)}")
     b = Builder()
     build_core(b)
     for i, t in enumerate(snapshots):
-        Cast(b, i, t, quiet_start(snapshots, i)).build()
+        Cast(b, i, t, quiet_start(snapshots, i), scenarios, new_text).build()
     for page in b.plan.pages.values():
         page.revs.sort(key=lambda r: r.ts)
     return b.plan

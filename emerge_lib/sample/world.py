@@ -75,6 +75,10 @@ class SampleSpec:
     # linked filler paragraphs inside the windows; truth.jsonl then lists planted rows only
     bench_statements: int = 0
     bench_passages: int = 0
+    # the planted scenarios around each t (plan.SCENARIOS); None: every one. A subset makes
+    # the worlds of histories that give a stage nothing (plan.EMPTY_CASES)
+    scenarios: tuple[str, ...] | None = None
+    new_text: bool = True  # False: no paragraph is added after t (no passage)
 
     @property
     def bench(self) -> bool:
@@ -157,7 +161,9 @@ class World:
         if self.cutoffs[-1] < last_need:
             raise ValueError(f"the newest dump date must be at or after {ymd(last_need)}")
         self.dates = [ymd(c) for c in self.cutoffs]
-        self.plan: Plan = build_plan(self.snapshots)
+        self.plan: Plan = build_plan(
+            self.snapshots, None if spec.scenarios is None else frozenset(spec.scenarios),
+            spec.new_text)
         end = self.cutoffs[-1] - DAY
         self.end = end
 

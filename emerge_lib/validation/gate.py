@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from emerge_lib.core.errors import EmergeError
 
@@ -43,6 +43,11 @@ class ValidationGateError(EmergeError):
     broken, which says nothing about the data; nothing is published."""
 
 
+#: ``critical``: a failed check blocks the release; ``warning``: it is reported (the release
+#: says so, in its validation verdict) and blocks nothing: what a history may rightly lack
+Severity = Literal["critical", "warning"]
+
+
 @dataclass(frozen=True)
 class Check:
     """One expectation: ``kind`` is a class of ``great_expectations.expectations``."""
@@ -50,6 +55,7 @@ class Check:
     name: str
     kind: str
     args: dict[str, Any] = field(default_factory=dict)
+    severity: Severity = "critical"
 
 
 def rows_check(name: str, query: str) -> Check:
@@ -73,6 +79,12 @@ class CheckResult:
     raised: bool
     unexpected_count: int | None
     observed: Any
+    severity: Severity = "critical"
+
+    @property
+    def blocks(self) -> bool:
+        """Whether this result keeps the release from being published."""
+        return self.raised or (not self.success and self.severity == "critical")
 
     def line(self) -> str:
         sample = (f": {json.dumps(self.observed[0], sort_keys=True, default=str)[:120]}"
@@ -90,7 +102,13 @@ class GateReport:
 
     @property
     def success(self) -> bool:
-        return all(r.success for r in self.results)
+        """No check blocks: every critical check passed (a failed warning does not count)."""
+        return not any(r.blocks for r in self.results)
+
+    @property
+    def warnings(self) -> list[CheckResult]:
+        """Failed checks of warning severity: what the release says is missing."""
+        return [r for r in self.results if not r.success and not r.blocks]
 
     @property
     def raised(self) -> list[CheckResult]:
@@ -98,14 +116,15 @@ class GateReport:
 
     @property
     def failed(self) -> list[CheckResult]:
-        return [r for r in self.results if not r.success]
+        return [r for r in self.results if r.blocks]
 
     def to_dict(self) -> dict[str, Any]:
         suites: dict[str, dict[str, Any]] = {}
         for r in self.results:
             entry = suites.setdefault(r.suite, {"success": True, "checks": []})
-            entry["success"] &= r.success
+            entry["success"] &= not r.blocks
             entry["checks"].append({"check": r.check, "success": r.success, "raised": r.raised,
+                                    "severity": r.severity,
                                     "unexpected_count": r.unexpected_count,
                                     "observed": r.observed})
         return {"success": self.success, "suites": suites}
@@ -113,12 +132,16 @@ class GateReport:
     def summary(self) -> str:
         """One paragraph a user can act on: what failed, with counts."""
         n = len(self.results)
+        warned = (f" ({len(self.warnings)} warning(s): "
+                  f"{'; '.join(r.line() for r in self.warnings[:3])})" if self.warnings else "")
         if self.success:
-            return f"{n} checks passed"
+            if not self.warnings:
+                return f"{n} checks passed"
+            return f"{n - len(self.warnings)} of {n} checks passed{warned}"
         failed = self.failed
         shown = "; ".join(r.line() for r in failed[:6])
         more = f"; and {len(failed) - 6} more" if len(failed) > 6 else ""
-        return f"{len(failed)} of {n} checks failed: {shown}{more}"
+        return f"{len(failed)} of {n} checks failed: {shown}{more}{warned}"
 
 
 def _jsonable(value: Any) -> Any:
@@ -209,7 +232,9 @@ def _run(suites: Sequence[Suite], docs_dir: str | Path | None, run_name: str) ->
         ProgressBarsConfig,
     )
 
-    docs = Path(docs_dir) if docs_dir else Path(tempfile.mkdtemp(prefix="emerge-gx-"))
+    # GX wants an absolute folder (a relative --out gave "base_directory must be an absolute
+    # path")
+    docs = (Path(docs_dir) if docs_dir else Path(tempfile.mkdtemp(prefix="emerge-gx-"))).resolve()
     docs.mkdir(parents=True, exist_ok=True)
     context = gx.get_context(mode="ephemeral", project_config=DataContextConfig(
         store_backend_defaults=InMemoryStoreBackendDefaults(),
@@ -223,7 +248,7 @@ def _run(suites: Sequence[Suite], docs_dir: str | Path | None, run_name: str) ->
     source = context.data_sources.add_or_update_spark("emerge", persist=False)
     report = GateReport(docs=docs)
     for suite in suites:
-        expectations = [getattr(gxe, c.kind)(**c.args, description=c.name)
+        expectations = [getattr(gxe, c.kind)(**c.args, description=c.name, severity=c.severity)
                         for c in suite.checks]
         batch = source.add_dataframe_asset(suite.name).add_batch_definition_whole_dataframe(
             "all")
@@ -255,7 +280,7 @@ def _run(suites: Sequence[Suite], docs_dir: str | Path | None, run_name: str) ->
                     observed = _missing_values(suite.frame, check)
                 report.results.append(CheckResult(
                     suite.name, name, bool(r.success) and raised is None, raised is not None,
-                    None if count is None else int(count), observed))
+                    None if count is None else int(count), observed, check.severity))
         log.debug("validation suite %s: %d checks", suite.name, len(suite.checks))
     # the pages are built once, after the last suite (an UpdateDataDocsAction per
     # checkpoint rebuilt the whole site each time: half of a snapshot's validation went

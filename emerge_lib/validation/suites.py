@@ -30,7 +30,7 @@ from emerge_lib.core.config import (
 )
 from emerge_lib.core.schedule import SnapshotPlan
 from emerge_lib.formats.format import OP_NAMES
-from emerge_lib.validation.gate import Check, Suite, rows_check
+from emerge_lib.validation.gate import Check, Severity, Suite, rows_check
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -74,9 +74,10 @@ def _unique(*columns: str) -> Check:
                  {"column_list": list(columns)})
 
 
-def _rows_between(what: str, low: int | None, high: int | None) -> Check:
+def _rows_between(what: str, low: int | None, high: int | None,
+                  severity: Severity = "critical") -> Check:
     return Check(what, "ExpectTableRowCountToBeBetween",
-                 {"min_value": low, "max_value": high})
+                 {"min_value": low, "max_value": high}, severity)
 
 
 # --- the snapshot ------------------------------------------------------------------------
@@ -153,6 +154,7 @@ def _instance_checks(cfg: SuiteSettings, plan: SnapshotPlan) -> list[Check]:
         e_rule = rows_check("E triples: both ends in V_t",
                             "SELECT * FROM {batch} WHERE op = 'E' AND NOT (s_in_v AND o_in_v)")
     d_rule = ("in_t OR window_addition" if cfg.deltas.deprecate_window_additions else "in_t")
+    presence: Severity = "warning" if cfg.validation.empty == "warn" else "critical"
     return [
         _regex("s", QID, "an item id"), _regex("o", QID, "an item id"),
         _regex("p", PID, "a property id"),
@@ -185,10 +187,13 @@ def _instance_checks(cfg: SuiteSettings, plan: SnapshotPlan) -> list[Check]:
                    "SELECT * FROM {batch} WHERE lifespan_to < lifespan_from"),
         Check(f"every required op is present ({', '.join(cfg.validation.required_ops)})",
               "ExpectColumnDistinctValuesToContainSet",
-              {"column": "op", "value_set": list(cfg.validation.required_ops)}),
-        _rows_between(f"between {cfg.validation.min_instances} and "
-                      f"{cfg.validation.max_instances or 'any number of'} instances",
-                      cfg.validation.min_instances, cfg.validation.max_instances),
+              {"column": "op", "value_set": list(cfg.validation.required_ops)},
+              severity=presence),
+        _rows_between(f"at least {cfg.validation.min_instances} instances",
+                      cfg.validation.min_instances, None, severity=presence),
+        *([_rows_between(f"at most {cfg.validation.max_instances} instances", None,
+                         cfg.validation.max_instances)]
+          if cfg.validation.max_instances is not None else []),
     ]
 
 

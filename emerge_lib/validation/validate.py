@@ -94,7 +94,8 @@ def validate_snapshot(catalog: Catalog, plan: SnapshotPlan, settings: SuiteSetti
     now = datetime.now(UTC)
     validated = json.dumps(fingerprints(catalog, plan.key, versions), sort_keys=True)
     rows = [{"snapshot": plan.key, "suite": r.suite, "expectation": r.check,
-             "success": r.success, "raised": r.raised, "unexpected_count": r.unexpected_count,
+             "success": r.success, "raised": r.raised, "severity": r.severity,
+             "unexpected_count": r.unexpected_count,
              "observed": json.dumps(r.observed, default=str, sort_keys=True),
              "fingerprints": validated, "validated_at": now}
             for r in report.results]
@@ -107,7 +108,14 @@ def validate_snapshot(catalog: Catalog, plan: SnapshotPlan, settings: SuiteSetti
     if not report.success:
         raise ValidationFailed(f"validate {plan.key}: {report.summary()}; nothing may be "
                                f"released (details: {docs_uri(catalog.warehouse, plan.key)})")
+    for r in report.warnings:
+        log.warning("validate %s: %s (a warning: the release says so)", plan.key, r.line())
     return report
+
+
+def _blocks(row: Mapping[str, Any]) -> bool:
+    """Whether a stored result keeps its snapshot from being released."""
+    return bool(row["raised"]) or (not row["success"] and row.get("severity") != "warning")
 
 
 def fingerprints(catalog: Catalog, snapshot: str, versions: dict[str, int | None]
@@ -127,7 +135,7 @@ def passed_for(catalog: Catalog, snapshot: str, versions: dict[str, int | None]
         return None
     rows = catalog.read_arrow("validation_results", filters=[("snapshot", "=", snapshot)],
                               version=version).to_pylist()
-    if not rows or not all(r["success"] for r in rows):
+    if not rows or any(_blocks(r) for r in rows):
         return None
     if json.loads(rows[0]["fingerprints"]) != fingerprints(catalog, snapshot, versions):
         return None
@@ -171,7 +179,8 @@ def _stored_results(catalog: Catalog, snapshot: str) -> list[dict[str, Any]]:
     rows = catalog.read_arrow("validation_results", filters=[("snapshot", "=", snapshot)],
                               version=version).to_pylist()
     return sorted(({"suite": r["suite"], "check": r["expectation"], "success": r["success"],
-                    "raised": r["raised"], "unexpected_count": r["unexpected_count"],
+                    "raised": r["raised"], "severity": r.get("severity") or "critical",
+                    "unexpected_count": r["unexpected_count"],
                     "observed": json.loads(r["observed"])} for r in rows),
                   key=lambda r: (r["suite"], r["check"]))
 
@@ -206,7 +215,7 @@ def validate_release(catalog: Catalog, out: Path, snapshots: list[str],
     folder.mkdir(parents=True)
     spark = catalog.session()
     results: dict[str, Any] = {}
-    states: dict[str, dict[str, str]] = {}
+    states: dict[str, dict[str, str | list[str]]] = {}
     problems: list[str] = []  # bad data: the release fails
     unvalidated: list[str] = []  # not checked on these rows: written, not publishable
     raised: list[str] = []
@@ -215,7 +224,7 @@ def validate_release(catalog: Catalog, out: Path, snapshots: list[str],
         stored = _stored_results(catalog, snap)
         if passed_for(catalog, snap, versions):
             tables = "passed"
-        elif stored and not all(r["success"] for r in stored):
+        elif stored and any(_blocks(r) for r in stored):
             tables = "failed"
         else:
             tables = "not validated on the rows released (run the validate stage)"
@@ -227,6 +236,11 @@ def validate_release(catalog: Catalog, out: Path, snapshots: list[str],
                           folder / "docs" / name / "release", run_name=f"release {snap}")
         release = "passed" if report.success else "failed"
         states[snap] = {"tables": tables, "release": release}
+        # what this snapshot lacks (warnings of its table suites): said, not blocking
+        empty = [f"{r['suite']}: {r['check']} ({r['observed']})" for r in stored
+                 if not r["success"] and r["severity"] == "warning"]
+        if empty:
+            states[snap]["warnings"] = empty
         results[snap] = {"tables": {"state": tables, "checks": stored},
                          "release": report.to_dict()}
         if tables == "failed":

@@ -274,14 +274,14 @@ def test_a_lost_commit_race_is_retried_and_the_last_loss_is_retryable(catalog: C
             raise RuntimeError("Failed to commit transaction: 0")
         return "done"
 
-    assert catalog._committed("kg_triples", flaky) == "done" and len(calls) == 3
+    assert catalog._committed("kg_triples", "test", flaky) == "done" and len(calls) == 3
     impatient = Catalog(catalog.warehouse, catalog.spark, commit_attempts=2)
     calls.clear()
     with pytest.raises(CommitConflictError, match="kg_triples") as info:
-        impatient._committed("kg_triples", flaky)
+        impatient._committed("kg_triples", "test", flaky)
     assert info.value.retryable and len(calls) == 2
     with pytest.raises(ValueError, match="other"):  # any other error is not retried
-        catalog._committed("kg_triples", lambda: (_ for _ in ()).throw(ValueError("other")))
+        catalog._committed("kg_triples", "test", lambda: (_ for _ in ()).throw(ValueError("other")))
 
 
 def test_concurrent_writers_to_disjoint_partitions_all_land_once(catalog: Catalog) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bz2
+import re
 from pathlib import Path
 
 import pytest
@@ -443,4 +444,6 @@ def test_the_ingest_stage_logs_one_summary_line(tmp_path: Path, catalog: Catalog
              and not r.getMessage().startswith(f.name)]  # the file's own rate line
     (line,) = [x for x in lines if "wikidatawiki" in x or "ingest_wikidata" in x]
     assert line.startswith("stage ingest_wikidata: statement_timeline 6 rows")
-    assert ", 1 files, 10 revisions, 2 rejects in " in line and line.endswith(" MB/s")
+    assert ", 1 files, 10 revisions, 2 rejects in " in line
+    # the cores it kept busy follow when the stage took a second or more (a loaded machine)
+    assert re.search(r" MB/s(, [0-9.]+ cores)?$", line), line
