@@ -36,7 +36,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from emerge_lib.annotation import agreement as agreement_mod
 from emerge_lib.annotation.labelstudio import (
@@ -63,6 +63,9 @@ from emerge_lib.formats.format import (
     prompt_types_of,
 )
 from emerge_lib.formats.manifest import MANIFEST, verify_release
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 log = logging.getLogger(__name__)
 
@@ -214,7 +217,7 @@ def release_assessors(manifest: Mapping[str, Any]) -> dict[str, str]:
                                 defaults.deprecation_judges)[0]]}
 
 
-def import_annotations(release: str | Path, source: str | Path, spark: Any,
+def import_annotations(release: str | Path, source: str | Path, spark: SparkSession,
                        annotator: Sequence[str] = ()) -> ImportSummary:
     """Import ``source`` into ``release`` (see the module docstring); ``spark`` runs the
     validation suites."""

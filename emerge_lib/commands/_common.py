@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -42,7 +42,7 @@ class Renamed(argparse.Action):
         setattr(namespace, self.dest, values)
 
 
-def count(minimum: int) -> Any:
+def count(minimum: int) -> Callable[[str], int]:
     """An argparse type: an integer of at least ``minimum`` (``--items -5`` is refused)."""
     def parse(text: str) -> int:
         try:

@@ -298,6 +298,21 @@ class LLMRoute(_Strict):
 
 
 Judge = Literal["additions", "deprecations"]
+Op = Literal["X", "E", "EE", "EE-KG", "D"]  # the TKGU operations
+Metric = Literal["recall", "completeness"]
+
+
+def _judges(*names: Judge) -> list[Judge]:
+    return list(names)
+
+
+def _ops(*ops: Op) -> list[Op]:
+    return list(ops)
+
+
+def _metrics(*metrics: Metric) -> list[Metric]:
+    return list(metrics)
+
 # the models the released data names (the paper: Llama 3.1 8B for additions, 405B for
 # deprecations); the names a release records unless a route says otherwise
 RELEASED_LLM: dict[str, str] = {"additions": "Meta-Llama-3.1-8B",
@@ -315,10 +330,10 @@ class CurationSettings(_Strict):
     # who judges what (the paper: additions by the additions model; deprecations by the
     # deprecations model, and also by the additions model when there is no end qualifier);
     # a triple is asserted when every judge of its rule says YES
-    assertion_judges: list[Judge] = Field(default_factory=lambda: ["additions"])
-    deprecation_judges: list[Judge] = Field(default_factory=lambda: ["deprecations"])
+    assertion_judges: list[Judge] = Field(default_factory=lambda: _judges("additions"))
+    deprecation_judges: list[Judge] = Field(default_factory=lambda: _judges("deprecations"))
     deprecation_without_qualifier_judges: list[Judge] = Field(
-        default_factory=lambda: ["deprecations", "additions"])
+        default_factory=lambda: _judges("deprecations", "additions"))
     structured: bool = True  # constrained decoding: every answer parses
     concurrency: int = Field(default=64, ge=1)
     timeout_s: float = Field(default=300.0, gt=0)
@@ -392,8 +407,7 @@ class SelectionSettings(_Strict):
     require_supported: bool = True
     evaluation_per_delta: int = Field(default=100, ge=0)  # lines per delta file
     evaluation_min_per_op: int = Field(default=40, ge=0)  # filled first, in this op order
-    evaluation_ops: list[Literal["D", "EE-KG", "EE", "E", "X"]] = Field(
-        default_factory=lambda: ["D", "EE-KG", "EE", "E"])
+    evaluation_ops: list[Op] = Field(default_factory=lambda: _ops("D", "EE-KG", "EE", "E"))
     # s07b's first stage: [lines, minimum per op] drawn first (theirs: 1000, 400), the
     # test split then drawn from those; [] for one draw
     evaluation_pre_draw: list[int] = Field(default_factory=lambda: [1000, 400])
@@ -412,8 +426,8 @@ class ValidationSettings(_Strict):
     may be published."""
 
     enabled: bool = True
-    required_ops: list[Literal["X", "E", "EE", "EE-KG", "D"]] = Field(
-        default_factory=lambda: ["X", "E", "EE", "EE-KG", "D"])  # each present per snapshot
+    required_ops: list[Op] = Field(  # each present per snapshot
+        default_factory=lambda: _ops("X", "E", "EE", "EE-KG", "D"))
     min_instances: int = Field(default=1, ge=0)  # per snapshot
     # what a snapshot without one of the required ops (or with fewer instances) does to the
     # gate: "warn" (released; the validation verdict says what is empty: a small or quiet
@@ -429,8 +443,7 @@ class EvaluationSettings(_Strict):
     settings): prediction files, metrics, the embedding model, where results go."""
 
     predictions: list[str] = Field(default_factory=list)  # JSONL {hash_id, model, predicted}
-    metrics: list[Literal["recall", "completeness"]] = Field(
-        default_factory=lambda: ["recall", "completeness"])
+    metrics: list[Metric] = Field(default_factory=lambda: _metrics("recall", "completeness"))
     threshold: float = Field(default=0.9, ge=0, le=1)
     # auto: LLM-supported gold where the release is curated (the paper's tables), else all
     gold_filter: Literal["auto", "all", "llm-asserted", "human"] = "auto"
@@ -702,8 +715,8 @@ def _anchor(tree: dict[str, Any], base: Path) -> dict[str, Any]:
         value = out.get(name)
         if not isinstance(value, Mapping):
             return None
-        out[name] = dict(value)
-        return out[name]
+        copied = out[name] = dict(value)
+        return copied
 
     if _local_relative(out.get("warehouse")):
         out["warehouse"] = str((base / out["warehouse"]).resolve())

@@ -27,6 +27,8 @@ from emerge_lib.ingest.pool import WorkerPool, log_file, run_workers
 from emerge_lib.ingest.staging import FileSummary, missing_outputs, remove_staging
 
 if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
     from emerge_lib.dumps.mirror import ProgressFactory
 
 log = logging.getLogger(__name__)
@@ -104,7 +106,7 @@ def run_ingest(cfg: Config, catalog: Catalog, kind: Kind,
 
 
 def _run_batches(cfg: Config, catalog: Catalog, plan: IngestPlan, report: IngestReport,
-                 pool: WorkerPool, spark: Any, finished: Callable[[FileSummary], None]) -> None:
+                 pool: WorkerPool, spark: SparkSession | None, finished: Callable[[FileSummary], None]) -> None:
     """Extract and commit the pending files, dump date by dump date; stale ones again."""
     for batch in plan.pending_by_date():
         for attempt in range(1, STALE_ATTEMPTS + 1):

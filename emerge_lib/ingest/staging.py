@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -25,6 +25,9 @@ from emerge_lib.catalog.storage import filesystem_of
 from emerge_lib.core.resources import cpu_seconds
 from emerge_lib.dumps.compressed import DumpReadError
 from emerge_lib.dumps.xml import Dump, MalformedXMLError, PageReject
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 log = logging.getLogger(__name__)
 _MICROS = pa.timestamp("us", tz="UTC")
@@ -133,7 +136,7 @@ class StagedOutputs:
         return out
 
 
-def read_staged(spark: Any, summaries: Sequence[FileSummary], output: str) -> Any:
+def read_staged(spark: SparkSession, summaries: Sequence[FileSummary], output: str) -> Any:
     """One staged output of every summary that has it, as one frame (None: none has it)."""
     paths = [s.outputs[output] for s in summaries if output in s.outputs]
     return spark.read.parquet(*paths) if paths else None

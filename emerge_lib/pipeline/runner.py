@@ -75,10 +75,11 @@ def build_steps(ctx: StageContext) -> list[tuple[str, SnapshotPlan | None]]:
     if not plans:
         raise EmergeError("no snapshot timestamps configured (snapshots.timestamps / --snapshot)")
     applying = [st for st in STAGES.values() if st.in_build and st.applies(ctx)]
-    before = [(st.name, None) for st in applying if st.scope in ("ingest", "global")]
-    per_snapshot = [(st.name, p) for p in plans for st in applying if st.scope == "snapshot"]
-    after = [(st.name, None) for st in applying if st.scope == "release"]
-    return before + per_snapshot + after
+    steps: list[tuple[str, SnapshotPlan | None]] = [
+        (st.name, None) for st in applying if st.scope in ("ingest", "global")]
+    steps += [(st.name, p) for p in plans for st in applying if st.scope == "snapshot"]
+    steps += [(st.name, None) for st in applying if st.scope == "release"]
+    return steps
 
 
 def build_dataset(ctx: StageContext,

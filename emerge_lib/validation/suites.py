@@ -243,9 +243,10 @@ def missing_verdicts(catalog: Catalog, cfg: SuiteSettings, plan: SnapshotPlan,
     def rows(name: str, window: int) -> list[dict[str, Any]]:
         if versions.get(name) is None:
             return []
-        return catalog.read_arrow(name, filters=[("snapshot", "=", plan.key),
-                                                 ("window", "=", window)],
-                                  version=versions[name]).to_pylist()
+        found: list[dict[str, Any]] = catalog.read_arrow(
+            name, filters=[("snapshot", "=", plan.key), ("window", "=", window)],
+            version=versions[name]).to_pylist()
+        return found
 
     out = []
     for w in plan.windows:
@@ -255,7 +256,7 @@ def missing_verdicts(catalog: Catalog, cfg: SuiteSettings, plan: SnapshotPlan,
         answered = {(v["passage_id"], v["s"], v["p"], v["o"], v["llm_name"], v["prompt_type"])
                     for v in rows("verdicts", w.k) if (v["llm_name"], v["prompt_sha"]) in current}
         have = {p["passage_id"] for p in passages}
-        needs: dict[tuple, set[tuple[str, str]]] = defaultdict(set)
+        needs: dict[tuple[str, str, str, str], set[tuple[str, str]]] = defaultdict(set)
         for r in instances:
             if r["passage_id"] not in have:
                 continue  # an orphan: its own check reports it

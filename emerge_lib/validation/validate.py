@@ -29,7 +29,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from emerge_lib.catalog import Catalog
 from emerge_lib.core.errors import EmergeError
@@ -37,6 +37,9 @@ from emerge_lib.core.schedule import SnapshotPlan
 from emerge_lib.formats.layout import snapshot_dir_name
 from emerge_lib.validation.gate import GateReport, ValidationFailed, ValidationGateError
 from emerge_lib.validation.suites import SuiteSettings
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 log = logging.getLogger(__name__)
 
@@ -390,7 +393,7 @@ def annotation_files(out: Path) -> list[Path]:
     return sorted((out / HUMAN_ANNOTATION).glob("*.jsonl"))
 
 
-def validate_annotation(spark: Any, out: Path,
+def validate_annotation(spark: SparkSession, out: Path,
                         released: list[tuple[str, str, str, str]]) -> GateReport:
     """Run the human annotation's suites on ``out/human_annotation/*.jsonl`` against the
     release's triples ``released`` ((hash_id, s, p, o)); Data Docs under
