@@ -57,7 +57,7 @@ DESIGN_INSTANCES = {
 
 
 def test_alignment_of_every_operation(kg: Catalog) -> None:
-    catalog = with_passages(DESIGN, "design-align")
+    catalog = with_passages(kg, DESIGN, "design-align")
     assert instances_of(catalog) == DESIGN_INSTANCES
     labels = {(r["op"], r["s_label"], r["p_label"], r["o_label"])
               for r in catalog.read_arrow("instances").to_pylist()}

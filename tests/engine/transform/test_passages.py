@@ -33,7 +33,7 @@ DESIGN_PASSAGES = {
 
 
 def test_passage_windows_filters_and_entities(kg: Catalog) -> None:
-    catalog = with_passages(DESIGN, "design")
+    catalog = with_passages(kg, DESIGN, "design")
     assert passages_of(catalog) == DESIGN_PASSAGES
     rows = {r["passage_id"].split("-", 1)[1]: r for r in catalog.read_arrow("passages").to_pylist()}
     assert (rows["one-link"]["page_title"], rows["one-link"]["page_qid"]) == ("Title 2", "Q2")
@@ -47,7 +47,7 @@ def test_cumulative_windows_hold_every_passage_new_since_t(kg_released: Catalog)
 
 
 def test_passage_filters_follow_the_configuration(kg: Catalog) -> None:
-    catalog = with_passages({**DESIGN, "passages": {
+    catalog = with_passages(kg, {**DESIGN, "passages": {
         "windows": "first_appearance", "article_entity_counts": False, "min_tokens": 20,
         "max_tokens": 1001, "max_markup_ratio": 0.7}}, "filters")
     got = {key for _, key, _ in passages_of(catalog)}
