@@ -128,7 +128,7 @@ def stage_context(run: SnapshotRun, engine: bool = True) -> Iterator[StageContex
         yield ctx
 
 
-def _through_the_door(ctx: StageContext, name: str, plan: str | None, step: str | None,
+def _through_the_door(ctx: StageContext, name: str, snapshot: str | None, step: str | None,
                       **inputs: Any) -> StageResult:
     """``run_stage`` of registry stage ``name`` (or its ``step``); a whole stage that does
     not apply to ``ctx`` (``Stage.skip``: an ingest without inputs, curation off, nowhere
@@ -140,7 +140,7 @@ def _through_the_door(ctx: StageContext, name: str, plan: str | None, step: str 
     why = st.why_not(ctx) if step is None else None
     if why is not None:
         raise AirflowSkipException(f"{name}: {why}")
-    return run_stage(ctx, name, plan, step=step, **inputs)
+    return run_stage(ctx, name, snapshot, step=step, **inputs)  # a step's input may be `plan`
 
 
 def _step(name: str, context: Mapping[str, Any], *, snapshot: bool, engine: bool = True,

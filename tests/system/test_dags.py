@@ -163,6 +163,19 @@ def test_assets_are_declared_once() -> None:
     assert hits == ["emerge_lib/airflow/assets.py"]
 
 
+def test_a_step_input_named_plan_reaches_the_step(tmp_path: Path) -> None:
+    """The ingest DAG's commit tasks hand their step an input named ``plan`` (the plan as
+    JSON): it goes to the step, not to the door's snapshot argument."""
+    from emerge_lib.airflow.runtime import _through_the_door
+    from emerge_lib.core.config import Config
+    from emerge_lib.pipeline.context import open_context
+
+    with open_context(Config(warehouse=str(tmp_path / "wh")), engine=False) as ctx:
+        result = _through_the_door(ctx, "ingest_wikidata", None, "commit", plan=None,
+                                   summaries=[], newer=None)
+    assert result.step == "commit" and result.note == "no input files"
+
+
 def test_the_snapshot_of_a_run() -> None:
     from airflow.sdk.exceptions import AirflowFailException
 
