@@ -101,9 +101,6 @@ def spark():
     from emerge_lib.core.config import EngineSettings
     from emerge_lib.core.engine import spark_session
 
-    # Sail ends a session idle for 15 minutes (spark.session_timeout_secs): a worker whose
-    # first file is a long Airflow one (they start first) would find it gone afterwards
-    os.environ.setdefault("SAIL_SPARK__SESSION_TIMEOUT_SECS", str(24 * 3600))
     with spark_session(EngineSettings(call_timeout_s=600)) as session:
         yield session
 
