@@ -339,6 +339,13 @@ class CurationSettings(_Strict):
     deprecation_judges: list[Judge] = Field(default_factory=lambda: _judges("deprecations"))
     deprecation_without_qualifier_judges: list[Judge] = Field(
         default_factory=lambda: _judges("deprecations", "additions"))
+    # what an unparsed (or missing) verdict leaves unknown: "operation", the authors' s07
+    # (S07:98-121 asks each operation's judges apart and counts a verdict it cannot read as
+    # no: a two-operation triple keeps the operation whose judges said YES); "triple", the
+    # earlier rule (the whole triple unknown, none of its operations asserted: the
+    # no-selection-rules preset). A triple none of whose operations could be judged is
+    # unknown either way
+    unparsed_fails: Literal["operation", "triple"] = "operation"
     structured: bool = True  # constrained decoding: every answer parses
     concurrency: int = Field(default=64, ge=1)
     timeout_s: float = Field(default=300.0, gt=0)

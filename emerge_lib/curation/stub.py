@@ -4,8 +4,9 @@ measuring the client's own ceiling (``benchmarks/curation.py``).
 It speaks the same protocol over the same wire as vLLM's and llama.cpp's servers
 (HTTP/1.1 with keep-alive, ``POST /v1/chat/completions``, ``GET /v1/models``) and answers
 each prompt's numbered triples with ``k. YES …`` lines (or NO for triples whose subject
-label starts with "No"), instantly. ``faults`` scripts what the next requests get instead:
-``"500"``, ``"hang"`` (no answer until the client gives up), ``"close"`` (the connection
+label starts with "No"), instantly; models named in ``contrary`` answer the other way,
+those in ``garbled`` with prose that never parses. ``faults`` scripts what the next
+requests get instead: ``"500"``, ``"hang"`` (no answer until the client gives up), ``"close"`` (the connection
 is dropped), ``"prose"`` (an answer without a list), ``"short"`` (one line too few),
 ``"long"`` (one too many), ``"cut"`` (the normal answer, but ``finish_reason: length``, as
 when ``max_tokens`` cut an answer that happens to parse), ``"400"``, or ``"ok"`` (the
@@ -48,6 +49,9 @@ class StubServer:
     faults_for: dict[str, deque[str]] = field(default_factory=dict)
     # served model names that answer every triple the other way: judges that disagree
     contrary: set[str] = field(default_factory=set)
+    # served model names whose every answer is prose without a list (never parses): a
+    # judge that always answers garbage, whatever the retries
+    garbled: set[str] = field(default_factory=set)
     requests: int = 0
     url: str = ""
     _loop: asyncio.AbstractEventLoop | None = None
@@ -143,7 +147,7 @@ class StubServer:
         request = json.loads(body or b"{}")
         prompt = request.get("messages", [{}])[-1].get("content", "")
         text = answer_for(prompt, request.get("model") in self.contrary)
-        if fault == "prose":
+        if fault == "prose" or request.get("model") in self.garbled:
             text = "The text supports some of these triples but not all of them."
         elif fault == "short":
             text = "\n".join(text.splitlines()[:-1])
