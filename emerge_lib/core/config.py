@@ -277,6 +277,9 @@ class AlignSettings(_Strict):
     # the entities mentioned, go, unless an end qualifier or an emerging entity keeps them
     interesting: bool = True
     interesting_min_ratio: float = Field(default=0.2, ge=0, le=1)
+    # their s07: a triple whose relation is not in the snapshot's relations R_t goes from
+    # its line, and a line left without an E, EE, EE-KG or D triple goes (after R1-R5)
+    relations_in_snapshot: bool = True
 
 
 class LLMRoute(_Strict):

@@ -140,6 +140,8 @@ CAST_NAMES = {
     "tove": "Tove Lindahl", "runa": "Runa Castell", "troupe": "The Harbour Players",
     "paleo": "Pellham Trading Company", "neo": "Kestrel Maritime Trust",
     "neo2": "Northam Rowing Club", "young": "Northam Boat Shed", "ferry": "Harrow Ferry Guild",
+    # what the authors' s07 does at its edges (docs/data-model.md)
+    "wren": "Wren Halloway", "ada": "Ada Pruitt",
 }
 _CAST_SUFFIX = ("", " II", " III", " IV", " V", " VI", " VII", " VIII", " IX", " X")
 
@@ -224,6 +226,19 @@ class Builder:
         self._states[key] = state
         self.plan.entities[key].revs.append(Rev(ts, state, comment, **rev))  # type: ignore[arg-type]
         return state
+
+    def prop(self, pid: str, label: str, description: str, created: int,
+             datatype: str = "wikibase-item") -> str:
+        """A property created at ``created``, with an English label and description."""
+        key = f"prop:{pid}"
+        state = ItemState(labels=(("en", label),), descriptions=(("en", description),),
+                          datatype=datatype)
+        self._states[key] = state
+        self.plan.labels[key] = label
+        self.plan.entities[key] = PlanEntity(
+            key, [Rev(created, state, "/* wbeditentity-create:0| */", user="PropertyCreator")],
+            is_property=True, pid=pid)
+        return key
 
     def raw_rev(self, key: str, rev: Rev) -> None:
         """A revision whose content does not become the builder's current state."""
@@ -541,6 +556,9 @@ class Cast:
         self.person("tove", c0 + 32 * HOUR, [("P27", "core:veloria")], ["core:veloria"])
         self.person("runa", c0 + 33 * HOUR, [("P27", "core:veloria")], ["core:veloria"])
         self._thing("paleo", "org", c0 + 34 * HOUR, [("P31", "core:organization")], [], enwiki=False)
+        # the cast of s07's edge scenarios
+        self.person("wren", c0 + 35 * HOUR, [("P27", "core:veloria")], ["core:veloria"])
+        self.person("ada", c0 + 36 * HOUR, [("P27", "core:veloria")], ["core:veloria"])
         # legacy-era entities (last edited in 2013): their state at t is legacy JSON
         y13 = to_seconds("2013-05-10T08:00:00Z") + self.i * DAY
         self._thing("cr", "org", y13, [("P31", "core:lawfirm"), ("P17", "core:ostrand")], ["core:ostrand"], legacy=True)
@@ -1256,6 +1274,43 @@ class Cast:
                          rule="r1-no-delta-between-mentions",
                          why="only EE-KG triples: none between two mentioned entities")
 
+    # ---- what the authors' s07 does at its edges (docs/data-model.md)
+    def s_new_relation(self) -> None:
+        """s07's relation filter: an addition whose relation, a property created after t,
+        is not in R_t leaves its line when it was the line's only delta triple; beside an
+        addition with a relation of R_t, the line stays without it."""
+        b, k = self.b, self.k
+        pid = f"P{9100 + self.i}"
+        b.prop(pid, "partner organisation", "organisation the subject works with as a partner",
+               self.at(1))
+        b.edit(k("wren"), self.at(3), lambda s: s.add(st(pid, k("soc"))),
+               f"/* wbcreateclaim-create:1| */ [[Property:{pid}]]: [[{k('soc')}]]",
+               user="Wikiwalker")
+        b.edit(k("ada"), self.at(3, 2), lambda s: s.add(st(pid, k("nu"))),
+               f"/* wbcreateclaim-create:1| */ [[Property:{pid}]]: [[{k('nu')}]]",
+               user="Wikiwalker")
+        b.edit(k("ada"), self.at(3, 4), lambda s: s.add(st("P108", k("bw"))),
+               f"/* wbcreateclaim-create:1| */ [[Property:P108]]: [[{k('bw')}]]",
+               user="Wikiwalker")
+        para = prose(
+            "Since early 2024 ", self.n("wren").split()[0], " has worked with the ",
+            Link(self.n("soc")), " on an oral history of the net lofts, recording fishermen "
+            "and their families about the years before the harbour closed to trawlers.",
+        )
+        self.add_para("wren", self.at(5), para, "Projects", scenario="new-relation")
+        para = prose(
+            self.n("ada").split()[0], " moved to ", Link(self.n("bw")), " in January 2024 "
+            "and runs its partnership with ", Link(self.n("nu")), ", where students build "
+            "tide and weather models from the company's sensor records of the estuary.",
+        )
+        self.add_para("ada", self.at(5, 2), para, "Career", scenario="new-relation")
+        why = f"{pid} was created after t: not in R_t"
+        self._cumulative(1, "E", "wren", pid, "soc", "page:wren", kept=False,
+                         rule="s07-relation-outside-r-t", why=why)
+        self._cumulative(1, "E", "ada", pid, "nu", "page:ada", kept=False,
+                         rule="s07-relation-outside-r-t", why=why)
+        self._cumulative(1, "E", "ada", "P108", "bw", "page:ada")
+
 
 #: every scenario a cast plants around its t, in the order they run (``Cast.s_<name>``)
 SCENARIOS: tuple[str, ...] = (
@@ -1264,7 +1319,7 @@ SCENARIOS: tuple[str, ...] = (
     "x_move", "end_outside", "merge", "vandalism", "no_english", "after_last",
     "single_entity", "rank_restored", "removal_kept", "rank_kept", "removal_added_back",
     "passage_before_removal", "ee_kg_transient", "merged_into_new", "sparse_line",
-    "ee_kg_only")
+    "ee_kg_only", "new_relation")
 
 
 #: histories that give a stage nothing, each as the scenarios it plants and whether its
