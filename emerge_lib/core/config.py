@@ -258,6 +258,11 @@ class DeltaSettings(_Strict):
     # R4: an item's creation time is the earliest over it and the items redirected to it
     # at the end of the ingested history (the no-selection-rules preset: false)
     creation_over_redirects: bool = True
+    # their qualifier_info: a removal (D by removed or rank) without an end qualifier
+    # carries the start qualifier dated inside the window on its statement as it held at t,
+    # and a D carrying a qualifier is judged as one with an end qualifier (the
+    # no-selection-rules preset: false, a removal carries none)
+    removal_start_qualifier: bool = True
 
 
 class AlignSettings(_Strict):
@@ -336,7 +341,7 @@ class CurationSettings(_Strict):
     deprecations: LLMRoute = Field(
         default_factory=lambda: LLMRoute(name=RELEASED_LLM["deprecations"]))
     # who judges what (the paper: additions by the additions model; deprecations by the
-    # deprecations model, and also by the additions model when there is no end qualifier);
+    # deprecations model, and also by the additions model when the D carries no qualifier);
     # a triple is asserted when every judge of its rule says YES
     assertion_judges: list[Judge] = Field(default_factory=lambda: _judges("additions"))
     deprecation_judges: list[Judge] = Field(default_factory=lambda: _judges("deprecations"))

@@ -84,6 +84,14 @@ def passage_text(row: dict[str, Any], passages: PassageSettings) -> str:
     return prefix + row["text"]
 
 
+def qualified(row: dict[str, Any]) -> bool:
+    """Is this instance row a D that carries a qualifier (which picks its judges)? The
+    authors' s07 reads "with qualifier" as a non-empty ``qualifier_info`` (S07:109-112):
+    an end qualifier, or a removal's start qualifier (``deltas.removal_start_qualifier``),
+    as their s06b fills it from any qualifier event of the triple (S06B:215-225)."""
+    return row["op"] == "D" and row.get("qualifier_pid") is not None
+
+
 def endpoint_of(settings: CurationSettings, judge: str) -> Endpoint:
     route = settings.route(judge)  # type: ignore[arg-type]
     if not route.url:
@@ -101,8 +109,7 @@ def plan_requests(settings: CurationSettings, passages_settings: PassageSettings
         entry = by_passage[(r["window"], r["passage_id"])].setdefault(
             (r["s"], r["p"], r["o"]), {"ops": set(), "qualified": False, "labels": None})
         entry["ops"].add(r["op"])
-        if r["op"] == "D" and (r.get("signal") or "").startswith("qualifier:"):
-            entry["qualified"] = True
+        entry["qualified"] |= qualified(r)
         entry["labels"] = (r.get("s_label") or r["s"], r.get("p_label") or r["p"],
                            r.get("o_label") or r["o"])
     text = {(p["window"], p["passage_id"]): passage_text(p, passages_settings) for p in passages}
@@ -357,13 +364,14 @@ def assessments(catalog: Catalog, snapshot: str, window: int, version: int | Non
         said[(pid, s, p, o)][(name, kind)] = (None if r["verdict"] not in ("YES", "NO")
                                               else r["verdict"] == "YES")
     ops: dict[tuple, list[str]] = defaultdict(list)
-    qualified: dict[tuple, bool] = defaultdict(bool)
+    with_qualifier: dict[tuple, bool] = defaultdict(bool)
     for r in instances:
         key = (r["passage_id"], r["s"], r["p"], r["o"])
         ops[key].append(r["op"])
-        qualified[key] |= r["op"] == "D" and (r.get("signal") or "").startswith("qualifier:")
+        with_qualifier[key] |= qualified(r)
     out: dict[str, dict] = defaultdict(dict)
     for key, op_list in ops.items():
-        asserted = asserted_operations(settings, op_list, qualified[key], said.get(key, {}))
+        asserted = asserted_operations(settings, op_list, with_qualifier[key],
+                                       said.get(key, {}))
         out[key[0]][key[1:]] = (entries.get(key, []), asserted)
     return out

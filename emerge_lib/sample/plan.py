@@ -141,7 +141,7 @@ CAST_NAMES = {
     "paleo": "Pellham Trading Company", "neo": "Kestrel Maritime Trust",
     "neo2": "Northam Rowing Club", "young": "Northam Boat Shed", "ferry": "Harrow Ferry Guild",
     # what the authors' s07 does at its edges (docs/data-model.md)
-    "wren": "Wren Halloway", "ada": "Ada Pruitt",
+    "wren": "Wren Halloway", "ada": "Ada Pruitt", "cato": "Cato Brennan",
 }
 _CAST_SUFFIX = ("", " II", " III", " IV", " V", " VI", " VII", " VIII", " IX", " X")
 
@@ -559,6 +559,11 @@ class Cast:
         # the cast of s07's edge scenarios
         self.person("wren", c0 + 35 * HOUR, [("P27", "core:veloria")], ["core:veloria"])
         self.person("ada", c0 + 36 * HOUR, [("P27", "core:veloria")], ["core:veloria"])
+        # a membership entered before t that is to start on day 2 (a start qualifier
+        # inside the first window)
+        self.person("cato", c0 + 37 * HOUR, [("P27", "core:veloria")], ["core:veloria"],
+                    (st("P463", k("soc"), qualifiers=(
+                        Qualifier("P580", day_time(t + 2 * DAY), 11),)),))
         # legacy-era entities (last edited in 2013): their state at t is legacy JSON
         y13 = to_seconds("2013-05-10T08:00:00Z") + self.i * DAY
         self._thing("cr", "org", y13, [("P31", "core:lawfirm"), ("P17", "core:ostrand")], ["core:ostrand"], legacy=True)
@@ -1064,7 +1069,7 @@ class Cast:
     # a near miss it keeps; "released" is their rules on, "unselected" and "design" off
     def _cumulative(self, first: int, op: str, s: str, p: str, o: str, page: str,
                     signal: str | None = None, kept: bool = True, rule: str = "",
-                    why: str = "") -> None:
+                    why: str = "", tags: tuple[str, ...] = ()) -> None:
         """A row of a passage first seen in window ``first``: in that window under every
         semantics, in the later ones under the cumulative (released, unselected) ones;
         under the released one only when the authors' rules keep the line (``kept``)."""
@@ -1072,7 +1077,8 @@ class Cast:
             names = ["design", "unselected"] if w == first else ["unselected"]
             if kept:
                 names.append("released")
-            self.expect(w, op, s, p, o, page, signal=signal, settings=",".join(names))
+            self.expect(w, op, s, p, o, page, signal=signal, settings=",".join(names),
+                        tags=tags)
             if not kept:
                 self.trap(rule, why, window=w, op=op, s=s, p=p, o=o, page=page,
                           settings="released")
@@ -1311,6 +1317,28 @@ class Cast:
                          rule="s07-relation-outside-r-t", why=why)
         self._cumulative(1, "E", "ada", "P108", "bw", "page:ada")
 
+    def s_removal_start_qualifier(self) -> None:
+        """A removal whose statement carries only a start qualifier dated inside the
+        window: their qualifier_info is not empty, so one model judges it (S07:109-112);
+        the D carries that qualifier (``deltas.removal_start_qualifier``). The near miss
+        is ``removal_kept``'s removal without any qualifier (both models judge it)."""
+        b, k = self.b, self.k
+        b.edit(k("cato"), self.at(8), lambda s: s.remove("P463", k("soc")),
+               "/* wbremoveclaims-remove:1| */ [[Property:P463]]", user="Wikiwalker")
+        b.edit(k("cato"), self.at(8, 3), lambda s: s.add(st("P108", k("nu"))),
+               f"/* wbcreateclaim-create:1| */ [[Property:P108]]: [[{k('nu')}]]",
+               user="Wikiwalker")
+        para = prose(
+            "A week after joining, ", self.n("cato").split()[0], " gave up his place in the ",
+            Link(self.n("soc")), " to take a lecturing post at ", Link(self.n("nu")),
+            ", where he teaches the history of the coastal trade and keeps the archive of "
+            "the old shipping ledgers.",
+        )
+        self.add_para("cato", self.at(10), para, "Career", scenario="removal-start-qualifier")
+        self._cumulative(2, "D", "cato", "P463", "soc", "page:cato", signal="removed",
+                         tags=("removal-start-qualifier",))
+        self._cumulative(2, "E", "cato", "P108", "nu", "page:cato")
+
 
 #: every scenario a cast plants around its t, in the order they run (``Cast.s_<name>``)
 SCENARIOS: tuple[str, ...] = (
@@ -1319,7 +1347,7 @@ SCENARIOS: tuple[str, ...] = (
     "x_move", "end_outside", "merge", "vandalism", "no_english", "after_last",
     "single_entity", "rank_restored", "removal_kept", "rank_kept", "removal_added_back",
     "passage_before_removal", "ee_kg_transient", "merged_into_new", "sparse_line",
-    "ee_kg_only", "new_relation")
+    "ee_kg_only", "new_relation", "removal_start_qualifier")
 
 
 #: histories that give a stage nothing, each as the scenarios it plants and whether its

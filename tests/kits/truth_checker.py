@@ -31,7 +31,9 @@ or to the dump's end; R4 an item is as old as the oldest item redirected to it; 
 of plain removals only, or with (delta + EE-KG triples) / entities ≤ 0.2, goes unless an
 end qualifier or an emerging entity keeps it; s07's relation filter: a row whose relation
 is not in R_t (a property page with an English label and description at t) goes, and a
-line it leaves without an E, EE, EE-KG or D row. Traps with a paragraph must fail one of
+line it leaves without an E, EE, EE-KG or D row; a row tagged removal-start-qualifier is a
+removal whose statement at t carries a start qualifier (P580) dated inside its window and
+no end qualifier (s07 judges it as qualified). Traps with a paragraph must fail one of
 the passage rules; a selection-rule trap (kind r1-, r2b-, r5-, s07-) must name a row that
 no line of its page keeps under the rules. NOT verified: that no other
 (unlisted) paragraph of the dumps is a passage -- that needs a full cleaner, which is
@@ -476,6 +478,16 @@ def check_world(out: Path, date: str | None = None, snapshots: set[str] | None =
                  if (x[0], x[1]) == (row["p"], row["o"]) for qp, v, n in x[3]}
         if quals != {(q["p"], instant(q["time"], q["precision"]), q["precision"]) for q in row["qualifiers"]}:
             problems.append(f"qualifiers differ for {row['s']} {row['p']} {row['o']}: {sorted(quals)}")
+        if "removal-start-qualifier" in row["tags"]:  # judged as a D with a qualifier
+            held = checker.state(row["s"], t)
+            dates = {(qp, instant(v, n)) for x in (held.statements if held else [])
+                     if (x[0], x[1]) == (row["p"], row["o"]) for qp, v, n in x[3]}
+            inside = t < min((d for qp, d in dates if qp == "P580"), default=0) <= \
+                t + row["window"] * WEEK
+            if row["signal"] != "removed" or not inside or {qp for qp, _ in dates} & set(
+                    END_QUALIFIERS):
+                problems.append(f"not a removal with only a start qualifier inside its "
+                                f"window: {row['s']} {row['p']} {row['o']} w{row['window']}")
         passages[(row["snapshot"], row["window"], row["page_id"], row["paragraph"])].append(row)
     for (snap, k, page_id, plain), rows in passages.items():
         t = seconds(snap)

@@ -6,14 +6,19 @@ triple, E and D, in every window). The stub's deprecations model answers garbage
 never parses, so every D verdict of that model is UNPARSED: under the authors' reading
 (S07:98-121) the triple's E still stands on the additions model's YES and its line is
 kept; under the earlier whole-triple reading the line has no supported triple and goes.
-The near miss: a line whose only triple is a D (``d-month``) goes under both."""
+The near miss: a line whose only triple is a D (``d-month``) goes under both.
+
+It also plants a removal whose statement carries only a start qualifier dated inside its
+window (``removal-start-qualifier``): one model judges it, as one with an end qualifier
+(their non-empty ``qualifier_info``, S07:109-112); a removal without any (``removal-kept``)
+is judged by both."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from curatekit import DEPRECATIONS_LLM, curate_all, curated_ctx
+from curatekit import ADDITIONS_LLM, DEPRECATIONS_LLM, curate_all, curated_ctx, requests_of
 from worlds import TINY
 
 from emerge_lib.catalog import Catalog
@@ -58,3 +63,20 @@ def test_an_unparsed_verdict_fails_only_its_operation(worlds, tmp_path: Path, sp
     # the earlier rule: the whole triple unknown, its line unsupported
     assert fates(earlier, catalog, two_ops) == {(False, "unsupported")}
     assert fates(earlier, catalog, d_only) == {(False, "unsupported")}
+
+
+def test_a_removal_with_a_start_qualifier_is_judged_by_one_model(worlds, spark) -> None:
+    world = worlds.world(TINY)
+    catalog = Catalog(worlds.built(TINY, release=False).warehouse, spark)
+    rows = [json.loads(x) for x in (world / "truth.jsonl").read_text().splitlines() if x]
+    triple = {r["scenario"]: (r["s"], r["p"], r["o"]) for r in rows if r["op"] == "D"}
+    asked: dict[tuple[str, str, str], set[str]] = {}
+    for req in requests_of(curated_ctx(catalog, world, "http://127.0.0.1:9/v1")):
+        if req.prompt_type == "triple_deprecation":
+            for t in req.triples:
+                asked.setdefault(t, set()).add(req.llm_name)
+    assert asked[triple["removal-start-qualifier"]] == {DEPRECATIONS_LLM}
+    assert asked[triple["removal-kept"]] == {DEPRECATIONS_LLM, ADDITIONS_LLM}
+    instance = next(r for r in catalog.read_arrow("instances").to_pylist()
+                    if (r["s"], r["p"], r["o"]) == triple["removal-start-qualifier"])
+    assert (instance["signal"], instance["qualifier_pid"]) == ("removed", "P580")

@@ -59,7 +59,9 @@ def judged_by(t: dict) -> dict[tuple[str, str], bool | None]:
 
 
 def no_end_qualifier(t: dict) -> bool:
-    return not t["qualifier_info"] or t["deprecation_signal"] in ("removed", "rank")
+    """A D judged by both models: one without a qualifier (a removal whose statement
+    carries a start qualifier inside its window has one, S07:109-112)."""
+    return not t["qualifier_info"]
 
 
 def test_curate_with_the_stub_then_a_rerun_asks_nothing(built: Catalog, world: Path) -> None:

@@ -248,8 +248,9 @@ def test_truth_covers_every_operation_signal_and_trap(world: Path) -> None:
             "r4-created-over-redirects", "r5-only-removals", "r5-not-interesting",
             "s07-relation-outside-r-t"} <= kinds
     assert {"removal-kept", "rank-kept", "removal-added-back", "passage-before-removal",
-            "ee-kg-transient", "merged-into-new", "sparse-line", "new-relation"} <= {
-        r["scenario"] for r in rows}
+            "ee-kg-transient", "merged-into-new", "sparse-line", "new-relation",
+            "removal-start-qualifier"} <= {r["scenario"] for r in rows}
+    assert {r["op"] for r in rows if "removal-start-qualifier" in r["tags"]} == {"D"}
     assert all(t["reason"] for t in traps)
 
 
