@@ -422,6 +422,10 @@ class SelectionSettings(_Strict):
     min_edit_distance: float = Field(default=0.2, ge=0, le=1)
     # s07's structural guards: lines with template braces, mostly table or list markup
     guards: bool = True
+    # a quirk of theirs, kept: the guards read the released passage split at its first
+    # ":" (S07:372-373), so a title holding a colon adds its rest and a ":" to the text
+    # (false: the paragraph alone; the no-selection-rules preset, whose guards are off)
+    guard_split_at_colon: bool = True
     # s07: after curation, a line needs a delta triple (E, EE, EE-KG or D) its judges
     # support; its other triples stay, with their verdicts
     require_supported: bool = True

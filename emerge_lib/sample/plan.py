@@ -142,6 +142,7 @@ CAST_NAMES = {
     "neo2": "Northam Rowing Club", "young": "Northam Boat Shed", "ferry": "Harrow Ferry Guild",
     # what the authors' s07 does at its edges (docs/data-model.md)
     "wren": "Wren Halloway", "ada": "Ada Pruitt", "cato": "Cato Brennan",
+    "saga": "Harbour Lights: Chronicle",
 }
 _CAST_SUFFIX = ("", " II", " III", " IV", " V", " VI", " VII", " VIII", " IX", " X")
 
@@ -559,6 +560,7 @@ class Cast:
         # the cast of s07's edge scenarios
         self.person("wren", c0 + 35 * HOUR, [("P27", "core:veloria")], ["core:veloria"])
         self.person("ada", c0 + 36 * HOUR, [("P27", "core:veloria")], ["core:veloria"])
+        self._thing("saga", "work", c0 + 38 * HOUR, [("P31", "core:organization")], ["kh"])
         # a membership entered before t that is to start on day 2 (a start qualifier
         # inside the first window)
         self.person("cato", c0 + 37 * HOUR, [("P27", "core:veloria")], ["core:veloria"],
@@ -1339,6 +1341,36 @@ class Cast:
                          tags=("removal-start-qualifier",))
         self._cumulative(2, "E", "cato", "P108", "nu", "page:cato")
 
+    def s_title_colon(self) -> None:
+        """s07's guards read the released passage split at its first ':' (S07:372-373, a
+        quirk of theirs): under a title holding a colon, a paragraph of exactly three
+        words per ':' gains the title's rest and one ':' and goes as table markup; the
+        same article's prose paragraph stays under both readings (the near miss)."""
+        b, k = self.b, self.k
+        b.edit(k("saga"), self.at(3), lambda s: s.add(st("P127", k("soc"))),
+               f"/* wbcreateclaim-create:1| */ [[Property:P127]]: [[{k('soc')}]]",
+               user="Wikiwalker")
+        b.edit(k("saga"), self.at(3, 2), lambda s: s.add(st("P131", k("pel"))),
+               f"/* wbcreateclaim-create:1| */ [[Property:P131]]: [[{k('pel')}]]",
+               user="Wikiwalker")
+        seasons = prose(
+            "Seasons: 2016: ", Link(self.n("soc"), "the society"), " hall; 2017: ",
+            Link(self.n("kh"), "the port"), " pier; 2018: barn tour; 2019: coast tour; "
+            "2020: archive nights; 2021: winter staging; 2022: spring revival; 2023: town "
+            "festival.",
+        )
+        text = seasons.plain  # 27 words, 9 colons: 3 words a ':' (the guard needs < 3)
+        assert (len(text.split(" ")), text.count(":")) == (27, 9), text
+        self.add_para("saga", self.at(5), seasons, "Seasons", scenario="title-colon")
+        story = prose(
+            "The chronicle follows three generations of lamp keepers in ", Link(self.n("pel")),
+            ", and in 2024 the company that stages it moved its rehearsals and its "
+            "workshop into the town's old rope walk.",
+        )
+        self.add_para("saga", self.at(5, 3), story, "Story", scenario="title-colon")
+        self._cumulative(1, "E", "saga", "P127", "soc", "page:saga", tags=("guard-title-colon",))
+        self._cumulative(1, "E", "saga", "P131", "pel", "page:saga", tags=("title-colon-kept",))
+
 
 #: every scenario a cast plants around its t, in the order they run (``Cast.s_<name>``)
 SCENARIOS: tuple[str, ...] = (
@@ -1347,7 +1379,7 @@ SCENARIOS: tuple[str, ...] = (
     "x_move", "end_outside", "merge", "vandalism", "no_english", "after_last",
     "single_entity", "rank_restored", "removal_kept", "rank_kept", "removal_added_back",
     "passage_before_removal", "ee_kg_transient", "merged_into_new", "sparse_line",
-    "ee_kg_only", "new_relation", "removal_start_qualifier")
+    "ee_kg_only", "new_relation", "removal_start_qualifier", "title_colon")
 
 
 #: histories that give a stage nothing, each as the scenarios it plants and whether its

@@ -33,7 +33,10 @@ end qualifier or an emerging entity keeps it; s07's relation filter: a row whose
 is not in R_t (a property page with an English label and description at t) goes, and a
 line it leaves without an E, EE, EE-KG or D row; a row tagged removal-start-qualifier is a
 removal whose statement at t carries a start qualifier (P580) dated inside its window and
-no end qualifier (s07 judges it as qualified). Traps with a paragraph must fail one of
+no end qualifier (s07 judges it as qualified); a row tagged guard-title-colon is in a line
+s07's table-markup guard refuses when it reads the released passage split at its first
+':' (the title holds a colon) and keeps on the paragraph alone (title-colon-kept: keeps
+either way). Traps with a paragraph must fail one of
 the passage rules; a selection-rule trap (kind r1-, r2b-, r5-, s07-) must name a row that
 no line of its page keeps under the rules. NOT verified: that no other
 (unlisted) paragraph of the dumps is a passage -- that needs a full cleaner, which is
@@ -123,6 +126,17 @@ def property_named(text: str) -> bool:
             ((data.get("descriptions") or {}).get("en") or {}).get("value"))
     return bool((data.get("label") or {}).get("en")) and bool(
         (data.get("description") or {}).get("en"))
+
+
+def table_markup(title: str, paragraph: str) -> tuple[bool, bool]:
+    """s07's table-markup guard (fewer than 3 words per '|' or ':') on the released
+    passage read their way, split at its first ':' (the title's rest counts), and on the
+    paragraph alone."""
+    def refused(text: str) -> bool:
+        marks = text.count("|") + text.count(":")
+        return marks > 0 and len(text.split(" ")) / marks < 3
+    released = f"Excerpt from the Wikipedia page describing {title}: {paragraph}"
+    return refused(released.split(":", 1)[1].strip()), refused(paragraph)
 
 
 def instant(value: str, precision: int) -> int:
@@ -488,6 +502,12 @@ def check_world(out: Path, date: str | None = None, snapshots: set[str] | None =
                     END_QUALIFIERS):
                 problems.append(f"not a removal with only a start qualifier inside its "
                                 f"window: {row['s']} {row['p']} {row['o']} w{row['window']}")
+        for tag, refused in (("guard-title-colon", True), ("title-colon-kept", False)):
+            if tag in row["tags"]:
+                split, alone = table_markup(row["page_title"], row["paragraph"])
+                if ":" not in row["page_title"] or alone or split != refused:
+                    problems.append(f"{tag}: the guard reads {row['page_title']!r} "
+                                    f"{'wrongly' if alone else 'as planted not'}")
         passages[(row["snapshot"], row["window"], row["page_id"], row["paragraph"])].append(row)
     for (snap, k, page_id, plain), rows in passages.items():
         t = seconds(snap)

@@ -251,6 +251,7 @@ def test_truth_covers_every_operation_signal_and_trap(world: Path) -> None:
             "ee-kg-transient", "merged-into-new", "sparse-line", "new-relation",
             "removal-start-qualifier"} <= {r["scenario"] for r in rows}
     assert {r["op"] for r in rows if "removal-start-qualifier" in r["tags"]} == {"D"}
+    assert {"guard-title-colon", "title-colon-kept"} <= {t for r in rows for t in r["tags"]}
     assert all(t["reason"] for t in traps)
 
 
