@@ -238,7 +238,7 @@ def missing_verdicts(catalog: Catalog, cfg: SuiteSettings, plan: SnapshotPlan,
     """(window, passage, triple) rows whose required verdicts are not all there: the
     coverage rule, computed with the same rules the release applies."""
     from emerge_lib.curation.rules import judges
-    from emerge_lib.curation.verdicts import plan_requests
+    from emerge_lib.curation.verdicts import plan_requests, qualified
 
     def rows(name: str, window: int) -> list[dict[str, Any]]:
         if versions.get(name) is None:
@@ -260,8 +260,7 @@ def missing_verdicts(catalog: Catalog, cfg: SuiteSettings, plan: SnapshotPlan,
         for r in instances:
             if r["passage_id"] not in have:
                 continue  # an orphan: its own check reports it
-            qualified = r["op"] == "D" and (r.get("signal") or "").startswith("qualifier:")
-            for judge, kind in judges(cfg.curation, r["op"], qualified):
+            for judge, kind in judges(cfg.curation, r["op"], qualified(r)):
                 needs[(r["passage_id"], r["s"], r["p"], r["o"])].add(
                     (cfg.curation.route(judge).name, kind))
         for key, needed in sorted(needs.items()):
