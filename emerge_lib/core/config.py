@@ -354,6 +354,14 @@ class CurationSettings(_Strict):
     # no-selection-rules preset). A triple none of whose operations could be judged is
     # unknown either way
     unparsed_fails: Literal["operation", "triple"] = "operation"
+    # answer QA, the authors' Part 3 (docs/curation.md): a later run asks again an answer
+    # stored as UNPARSED, or degenerate (their garbage flags; one model's answer repeated
+    # word for word for prompts about ``degenerate_repeats`` different triple lists), as
+    # long as it was asked at most ``reasks`` times; the new answer replaces it and keeps
+    # what it replaced (0 and false: the earlier behaviour, the no-selection-rules preset)
+    reasks: int = Field(default=1, ge=0)
+    degenerate_check: bool = True
+    degenerate_repeats: int = Field(default=3, ge=0)
     structured: bool = True  # constrained decoding: every answer parses
     concurrency: int = Field(default=64, ge=1)
     timeout_s: float = Field(default=300.0, gt=0)

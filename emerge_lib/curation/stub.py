@@ -8,7 +8,8 @@ label starts with "No"), instantly; models named in ``contrary`` answer the othe
 those in ``garbled`` with prose that never parses. ``faults`` scripts what the next
 requests get instead: ``"500"``, ``"hang"`` (no answer until the client gives up), ``"close"`` (the connection
 is dropped), ``"prose"`` (an answer without a list), ``"short"`` (one line too few),
-``"long"`` (one too many), ``"cut"`` (the normal answer, but ``finish_reason: length``, as
+``"long"`` (one too many), ``"loop"`` (every explanation ``again again …``: it parses,
+but is degenerate), ``"cut"`` (the normal answer, but ``finish_reason: length``, as
 when ``max_tokens`` cut an answer that happens to parse), ``"400"``, or ``"ok"`` (the
 normal answer); ``script(…, prompt_with=text)`` aims faults at
 the requests whose prompt holds ``text``. A real model is the local llama.cpp server
@@ -35,7 +36,7 @@ def answer_for(prompt: str, contrary: bool = False) -> str:
     lines = []
     for number, inside in _TRIPLE.findall(prompt):
         verdict = "NO" if inside.startswith("No") != contrary else "YES"
-        lines.append(f"{number}. {verdict} the stub says so")
+        lines.append(f"{number}. {verdict} the stub reads ({inside})")
     return "\n".join(lines)
 
 
@@ -151,6 +152,9 @@ class StubServer:
             text = "The text supports some of these triples but not all of them."
         elif fault == "short":
             text = "\n".join(text.splitlines()[:-1])
+        elif fault == "loop":  # parses, but every explanation is a loop
+            text = "\n".join(" ".join(line.split(" ", 2)[:2]) + " again" * 8
+                              for line in text.splitlines())
         elif fault == "long":
             text += f"\n{len(text.splitlines()) + 1}. YES a triple nobody asked about"
         return "200 OK", {

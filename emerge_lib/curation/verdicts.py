@@ -10,7 +10,9 @@ Resumable: each answer's rows are appended to a local journal the moment it arri
 MERGEd into the table in batches (every ``curation.flush_seconds`` or ``flush_rows``); the
 next run replays what a killed run journaled but did not MERGE. So a ``kill -9`` loses
 only the requests in flight (a power loss, also the answers of the last ~50 ms), and
-a rerun asks only what has no verdict yet. An answer that does not parse, or that
+a rerun asks only what has no verdict yet, and (answer QA, ``curation.quality``) what
+was stored UNPARSED or degenerate, at most ``curation.reasks`` more times. An answer that
+does not parse, or that
 ``max_tokens`` cut (``finish_reason: length``), is asked again (``curation.retries``
 times, sampled at a higher temperature) and then recorded as UNPARSED and counted, never
 guessed; ``attempts`` counts every HTTP request the verdict took. A request whose endpoint
@@ -39,6 +41,7 @@ from emerge_lib.curation.answers import parse_answer
 from emerge_lib.curation.client import BudgetExhausted, ChatClient, Endpoint, EndpointError
 from emerge_lib.curation.journal import Journal, journal_folder, release, take_orphans
 from emerge_lib.curation.prompts import ASSERTION, DEPRECATION, prompt_sha, render
+from emerge_lib.curation.quality import ask_round, repeated, replaced, to_reask
 from emerge_lib.curation.rules import ADDITIONS, asserted_operations
 from emerge_lib.formats.format import TITLE_PREFIX, llm_assessment_entry
 
@@ -59,6 +62,8 @@ class Request:
     triples: list[Triple]
     targets: list[tuple[int, str]] = field(default_factory=list)  # (window, passage_id)
     endpoint: Endpoint | None = None  # resolved only when the request is to be sent
+    ask_round: int = 1  # the prompt's ask this is (a re-ask of a stored answer: more)
+    replacing: str | None = None  # JSON: the stored answer a re-ask replaces
 
 
 @dataclass
@@ -72,6 +77,8 @@ class CurateReport:
     refused: int = 0  # of the failed: a 4xx (a rerun would be refused again)
     left: int = 0  # not asked: the budget ran out
     replayed: int = 0  # verdict rows a killed run journaled, committed by this one
+    reasked_unparsed: int = 0  # stored UNPARSED answers asked again (answer QA)
+    reasked_degenerate: int = 0  # stored degenerate answers asked again
     rows: int = 0  # verdict rows written
     tokens_out: int = 0
     seconds: float = 0.0
@@ -157,17 +164,27 @@ def build_verdicts(catalog: Catalog, plan: SnapshotPlan, settings: CurationSetti
     answers: dict[tuple[str, str], dict[Triple, dict[str, Any]]] = defaultdict(dict)
     for r in stored:  # answers already recorded (maybe for another window)
         answers[(r["llm_name"], r["prompt_sha"])][(r["s"], r["p"], r["o"])] = r
+    stuck = repeated(stored, settings.degenerate_repeats if settings.degenerate_check else 0)
     writer = _VerdictWriter(catalog, plan, settings)
     todo = []
     for req in requests:
         known = answers.get((req.llm_name, req.sha))
         if known is not None and set(req.triples) <= set(known):
-            report.answered_before += 1
-            writer.add([_row(plan, req, w, pid, t, known[t]) for w, pid in req.targets
-                        for t in req.triples if _key(w, pid, t, req) not in have_rows])
-        else:
-            req.endpoint = endpoint_of(settings, req.judge)  # raises when none is set
-            todo.append(req)
+            answer = [known[t] for t in req.triples]
+            why = to_reask(settings, answer, (req.llm_name, req.sha) in stuck)
+            if why is None:
+                report.answered_before += 1
+                writer.add([_row(plan, req, w, pid, t, known[t]) for w, pid in req.targets
+                            for t in req.triples if _key(w, pid, t, req) not in have_rows])
+                continue
+            req.ask_round, req.replacing = ask_round(answer) + 1, replaced(answer, why)
+            if why == "unparsed":
+                report.reasked_unparsed += 1
+            else:
+                report.reasked_degenerate += 1
+            log.info("curate %s: asking %s again (%s)", plan.key, req.sha, why)
+        req.endpoint = endpoint_of(settings, req.judge)  # raises when none is set
+        todo.append(req)
     try:
         if todo:
             asyncio.run(_ask_all(todo, settings, plan, writer, report, on_progress))
@@ -215,7 +232,8 @@ def _row(plan: SnapshotPlan, req: Request, window: int, pid: str, t: Triple,
             "o": t[2], "prompt_type": req.prompt_type, "judge": req.judge,
             "llm_name": req.llm_name, "prompt_sha": req.sha, **{k: answer[k] for k in (
                 "served_model", "verdict", "explanation", "raw_answer", "tokens_in", "tokens_out",
-                "latency_s", "attempts", "answered_at")}}
+                "latency_s", "attempts", "answered_at")},
+            "ask_round": answer.get("ask_round") or 1, "replaced": answer.get("replaced")}
 
 
 class _VerdictWriter:
@@ -276,8 +294,10 @@ async def _ask_all(todo: list[Request], settings: CurationSettings, plan: Snapsh
         n = len(req.triples)
         answer, verdicts, attempts = None, None, 0
         for attempt in range(settings.retries + 1):
-            # a retry of an unparsable answer samples: temperature 0 would repeat it
-            temperature = None if attempt == 0 else max(settings.temperature, 0.7)
+            # a retry of an unparsable answer samples, and so does a re-ask of a stored
+            # one (answer QA): temperature 0 would repeat it
+            temperature = (None if attempt == 0 and req.ask_round == 1
+                           else max(settings.temperature, 0.7))
             answer = await client.ask(endpoint, req.prompt, n, settings.structured,
                                       temperature)
             attempts += answer.attempts
@@ -291,7 +311,8 @@ async def _ask_all(todo: list[Request], settings: CurationSettings, plan: Snapsh
         now = datetime.now(UTC)
         base = {"served_model": endpoint.model, "raw_answer": answer.text, "tokens_in": answer.tokens_in,
                 "tokens_out": answer.tokens_out, "latency_s": answer.seconds,
-                "attempts": attempts, "answered_at": now}
+                "attempts": attempts, "answered_at": now, "ask_round": req.ask_round,
+                "replaced": req.replacing}
         if verdicts is None:
             report.unparsed += 1
             per = {t: {**base, "verdict": "UNPARSED", "explanation": None} for t in req.triples}

@@ -539,10 +539,17 @@ def _judges(facts: CardFacts) -> str:
                      _cell(j.get("quantization") or "not recorded"),
                      _cell(j.get("prompt_type")), f"`{str(j.get('template_sha256'))[:12]}`",
                      _count(v.get("YES", 0)), _count(v.get("NO", 0)),
-                     _count(v.get("UNPARSED", 0))])
+                     _count(v.get("UNPARSED", 0)),
+                     _count((j.get("asked_again") or {}).get("unparsed", 0)),
+                     _count((j.get("asked_again") or {}).get("degenerate", 0))])
     return _markdown_table(["model (`llm_name`)", "route", "served as", "backend",
                             "quantization", "prompt", "template sha256", "YES", "NO",
-                            "unparsed"], rows)
+                            "unparsed", "asked again: unparsed",
+                            "asked again: degenerate"], rows) + (
+        "\n\nAnswer QA (the authors' Part 3): a later curate asks again an answer stored "
+        "as unparsed, or degenerate (an empty, too short, looping or truncated explanation, "
+        "or one model's answer repeated word for word for different triples); the columns "
+        "count the verdicts whose answer replaced such a one.")
 
 
 def _validation(out: Path, line: str, facts: CardFacts) -> str:

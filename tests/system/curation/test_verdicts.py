@@ -101,8 +101,10 @@ def test_a_kill_9_loses_no_answer_and_the_rerun_completes_the_curate(
     config = tmp_path / "config.yaml"
     # no MERGE before the kill; the warehouse holds only what curation reads, not the
     # snapshot's KG tables the gate checks after it
+    # (answer QA off: a short SmolLM2 explanation is degenerate by the authors' flags, and
+    # the rerun would ask it again; this test is about the journal)
     config.write_text((world / "config.yaml").read_text() + "curation:\n  flush_seconds: 3600\n"
-                      "  concurrency: 1\nvalidation:\n  enabled: false\n")
+                      "  concurrency: 1\n  reasks: 0\nvalidation:\n  enabled: false\n")
     args = [sys.executable, "-m", "emerge_lib.cli", "curate", "-c", str(config),
             "--warehouse", built.warehouse, "--local-llm"]
     folder = journal_folder(built.warehouse, "2024-01-01T00:00:00Z")
