@@ -362,6 +362,10 @@ class CurationSettings(_Strict):
     reasks: int = Field(default=1, ge=0)
     degenerate_check: bool = True
     degenerate_repeats: int = Field(default=3, ge=0)
+    # a request of one triple takes the authors' single-triple prompt (their prompts_v1,
+    # one unnumbered verdict); false: the paper's list prompt with one item (the
+    # no-selection-rules preset)
+    single_prompts: bool = True
     structured: bool = True  # constrained decoding: every answer parses
     concurrency: int = Field(default=64, ge=1)
     timeout_s: float = Field(default=300.0, gt=0)

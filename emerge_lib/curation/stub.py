@@ -30,9 +30,16 @@ from dataclasses import dataclass, field
 _TRIPLE = re.compile(r"^(\d+)\. \((.*)\)$", re.MULTILINE)
 
 
+_SINGLE = re.compile(r"^\((.*)\)$", re.MULTILINE)
+
+
 def answer_for(prompt: str, contrary: bool = False) -> str:
     """The stub's answer: one verdict line per numbered triple of the prompt (each verdict
-    reversed when ``contrary``)."""
+    reversed when ``contrary``); to a single-triple prompt, one unnumbered verdict."""
+    if "the following triple?" in prompt or "the following triple is" in prompt:
+        inside = _SINGLE.findall(prompt)[-1]
+        verdict = "NO" if inside.startswith("No") != contrary else "YES"
+        return f"{verdict} the stub reads ({inside})"
     lines = []
     for number, inside in _TRIPLE.findall(prompt):
         verdict = "NO" if inside.startswith("No") != contrary else "YES"

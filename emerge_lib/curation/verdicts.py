@@ -63,6 +63,7 @@ class Request:
     targets: list[tuple[int, str]] = field(default_factory=list)  # (window, passage_id)
     endpoint: Endpoint | None = None  # resolved only when the request is to be sent
     ask_round: int = 1  # the prompt's ask this is (a re-ask of a stored answer: more)
+    single: bool = False  # the single-triple prompt: one unnumbered verdict
     replacing: str | None = None  # JSON: the stored answer a re-ask replaces
 
 
@@ -137,12 +138,14 @@ def plan_requests(settings: CurationSettings, passages_settings: PassageSettings
                     asks[(DEPRECATION, judge)].append(triple)
         for (kind, judge), listed in sorted(asks.items()):
             route = settings.route(judge)
-            prompt = render(kind, text[(window, pid)], [triples[t]["labels"] for t in listed])
+            single = settings.single_prompts and len(listed) == 1
+            prompt = render(kind, text[(window, pid)], [triples[t]["labels"] for t in listed],
+                            single=single)
             sha = prompt_sha(prompt)
             req = requests.get((route.name, sha))
             if req is None:
                 req = requests[(route.name, sha)] = Request(
-                    kind, judge, route.name, prompt, sha, listed)
+                    kind, judge, route.name, prompt, sha, listed, single=single)
             if (window, pid) not in req.targets:  # two judges of one name ask once
                 req.targets.append((window, pid))
     return list(requests.values())
@@ -299,12 +302,12 @@ async def _ask_all(todo: list[Request], settings: CurationSettings, plan: Snapsh
             temperature = (None if attempt == 0 and req.ask_round == 1
                            else max(settings.temperature, 0.7))
             answer = await client.ask(endpoint, req.prompt, n, settings.structured,
-                                      temperature)
+                                      temperature, single=req.single)
             attempts += answer.attempts
             report.tokens_out += answer.tokens_out
             # an answer max_tokens cut is not read, even when what came parses
             cut = answer.finish_reason == "length"
-            verdicts = None if cut else parse_answer(answer.text, n)
+            verdicts = None if cut else parse_answer(answer.text, n, req.single)
             if verdicts is not None:
                 break
         assert answer is not None

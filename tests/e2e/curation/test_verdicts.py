@@ -143,7 +143,7 @@ def test_faults_are_retried_counted_and_finished_by_a_rerun(built: Catalog, worl
     assert all(r["explanation"] is None for r in stored if r["verdict"] == "UNPARSED")
     raw = {(r["llm_name"], r["prompt_sha"]): r["raw_answer"] for r in stored}
     assert raw[(once[0].llm_name, once[0].sha)].startswith("The text")
-    assert parse_answer(raw[(once[1].llm_name, once[1].sha)], len(once[1].triples))
+    assert parse_answer(raw[(once[1].llm_name, once[1].sha)], len(once[1].triples), once[1].single)
     # attempts: every HTTP request of the verdict, transient failures and re-asks alike
     drilled = {(r.llm_name, r.sha) for r in once[:len(drills)]}
     for r in stored:

@@ -78,8 +78,8 @@ def test_the_real_local_server_with_and_without_constrained_decoding(
     budget = ChatClient(max_tokens_per_line=ctx.cfg.curation.max_tokens_per_triple).token_budget
     for sha, mine in rows.items():
         req, raw = asked[sha], mine[0]["raw_answer"]
-        verdicts = parse_answer(raw, len(req.triples))
-        cut = mine[0]["tokens_out"] >= budget(len(req.triples), False)
+        verdicts = parse_answer(raw, len(req.triples), req.single)
+        cut = mine[0]["tokens_out"] >= budget(len(req.triples), False, req.single)
         if {r["verdict"] for r in mine} == {"UNPARSED"}:
             unparsed += 1
             assert verdicts is None or cut

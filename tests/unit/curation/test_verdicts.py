@@ -38,3 +38,16 @@ def test_a_removal_with_a_start_qualifier_is_judged_by_one_model() -> None:
         d_row("bare", "Q5", "removed", None),  # the near miss: no qualifier, both judge
     ])
     assert asked == {"start": {LARGE}, "end": {LARGE}, "rank": {LARGE}, "bare": {LARGE, SMALL}}
+
+
+def test_a_request_of_one_triple_is_a_single_triple_prompt() -> None:
+    rows = [d_row("one", "Q2", "removed", "P580"),
+            d_row("two", "Q3", "removed", "P580"), d_row("two", "Q4", "removed", "P580")]
+    passages = [{"window": 1, "passage_id": p, "page_title": "T", "text": f"text {p}"}
+                for p in ("one", "two")]
+    for settings, singles in ((CurationSettings(), {"one"}),
+                              (CurationSettings(single_prompts=False), set())):
+        reqs = plan_requests(settings, PassageSettings(), rows, passages)
+        assert {pid for r in reqs if r.single for _, pid in r.targets} == singles
+        one = next(r for r in reqs if r.targets == [(1, "one")])
+        assert ("\n1. (One, rel, Q2)\n" in one.prompt) != one.single
