@@ -472,6 +472,10 @@ class ValidationSettings(_Strict):
     max_instances: int | None = Field(default=None, ge=0)
     max_unparsed_share: float = Field(default=0.05, ge=0, le=1)  # of a snapshot's verdicts
     passage_median_tokens: tuple[float, float] = (25, 1000)  # bounds of the median length
+    # the authors' s07c, read again at the gate: no two kept lines of a delta file with
+    # the same triples are near-duplicates by pass 2's thresholds (and how many lines of
+    # one article are, a warning); with the authors' two dedup passes only
+    near_duplicates: bool = True
 
 
 class EvaluationSettings(_Strict):
