@@ -72,7 +72,8 @@ def run_statements(args: argparse.Namespace) -> int:
             if not args.no_stability:
                 run_stage(ctx, "stability")
             rows = triples_at(ctx.catalog, tau, all_items=args.all_items,
-                              stable=not args.no_stability).collect()
+                              stable=not args.no_stability,
+                              resolve=ctx.cfg.deltas.resolve_redirects).collect()
         for s, p, o in sorted((r.s, r.p, r.o) for r in rows):
             sys.stdout.write(f"{s}\t{p}\t{o}\n")
         print(f"# {len(rows)} triples at {tau.isoformat()} from "

@@ -258,6 +258,11 @@ class DeltaSettings(_Strict):
     # R4: an item's creation time is the earliest over it and the items redirected to it
     # at the end of the ingested history (the no-selection-rules preset: false)
     creation_over_redirects: bool = True
+    # item merges, their s02: every QID read through the redirects at the end of the
+    # ingested history, for the whole history (a merged item's statements and states are
+    # the surviving item's; histories of one key merged); false: a merged item leaves V
+    # at its merge (the no-selection-rules preset)
+    resolve_redirects: bool = True
     # their qualifier_info: a removal (D by removed or rank) without an end qualifier
     # carries the start qualifier dated inside the window on its statement as it held at t,
     # and a D carrying a qualifier is judged as one with an end qualifier (the

@@ -143,6 +143,8 @@ CAST_NAMES = {
     # what the authors' s07 does at its edges (docs/data-model.md)
     "wren": "Wren Halloway", "ada": "Ada Pruitt", "cato": "Cato Brennan",
     "saga": "Harbour Lights: Chronicle",
+    # item merges (their s02): an item merged into another before t
+    "finn": "Finn Calloway", "mill": "Harrow Mill", "mill2": "Harrow Mill (company)",
 }
 _CAST_SUFFIX = ("", " II", " III", " IV", " V", " VI", " VII", " VIII", " IX", " X")
 
@@ -561,6 +563,7 @@ class Cast:
         self.person("wren", c0 + 35 * HOUR, [("P27", "core:veloria")], ["core:veloria"])
         self.person("ada", c0 + 36 * HOUR, [("P27", "core:veloria")], ["core:veloria"])
         self._thing("saga", "work", c0 + 38 * HOUR, [("P31", "core:organization")], ["kh"])
+        self._merged_before_t(c0 + 39 * HOUR)
         # a membership entered before t that is to start on day 2 (a start qualifier
         # inside the first window)
         self.person("cato", c0 + 37 * HOUR, [("P27", "core:veloria")], ["core:veloria"],
@@ -949,7 +952,14 @@ class Cast:
             "for the regional ferry service.",
         )
         self.add_para("pia", self.at(16), para, "Career", scenario="merge")
-        self.expect(3, "E", "pia", "P108", "kha1", "page:pia", tags=("link-via-redirect", "merge"))
+        # read through the final redirects (their s02, the defaults), the statement was
+        # about kha1 all along: X, and the line has no delta triple (R1); without, the
+        # re-pointing is an addition
+        self.expect(3, "E", "pia", "P108", "kha1", "page:pia", tags=("link-via-redirect", "merge"),
+                    settings="design,unselected")
+        self.trap("merged-histories", "a statement re-pointed to the surviving item of a merge "
+                  "is no addition", window=3, op="E", s="pia", p="P108", o="kha1",
+                  settings="released")
         self.trap("merged-entity", "the object became an entity redirect (left V): neither D nor X",
                   window=3, op="D", s="pia", p="P108", o="kha2")
 
@@ -1341,6 +1351,50 @@ class Cast:
                          tags=("removal-start-qualifier",))
         self._cumulative(2, "E", "cato", "P108", "nu", "page:cato")
 
+    def _merged_before_t(self, c: int) -> None:
+        """Harrow Mill's item (with its article) and a duplicate item without one; the
+        first is merged into the second a day later (a redirect; the article's sitelink
+        moves), and Finn's statement still names the merged item at t."""
+        b, k = self.b, self.k
+        self._thing("mill", "org", c, [("P31", "core:business"), ("P131", "pel")], ["pel"])
+        b.entity(k("mill2"), self.n("mill2"), "org", c + HOUR,
+                 statements=(st("P31", "core:business"),))
+        self.person("finn", c + 2 * HOUR, [("P108", "mill"), ("P27", "core:veloria")],
+                    ["core:veloria"])
+        b.edit(k("mill"), c + DAY, lambda s: ItemState(redirect=k("mill2")),
+               f"/* wbmergeitems-to:0||{k('mill2')} */", user="Merger")
+        b.edit(k("mill2"), c + DAY + 5 * MINUTE,
+               lambda s: s.with_sitelink("enwiki", self.n("mill")),
+               f"/* wbsetsitelink-set:1|enwiki */ {self.n('mill')}", user="Merger")
+
+    def s_merged_before(self) -> None:
+        """Their s02 resolves redirects: an item merged before t, and a statement naming
+        it re-pointed to the surviving item after t, which is no addition (X); beside it,
+        a real addition keeps the line (without the resolution: E)."""
+        b, k = self.b, self.k
+        b.edit(k("finn"), self.at(6), lambda s: s.change("P108", k("mill"), target=k("mill2")),
+               "/* wbsetclaim-update:2||1 */ fix redirect", user="KrBot")
+        b.edit(k("finn"), self.at(6, 2), lambda s: s.add(st("P463", k("soc"))),
+               f"/* wbcreateclaim-create:1| */ [[Property:P463]]: [[{k('soc')}]]",
+               user="Wikiwalker")
+        para = prose(
+            self.n("finn").split()[0], " still keeps the books of ", Link(self.n("mill")),
+            ", and in 2024 he joined the ", Link(self.n("soc")), " to write the history of "
+            "the mill and of the families who worked its wheels for two centuries.",
+        )
+        self.add_para("finn", self.at(8), para, "Work", scenario="merged-before")
+        for w in range(2, WINDOWS + 1):
+            self.expect(w, "E", "finn", "P463", "soc", "page:finn",
+                        settings="design,unselected,released" if w == 2 else
+                        "unselected,released")
+            self.expect(w, "X", "finn", "P108", "mill2", "page:finn", tags=("merged-histories",),
+                        settings="released")
+            self.expect(w, "E", "finn", "P108", "mill2", "page:finn",
+                        settings="design,unselected" if w == 2 else "unselected")
+            self.trap("merged-histories", "read through the redirects, the statement named "
+                      "the surviving item since before t", window=w, op="E", s="finn",
+                      p="P108", o="mill2", page="page:finn", settings="released")
+
     def s_title_colon(self) -> None:
         """s07's guards read the released passage split at its first ':' (S07:372-373, a
         quirk of theirs): under a title holding a colon, a paragraph of exactly three
@@ -1379,7 +1433,7 @@ SCENARIOS: tuple[str, ...] = (
     "x_move", "end_outside", "merge", "vandalism", "no_english", "after_last",
     "single_entity", "rank_restored", "removal_kept", "rank_kept", "removal_added_back",
     "passage_before_removal", "ee_kg_transient", "merged_into_new", "sparse_line",
-    "ee_kg_only", "new_relation", "removal_start_qualifier", "title_colon")
+    "ee_kg_only", "new_relation", "removal_start_qualifier", "title_colon", "merged_before")
 
 
 #: histories that give a stage nothing, each as the scenarios it plants and whether its

@@ -13,7 +13,7 @@ from __future__ import annotations
 import bisect
 import calendar
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from emerge_lib.sample.model import (
     DAY,
@@ -24,6 +24,7 @@ from emerge_lib.sample.model import (
     ItemState,
     Plan,
     Redirect,
+    Statement,
 )
 
 Triple = tuple[str, str, str]
@@ -58,12 +59,13 @@ class TruthSettings:
     interesting: bool = True  # R5
     interesting_ratio: float = 0.2
     relations_in_snapshot: bool = True  # s07: a triple's relation must be in R_t
+    resolve_redirects: bool = True  # their s02: QIDs read through the final redirects
 
 
 #: the selection before the authors' rules (the no-selection-rules preset)
 RULES_OFF = {"permanence": 0, "creation_over_redirects": False, "between_mentions": False,
              "passage_after_removal": False, "ee_kg_persistence": 0, "interesting": False,
-             "relations_in_snapshot": False}
+             "relations_in_snapshot": False, "resolve_redirects": False}
 RELEASED = TruthSettings()
 DESIGN = TruthSettings(name="design", passage_windows="first_appearance",
                        emerging="not_in_snapshot", deprecate_window_additions=False,
@@ -118,6 +120,19 @@ def _timeline(revs: list) -> _Timeline:
     return tl
 
 
+def _union(intervals: list[list[int | None]]) -> list[list[int | None]]:
+    """Overlapping or touching intervals joined (an open end is open)."""
+    out: list[list[int | None]] = []
+    for start, end in sorted(intervals, key=lambda iv: iv[0] or 0):
+        assert start is not None
+        last = out[-1][1] if out else 0
+        if out and (last is None or start <= last):
+            out[-1][1] = None if last is None or end is None else max(last, end)
+        else:
+            out.append([start, end])
+    return out
+
+
 def _normalize(intervals: list[list[int | None]], span: int) -> list[list[int | None]]:
     """Fill gaps shorter than span, then drop presences shorter than span (open = long)."""
     merged: list[list[int | None]] = []
@@ -136,10 +151,15 @@ class PlanTruth:
         self.plan = plan
         self.s = settings or TruthSettings()
         self.entities = {k: _timeline(e.revs) for k, e in plan.entities.items() if not e.is_property}
+        # their s02: every key read through the redirects at the history's end (chains)
+        self.survivor = self._final_redirects() if self.s.resolve_redirects else {}
         # an item's creation: its first revision (readable or not), as the ingest records it;
         # R4: the earliest over it and the items redirected to it at the history's end
         self.created = {k: min(r.ts for r in e.revs) for k, e in plan.entities.items()
                         if not e.is_property and e.revs}
+        for key, survivor in self.survivor.items():  # a merged item's history is theirs
+            if key in self.created and survivor in self.created:
+                self.created[survivor] = min(self.created[survivor], self.created[key])
         if self.s.creation_over_redirects:
             first = dict(self.created)
             for key, tl in self.entities.items():
@@ -157,6 +177,39 @@ class PlanTruth:
         st = self.entities[key].at(tau)
         return st if isinstance(st, ItemState) else None
 
+    def _final_redirects(self) -> dict[str, str]:
+        """Key → the key its chain of redirects ends at, for the keys whose last readable
+        state is a redirect."""
+        direct = {}
+        for key, tl in self.entities.items():
+            last = tl.contents[-1] if tl.contents else None
+            if isinstance(last, ItemState) and last.redirect:
+                direct[key] = last.redirect
+        out = {}
+        for key, target in direct.items():
+            seen = {key}
+            while target in direct and target not in seen and len(seen) <= 50:
+                seen.add(target)
+                target = direct[target]
+            out[key] = target
+        return out
+
+    def res(self, key: str) -> str:
+        """The key an item is read as (its surviving item, with the redirects resolved)."""
+        return self.survivor.get(key, key)
+
+    def statements(self, key: str, tau: int) -> list[Statement]:
+        """The statements of ``key`` at tau, with the redirects resolved: those of every
+        item read as ``key`` (itself, and the items merged into it while not yet merged),
+        their targets read through the redirects."""
+        out = []
+        for c in [key, *(k for k, t in self.survivor.items() if t == key)]:
+            st = self.state(c, tau) if c in self.entities else None
+            if st is not None and st.redirect is None:
+                out += [replace(x, target=self.res(x.target)) if x.kind == "item" else x
+                        for x in st.statements]
+        return out
+
     def relations(self, tau: int) -> set[str]:
         """R_τ: the properties that exist at τ with an English label and description."""
         out = set()
@@ -172,7 +225,7 @@ class PlanTruth:
         for key in self.entities:
             st = self.state(key, tau)
             if st is not None and st.redirect is None and st.sitelink("enwiki"):
-                out.add(key)
+                out.add(self.res(key))
         return out
 
     def _presence(self) -> dict[Triple, list[list[int | None]]]:
@@ -183,14 +236,16 @@ class PlanTruth:
                 assert isinstance(content, ItemState)
                 now = set()
                 if content.redirect is None:
-                    now = {(key, s.pid, s.target) for s in content.statements
+                    now = {(self.res(key), s.pid, self.res(s.target)) for s in content.statements
                            if s.kind == "item" and s.rank != "deprecated"}
                 for triple in now - current:
                     raw[triple].append([ts, None])
                 for triple in current - now:
                     raw[triple][-1][1] = ts
                 current = now
-        return {k: _normalize(v, self.s.kg_span) for k, v in raw.items()}
+        # keys several items share once resolved: their histories merged (theirs: a triple
+        # is present while either history has it)
+        return {k: _normalize(_union(v), self.s.kg_span) for k, v in raw.items()}
 
     def present(self, triple: Triple, tau: int) -> bool:
         return any(a <= tau and (b is None or tau < b) for a, b in self.presence.get(triple, ()))  # type: ignore[operator]
@@ -209,8 +264,7 @@ class PlanTruth:
     def end_qualifier_at(self, triple: Triple, t: int, tau: int) -> int | None:
         """The earliest end qualifier dated in (t, tau] on the key's statements at tau."""
         s, p, o = triple
-        state = self.state(s, tau)
-        dates = [time_instant(q.time, q.precision) for x in (state.statements if state else ())
+        dates = [time_instant(q.time, q.precision) for x in self.statements(s, tau)
                  if x.pid == p and x.target == o for q in x.qualifiers
                  if q.pid in self.s.end_qualifiers]
         return min((d for d in dates if t < d <= tau), default=None)
@@ -223,8 +277,7 @@ class PlanTruth:
         """``qualifier:Pxxx`` when a statement for the key in s's state at tau carries an
         end qualifier dated in (t, tau]."""
         s, p, o = triple
-        state = self.state(s, tau)
-        same = [x for x in (state.statements if state else ()) if x.pid == p and x.target == o]
+        same = [x for x in self.statements(s, tau) if x.pid == p and x.target == o]
         for x in same:
             for q in sorted(x.qualifiers, key=lambda q: self.s.end_qualifiers.index(q.pid)
                             if q.pid in self.s.end_qualifiers else 99):
@@ -235,8 +288,7 @@ class PlanTruth:
     def d_signal(self, triple: Triple, t: int, tau: int, t_tau: set[Triple]) -> str | None:
         """The D signal of a triple of T_t in window ending tau (None: not deprecated)."""
         s, p, o = triple
-        state = self.state(s, tau)
-        same = [x for x in (state.statements if state else ()) if x.pid == p and x.target == o]
+        same = [x for x in self.statements(s, tau) if x.pid == p and x.target == o]
         signal = self.end_signal(triple, t, tau)
         if signal is not None:
             return signal
@@ -261,7 +313,7 @@ class PlanTruth:
             st = self.state(key, tau)
             link = st.sitelink("enwiki") if st is not None and st.redirect is None else None
             if link:
-                out[link] = key
+                out[link] = self.res(key)
         return out
 
     def resolve(self, target: str, titles: dict[str, object], sitelinks: dict[str, str]) -> str | None:
@@ -413,8 +465,7 @@ class PlanTruth:
 
     def qualifiers(self, tr: Triple, tau: int) -> list[tuple[str, str, int]]:
         """Time qualifiers of the key's statements in s's state at tau (``qualifier_info``)."""
-        state = self.state(tr[0], tau)
-        found = {(q.pid, q.time, q.precision) for x in (state.statements if state else ())
+        found = {(q.pid, q.time, q.precision) for x in self.statements(tr[0], tau)
                  if x.pid == tr[1] and x.target == tr[2] for q in x.qualifiers}
         return sorted(found)
 

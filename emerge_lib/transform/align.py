@@ -41,6 +41,7 @@ from emerge_lib.catalog.sql import (
 )
 from emerge_lib.core.config import AlignSettings, DeltaSettings, PassageSettings, QualifierSettings
 from emerge_lib.core.schedule import SnapshotPlan
+from emerge_lib.transform import redirects
 from emerge_lib.transform.snapshot import items_of
 from emerge_lib.transform.titles import resolve_titles
 
@@ -72,8 +73,9 @@ def build_instances(catalog: Catalog, plan: SnapshotPlan, settings: PassageSetti
           WHERE snapshot = {key}
         ) WHERE qid IS NOT NULL
     """, passages=catalog.read("passages")))  # the mentioned set of every passage
+    resolve = deltas.resolve_redirects
     inputs = _mentioned_inputs(catalog, plan, mentioned,
-                               over_redirects=deltas.creation_over_redirects)
+                               over_redirects=deltas.creation_over_redirects, resolve=resolve)
     found = catalog.materialize(spark.sql(f"""
         WITH w AS {w},
         m AS (SELECT * FROM {{m}}),
@@ -165,13 +167,13 @@ def build_instances(catalog: Catalog, plan: SnapshotPlan, settings: PassageSetti
     found, left_out = _select_lines(catalog, plan, found, mentioned, rules)
     if rules.relations_in_snapshot:
         found, left_out["relations"] = _known_relations(catalog, plan, found)
-    links = _subject_links(catalog, plan, found, settings.max_redirect_hops)
+    links = _subject_links(catalog, plan, found, settings.max_redirect_hops, resolve)
     # the labels of the found triples' ends only (not every item at five window ends)
     ends = spark.sql("SELECT s AS qid FROM {found} UNION SELECT o AS qid FROM {found}",
                      found=found)
     labelled = catalog.materialize(spark.sql(
         "SELECT i.* FROM {items} i LEFT SEMI JOIN {ends} e ON e.qid = i.qid",
-        items=catalog.read("item_timeline"), ends=ends))
+        items=redirects.items(catalog, resolve), ends=ends))
     df = spark.sql(f"""
         WITH w AS {w},
         kinds AS (  -- per delta triple: is it added, deprecated, and does s link to o?
@@ -220,7 +222,7 @@ def build_instances(catalog: Catalog, plan: SnapshotPlan, settings: PassageSetti
 
 
 def _mentioned_inputs(catalog: Catalog, plan: SnapshotPlan, mentioned: DataFrame, *,
-                      over_redirects: bool) -> dict[str, DataFrame]:
+                      over_redirects: bool, resolve: bool) -> dict[str, DataFrame]:
     """The alignment query's item and statement inputs cut to what it can join, each
     computed once: the item states of mentioned entities (V at every window end is asked
     only of them), their creation times, and the raw statements of the T_t triples
@@ -229,7 +231,7 @@ def _mentioned_inputs(catalog: Catalog, plan: SnapshotPlan, mentioned: DataFrame
     the query no longer joins every item and every statement to five window ends."""
     spark = catalog.session()
     items_m, created = items_of(catalog, spark.sql("SELECT DISTINCT qid FROM {m}", m=mentioned),
-                                over_redirects=over_redirects)
+                                over_redirects=over_redirects, resolve=resolve)
     pair_keys = catalog.materialize(spark.sql(f"""
         SELECT DISTINCT kg.s, kg.p, kg.o
         FROM {{m}} a JOIN {{m}} b ON a.window = b.window AND a.passage_id = b.passage_id
@@ -238,7 +240,7 @@ def _mentioned_inputs(catalog: Catalog, plan: SnapshotPlan, mentioned: DataFrame
     """, m=mentioned, kg=catalog.read("kg_triples")))
     raw = catalog.materialize(spark.sql(
         "SELECT r.* FROM {raw} r LEFT SEMI JOIN {k} k ON k.s = r.s AND k.p = r.p AND k.o = r.o",
-        raw=catalog.read("statement_timeline"), k=pair_keys))
+        raw=redirects.statements(catalog, resolve), k=pair_keys))
     return {"items": items_m, "created": created, "raw": raw}
 
 
@@ -357,7 +359,7 @@ def _known_relations(catalog: Catalog, plan: SnapshotPlan, found: DataFrame
 
 
 def _subject_links(catalog: Catalog, plan: SnapshotPlan, found: DataFrame,
-                   max_hops: int) -> DataFrame:
+                   max_hops: int, resolve: bool) -> DataFrame:
     """(window, s, o, at_t, at_k): whether the article of s links to o at t and at τ_k, for
     the delta triples ``found`` (their link targets resolved as of each instant, following
     up to ``max_hops`` redirects, as the passages stage does)."""
@@ -383,12 +385,13 @@ def _subject_links(catalog: Catalog, plan: SnapshotPlan, found: DataFrame,
           FROM instants i JOIN {{runs}} r ON r.page_id = i.page_id
                AND r.first_seen_at <= i.at AND (r.removed_at IS NULL OR r.removed_at > i.at)
         ) WHERE m.target IS NOT NULL
-    """, found=found, items=catalog.read("item_timeline"), pages=catalog.read("page_timeline"),
+    """, found=found, items=redirects.items(catalog, resolve),
+        pages=catalog.read("page_timeline"),
         runs=catalog.read("paragraph_timeline"))
     targets = catalog.materialize(targets)
     resolved = resolve_titles(catalog, targets.select(F.col("target").alias("title"),
                                                       F.col("at").alias("tau")),
-                              max_hops=max_hops)
+                              max_hops=max_hops, resolve_redirects=resolve)
     return spark.sql("""
         SELECT l.window, l.s, l.o,
                MAX(CASE WHEN l.at_which = 't' AND r.qid = l.o THEN true ELSE false END) AS at_t,

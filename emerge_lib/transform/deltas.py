@@ -49,6 +49,8 @@ from emerge_lib.catalog.sql import (
 )
 from emerge_lib.core.config import DeltaSettings, QualifierSettings
 from emerge_lib.core.schedule import SnapshotPlan
+from emerge_lib.transform.redirects import items as redirect_items
+from emerge_lib.transform.redirects import statements
 from emerge_lib.transform.snapshot import items_of
 
 if TYPE_CHECKING:
@@ -72,7 +74,8 @@ def build_deltas(catalog: Catalog, plan: SnapshotPlan, qualifiers: QualifierSett
         emerging_head, emerging_tail = "vs.qid IS NULL", "vo.qid IS NULL"
     window_additions = "true" if settings.deprecate_window_additions else "false"
     tables = _candidate_tables(catalog, plan, end_pids,
-                               over_redirects=settings.creation_over_redirects)
+                               over_redirects=settings.creation_over_redirects,
+                               resolve=settings.resolve_redirects)
     df = spark.sql(f"""
         WITH w AS {w},
         t_t AS (  -- T_t on the candidate keys (snapshot.triples_at over them)
@@ -216,7 +219,7 @@ def build_deltas(catalog: Catalog, plan: SnapshotPlan, qualifiers: QualifierSett
 
 
 def _candidate_tables(catalog: Catalog, plan: SnapshotPlan, end_pids: str, *,
-                      over_redirects: bool) -> dict[str, DataFrame]:
+                      over_redirects: bool, resolve: bool) -> dict[str, DataFrame]:
     """The inputs of the delta query cut down to the candidate keys, each computed once
     (Sail does not cache, and the query reads every input many times): the stable
     intervals and raw statements of those keys, the item states and creation times of
@@ -228,8 +231,8 @@ def _candidate_tables(catalog: Catalog, plan: SnapshotPlan, end_pids: str, *,
     and the keys of raw statements carrying an end qualifier dated inside it."""
     spark = catalog.session()
     t, horizon = sql_timestamp(plan.t), sql_timestamp(plan.horizon)
-    raw, stable = catalog.read("statement_timeline"), catalog.read("stable_statements")
-    items = catalog.read("item_timeline")
+    raw, stable = statements(catalog, resolve), catalog.read("stable_statements")
+    items = redirect_items(catalog, resolve)
     cand = catalog.materialize(spark.sql(f"""
         WITH changed_items AS (  -- items whose state changes inside the windows
           SELECT DISTINCT qid FROM {{items}}
@@ -256,7 +259,7 @@ def _candidate_tables(catalog: Catalog, plan: SnapshotPlan, end_pids: str, *,
         stable=stable, cand=cand))
     raw_c = catalog.materialize(spark.sql(
         f"SELECT x.* FROM {{raw}} x LEFT SEMI JOIN {{cand}} c ON {on_key}", raw=raw, cand=cand))
-    items_c, created = items_of(catalog, ends, over_redirects=over_redirects)
+    items_c, created = items_of(catalog, ends, over_redirects=over_redirects, resolve=resolve)
     v_t = spark.sql(
         "SELECT i.qid, i.enwiki_title, i.label_en, i.description_en, i.created_at "
         f"FROM {{items}} i WHERE {valid_at('i', plan.t)} AND {in_v('i')}", items=items_c)

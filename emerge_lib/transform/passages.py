@@ -98,10 +98,11 @@ def build_passages(
     plan: SnapshotPlan,
     settings: PassageSettings,
     stability: StabilitySettings,
+    resolve_redirects: bool,
 ) -> dict[int, int]:
     """Write the passages partitions (t, k) of one snapshot; returns rows per window.
     Refuses (CoverageError) a snapshot whose range the paragraph timeline was not ingested
-    for."""
+    for. Links name the surviving items of merges with ``resolve_redirects``."""
     from emerge_lib.ingest.wikipedia.coverage import require_coverage
 
     spark = catalog.session()
@@ -131,7 +132,8 @@ def build_passages(
         links=links, new_titles=new_titles)
     # resolved once (the counts and the passages both read it; Sail does not cache)
     resolved = catalog.materialize(
-        resolve_titles(catalog, wanted, max_hops=settings.max_redirect_hops))
+        resolve_titles(catalog, wanted, max_hops=settings.max_redirect_hops,
+                       resolve_redirects=resolve_redirects))
     status_counts(resolved)
     own = "t.qid" if settings.article_entity_counts else "CAST(NULL AS STRING)"
     rows = spark.sql(f"""

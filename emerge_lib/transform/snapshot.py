@@ -14,26 +14,29 @@ from typing import TYPE_CHECKING
 from emerge_lib.catalog import Catalog
 from emerge_lib.catalog.sql import created_sql, in_v, literal, sql_timestamp, valid_at
 from emerge_lib.core.schedule import SnapshotPlan
+from emerge_lib.transform import redirects
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 
-def entities_at(catalog: Catalog, tau: datetime | str) -> DataFrame:
-    """V_τ: items whose state at τ has an enwiki sitelink (and is not a redirect)."""
+def entities_at(catalog: Catalog, tau: datetime | str, *, resolve: bool) -> DataFrame:
+    """V_τ: items whose state at τ has an enwiki sitelink (and is not a redirect); with
+    ``resolve`` (``deltas.resolve_redirects``) keyed by the surviving items of merges."""
     return catalog.session().sql(
         "SELECT i.qid, i.enwiki_title, i.label_en, i.description_en, i.created_at "
         f"FROM {{items}} i WHERE {valid_at('i', tau)} AND {in_v('i')}",
-        items=catalog.read("item_timeline"),
+        items=redirects.items(catalog, resolve),
     )
 
 
 def triples_at(catalog: Catalog, tau: datetime | str, all_items: bool = False,
-               stable: bool = True) -> DataFrame:
+               stable: bool = True, *, resolve: bool) -> DataFrame:
     """T_τ: (s, p, o) present at τ with s and o in V_τ; with ``all_items``, every item's
     statements (subjects are items: property pages' statements are not T).
 
-    ``stable`` reads the stability-normalized timeline; without it, raw states.
+    ``stable`` reads the stability-normalized timeline (built as ``resolve`` says);
+    without it, raw states, read through the final redirects with ``resolve``.
     """
     spark = catalog.session()
     if stable:
@@ -43,24 +46,24 @@ def triples_at(catalog: Catalog, tau: datetime | str, all_items: bool = False,
     else:
         keys = spark.sql(
             f"SELECT DISTINCT k.s, k.p, k.o FROM {{keys}} k WHERE {valid_at('k', tau)} "
-            "AND k.rank <> 'deprecated'", keys=catalog.read("statement_timeline"))
+            "AND k.rank <> 'deprecated'", keys=redirects.statements(catalog, resolve))
     if all_items:
         return keys.filter("s LIKE 'Q%'")
     return spark.sql(
         "SELECT t.s, t.p, t.o FROM {keys} t "
         "JOIN {v} vs ON vs.qid = t.s JOIN {v} vo ON vo.qid = t.o",
-        keys=keys, v=entities_at(catalog, tau),
+        keys=keys, v=entities_at(catalog, tau, resolve=resolve),
     )
 
 
-def items_of(catalog: Catalog, qids: DataFrame, *, over_redirects: bool
+def items_of(catalog: Catalog, qids: DataFrame, *, over_redirects: bool, resolve: bool
              ) -> tuple[DataFrame, DataFrame]:
     """The item_timeline rows and the creation times (``created_sql``: over the items
     redirecting to them, with ``over_redirects``) of the QIDs in ``qids`` (a ``qid``
     column), each computed once: what a stage joins on a few entities, instead of every
     item (creation is taken over all items, so a redirect's own item still counts)."""
     spark = catalog.session()
-    items = catalog.read("item_timeline")
+    items = redirects.items(catalog, resolve)
     states = catalog.materialize(spark.sql(
         "SELECT i.* FROM {items} i LEFT SEMI JOIN {q} q ON q.qid = i.qid", items=items, q=qids))
     created = catalog.materialize(spark.sql(
@@ -79,7 +82,8 @@ def relations_at(catalog: Catalog, tau: datetime | str) -> DataFrame:
     )
 
 
-def build_snapshot(catalog: Catalog, plan: SnapshotPlan) -> dict[str, int]:
+def build_snapshot(catalog: Catalog, plan: SnapshotPlan, resolve_redirects: bool
+                   ) -> dict[str, int]:
     """kg_triples, entities and relations of snapshot t, each its own partition.
 
     An entity's textual description is the first paragraph (lowest index) of its article
@@ -89,7 +93,8 @@ def build_snapshot(catalog: Catalog, plan: SnapshotPlan) -> dict[str, int]:
     t, key = plan.t, plan.key
     snap = literal(key)
     counts = {}
-    triples = triples_at(catalog, t).selectExpr(f"{snap} AS snapshot", "s", "p", "o")
+    triples = triples_at(catalog, t, resolve=resolve_redirects).selectExpr(
+        f"{snap} AS snapshot", "s", "p", "o")
     counts["kg_triples"] = catalog.replace_partition("kg_triples", triples, {"snapshot": key})
 
     at = sql_timestamp(t)
@@ -110,7 +115,8 @@ def build_snapshot(catalog: Catalog, plan: SnapshotPlan) -> dict[str, int]:
         FROM {{v}} v
         LEFT JOIN pages pg ON pg.title = v.enwiki_title
         LEFT JOIN first_par f ON f.page_id = pg.page_id
-    """, v=entities_at(catalog, t), pages=catalog.read("page_timeline"),
+    """, v=entities_at(catalog, t, resolve=resolve_redirects),
+        pages=catalog.read("page_timeline"),
         paragraphs=catalog.read("paragraph_timeline"))
     counts["entities"] = catalog.replace_partition("entities", entities, {"snapshot": key})
     relations = relations_at(catalog, t).selectExpr(

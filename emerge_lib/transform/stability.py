@@ -60,9 +60,14 @@ def stable_statements_sql(source: str, span_seconds: float) -> str:
     """
 
 
-def build_stable_statements(catalog: Catalog, settings: StabilitySettings) -> int:
-    """Recompute stable_statements from statement_timeline; returns its row count."""
+def build_stable_statements(catalog: Catalog, settings: StabilitySettings,
+                            resolve_redirects: bool) -> int:
+    """Recompute stable_statements from statement_timeline (its QIDs read through the
+    final redirects with ``resolve_redirects``: ``transform.redirects``); returns its row
+    count."""
+    from emerge_lib.transform.redirects import statements
+
     df = catalog.session().sql(stable_statements_sql("{raw}", settings.kg_hours * 3600),
-                               raw=catalog.read("statement_timeline"))
+                               raw=statements(catalog, resolve_redirects))
     catalog.overwrite("stable_statements", df)
     return catalog.row_count("stable_statements")

@@ -25,11 +25,14 @@ def _stability(ctx: StageContext, _: None) -> Outcome:
     from emerge_lib.transform.stability import build_stable_statements
 
     catalog, settings = ctx.catalog, ctx.cfg.stability
-    state = {"statement_timeline": catalog.version("statement_timeline"),
-             "kg_hours": settings.kg_hours}
+    resolve = ctx.cfg.deltas.resolve_redirects
+    state: dict[str, object] = {"statement_timeline": catalog.version("statement_timeline"),
+                                "kg_hours": settings.kg_hours}
+    if resolve:  # (a state written before the setting existed reads as off)
+        state |= {"item_timeline": catalog.version("item_timeline"), "resolve_redirects": True}
     if catalog.exists("stable_statements") and read_state(catalog, "stability") == state:
         return Outcome({}, note="up to date")
-    rows = build_stable_statements(catalog, settings)
+    rows = build_stable_statements(catalog, settings, resolve)
     write_state(catalog, "stability", state)
     return Outcome({"stable_statements": rows})
 
@@ -38,7 +41,7 @@ def _snapshot(ctx: StageContext, plan: SnapshotPlan) -> Outcome:
     from emerge_lib.transform.snapshot import build_snapshot, require_kg_coverage
 
     require_kg_coverage(ctx.catalog, plan, ctx.cfg.dumps.wikidata.wiki)
-    return Outcome(build_snapshot(ctx.catalog, plan))
+    return Outcome(build_snapshot(ctx.catalog, plan, ctx.cfg.deltas.resolve_redirects))
 
 
 def _deltas(ctx: StageContext, plan: SnapshotPlan) -> Outcome:
@@ -51,7 +54,8 @@ def _deltas(ctx: StageContext, plan: SnapshotPlan) -> Outcome:
 def _passages(ctx: StageContext, plan: SnapshotPlan) -> Outcome:
     from emerge_lib.transform.passages import build_passages
 
-    rows = build_passages(ctx.catalog, plan, ctx.cfg.passages, ctx.cfg.stability)
+    rows = build_passages(ctx.catalog, plan, ctx.cfg.passages, ctx.cfg.stability,
+                          ctx.cfg.deltas.resolve_redirects)
     if not sum(rows.values()):
         log.warning("passages %s: no new passage in any window; does the Wikipedia history "
                     "reach into (t, τ_n]?", plan.key)
@@ -80,14 +84,15 @@ def _select(ctx: StageContext, plan: SnapshotPlan) -> Outcome:
 
 
 STABILITY = Stage(
-    name="stability", scope="global", reads=("statement_timeline",),
-    writes=("stable_statements",), settings=("stability",), run=_stability,
+    name="stability", scope="global", reads=("statement_timeline", "item_timeline"),
+    writes=("stable_statements",), settings=("stability", "deltas"), run=_stability,
     summary="the 168 h KG stability rule over statement_timeline")
 SNAPSHOT = Stage(
     name="snapshot", scope="snapshot",
     reads=("stable_statements", "item_timeline", "property_timeline", "page_timeline",
            "paragraph_timeline", "ingested_files"),
-    writes=("kg_triples", "entities", "relations"), settings=("snapshots", "dumps"),
+    writes=("kg_triples", "entities", "relations"),
+    settings=("snapshots", "dumps", "deltas"),
     run=_snapshot,
     summary="G_t: T_t, V_t and R_t of a snapshot")
 DELTAS = Stage(
@@ -100,7 +105,7 @@ PASSAGES = Stage(
     name="passages", scope="snapshot",
     reads=("paragraph_timeline", "page_timeline", "item_timeline", "paragraph_coverage",
            "page_watermarks", "ingested_files"),
-    writes=("passages",), settings=("snapshots", "passages", "stability"),
+    writes=("passages",), settings=("snapshots", "passages", "stability", "deltas"),
     run=_passages,
     summary="new paragraphs of every window, links resolved to QIDs")
 ALIGN = Stage(

@@ -49,14 +49,16 @@ def _valid_at(frame: DataFrame, tau: Any) -> Any:
 
 
 def resolve_titles(catalog: Catalog, titles: DataFrame, tau: datetime | str | None = None,
-                   *, max_hops: int) -> DataFrame:
+                   *, max_hops: int, resolve_redirects: bool) -> DataFrame:
     """Resolve normalized article titles to QIDs as of τ.
 
     ``titles`` has a ``title`` column; with ``tau`` None it also needs a timestamp column
     ``tau`` (each row resolved as of its own τ, e.g. every window end at once). Returns one
     row per distinct input: (title, [tau,] qid, status, hops), hops = redirects followed.
     ``max_hops`` has no default: callers pass ``passages.max_redirect_hops``, so the
-    configuration is the only place the limit is set.
+    configuration is the only place the limit is set. ``resolve_redirects``
+    (``deltas.resolve_redirects``): a title names the surviving item of a merge
+    (``transform.redirects``).
     """
     if max_hops < 0:
         raise ValueError(f"max_hops must be >= 0, got {max_hops}")
@@ -109,7 +111,10 @@ def resolve_titles(catalog: Catalog, titles: DataFrame, tau: datetime | str | No
         if not state.limit(1).collect():
             break
     state = reduce(DataFrame.unionByName, done, state)
-    items = catalog.read("item_timeline").alias("i").filter(F.expr(in_v("i"))).select(
+    from emerge_lib.transform.redirects import items as item_timeline
+
+    items = item_timeline(catalog, resolve_redirects).alias("i").filter(
+        F.expr(in_v("i"))).select(
         "qid", F.col("enwiki_title").alias("i_title"), "valid_from", "valid_to")
     joined = state.join(
         items,

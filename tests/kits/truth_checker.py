@@ -33,7 +33,10 @@ end qualifier or an emerging entity keeps it; s07's relation filter: a row whose
 is not in R_t (a property page with an English label and description at t) goes, and a
 line it leaves without an E, EE, EE-KG or D row; a row tagged removal-start-qualifier is a
 removal whose statement at t carries a start qualifier (P580) dated inside its window and
-no end qualifier (s07 judges it as qualified); a row tagged guard-title-colon is in a line
+no end qualifier (s07 judges it as qualified); their s02: every QID read through the
+redirects at the end of the dump for the whole history (a merged item's statements,
+sitelink and V membership are the surviving item's, histories of one key joined before
+the 168 h rule); a row tagged guard-title-colon is in a line
 s07's table-markup guard refuses when it reads the released passage split at its first
 ':' (the title holds a colon) and keeps on the paragraph alone (title-colon-kept: keeps
 either way). Traps with a paragraph must fail one of
@@ -181,11 +184,25 @@ class Checker:
             for page in mwxml.Dump.from_file(bz2.open(path)):
                 revs = [(seconds(str(r.timestamp)), r.id, r.text) for r in page if r.text is not None]
                 self.pages[page.id] = (page.title, sorted(revs, key=lambda x: (x[0], x[1])))
+        # their s02: every QID read through the redirects at the end of the dump (chains),
+        # for the whole history (the rules on: truth.jsonl)
+        self.survivor: dict[str, str] = {}
+        if self.rules:
+            final = {q: revs[-1][2].target for q, revs in self.entities.items()
+                     if revs and revs[-1][2].redirect}
+            for q, target in final.items():
+                hops = 0
+                while target in final and hops < 50:
+                    target, hops = final[target], hops + 1
+                self.survivor[q] = target
         if self.rules:  # R4: as old as the oldest item redirected to it at the end
             own = dict(self.created)
             for qid, revs in self.entities.items():
                 if revs and revs[-1][2].redirect and revs[-1][2].target in own:
                     target = revs[-1][2].target
+                    self.created[target] = min(self.created[target], own[qid])
+            for qid, target in self.survivor.items():  # (and through chains)
+                if qid in own and target in self.created:
                     self.created[target] = min(self.created[target], own[qid])
         self._timelines = self._presence()
         self._cache: dict[tuple[str, int], object] = {}
@@ -205,6 +222,19 @@ class Checker:
         rev = self._at(self.entities.get(qid, []), tau)
         return None if rev is None or rev[2].redirect else rev[2]
 
+    def res(self, qid: str) -> str:
+        return self.survivor.get(qid, qid)
+
+    def statements(self, qid: str, tau: int) -> list[tuple[str, str, str, list]]:
+        """The statements of the item ``qid`` is read as, at tau: its own and those of the
+        items merged into it (before their merge), objects through the redirects."""
+        out = []
+        for q in [qid, *(m for m, t in self.survivor.items() if t == qid)]:
+            state = self.state(q, tau)
+            out += [(p, self.res(o), rank, quals) for p, o, rank, quals in
+                    (state.statements if state else [])]
+        return out
+
     def relations(self, tau: int) -> set[str]:
         """R_τ: properties whose page exists at τ with an English label and description."""
         return {pid for pid, revs in self.properties.items()
@@ -213,27 +243,32 @@ class Checker:
     def v(self, tau: int) -> set[str]:
         key = ("v", tau)
         if key not in self._cache:
-            self._cache[key] = {q for q in self.entities if (s := self.state(q, tau)) and s.enwiki}
+            self._cache[key] = {self.res(q) for q in self.entities
+                                if (s := self.state(q, tau)) and s.enwiki}
         return self._cache[key]  # type: ignore[return-value]
 
     def _presence(self) -> dict[tuple[str, str, str], list[tuple[int, int | None]]]:
-        changes: dict[tuple, list[tuple[int, bool]]] = defaultdict(list)
+        raw: dict[tuple, list[list]] = defaultdict(list)  # key → [start, end] per item
         for qid, revs in self.entities.items():
             seen: set[tuple] = set()
             for ts, _, ent in revs:
-                now = set() if ent.redirect else {(qid, p, o) for p, o, rank, _ in ent.statements
-                                                  if rank != "deprecated"}
-                for k in now ^ seen:
-                    changes[k].append((ts, k in now))
+                now = set() if ent.redirect else {
+                    (self.res(qid), p, self.res(o)) for p, o, rank, _ in ent.statements
+                    if rank != "deprecated"}
+                for k in now - seen:
+                    raw[k].append([ts, None])
+                for k in seen - now:
+                    next(iv for iv in reversed(raw[k]) if iv[1] is None)[1] = ts
                 seen = now
         out = {}
-        for k, events in changes.items():
-            spans: list[list] = []
-            for ts, on in events:
-                if on:
-                    spans.append([ts, None])
+        for k, intervals in raw.items():
+            spans: list[list] = []  # the items' presences joined (several items, one key)
+            for a, b in sorted(intervals, key=lambda iv: iv[0]):
+                if spans and (spans[-1][1] is None or a <= spans[-1][1]):
+                    spans[-1][1] = None if spans[-1][1] is None or b is None else max(
+                        spans[-1][1], b)
                 else:
-                    spans[-1][1] = ts
+                    spans.append([a, b])
             filled: list[list] = []
             for span in spans:  # fill short gaps first ...
                 if filled and span[0] - filled[-1][1] < SPAN_KG:
@@ -257,8 +292,7 @@ class Checker:
 
     def end_signal(self, triple: tuple[str, str, str], t: int, tau: int) -> str | None:
         s, p, o = triple
-        state = self.state(s, tau)
-        same = [x for x in (state.statements if state else []) if x[0] == p and x[1] == o]
+        same = [x for x in self.statements(s, tau) if x[0] == p and x[1] == o]
         for q in END_QUALIFIERS:
             for x in same:
                 if any(qp == q and t < instant(val, prec) <= tau for qp, val, prec in x[3]):
@@ -279,8 +313,7 @@ class Checker:
                 return [("D", signal)]
             if after:
                 return [("X", None)]
-            state = self.state(s, tau)
-            same = [x for x in (state.statements if state else []) if x[0] == p and x[1] == o]
+            same = [x for x in self.statements(s, tau) if x[0] == p and x[1] == o]
             if self.rules and any(tau < a < tau + 15 * 365 * 86400
                                   for a, _ in self._timelines.get(triple, [])):
                 return []  # R2a: added back, not a permanent removal
@@ -340,8 +373,8 @@ class Checker:
             if op != "D":
                 continue
             if sig.startswith("qualifier:"):
-                state = self.state(s, tau)
-                removals.append(min(instant(v, n) for x in state.statements if (x[0], x[1]) == (p, o)
+                removals.append(min(instant(v, n) for x in self.statements(s, tau)
+                                    if (x[0], x[1]) == (p, o)
                                     for qp, v, n in x[3] if qp in END_QUALIFIERS
                                     and t < instant(v, n) <= tau))
             else:
@@ -380,7 +413,8 @@ class Checker:
                 break
             title = _norm(m.group(1))
         sitelinks = {s.enwiki: q for q in self.entities if (s := self.state(q, tau)) and s.enwiki}
-        return sitelinks.get(title)
+        found = sitelinks.get(title)
+        return None if found is None else self.res(found)
 
     def paragraph(self, page_id: int, tau: int, plain: str) -> str | None:
         """The raw block of the article at tau whose cleaned text is ``plain``."""
@@ -487,14 +521,12 @@ def check_world(out: Path, date: str | None = None, snapshots: set[str] | None =
         if not ok:
             problems.append(f"KG disagrees ({ops}): {row['op']} {row['s']} {row['p']} {row['o']} "
                             f"{row['signal']} w{row['window']} {row['snapshot']}")
-        state = checker.state(row["s"], t + row["window"] * WEEK)
-        quals = {(qp, instant(v, n), n) for x in (state.statements if state else [])
+        quals = {(qp, instant(v, n), n) for x in checker.statements(row["s"], t + row["window"] * WEEK)
                  if (x[0], x[1]) == (row["p"], row["o"]) for qp, v, n in x[3]}
         if quals != {(q["p"], instant(q["time"], q["precision"]), q["precision"]) for q in row["qualifiers"]}:
             problems.append(f"qualifiers differ for {row['s']} {row['p']} {row['o']}: {sorted(quals)}")
         if "removal-start-qualifier" in row["tags"]:  # judged as a D with a qualifier
-            held = checker.state(row["s"], t)
-            dates = {(qp, instant(v, n)) for x in (held.statements if held else [])
+            dates = {(qp, instant(v, n)) for x in checker.statements(row["s"], t)
                      if (x[0], x[1]) == (row["p"], row["o"]) for qp, v, n in x[3]}
             inside = t < min((d for qp, d in dates if qp == "P580"), default=0) <= \
                 t + row["window"] * WEEK

@@ -145,8 +145,9 @@ def test_truth_agrees_with_the_independent_checker(world: Path, variant: str) ->
 def test_the_selection_rules_leave_out_lines_and_nothing_else(world: Path) -> None:
     """truth.jsonl (the authors' rules) against truth-unselected.jsonl (none): every
     released row is an unselected one but for R4's (an item older than t merged into a new
-    one: E, not EE); the rules leave out whole lines (a line is kept with all its rows or
-    not at all); every released line has an E, EE or D triple between its entities."""
+    one: E, not EE) and their s02's (a statement re-pointed to a merge's surviving item: X,
+    not E); the rules leave out whole lines (a line is kept with all its rows or not at
+    all); every released line has an E, EE or D triple between its entities."""
     def rows(name: str) -> list[dict]:
         return _rows(world / name)
 
@@ -154,12 +155,16 @@ def test_the_selection_rules_leave_out_lines_and_nothing_else(world: Path) -> No
     key = lambda r: (r["snapshot"], r["window"], r["page_id"], r["op"], r["s"], r["p"], r["o"])  # noqa: E731
     line = lambda r: (r["snapshot"], r["window"], r["page_id"], r["paragraph"])  # noqa: E731
     r4 = {key(r) for r in released if r["scenario"] == "merged-into-new"}
-    assert r4 and {key(r) for r in released} - {key(r) for r in unselected} <= r4
+    s02 = {key(r) for r in released if "merged-histories" in r["tags"]}
+    only_released = {key(r) for r in released} - {key(r) for r in unselected}
+    assert r4 and s02 and s02 <= only_released <= r4 | s02
+    assert {k[3] for k in s02} == {"X"}
     kept_lines = {line(r) for r in released}
     # in a kept line, the rules remove rows only as R2a (a D added back), R3 (an EE-KG
     # that does not persist) and s07's relation filter (a relation not in R_t) do
     removed = {(r["op"], key(r)) for r in unselected if line(r) in kept_lines
-               and r["scenario"] != "merged-into-new"} - {(r["op"], key(r)) for r in released}
+               and r["scenario"] not in ("merged-into-new", "merged-before")} - {
+        (r["op"], key(r)) for r in released}
     relations = {k for op, k in removed if op == "E"}
     assert relations and {k[5] for k in relations} == {
         r["p"] for r in unselected if r["scenario"] == "new-relation" and r["p"] != "P108"}
@@ -249,7 +254,8 @@ def test_truth_covers_every_operation_signal_and_trap(world: Path) -> None:
             "s07-relation-outside-r-t"} <= kinds
     assert {"removal-kept", "rank-kept", "removal-added-back", "passage-before-removal",
             "ee-kg-transient", "merged-into-new", "sparse-line", "new-relation",
-            "removal-start-qualifier"} <= {r["scenario"] for r in rows}
+            "removal-start-qualifier", "merged-before"} <= {r["scenario"] for r in rows}
+    assert {"merged-histories"} <= kinds
     assert {r["op"] for r in rows if "removal-start-qualifier" in r["tags"]} == {"D"}
     assert {"guard-title-colon", "title-colon-kept"} <= {t for r in rows for t in r["tags"]}
     assert all(t["reason"] for t in traps)

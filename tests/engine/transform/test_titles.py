@@ -48,7 +48,8 @@ def world(catalog: Catalog) -> Catalog:
 
 def resolve(catalog: Catalog, titles: list[str], tau: str, max_hops: int = 5) -> set[tuple]:
     frame = catalog.spark.createDataFrame([(t,) for t in titles], "title string")
-    rows = resolve_titles(catalog, frame, tau=tau, max_hops=max_hops).collect()
+    rows = resolve_titles(catalog, frame, tau=tau, max_hops=max_hops,
+                          resolve_redirects=False).collect()
     assert len(rows) == len(set(titles))  # one row per distinct title, never multiplied
     return {(r.title, r.qid, r.status, r.hops) for r in rows}
 
@@ -82,11 +83,12 @@ def test_each_row_can_carry_its_own_tau(world: Catalog) -> None:
     frame = world.spark.createDataFrame(
         [("Dup", d("2020-06-01")), ("Dup", d("2022-01-01")), ("Missing", d("2022-01-01"))],
         "title string, tau timestamp")
-    resolved = resolve_titles(world, frame, max_hops=5)
+    resolved = resolve_titles(world, frame, max_hops=5, resolve_redirects=False)
     got = {(r.title, r.tau.astimezone(UTC), r.qid, r.status) for r in resolved.collect()}
     assert got == {("Dup", d("2020-06-01"), "Q7", "ok"), ("Dup", d("2022-01-01"), "Q9", "ok"),
                    ("Missing", d("2022-01-01"), None, "no_page")}
     assert status_counts(resolved) == {"ok": 2, "no_page": 1, "no_item": 0, "redirect_loop": 0,
                                        "dead_end": 0, "too_many_hops": 0}
     with pytest.raises(ValueError, match="tau"):
-        resolve_titles(world, world.spark.createDataFrame([("x",)], "title string"), max_hops=5)
+        resolve_titles(world, world.spark.createDataFrame([("x",)], "title string"), max_hops=5,
+                       resolve_redirects=False)
