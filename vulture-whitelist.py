@@ -22,6 +22,8 @@ _._route_names, _._to, _._pre_draw, _._warehouse  # emerge_lib/core/config.py
 _._Popen  # emerge_lib/ingest/pool.py
 _.buffer_text, _.CharacterDataHandler  # emerge_lib/dumps/xml/escape.py
 _.document_index  # emerge_lib/evaluation/adapters/relik.py
+# llama.cpp's server parameters, read by xllamacpp's C++ server when it starts
+_.model_alias, _.hostnames, _.n_parallel, _.n_threads, _.flash_attn_type  # curation/local_server.py
 
 # The sample world's scenarios, run by name (emerge_lib/sample/plan.py: getattr(self, f"s_{name}"))
 _.s_x_basic, _.s_e_basic, _.s_ee_new, _.s_ee_sitelink, _.s_ee_object, _.s_ee_kg

