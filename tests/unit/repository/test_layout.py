@@ -59,6 +59,14 @@ def test_every_room_is_in_the_import_contracts_and_in_the_documented_table() -> 
 def test_the_airflow_glue_is_an_installed_provider_not_a_plugins_folder() -> None:
     assert not (REPO / "plugins").exists()
     assert "emerge_lib.airflow.provider:get_provider_info" in (REPO / "pyproject.toml").read_text()
+    # Airflow refuses a provider whose package name is not its distribution's
+    import tomllib
+
+    from emerge_lib.airflow.provider import get_provider_info
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["name"]
+    assert get_provider_info()["package-name"] == project == "emerge-tkgu"
+    assert f"airflow providers get {project}" in (REPO / "Dockerfile").read_text()
 
 
 def test_dag_files_do_no_heavy_work_at_import() -> None:
