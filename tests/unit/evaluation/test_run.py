@@ -274,7 +274,7 @@ def test_the_default_scores_the_authors_files_as_their_evaluation_does(authors: 
 
 
 def _blocked_evaluate(gold: Path, tmp_path: Path) -> None:
-    """`pip install emerge[eval]` is enough: the scorer and the command, completeness
+    """The eval extra is enough: the scorer and the command, completeness
     included, run with Spark, Sail, Delta, Airflow and GX blocked."""
     script = f"""
 import importlib.abc, json, sys
