@@ -6,7 +6,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo demo-airflow airflow airflow-stop labelstudio labelstudio-start labelstudio-stop test test-fast lint models format bench clean
+.PHONY: venv demo demo-airflow airflow airflow-stop labelstudio labelstudio-start labelstudio-stop spark spark-start spark-stop test test-fast lint models format bench clean
 
 venv: $(STAMP)
 
@@ -67,6 +67,36 @@ labelstudio-start: $(LS_STAMP)
 labelstudio-stop:
 	LS_VENV_BIN=$(abspath $(LS_VENV))/bin scripts/labelstudio-local.sh stop
 
+# Apache Spark 4.2 with Delta Lake 4.4 beside Sail, in an environment of its own
+# (.venv-spark: PyPI's full pyspark, whose package name pyspark-client in .venv shares),
+# and the jars Spark needs beside its own (delta-spark, delta-storage, hadoop-aws and the
+# AWS SDK parts of s3a://: spark/pom.xml), fetched once from Maven Central into
+# .venv-spark/jars. Needs Java 17 and Maven (docs/operations.md)
+SPARK_VENV ?= .venv-spark
+SPARK_STAMP := $(SPARK_VENV)/.installed
+spark: $(SPARK_STAMP)
+
+$(SPARK_STAMP): requirements-spark.txt spark/pom.xml
+	@command -v java >/dev/null || { echo "make spark: Java 17 is needed (Debian: apt-get install openjdk-17-jre-headless)" >&2; exit 1; }
+	@command -v mvn >/dev/null || { echo "make spark: Maven is needed to fetch the jars (Debian: apt-get install maven)" >&2; exit 1; }
+	test -x $(SPARK_VENV)/bin/python || $(PYTHON) -m venv $(SPARK_VENV)
+	$(SPARK_VENV)/bin/python -m pip install --quiet --upgrade pip
+	# the full pyspark is an sdist of 450 MB, built into a wheel here once (pip caches it)
+	$(SPARK_VENV)/bin/python -m pip install --quiet -r requirements-spark.txt
+	rm -rf $(SPARK_VENV)/jars.partial
+	mvn -q -B -f spark/pom.xml dependency:copy-dependencies -DoutputDirectory=$(abspath $(SPARK_VENV))/jars.partial
+	rm -rf $(SPARK_VENV)/jars && mv $(SPARK_VENV)/jars.partial $(SPARK_VENV)/jars
+	test -x "$$($(SPARK_VENV)/bin/python -c 'import pyspark, os; print(os.path.dirname(pyspark.__file__))')/sbin/spark-daemon.sh"
+	ls $(SPARK_VENV)/jars/delta-spark_2.13-*.jar $(SPARK_VENV)/jars/hadoop-aws-*.jar >/dev/null && touch $(SPARK_STAMP)
+
+# a standalone Spark cluster on 127.0.0.1 (a master, two workers, the Spark Connect server
+# with Delta), each stopped by its PID with `make spark-stop`; prints its sc:// URL
+spark-start: $(SPARK_STAMP) $(STAMP)
+	scripts/spark-local.sh start
+
+spark-stop:
+	scripts/spark-local.sh stop
+
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 
@@ -84,9 +114,9 @@ test: lint models labelstudio
 	$(PY) -m pytest -q -n $(TEST_PROCS) --dist loadfile --no-loadscope-reorder
 
 # the quick loop for local work: the unit and stages tiers, no generated world and no
-# server (CI runs `make test`: every tier)
+# server, nor the Spark cluster (CI runs `make test`: every tier)
 test-fast: lint models
-	$(PY) -m pytest -q -n $(TEST_PROCS) --dist loadfile --no-loadscope-reorder -m "unit or stages"
+	$(PY) -m pytest -q -n $(TEST_PROCS) --dist loadfile --no-loadscope-reorder -m "(unit or stages) and not spark"
 
 bench: $(STAMP)
 	@for b in benchmarks/[!_]*.py; do echo "== $$b"; $(PY) $$b || exit 1; done

@@ -100,6 +100,48 @@ def spark():
         yield session
 
 
+@pytest.fixture(scope="session")
+def spark_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The sc:// URL of the session's Apache Spark 4 cluster (a master, two workers, the
+    Spark Connect server with Delta Lake: scripts/spark-local.sh), started on first use,
+    one for every process of the session, stopped by PID at its end (kits/sparkkit.py)."""
+    import sparkkit
+
+    return sparkkit.url(tmp_path_factory, request.config)
+
+
+@pytest.fixture(scope="session")
+def spark4(spark_url: str):
+    """A session on the Spark 4 cluster, for this process's whole test session; no call of
+    a test may wait on it for more than ten minutes (as on the embedded engine)."""
+    from emerge_lib.core.config import EngineSettings
+    from emerge_lib.core.engine import spark_session
+
+    with spark_session(EngineSettings(url=spark_url, call_timeout_s=600,
+                                      startup_timeout_s=300)) as session:
+        yield session
+
+
+#: the engines a test parametrized over ``engine`` runs on: Sail embedded (the session's)
+#: and the Spark 4 cluster (marked ``spark``: `make test-fast` leaves it out)
+ENGINES = ["sail", pytest.param("spark", marks=pytest.mark.spark)]
+
+
+@pytest.fixture(params=ENGINES)
+def engine(request: pytest.FixtureRequest):
+    """A session on each engine the project supports, in turn (``ENGINES``)."""
+    return request.getfixturevalue("spark" if request.param == "sail" else "spark4")
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """The Spark cluster, if this session started one, is stopped by its PIDs by the process
+    that owns the session's shared folder, once every xdist worker has finished."""
+    if not hasattr(session.config, "workerinput"):
+        import sparkkit
+
+        sparkkit.stop(session.config._tmp_path_factory)  # type: ignore[attr-defined]
+
+
 @pytest.fixture()
 def catalog(tmp_path: Path, spark):
     from emerge_lib.catalog import Catalog

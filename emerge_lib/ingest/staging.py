@@ -135,8 +135,13 @@ class StagedOutputs:
 
 def read_staged(spark: Any, summaries: Any, output: str) -> Any:
     """One staged output of every summary that has it, as one frame (None: none has it)."""
+    from emerge_lib.core.engine import engine_traits
+
     paths = [s.outputs[output] for s in summaries if output in s.outputs]
-    return spark.read.parquet(*paths) if paths else None
+    if not paths:
+        return None
+    traits = engine_traits(spark)  # Spark names S3 s3a://
+    return spark.read.parquet(*[traits.path(p) for p in paths])
 
 
 def missing_outputs(summaries: Any) -> list[str]:
