@@ -110,7 +110,8 @@ models: $(STAMP)
 # tests/conftest.py). One more than the cores, because a third of the time a process
 # waits (for Airflow's scheduler, a server, a subprocess) with its core idle
 TEST_PROCS = $$(( $$(nproc) + 1 ))
-test: lint models labelstudio
+# (the system tier's Spark 4 cluster comes from `make spark`: tests/kits/sparkkit.py)
+test: lint models labelstudio spark
 	$(PY) -m pytest -q -n $(TEST_PROCS) --dist loadfile --no-loadscope-reorder
 
 # the quick loop for local work: the unit and stages tiers, no generated world and no

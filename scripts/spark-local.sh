@@ -50,7 +50,7 @@ export SPARK_LOCAL_IP=127.0.0.1 SPARK_LOCAL_HOSTNAME=127.0.0.1 SPARK_MASTER_HOST
 DAEMON_MEMORY="${SPARK_DAEMON_MEMORY:-256m}"
 # a small machine's JVMs: the client compiler only (C2's compilations took most of the CPU
 # of a small build: measured in docs/performance.md) and the serial collector
-JVM_OPTS="${SPARK_JVM_OPTS:--XX:TieredStopAtLevel=1 -XX:+UseSerialGC}"
+JVM_OPTS="${SPARK_JVM_OPTS:--XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:-UseCodeCacheFlushing -XX:ReservedCodeCacheSize=512m}"
 export SPARK_DAEMON_JAVA_OPTS="$JVM_OPTS"
 export SPARK_MASTER_OPTS="-Dspark.master.rest.enabled=false"
 
@@ -97,6 +97,8 @@ EOF
 start() {
   local home daemon f master_port connect_port url t0
   home="$(spark_home)"
+  # this Spark's, not an inherited one (emerge's .venv points SPARK_HOME at pyspark-client)
+  export SPARK_HOME="$home"
   daemon="$home/sbin/spark-daemon.sh"
   command -v java >/dev/null || { echo "Java 17 is needed (java is not on the PATH)" >&2; exit 1; }
   [ -x "$PYTHON_WORKERS" ] || { echo "no Python for the workers at $PYTHON_WORKERS (make venv)" >&2; exit 1; }

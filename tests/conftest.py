@@ -122,15 +122,12 @@ def spark4(spark_url: str):
         yield session
 
 
-#: the engines a test parametrized over ``engine`` runs on: Sail embedded (the session's)
-#: and the Spark 4 cluster (marked ``spark``: `make test-fast` leaves it out)
-ENGINES = ["sail", pytest.param("spark", marks=pytest.mark.spark)]
-
-
-@pytest.fixture(params=ENGINES)
+@pytest.fixture()
 def engine(request: pytest.FixtureRequest):
-    """A session on each engine the project supports, in turn (``ENGINES``)."""
-    return request.getfixturevalue("spark" if request.param == "sail" else "spark4")
+    """The session of the engine a test runs on: the embedded Sail one, or each engine the
+    project supports in turn for a test marked ``@sparkkit.on_each_engine``."""
+    which = getattr(request, "param", "sail")
+    return request.getfixturevalue("spark" if which == "sail" else "spark4")
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
@@ -143,10 +140,11 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 
 @pytest.fixture()
-def catalog(tmp_path: Path, spark):
+def catalog(tmp_path: Path, engine):
+    """An empty warehouse on the test's engine (Sail, or each engine: ``engine``)."""
     from emerge_lib.catalog import Catalog
 
-    return Catalog(tmp_path / "warehouse", spark)
+    return Catalog(tmp_path / "warehouse", engine)
 
 
 @pytest.fixture(scope="session")

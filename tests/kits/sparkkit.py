@@ -22,6 +22,12 @@ from pathlib import Path
 
 import pytest
 
+#: a test on each engine the project supports: Sail embedded and the Spark 4 cluster
+#: (marked ``spark``: `make test-fast` leaves it out); its ``engine`` and ``catalog``
+#: fixtures (tests/conftest.py) are that engine's
+on_each_engine = pytest.mark.parametrize(
+    "engine", ["sail", pytest.param("spark", marks=pytest.mark.spark)], indirect=True)
+
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "spark-local.sh"
 SPARK_VENV = REPO / ".venv-spark"

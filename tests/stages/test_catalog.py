@@ -1,4 +1,7 @@
-"""The catalog on the real embedded engine (Sail) with real Delta tables."""
+"""The catalog on the real embedded engine (Sail) with real Delta tables; its guarded writes
+(the replace guard, counts from the log, merges, matched deletes and updates, nested
+columns, concurrent writers) on each engine the project supports (``on_each_engine``:
+the Spark 4 cluster too)."""
 
 from __future__ import annotations
 
@@ -8,6 +11,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from sparkkit import on_each_engine
 
 from emerge_lib.catalog import TABLES, Catalog, CatalogError, TableSpec, spark_type, spec
 
@@ -67,6 +71,7 @@ def test_partition_replace_touches_only_its_partition(catalog: Catalog) -> None:
     assert catalog.read_arrow("kg_triples").num_rows == 3
 
 
+@on_each_engine
 def test_rows_outside_the_partition_are_refused_and_nothing_is_written(catalog: Catalog) -> None:
     jan, apr = "2024-01-01", "2024-04-01"
     catalog.replace_partition(
@@ -108,6 +113,7 @@ def test_sail_trap_dynamic_overwrite_replaces_whole_table(catalog: Catalog, spar
     assert as_set(catalog.read_arrow("kg_triples")) == {("a", "Q5", "P1", "Q6")}
 
 
+@on_each_engine
 def test_merge_updates_and_inserts_on_the_key(catalog: Catalog) -> None:
     ts = datetime(2024, 1, 1, tzinfo=UTC)
     first = [{"wiki": "wikidatawiki", "page_id": 1, "title": "Q1", "last_rev_id": 10, "last_timestamp": ts}]
@@ -128,6 +134,7 @@ def test_merge_updates_and_inserts_on_the_key(catalog: Catalog) -> None:
         catalog.merge("page_watermarks", catalog.frame("page_watermarks", dup))
 
 
+@on_each_engine
 def test_nested_qualifiers_round_trip(catalog: Catalog) -> None:
     q = {"pid": "P580", "kind": "time", "time": "+2001-00-00T00:00:00Z", "precision": 9,
          "instant": datetime(2001, 1, 1, tzinfo=UTC), "item": None}
@@ -157,6 +164,7 @@ def test_embedded_engine_leaves_nothing_running() -> None:
         pass
 
 
+@on_each_engine
 def test_replace_partitions_of_a_snapshot_in_one_transaction(catalog: Catalog) -> None:
     def inst(snapshot: str, window: int, s: str) -> dict:
         return {"snapshot": snapshot, "window": window, "passage_id": "p", "op": "E",
@@ -229,7 +237,9 @@ def _marks(*pairs: tuple[int, int]) -> list[dict]:
             for p, r in pairs]
 
 
-def test_delete_and_update_matching(catalog: Catalog, spark) -> None:
+@on_each_engine
+def test_delete_and_update_matching(catalog: Catalog, engine) -> None:
+    spark = engine
     catalog.merge("page_watermarks", catalog.frame("page_watermarks", _marks((1, 10), (2, 20), (3, 30))))
     keys = spark.createDataFrame([("w", 2), ("w", 9)], "wiki string, page_id bigint")
     catalog.delete_matching("page_watermarks", keys, on=["wiki", "page_id"])
@@ -284,6 +294,7 @@ def test_a_lost_commit_race_is_retried_and_the_last_loss_is_retryable(catalog: C
         catalog._committed("kg_triples", "test", lambda: (_ for _ in ()).throw(ValueError("other")))
 
 
+@on_each_engine
 def test_concurrent_writers_to_disjoint_partitions_all_land_once(catalog: Catalog) -> None:
     """Sail 0.7 lets one of several simultaneous commits win and fails the others
     ("Failed to commit transaction"); the catalog retries them, so every writer lands."""
