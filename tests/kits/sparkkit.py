@@ -53,8 +53,17 @@ def _home(shared: Path) -> Path:
     return shared / "spark-local"
 
 
+#: the test cluster's settings for tables of a few hundred rows: the optimizer's adaptive
+#: re-planning and the generated code (compiled per query, on the driver and in every
+#: executor) cost more than they save there; without them a build of the tiny world took
+#: 201 instead of 253-262 CPU-seconds of the cluster (docs/performance.md)
+SMALL_DATA = ("--conf spark.sql.adaptive.enabled=false --conf spark.sql.codegen.wholeStage=false"
+              " --conf spark.sql.codegen.factoryMode=NO_CODEGEN")
+
+
 def _run(action: str, home: Path, timeout: float) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "SPARK_LOCAL_HOME": str(home)}
+    env = {**os.environ, "SPARK_LOCAL_HOME": str(home),
+           "SPARK_EXTRA_CONF": f"{SMALL_DATA} {os.environ.get('SPARK_EXTRA_CONF', '')}"}
     return subprocess.run([str(SCRIPT), action], env=env, capture_output=True, text=True,
                           timeout=timeout)
 

@@ -1,21 +1,21 @@
 """The same build on Apache Spark 4 with Delta Lake: a standalone cluster of a master, two
 workers and the Spark Connect server (kits/sparkkit.py: one for the test session, stopped
-by PID at its end), reached through ``engine.url`` as a user would.
+by PID at its end), reached through the ``emerge_engine`` connection as a deployment
+would, with the warehouse and the ingest staging on S3 (the session's SeaweedFS).
 
-- The tiny world of one dump date (every planted case, every stage: ingest, stability,
-  snapshot, deltas, passages, align, select, the Great Expectations gate, the release:
-  kits/worlds.py's TINY1) built end to end on
-  Spark, its extraction in the cluster's Python workers (``dumps.executor: spark``, through
-  mapInArrow), gives every release file byte for byte and every table row for row as the
-  embedded Sail build with the process pool.
-- The warehouse and the ingest staging on S3 (the session's SeaweedFS): Sail embedded,
-  Sail's local-cluster mode and Spark (s3a://, through `airflow dags test` with the
-  ``emerge_engine`` connection naming the Spark Connect server) give the local-disk
-  release, byte for byte.
+The tiny world of one dump date (every planted case, every stage: ingest, stability,
+snapshot, deltas, passages, align, select, the Great Expectations gate, the release:
+kits/worlds.py's TINY1) built by `emerge build` on Sail embedded, local disk, is the
+reference. On S3, Sail embedded in both of its modes builds it with `emerge build`, and
+Spark through `airflow dags test emerge_snapshot` (every task in one process) with its
+extraction in the cluster's Python workers (``dumps.executor: spark``, mapInArrow): every
+release file the same byte for byte, and Spark's tables the same row for row.
 
-Each Spark build is a few minutes on a busy 2-core machine (a Delta operation costs Spark
-about a CPU-second however small the table: docs/performance.md), so the S3 build and the
-Airflow path share one build, and the gate runs on the local-disk one only.
+A Delta operation costs Spark about a CPU-second however small the table
+(docs/performance.md, "Sail and Spark"), so a build of even this world is minutes of CPU:
+one Spark build covers the engine, the cluster's extraction, S3 (s3a://) and the Airflow
+path at once. The catalog's writes on Spark, local disk, are tested one by one in
+tests/stages (``on_each_engine``).
 """
 
 from __future__ import annotations
@@ -31,13 +31,9 @@ import pytest
 from worlds import TINY1
 
 from emerge_lib.catalog import TABLES, Catalog
-from emerge_lib.core.engine import EngineTraits, engine_traits
-
-pytestmark = pytest.mark.spark
 
 T = "2024-01-01T00:00:00Z"
 GATE = {"validation": {"enabled": True}}
-NO_GATE = {"validation": {"enabled": False}}
 #: columns that say when, how long or in which files, not what: the only ones allowed to
 #: differ (a validation's fingerprints name the Delta data files it checked)
 RUN_COLUMNS = {"ingested_at", "seconds", "validated_at", "fingerprints"}
@@ -69,39 +65,6 @@ def emerge(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, timeout=1800)
 
 
-def test_the_engine_says_what_it_is(spark, spark4) -> None:
-    """Sail and Spark both report Spark's API version; only Spark's version() begins with
-    it, so the traits (what the catalog switches on) come from the engine itself."""
-    assert engine_traits(spark4) == EngineTraits("spark", spark4.version)
-    sail = engine_traits(spark)
-    assert sail.name == "sail" and sail.version != spark.version
-    assert engine_traits(spark4).path("s3://b/w/t") == "s3a://b/w/t"
-    assert sail.path("s3://b/w/t") == "s3://b/w/t"
-
-
-def test_spark_builds_the_release_and_the_tables_sail_builds(tmp_path: Path, worlds,
-                                                             spark_url: str) -> None:
-    sail = worlds.built(TINY1, GATE)
-    world = worlds.world(TINY1)
-    proc = emerge("build", "-c", str(world / "config.yaml"), "--warehouse",
-                  str(tmp_path / "warehouse"), "--out", str(tmp_path / "release"),
-                  env={"EMERGE__ENGINE__URL": spark_url, "EMERGE__DUMPS__EXECUTOR": "spark",
-                       "EMERGE__VALIDATION__ENABLED": "true"})
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    assert "engine: spark 4." in proc.stderr
-    assert "stage validate" in proc.stderr and "checks passed" in proc.stderr
-    assert_same_release(tmp_path / "release", sail.release)
-    ours, theirs = Catalog(tmp_path / "warehouse"), Catalog(sail.warehouse)
-    for name in TABLES:
-        assert table_rows(ours, name) == table_rows(theirs, name), name
-    # the extraction ran in the cluster's Python workers, and Spark wrote protocol 1/2
-    # tables delta-rs reads: no deletion vectors
-    from deltalake import DeltaTable
-
-    protocol = DeltaTable(str(tmp_path / "warehouse" / "statement_timeline")).protocol()
-    assert (protocol.min_reader_version, protocol.min_writer_version) == (1, 2)
-
-
 def _s3_settings(server: Any, bucket: str, root: str) -> dict[str, str]:
     key, secret = server.credentials["admin"]
     return {"EMERGE__WAREHOUSE": f"s3://{bucket}/{root}/warehouse",
@@ -111,29 +74,45 @@ def _s3_settings(server: Any, bucket: str, root: str) -> dict[str, str]:
             # the staging's pyarrow file system and the Sail server read the process's
             "AWS_ACCESS_KEY_ID": key, "AWS_SECRET_ACCESS_KEY": secret,
             "AWS_ENDPOINT_URL": server.endpoint_url, "AWS_REGION": server.region,
-            "AWS_ALLOW_HTTP": "true", "EMERGE__VALIDATION__ENABLED": "false"}
+            "AWS_ALLOW_HTTP": "true", "EMERGE__VALIDATION__ENABLED": "true"}
 
 
-def test_a_warehouse_on_s3_gives_the_same_release_on_sail_and_on_spark(
-        tmp_path: Path, worlds, s3_server, spark_url: str) -> None:
-    from emerge_lib.airflow.home import airflow_command, airflow_env
+def _sail_build(tmp_path: Path, world: Path, server: Any, mode: str) -> Path:
+    out = tmp_path / f"sail-{mode}"
+    proc = emerge("build", "-c", str(world / "config.yaml"), "--out", str(out),
+                  env={**_s3_settings(server, "warehouse", f"sail-{mode}"),
+                       "EMERGE__ENGINE__MODE": mode})
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return out
 
-    want = worlds.built(TINY1, NO_GATE).release
-    world = worlds.world(TINY1)
+
+@pytest.fixture(scope="module")
+def s3_warehouse(s3_server):
     s3_server.create_bucket("warehouse")
-    config = str(world / "config.yaml")
-    for mode in ("local", "local-cluster"):  # Sail embedded, in both of its modes
-        proc = emerge("build", "-c", config, "--out", str(tmp_path / f"sail-{mode}"),
-                      env={**_s3_settings(s3_server, "warehouse", f"sail-{mode}"),
-                           "EMERGE__ENGINE__MODE": mode})
-        assert proc.returncode == 0, proc.stderr[-4000:]
-        assert_same_release(tmp_path / f"sail-{mode}", want)
-    objects = s3_server.client().list_objects_v2(Bucket="warehouse", Prefix="sail-local/")
+    return s3_server
+
+
+def test_sail_builds_the_same_release_on_s3_in_both_modes(tmp_path: Path, worlds,
+                                                          s3_warehouse) -> None:
+    want = worlds.built(TINY1, GATE).release
+    world = worlds.world(TINY1)
+    for mode in ("local", "local-cluster"):
+        assert_same_release(_sail_build(tmp_path, world, s3_warehouse, mode), want)
+    objects = s3_warehouse.client().list_objects_v2(Bucket="warehouse", Prefix="sail-local/")
     assert any("/warehouse/instances/_delta_log/" in o["Key"] for o in objects["Contents"])
 
-    # Spark (s3a://) through the Airflow snapshot DAG, every task in one process
+
+@pytest.mark.spark
+def test_spark_builds_the_release_and_the_tables_sail_builds(tmp_path: Path, worlds,
+                                                             s3_warehouse,
+                                                             spark_url: str) -> None:
+    from emerge_lib.airflow.home import airflow_command, airflow_env
+
+    sail = worlds.built(TINY1, GATE)
+    world = worlds.world(TINY1)
+    settings = _s3_settings(s3_warehouse, "warehouse", "spark")
     host, port = spark_url.removeprefix("sc://").split(":")
-    env = airflow_env(tmp_path / "airflow", **_s3_settings(s3_server, "warehouse", "spark"),
+    env = airflow_env(tmp_path / "airflow", **settings, EMERGE__DUMPS__EXECUTOR="spark",
                       AIRFLOW_CONN_EMERGE_ENGINE=json.dumps(
                           {"conn_type": "generic", "host": host, "port": int(port)}))
     (tmp_path / "airflow").mkdir()
@@ -141,15 +120,21 @@ def test_a_warehouse_on_s3_gives_the_same_release_on_sail_and_on_spark(
     migrate = subprocess.run([airflow, "db", "migrate"], env=env, capture_output=True,
                              text=True, timeout=600)
     assert migrate.returncode == 0, migrate.stderr[-2000:]
-    conf = {"snapshot": T, "config": config, "release_dir": str(tmp_path / "spark"),
-            "curate": False, "publish": False}
+    conf = {"snapshot": T, "config": str(world / "config.yaml"),
+            "release_dir": str(tmp_path / "spark"), "curate": False, "publish": False}
     proc = subprocess.run([airflow, "dags", "test", "emerge_snapshot", "2024-01-01",
                            "-c", json.dumps(conf)], env=env, capture_output=True, text=True,
                           timeout=1800)
     log = proc.stdout + proc.stderr
     assert proc.returncode == 0 and "state=success" in log, log[-4000:]
-    assert "engine: spark 4." in log
-    assert_same_release(tmp_path / "spark", want)
-    objects = s3_server.client().list_objects_v2(Bucket="warehouse", Prefix="spark/")
-    assert any("/warehouse/instances/_delta_log/" in o["Key"] for o in objects["Contents"])
-
+    assert "engine: spark 4." in log and "checks passed" in log
+    assert_same_release(tmp_path / "spark", sail.release)
+    ours = Catalog(settings["EMERGE__WAREHOUSE"], storage_options={
+        k: v for k, v in settings.items() if k.startswith("AWS_")})
+    theirs = Catalog(sail.warehouse)
+    for name in TABLES:
+        assert table_rows(ours, name) == table_rows(theirs, name), name
+    # Spark wrote protocol 1/2 tables (no deletion vectors) through s3a://
+    objects = s3_warehouse.client().list_objects_v2(Bucket="warehouse", Prefix="spark/")
+    assert any("/warehouse/statement_timeline/_delta_log/" in o["Key"]
+               for o in objects["Contents"])
