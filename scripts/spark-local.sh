@@ -142,6 +142,7 @@ start() {
     --conf spark.driver.extraJavaOptions="$JVM_OPTS -Dderby.system.home=$HOME_DIR/derby" \
     --conf spark.executor.extraJavaOptions="$JVM_OPTS" \
     --conf spark.locality.wait=0s \
+    --conf spark.connect.session.manager.defaultSessionTimeout=7d \
     ${SPARK_EXTRA_CONF:-} >/dev/null
   echo "$connect_port" > "$RUN/connect.port"
   echo "$url" > "$RUN/master.url"
