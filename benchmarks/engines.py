@@ -7,16 +7,17 @@ and stopped by PID at the end), in one run, the engines alternating.
 Each size's world (benchmarks/scale.py's bench world, generated when missing) is ingested
 once, on Sail embedded (`emerge ingest`: the extraction is the same Python on every
 engine). Then, for every round, size and engine in turn, a copy of that warehouse without
-its stable statements is built by `emerge build` with no dump date to read, the gate off
-and no release folder: stability, then per snapshot snapshot, deltas, passages, align and
-select, the stages the engine runs (select's near-duplicate pass is Python on the driver).
+its stable statements is built by `emerge build` with no dump date to read and the gate
+off: stability, then per snapshot snapshot, deltas, passages, align and select, the
+stages the engine runs (select's near-duplicate pass is Python on the driver), then the
+release (the driver's Python, reading the tables through delta-rs: listed apart).
 
 Per stage: wall seconds from the stage's own log line, and CPU seconds of everything
 that ran it: the `emerge` process tree (Sail runs inside it), plus on Spark the cluster's
 driver, executors and their Python workers (sampled at each stage line; the master and
 workers' bookkeeping is not counted). Printed side by side, with Spark's ratio to Sail
-embedded; the release folder is not written, but every derived table of the three engines
-is compared row for row (an order-free fingerprint).
+embedded; every derived table of the three engines is compared row for row (an
+order-free fingerprint), and their release files byte for byte.
 
     .venv/bin/python benchmarks/engines.py                          # sizes 0.05 0.2, 1 round
     .venv/bin/python benchmarks/engines.py --sizes 0.1 0.4 --repeat 2 --json out.json
@@ -39,10 +40,18 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from _harness import REPO, ensure_world, watch_emerge
-from scale import CLUSTER_ENV, DERIVED, load_average, sample_args, table_fingerprint, world_dir
+from scale import (
+    CLUSTER_ENV,
+    DERIVED,
+    load_average,
+    release_digest,
+    sample_args,
+    table_fingerprint,
+    world_dir,
+)
 
 ENGINES = ("sail", "sail-cluster", "spark")
-STAGES = ("stability", "snapshot", "deltas", "passages", "align", "select")
+STAGES = ("stability", "snapshot", "deltas", "passages", "align", "select", "release")
 SPARK_LOCAL = REPO / "scripts" / "spark-local.sh"
 
 
@@ -57,6 +66,7 @@ class Run:
     cpu: float
     stages: dict[str, dict[str, float]]
     tables: dict[str, str]
+    release: dict[str, str]
 
 
 # ----------------------------------------------------------------------------- the cluster
@@ -141,7 +151,10 @@ def build(root: Path, scale: float, engine: str, spark: SparkCluster | None) -> 
     (run / "_state" / "stability.json").unlink(missing_ok=True)
     env = {"EMERGE__DUMPS__WIKIDATA__DATES": "[]", "EMERGE__DUMPS__WIKIPEDIA__DATES": "[]"}
     if engine == "sail-cluster":
-        env.update(CLUSTER_ENV, EMERGE__ENGINE__MODE="local-cluster")
+        # scale.py's two workers; 64 slots each: the release's read of a copied
+        # warehouse asked for 67 ("task region requires 67 worker task slots")
+        env.update(CLUSTER_ENV, SAIL_CLUSTER__WORKER_TASK_SLOTS="64",
+                   EMERGE__ENGINE__MODE="local-cluster")
     elif engine == "spark":
         assert spark is not None
         env["EMERGE__ENGINE__URL"] = spark.url
@@ -154,8 +167,10 @@ def build(root: Path, scale: float, engine: str, spark: SparkCluster | None) -> 
         print("  " + line[line.find("stage "):], flush=True)
 
     before = spark.cpu() if spark is not None and engine == "spark" else 0.0
+    out = root / "runs" / f"engines-{scale:g}-{engine}-release"
+    shutil.rmtree(out, ignore_errors=True)
     watched = watch_emerge(["build", "-c", str(config_for(root, scale)), "--warehouse",
-                            str(run)], env=env, echo=seen)
+                            str(run), "--out", str(out)], env=env, echo=seen)
     if watched.returncode != 0:
         raise SystemExit(f"emerge build on {engine} failed:\n{watched.log_tail[-3000:]}")
     after = spark.cpu() if spark is not None and engine == "spark" else 0.0
@@ -167,9 +182,11 @@ def build(root: Path, scale: float, engine: str, spark: SparkCluster | None) -> 
         agg["wall"] += line.seconds
         agg["cpu"] += line.cpu + extra
     tables = {t: table_fingerprint(run, t) for t in DERIVED}
+    release = release_digest(out)
     shutil.rmtree(run, ignore_errors=True)
+    shutil.rmtree(out, ignore_errors=True)
     return Run(engine, scale, load, watched.wall, watched.cpu + after - before, stages,
-               tables)
+               tables, release)
 
 
 # ----------------------------------------------------------------------------- the report
@@ -200,14 +217,18 @@ def report(runs: list[Run], sizes: list[float]) -> bool:
             ratio = (f"{spark[0] / sail[0]:17.1f}{spark[1] / sail[1]:7.1f}"
                      if sail[0] > 0 and sail[1] > 0 else "")
             print(f"{stage:<12}{''.join(cells)}{ratio}")
-        reference = mine[0].tables
+        reference = mine[0]
         for r in mine[1:]:
-            differ = [t for t in DERIVED if r.tables.get(t) != reference.get(t)]
-            if differ:
+            differ = [t for t in DERIVED if r.tables.get(t) != reference.tables.get(t)]
+            files = sorted(set(r.release) ^ set(reference.release)) or [
+                f for f in reference.release if r.release[f] != reference.release[f]]
+            if differ or files:
                 ok = False
-                print(f"TABLES DIFFER on {r.engine} (scale {scale:g}): {differ}")
+                print(f"DIFFERENT on {r.engine} (scale {scale:g}): tables {differ}, "
+                      f"release files {files[:5]}")
     if ok:
-        print("\nevery derived table is the same on the three engines, row for row")
+        print("\nevery derived table is the same on the three engines, row for row, and "
+              "every release file byte for byte")
     return ok
 
 

@@ -92,16 +92,6 @@ def s3_warehouse(s3_server):
     return s3_server
 
 
-def test_sail_builds_the_same_release_on_s3_in_both_modes(tmp_path: Path, worlds,
-                                                          s3_warehouse) -> None:
-    want = worlds.built(TINY1, GATE).release
-    world = worlds.world(TINY1)
-    for mode in ("local", "local-cluster"):
-        assert_same_release(_sail_build(tmp_path, world, s3_warehouse, mode), want)
-    objects = s3_warehouse.client().list_objects_v2(Bucket="warehouse", Prefix="sail-local/")
-    assert any("/warehouse/instances/_delta_log/" in o["Key"] for o in objects["Contents"])
-
-
 @pytest.mark.spark
 def test_spark_builds_the_release_and_the_tables_sail_builds(tmp_path: Path, worlds,
                                                              s3_warehouse,
@@ -138,3 +128,13 @@ def test_spark_builds_the_release_and_the_tables_sail_builds(tmp_path: Path, wor
     objects = s3_warehouse.client().list_objects_v2(Bucket="warehouse", Prefix="spark/")
     assert any("/warehouse/statement_timeline/_delta_log/" in o["Key"]
                for o in objects["Contents"])
+
+
+def test_sail_builds_the_same_release_on_s3_in_both_modes(tmp_path: Path, worlds,
+                                                          s3_warehouse) -> None:
+    want = worlds.built(TINY1, GATE).release
+    world = worlds.world(TINY1)
+    for mode in ("local", "local-cluster"):
+        assert_same_release(_sail_build(tmp_path, world, s3_warehouse, mode), want)
+    objects = s3_warehouse.client().list_objects_v2(Bucket="warehouse", Prefix="sail-local/")
+    assert any("/warehouse/instances/_delta_log/" in o["Key"] for o in objects["Contents"])
