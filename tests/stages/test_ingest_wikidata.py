@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from dumpbuilder import PageSpec, Rev, claim, item, legacy_item, redirect, write_bz2
 from ingestkit import ingest_wikidata, items, snapshot_of, statements, ts
+from sparkkit import on_each_engine
 
 from emerge_lib.catalog import Catalog
 from emerge_lib.ingest.files import IngestError
@@ -283,11 +284,15 @@ def test_inspect_statements_prints_t_tau(tmp_path: Path, capsys: pytest.CaptureF
     assert capsys.readouterr().out == "Q1\tP31\tQ2\nQ2\tP279\tQ1\n"
 
 
-def test_spark_map_in_arrow_executor_gives_the_same_tables(tmp_path: Path, spark) -> None:
+@on_each_engine
+def test_spark_map_in_arrow_executor_gives_the_same_tables(tmp_path: Path, engine) -> None:
+    """``dumps.executor: spark``: the extraction in the engine's Python workers (Sail's
+    threads; the Spark cluster's executors, another process and interpreter) gives the
+    process pool's tables."""
     f = write_bz2(tmp_path / "wikidatawiki-20240201-pages-meta-history1.xml-p1p10.bz2", pages_v1())
-    local = Catalog(tmp_path / "local", spark)
+    local = Catalog(tmp_path / "local", engine)
     ingest_wikidata(local, [f], max_reject_ratio=1.0)
-    in_spark = Catalog(tmp_path / "spark", spark)
+    in_spark = Catalog(tmp_path / "spark", engine)
     ingest_wikidata(in_spark, [f], max_reject_ratio=1.0, executor="spark")
     assert snapshot_of(in_spark) == snapshot_of(local)
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from ingestkit import T, ingest_wikipedia, pages, runs, state, ts
+from sparkkit import on_each_engine
 from wikipedia_builder import WPage, WRev, article, render, write_bz2
 
 from emerge_lib.catalog import Catalog
@@ -382,11 +383,15 @@ def test_real_small_histories_skip_talk_pages(realdata: Path, catalog: Catalog) 
     assert titles == {"Çullu, Agdam", "Foo"}
 
 
-def test_spark_map_in_arrow_executor_gives_the_same_tables(tmp_path: Path, spark) -> None:
+@on_each_engine
+def test_spark_map_in_arrow_executor_gives_the_same_tables(tmp_path: Path, engine) -> None:
+    """``dumps.executor: spark``: the extraction in the engine's Python workers (Sail's
+    threads; the Spark cluster's executors, another process and interpreter) gives the
+    process pool's tables."""
     f = v1_file(tmp_path)
-    local = Catalog(tmp_path / "local", spark)
+    local = Catalog(tmp_path / "local", engine)
     ingest_wikipedia(local, [f], max_reject_ratio=0.1)
-    in_spark = Catalog(tmp_path / "spark", spark)
+    in_spark = Catalog(tmp_path / "spark", engine)
     ingest_wikipedia(in_spark, [f], max_reject_ratio=0.1, executor="spark")
     assert state(in_spark) == state(local)
 

@@ -1,21 +1,24 @@
 """The same build on Apache Spark 4 with Delta Lake: a standalone cluster of a master, two
 workers and the Spark Connect server (kits/sparkkit.py: one for the test session, stopped
-by PID at its end), reached through the ``emerge_engine`` connection as a deployment
-would, with the warehouse and the ingest staging on S3 (the session's SeaweedFS).
+by PID at its end), reached as a deployment would, with the warehouse on local disk and on
+S3 (the session's SeaweedFS).
 
 The tiny world of one dump date (every planted case, every stage: ingest, stability,
 snapshot, deltas, passages, align, select, the Great Expectations gate, the release:
-kits/worlds.py's TINY1) built by `emerge build` on Sail embedded, local disk, is the
-reference. On S3, Sail embedded in both of its modes builds it with `emerge build`, and
-Spark through `airflow dags test emerge_snapshot` (every task in one process) with its
-extraction in the cluster's Python workers (``dumps.executor: spark``, mapInArrow): every
-release file the same byte for byte, and Spark's tables the same row for row.
+kits/worlds.py's TINY1) built on Sail embedded, local disk, is the reference; six builds
+give its release, every file byte for byte, and its tables row for row:
+
+- Sail embedded in its local mode on S3, and in its local-cluster mode on local disk and
+  on S3 (`emerge build`);
+- Spark on local disk (`emerge build`, the extraction in the process pool), and on S3
+  through `airflow dags test emerge_snapshot` (every task in one process), the extraction
+  in the cluster's Python workers (``dumps.executor: spark``, mapInArrow): its timelines
+  are the process pool's.
 
 A Delta operation costs Spark about a CPU-second however small the table
-(docs/performance.md, "Sail and Spark"), so a build of even this world is minutes of CPU:
-one Spark build covers the engine, the cluster's extraction, S3 (s3a://) and the Airflow
-path at once. The catalog's writes on Spark, local disk, are tested one by one in
-tests/stages (``on_each_engine``).
+(docs/performance.md, "Sail and Spark"), so a Spark build of even this world is minutes
+of CPU: two, each covering several paths at once. The catalog's writes on Spark are
+tested one by one in tests/stages (``on_each_engine``).
 """
 
 from __future__ import annotations
@@ -59,6 +62,17 @@ def table_rows(catalog: Catalog, name: str) -> list[tuple]:
                    for r in table.select(keep).to_pylist())
 
 
+def assert_same_tables(ours: Catalog, theirs: Catalog) -> None:
+    for name in TABLES:
+        assert table_rows(ours, name) == table_rows(theirs, name), name
+
+
+def s3_catalog(settings: dict[str, str]) -> Catalog:
+    """The warehouse of a build on S3, read through delta-rs as the catalog reads it."""
+    return Catalog(settings["EMERGE__WAREHOUSE"], storage_options={
+        k: v for k, v in settings.items() if k.startswith("AWS_")})
+
+
 def emerge(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "emerge_lib.cli", *args],
                           env={**os.environ, "PYTHONHASHSEED": "0", **env},
@@ -77,11 +91,9 @@ def _s3_settings(server: Any, bucket: str, root: str) -> dict[str, str]:
             "AWS_ALLOW_HTTP": "true", "EMERGE__VALIDATION__ENABLED": "true"}
 
 
-def _sail_build(tmp_path: Path, world: Path, server: Any, mode: str) -> Path:
-    out = tmp_path / f"sail-{mode}"
+def _build(world: Path, out: Path, env: dict[str, str]) -> Path:
     proc = emerge("build", "-c", str(world / "config.yaml"), "--out", str(out),
-                  env={**_s3_settings(server, "warehouse", f"sail-{mode}"),
-                       "EMERGE__ENGINE__MODE": mode})
+                  env={"EMERGE__VALIDATION__ENABLED": "true", **env})
     assert proc.returncode == 0, proc.stderr[-4000:]
     return out
 
@@ -119,22 +131,43 @@ def test_spark_builds_the_release_and_the_tables_sail_builds(tmp_path: Path, wor
     assert proc.returncode == 0 and "state=success" in log, log[-4000:]
     assert "engine: spark 4." in log and "checks passed" in log
     assert_same_release(tmp_path / "spark", sail.release)
-    ours = Catalog(settings["EMERGE__WAREHOUSE"], storage_options={
-        k: v for k, v in settings.items() if k.startswith("AWS_")})
-    theirs = Catalog(sail.warehouse)
-    for name in TABLES:
-        assert table_rows(ours, name) == table_rows(theirs, name), name
+    # the cluster's extraction gave the timelines Sail's process pool gave, and so on
+    assert_same_tables(s3_catalog(settings), Catalog(sail.warehouse))
     # Spark wrote protocol 1/2 tables (no deletion vectors) through s3a://
     objects = s3_warehouse.client().list_objects_v2(Bucket="warehouse", Prefix="spark/")
     assert any("/warehouse/statement_timeline/_delta_log/" in o["Key"]
                for o in objects["Contents"])
 
 
-def test_sail_builds_the_same_release_on_s3_in_both_modes(tmp_path: Path, worlds,
-                                                          s3_warehouse) -> None:
-    want = worlds.built(TINY1, GATE).release
+@pytest.mark.spark
+def test_spark_builds_them_on_local_disk_extracting_in_the_process_pool(
+        tmp_path: Path, worlds, spark_url: str) -> None:
+    sail = worlds.built(TINY1, GATE)
+    warehouse = tmp_path / "warehouse"
+    out = _build(worlds.world(TINY1), tmp_path / "release", {
+        "EMERGE__ENGINE__URL": spark_url, "EMERGE__WAREHOUSE": str(warehouse)})
+    assert_same_release(out, sail.release)
+    assert_same_tables(Catalog(warehouse), Catalog(sail.warehouse))
+    # Spark's own layout: partition columns first (Sail stores them last)
+    from deltalake import DeltaTable
+
+    assert DeltaTable(str(warehouse / "kg_triples")).schema().to_arrow().names[0] == "snapshot"
+
+
+def test_sail_builds_them_in_both_modes_on_local_disk_and_s3(tmp_path: Path, worlds,
+                                                             s3_warehouse) -> None:
+    sail = worlds.built(TINY1, GATE)
     world = worlds.world(TINY1)
+    warehouse = tmp_path / "local-cluster" / "warehouse"
+    out = _build(world, tmp_path / "local-cluster" / "release", {
+        "EMERGE__ENGINE__MODE": "local-cluster", "EMERGE__WAREHOUSE": str(warehouse)})
+    assert_same_release(out, sail.release)
+    assert_same_tables(Catalog(warehouse), Catalog(sail.warehouse))
     for mode in ("local", "local-cluster"):
-        assert_same_release(_sail_build(tmp_path, world, s3_warehouse, mode), want)
+        settings = _s3_settings(s3_warehouse, "warehouse", f"sail-{mode}")
+        out = _build(world, tmp_path / f"sail-{mode}", {**settings,
+                                                        "EMERGE__ENGINE__MODE": mode})
+        assert_same_release(out, sail.release)
+        assert_same_tables(s3_catalog(settings), Catalog(sail.warehouse))
     objects = s3_warehouse.client().list_objects_v2(Bucket="warehouse", Prefix="sail-local/")
     assert any("/warehouse/instances/_delta_log/" in o["Key"] for o in objects["Contents"])
