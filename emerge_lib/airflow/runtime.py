@@ -14,9 +14,13 @@ import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
+
+if TYPE_CHECKING:
+    from emerge_lib.core.stage import StageContext, StageResult
+    from emerge_lib.pipeline.runs import SnapshotRun
 
 log = logging.getLogger("emerge_airflow")
 
@@ -63,7 +67,7 @@ def resolve_snapshot(context: Mapping[str, Any]) -> str:
                                "timestamp such as 2024-04-01T00:00:00Z) when triggering it")
 
 
-def snapshot_run(context: Mapping[str, Any], snapshot: bool = True):
+def snapshot_run(context: Mapping[str, Any], snapshot: bool = True) -> SnapshotRun:
     """The run's params as an ``emerge_lib.pipeline.runs.SnapshotRun`` with the connections'
     overrides (``snapshot=False``: an ingest run)."""
     from emerge_lib.airflow.hooks import connection_overrides
@@ -111,7 +115,7 @@ def _own_dump_date(context: Mapping[str, Any]) -> str | None:
 
 
 @contextmanager
-def stage_context(run: Any, engine: bool = True) -> Iterator[Any]:
+def stage_context(run: SnapshotRun, engine: bool = True) -> Iterator[StageContext]:
     """The StageContext of ``run`` (its inputs, its release folder, the S3 connection's
     session), with a Spark session on the engine connection's engine when ``engine``."""
     from emerge_lib.airflow.hooks import EmergeS3
@@ -124,24 +128,34 @@ def stage_context(run: Any, engine: bool = True) -> Iterator[Any]:
         yield ctx
 
 
-def _step(name: str, context: Mapping[str, Any], *, snapshot: bool, engine: bool = True,
-          step: str | None = None, **inputs: Any) -> Any:
-    """Run registry stage ``name`` (or its ``step``) for this run through ``run_stage``;
-    a whole stage that does not apply to this run (``Stage.skip``: an ingest without
-    inputs, curation off, nowhere to publish) is skipped with its reason. Returns the
-    StageResult."""
+def _through_the_door(ctx: StageContext, name: str, snapshot: str | None, step: str | None,
+                      **inputs: Any) -> StageResult:
+    """``run_stage`` of registry stage ``name`` (or its ``step``); a whole stage that does
+    not apply to ``ctx`` (``Stage.skip``: an ingest without inputs, curation off, nowhere
+    to publish, nothing to score) is skipped with its reason."""
     from emerge_lib.pipeline.registry import stage
     from emerge_lib.pipeline.runner import run_stage
+
+    st = stage(name)
+    why = st.why_not(ctx) if step is None else None
+    if why is not None:
+        raise AirflowSkipException(f"{name}: {why}")
+    return run_stage(ctx, name, snapshot, step=step, **inputs)  # a step's input may be `plan`
+
+
+def _step(name: str, context: Mapping[str, Any], *, snapshot: bool, engine: bool = True,
+          step: str | None = None, **inputs: Any) -> StageResult:
+    """Run registry stage ``name`` (or its ``step``) for this run (:func:`_through_the_door`).
+    Returns the StageResult."""
+    from emerge_lib.pipeline.registry import stage
 
     run = snapshot_run(context, snapshot)
     with verdicts():
         st = stage(name)
         with stage_context(run, engine=engine) as ctx:
-            if step is None and not st.applies(ctx):
-                raise AirflowSkipException(f"{name}: {st.skip(ctx)}")
             plan = run.snapshot if st.scope == "snapshot" else None
             started = time.time()
-            result = run_stage(ctx, name, plan, step=step, **inputs)
+            result = _through_the_door(ctx, name, plan, step, **inputs)
     if not snapshot and st.scope == "ingest" and context.get("ti") is not None:
         context["ti"].xcom_push(key=STAGE_SPAN, value={
             "cpu_seconds": result.cpu_seconds, "start": started, "end": time.time()})
@@ -216,7 +230,7 @@ def ingest_commit_newer_task(kind: str, plan: dict[str, Any] | None, summaries: 
     extracted here), then judge the rejects (the DAG skips this task when there was no
     newer dump date: the first commit judged them)."""
     result = _step(f"ingest_{kind}", context, snapshot=False, step="commit", plan=plan,
-                   summaries=list(summaries or [])).to_dict()
+                   summaries=list(summaries or []), newer=None).to_dict()
     context["ti"].xcom_push(key="result", value=result)
     return result
 
@@ -284,8 +298,6 @@ def evaluate_task(context: Mapping[str, Any], asset: Any) -> list[dict[str, Any]
     from emerge_lib.airflow.hooks import connection_overrides
     from emerge_lib.core.config import load_config
     from emerge_lib.pipeline.context import open_context
-    from emerge_lib.pipeline.registry import stage
-    from emerge_lib.pipeline.runner import run_stage
     from emerge_lib.pipeline.runs import CONFIG_ENV
 
     params = context.get("params") or {}
@@ -300,9 +312,8 @@ def evaluate_task(context: Mapping[str, Any], asset: Any) -> list[dict[str, Any]
                           overrides=connection_overrides())
         for extra in events:
             with open_context(cfg, engine=False, release_dir=release_location(extra)) as ctx:
-                if not stage("evaluate").applies(ctx):
-                    raise AirflowSkipException(f"evaluate: {stage('evaluate').skip(ctx)}")
-                result = run_stage(ctx, "evaluate", release_snapshot=extra.get("snapshot"),
-                                   version=extra.get("version"))
+                result = _through_the_door(ctx, "evaluate", None, None,
+                                           release_snapshot=extra.get("snapshot"),
+                                           version=extra.get("version"))
             out.append(result.detail)
     return out

@@ -24,6 +24,7 @@ wait, failing the run with one line naming the backfill (``emerge_lib.airflow.ba
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
@@ -47,7 +48,7 @@ class WaitForInputs(BaseOperator):
         self.what, self.poll_s, self.wait_timeout = what, poll_s, wait_timeout
         self.warehouse_poll_s = warehouse_poll_s
 
-    def _trigger_args(self, context: Any) -> dict[str, Any] | None:
+    def _trigger_args(self, context: Mapping[str, Any]) -> dict[str, Any] | None:
         run = snapshot_run(context, snapshot=self.what == "snapshot")
         if run.wikidata_files or run.wikipedia_files:
             self.log.info("the run names its dump files: nothing to wait for")
@@ -66,7 +67,7 @@ class WaitForInputs(BaseOperator):
             return {**args, "what": "dump", "dump_date": run.dump_date}
         return {**args, "what": "warehouse", "snapshot": run.snapshot}
 
-    def execute(self, context: Any) -> str:
+    def execute(self, context: Mapping[str, Any]) -> str:
         args = self._trigger_args(context)
         if args is None:
             return "files given"
@@ -90,7 +91,7 @@ class WaitForInputs(BaseOperator):
                    method_name="execute_complete", timeout=self.wait_timeout)
         return "deferred"  # not reached: defer raises
 
-    def _backfill_watch(self, context: Any) -> dict[str, Any] | None:
+    def _backfill_watch(self, context: Mapping[str, Any]) -> dict[str, Any] | None:
         """A backfill run's backfill, for its trigger to watch: Airflow's cancel fails
         queued runs only, so the wait ends itself when its backfill is cancelled
         (``emerge_lib.airflow.backfills``). None for other runs, or when the REST API
@@ -125,7 +126,7 @@ class WaitForInputs(BaseOperator):
                       "%.0fs)", backfill["id"], CANCEL_POLL_S)
         return {"backfill_id": backfill["id"], "every_s": CANCEL_POLL_S}
 
-    def _own_dump(self, context: Any, args: dict[str, Any], missing: str) -> dict[str, Any]:
+    def _own_dump(self, context: Mapping[str, Any], args: dict[str, Any], missing: str) -> dict[str, Any]:
         """A backfill or manual run whose warehouse has not caught up: the dump it ingests
         itself (handed to its ingest tasks), or a failure naming the dump it needs."""
         from emerge_lib.core.config import load_config
@@ -143,7 +144,7 @@ class WaitForInputs(BaseOperator):
                       missing, date)
         return {**args, "what": "dump", "dump_date": date}
 
-    def execute_complete(self, context: Any, event: dict[str, Any] | None = None) -> str:
+    def execute_complete(self, context: Mapping[str, Any], event: dict[str, Any] | None = None) -> str:
         if not event or event.get("status") != "ready":
             raise AirflowFailException(f"stopped waiting: {(event or {}).get('reason')}")
         if self.what == "snapshot" and event.get("dump_date"):

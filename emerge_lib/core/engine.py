@@ -23,7 +23,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import emerge_lib  # noqa: F401  (sets SPARK_HOME before pyspark is imported)
 from emerge_lib.core.config import SESSION_TIMEOUT_S, Config, EngineSettings, S3Settings
 from emerge_lib.core.errors import EmergeError
 
@@ -237,7 +236,7 @@ def engine_traits(spark: SparkSession) -> EngineTraits:
         own = reported.split()[0] if reported else ""
         name = "spark" if own and own == spark.version else "sail"
         traits = EngineTraits(name, own)
-        spark._emerge_traits = traits  # type: ignore[attr-defined]
+        spark._emerge_traits = traits
     return traits
 
 
@@ -372,7 +371,7 @@ def _connect(url: str, timeout_s: float, call_timeout_s: float | None = None,
                     spark.conf.set(key, value)
             log.info("engine: %s %s at %s", traits.name, traits.version, url)
             if call_timeout_s is not None:
-                spark._emerge_deadline = CallDeadline(spark.client, call_timeout_s)  # type: ignore[attr-defined]
+                spark._emerge_deadline = CallDeadline(spark.client, call_timeout_s)
             return spark
         except Exception as exc:  # the server may still be binding
             last = exc

@@ -15,8 +15,8 @@ def _curate(ctx: StageContext, plan: SnapshotPlan) -> Outcome:
     from emerge_lib.curation.verdicts import build_verdicts
 
     report = build_verdicts(ctx.catalog, plan, ctx.cfg.curation, ctx.cfg.passages,
-                            on_progress=ctx.on_curation)
-    metrics = {"requests": report.requests, "asked": report.answered,
+                            ctx.on_curation)
+    metrics: dict[str, float] = {"requests": report.requests, "asked": report.answered,
                "already answered": report.answered_before, "unparsed": report.unparsed,
                "left": report.left, "tokens out": report.tokens_out}
     if report.replayed:  # answers a killed run received, committed from its journal
@@ -32,7 +32,8 @@ def _off(ctx: StageContext) -> str | None:
         "curation is off (curation.enabled; --llm-url or --local-llm turn it on)")
 
 
-CURATE = Stage("curate", "snapshot", ("instances", "passages", "verdicts"), ("verdicts",),
-               ("curation", "passages"), _curate,
-               "the paper's prompts to the configured LLMs: a verdict per instance triple",
-               skip=_off)
+CURATE = Stage(
+    name="curate", scope="snapshot", reads=("instances", "passages", "verdicts"),
+    writes=("verdicts",), settings=("curation", "passages"), run=_curate,
+    summary="the paper's prompts to the configured LLMs: a verdict per instance triple",
+    skip=_off)

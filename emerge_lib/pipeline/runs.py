@@ -10,6 +10,7 @@ then the run's own params.
 
 from __future__ import annotations
 
+import logging
 import os
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -17,12 +18,12 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from emerge_lib.catalog import Catalog
 from emerge_lib.core.config import Config, ConfigError, deep_merge, load_config
 from emerge_lib.core.schedule import parse_utc
 
 CONFIG_ENV = "EMERGE_CONFIG"  # the YAML a deployment runs with, unless a run names one
 RELEASE_ROOT_ENV = "EMERGE_RELEASE_ROOT"  # where runs write releases without release_dir
+log = logging.getLogger(__name__)
 
 
 def _iso(value: Any) -> str:
@@ -57,7 +58,7 @@ def param(default: Any = None, *, dags: tuple[str, ...] = ("snapshot", "ingest")
 
 
 _NULL_STRING = ["null", "string"]
-_FILES = {"type": "array", "items": {"type": "string"}}
+_FILES: dict[str, Any] = {"type": "array", "items": {"type": "string"}}
 
 
 @dataclass(frozen=True)
@@ -69,9 +70,10 @@ class SnapshotRun:
         dags=("snapshot",), type=_NULL_STRING,
         description="snapshot t, ISO 8601 (2024-04-01T00:00:00Z); empty: the logical date of "
                     "a scheduled or backfill run")  # None: an ingest run
-    weeks: int | None = param(
+    windows: int | None = param(
         dags=("snapshot",), type=["null", "integer"], minimum=1, maximum=52,
-        description="windows per snapshot; empty: the configuration's (5)")
+        description="windows per snapshot, each window_days long; empty: the "
+                    "configuration's (5)")
     window_days: float | None = param(
         dags=("snapshot",), type=["null", "number"], exclusiveMinimum=0, maximum=366,
         description="window length in days; empty: the configuration's (7)")
@@ -133,6 +135,10 @@ class SnapshotRun:
                     overrides: Mapping[str, Any] | None = None) -> SnapshotRun:
         """From a params mapping (unknown keys ignored); the snapshot as an ISO timestamp."""
         values: dict[str, Any] = {}
+        if "weeks" in params and "windows" not in params:  # its name before it said what it counts
+            log.warning("params.weeks is deprecated: it is params.windows (windows per "
+                        "snapshot, each window_days long)")
+            params = {**params, "windows": params["weeks"]}
         for f in fields(cls):
             if f.name in ("snapshot", "overrides") or f.name not in params:
                 continue
@@ -160,14 +166,14 @@ class SnapshotRun:
         else:
             timestamps = [_iso(t) for t in base.snapshots.timestamps]
             if self.dump_date:
-                windows = self.weeks or base.snapshots.windows
+                windows = self.windows or base.snapshots.windows
                 days = self.window_days or base.snapshots.window_days
                 newest = covered_quarter(self.dump_date, windows, days)
                 if newest and newest not in timestamps:
                     timestamps.append(newest)
         params: dict[str, Any] = {"snapshots": {"timestamps": timestamps}}
-        if self.weeks is not None:
-            params["snapshots"]["windows"] = self.weeks
+        if self.windows is not None:
+            params["snapshots"]["windows"] = self.windows
         if self.window_days is not None:
             params["snapshots"]["window_days"] = self.window_days
         dumps: dict[str, Any] = {}
@@ -205,10 +211,3 @@ class SnapshotRun:
     def inputs(self, kind: str) -> Sequence[str] | None:
         files = self.wikidata_files if kind == "wikidata" else self.wikipedia_files
         return list(files) or None
-
-    def context(self, cfg: Config, catalog: Catalog, **extra: Any):
-        """The StageContext of this run's tasks."""
-        from emerge_lib.core.stage import StageContext
-
-        return StageContext(cfg, catalog, self.inputs("wikidata"), self.inputs("wikipedia"),
-                            release_dir=self.release_folder(cfg), **extra)
