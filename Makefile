@@ -33,9 +33,12 @@ demo: $(STAMP)
 
 # a real local Airflow: api-server, scheduler, dag-processor, triggerer as separate
 # processes on 127.0.0.1 (LocalExecutor; Postgres when installed, else SQLite), each
-# stopped by its PID with `make airflow-stop` (docs/operations.md)
+# stopped by its PID with `make airflow-stop` (docs/operations.md). AIRFLOW_EXECUTOR=celery:
+# the deployment's CeleryExecutor, a Celery worker beside them on a private Redis and
+# Postgres (Debian's redis-server and postgresql, apt-get installed when missing)
+AIRFLOW_EXECUTOR ?= local
 airflow: $(STAMP)
-	VENV_BIN=$(abspath $(VENV))/bin scripts/airflow-local.sh start
+	AIRFLOW_EXECUTOR=$(AIRFLOW_EXECUTOR) VENV_BIN=$(abspath $(VENV))/bin scripts/airflow-local.sh start
 
 airflow-stop:
 	VENV_BIN=$(abspath $(VENV))/bin scripts/airflow-local.sh stop

@@ -18,9 +18,13 @@ order, so a stage added there appears here. See docs/operations.md.
 - Manual runs take ``params`` (a custom snapshot, its windows, its own dump files). The
   snapshot comes from ``params.snapshot``, else the logical date (the trigger form fills
   one in), never from ``{{ ds }}``.
-- Retries (exponential backoff) only for retryable emerge errors; curate runs in the
-  ``emerge_llm`` pool, sized to the GPU workers; publish only with ``params.publish``,
-  emitting the release Asset that schedules emerge_evaluate.
+- Curation is two tasks side by side, one per model: ``curate_additions`` (the 8B-class
+  additions model) and ``curate_deprecations`` (the 405B-class deprecations model), each
+  in its model's pool and Celery queue (``emerge_llm_additions``,
+  ``emerge_llm_deprecations``: one slot per server, ``curation.<route>.workers``), so a
+  run waiting for the deprecations model never holds back another run's additions.
+- Retries (exponential backoff) only for retryable emerge errors; publish only with
+  ``params.publish``, emitting the release Asset that schedules emerge_evaluate.
 """
 
 from __future__ import annotations
@@ -32,14 +36,13 @@ from airflow.sdk import CronTriggerTimetable, dag, get_current_context, task
 
 from emerge_lib.airflow.assets import RELEASE, TIMELINES
 from emerge_lib.airflow.params import dag_params
-from emerge_lib.airflow.runtime import publish_task, run_stage_task
+from emerge_lib.airflow.pools import LLM_POOLS
+from emerge_lib.airflow.runtime import curate_task, publish_task, run_stage_task
 from emerge_lib.airflow.waits import SNAPSHOT_WAIT, WaitForInputs
 from emerge_lib.core.config import CALL_TIMEOUT_S
 from emerge_lib.pipeline.registry import STAGES
 
 QUARTERLY = "0 0 1 1,4,7,10 *"
-LLM_POOL = "emerge_llm"  # created by `make airflow` and the deployment, sized to the GPU workers
-POOLS = {"curate": LLM_POOL}
 #: an engine stage's task may make many calls, each bounded by engine.call_timeout_s (a
 #: call that gets no answer fails its stage in one line, retryable): twice that bounds one
 ENGINE_TASK = timedelta(seconds=2 * CALL_TIMEOUT_S)
@@ -53,14 +56,30 @@ PARAMS = dag_params("snapshot")
 STEPS = [name for name, st in STAGES.items() if st.in_build and name != "publish"]
 
 
-def _stage_task(name: str):
-    st = STAGES[name]
+def _timeout(name: str) -> timedelta:
+    return TIMEOUTS_BY_STAGE.get(name, TIMEOUTS.get(STAGES[name].scope, timedelta(hours=12)))
 
-    @task(task_id=name, pool=POOLS.get(name, "default_pool"),
-          execution_timeout=TIMEOUTS_BY_STAGE.get(name, TIMEOUTS.get(st.scope, timedelta(hours=12))),
-          trigger_rule="none_failed", doc_md=st.summary)
+
+def _stage_task(name: str):
+    """The stage's task; curate's two tasks (one per model, side by side) as a list."""
+    st = STAGES[name]
+    if name == "curate":
+        return [_curate_task(judge) for judge in LLM_POOLS]
+
+    @task(task_id=name, execution_timeout=_timeout(name), trigger_rule="none_failed",
+          doc_md=st.summary)
     def run() -> dict:
         return run_stage_task(name, get_current_context())
+
+    return run()
+
+
+def _curate_task(judge: str):
+    @task(task_id=f"curate_{judge}", pool=LLM_POOLS[judge], queue=LLM_POOLS[judge],
+          execution_timeout=_timeout("curate"), trigger_rule="none_failed",
+          doc_md=f"{STAGES['curate'].summary}: the requests to the {judge} model")
+    def run() -> dict:
+        return curate_task(judge, get_current_context())
 
     return run()
 
@@ -91,7 +110,7 @@ def emerge_snapshot() -> None:
 
     chain = [wait, *steps, publish()]
     for upstream, downstream in zip(chain, chain[1:], strict=False):
-        upstream >> downstream
+        upstream >> downstream  # a list (curate's two tasks) on either side: each of them
 
 
 emerge_snapshot()

@@ -43,6 +43,27 @@ def verdicts() -> Iterator[None]:
         raise AirflowFailException(f"{type(exc).__name__}: {exc}") from exc
 
 
+def allow_children() -> None:
+    """Let this task process start processes of its own. A Celery worker (the prefork
+    pool, billiard's) runs each task in a fork of one of its pool's processes, and the
+    fork inherits that process's multiprocessing identity: its daemon flag, for which
+    multiprocessing refuses any child ("daemonic processes are not allowed to have
+    children"), and billiard's authkey, which the spawn of a child refuses to pickle
+    ("Pickling an AuthenticationString object is disallowed"). The ingest's process pool
+    could start under neither. A task process is nobody's multiprocessing child
+    (Airflow's supervisor forked it and waits for it) and the pool's workers exit with it:
+    the flag goes, and the key becomes the standard library's (same bytes)."""
+    import multiprocessing
+    from multiprocessing.process import AuthenticationString
+
+    config = multiprocessing.current_process()._config  # noqa: SLF001 (no setter allows it)
+    if config.get("daemon"):
+        config["daemon"] = False
+    key = config.get("authkey")
+    if key is not None and type(key) is not AuthenticationString:
+        config["authkey"] = AuthenticationString(bytes(key))
+
+
 def resolve_snapshot(context: Mapping[str, Any]) -> str:
     """The snapshot t of this run: ``params.snapshot``; else the ``snapshot`` of a
     triggering Asset event; else the run's logical date (a scheduled or backfill run's
@@ -125,7 +146,7 @@ def stage_context(run: Any, engine: bool = True) -> Iterator[Any]:
 
 
 def _step(name: str, context: Mapping[str, Any], *, snapshot: bool, engine: bool = True,
-          step: str | None = None, **inputs: Any) -> Any:
+          step: str | None = None, skip: bool = False, **inputs: Any) -> Any:
     """Run registry stage ``name`` (or its ``step``) for this run through ``run_stage``;
     a whole stage that does not apply to this run (``Stage.skip``: an ingest without
     inputs, curation off, nowhere to publish) is skipped with its reason. Returns the
@@ -133,11 +154,12 @@ def _step(name: str, context: Mapping[str, Any], *, snapshot: bool, engine: bool
     from emerge_lib.pipeline.registry import stage
     from emerge_lib.pipeline.runner import run_stage
 
+    allow_children()
     run = snapshot_run(context, snapshot)
     with verdicts():
         st = stage(name)
         with stage_context(run, engine=engine) as ctx:
-            if step is None and not st.applies(ctx):
+            if (step is None or skip) and not st.applies(ctx):
                 raise AirflowSkipException(f"{name}: {st.skip(ctx)}")
             plan = run.snapshot if st.scope == "snapshot" else None
             started = time.time()
@@ -153,6 +175,13 @@ def run_stage_task(name: str, context: Mapping[str, Any], snapshot: bool = True
     """Run registry stage ``name`` for this run; returns the StageResult as plain data
     (XCom). ``snapshot=False``: a run of the ingest DAG."""
     return _step(name, context, snapshot=snapshot).to_dict()
+
+
+def curate_task(judge: str, context: Mapping[str, Any]) -> dict[str, Any]:
+    """The curate stage's requests to one route's model (``additions`` or
+    ``deprecations``): a task of its own, in that model's pool; skipped with the stage's
+    reason when curation is off for this run."""
+    return _step("curate", context, snapshot=True, step=judge, skip=True).to_dict()
 
 
 def ingest_plan_task(kind: str, context: Mapping[str, Any], max_groups: int

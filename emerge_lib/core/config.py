@@ -281,6 +281,9 @@ class LLMRoute(_Strict):
     # the weights' precision as served (bf16, fp8, a GGUF type such as Q4_1): the release's
     # card and croissant.json state it beside the model; unset, they say "not recorded"
     quantization: str | None = None
+    # the servers behind ``url`` (GPU workers of this model): the Airflow pool and Celery
+    # queue of this route's curate task get one slot per worker (emerge_lib.airflow.pools)
+    workers: int = Field(default=1, ge=1, le=256)
 
     @field_validator("url")
     @classmethod

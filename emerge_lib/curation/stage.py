@@ -11,11 +11,12 @@ if TYPE_CHECKING:
     from emerge_lib.core.schedule import SnapshotPlan
 
 
-def _curate(ctx: StageContext, plan: SnapshotPlan) -> Outcome:
+def _curate(ctx: StageContext, plan: SnapshotPlan,
+            judges: tuple[str, ...] | None = None) -> Outcome:
     from emerge_lib.curation.verdicts import build_verdicts
 
     report = build_verdicts(ctx.catalog, plan, ctx.cfg.curation, ctx.cfg.passages,
-                            on_progress=ctx.on_curation)
+                            on_progress=ctx.on_curation, judges=judges)
     metrics = {"requests": report.requests, "asked": report.answered,
                "already answered": report.answered_before, "unparsed": report.unparsed,
                "left": report.left, "tokens out": report.tokens_out}
@@ -32,7 +33,18 @@ def _off(ctx: StageContext) -> str | None:
         "curation is off (curation.enabled; --llm-url or --local-llm turn it on)")
 
 
+def _judge(judge: str):
+    """The step that asks one route's model only (its requests, both prompt types)."""
+    def step(ctx: StageContext, plan: SnapshotPlan) -> Outcome:
+        return _curate(ctx, plan, judges=(judge,))
+
+    return step
+
+
+#: the two routes, each a step: the Airflow snapshot DAG runs them as two tasks, each in
+#: its model's pool (emerge_lib.airflow.pools); a build runs the whole stage
 CURATE = Stage("curate", "snapshot", ("instances", "passages", "verdicts"), ("verdicts",),
                ("curation", "passages"), _curate,
                "the paper's prompts to the configured LLMs: a verdict per instance triple",
-               skip=_off)
+               skip=_off, steps={judge: _judge(judge) for judge in ("additions",
+                                                                       "deprecations")})

@@ -136,13 +136,18 @@ def plan_requests(settings: CurationSettings, passages_settings: PassageSettings
 
 def build_verdicts(catalog: Catalog, plan: SnapshotPlan, settings: CurationSettings,
                    passages_settings: PassageSettings,
-                   on_progress: Callable[[CurateReport], None] | None = None) -> CurateReport:
-    """Curate one snapshot (see the module docstring); returns what was done."""
+                   on_progress: Callable[[CurateReport], None] | None = None,
+                   judges: tuple[str, ...] | None = None) -> CurateReport:
+    """Curate one snapshot (see the module docstring); returns what was done.
+    ``judges``: only the requests to these routes' models (the Airflow snapshot DAG asks
+    each model in a task of its own, in that model's pool); None: every request."""
     started = time.monotonic()
     snap = [("snapshot", "=", plan.key)]
     instances = catalog.read_arrow("instances", filters=snap).to_pylist()
     passages = catalog.read_arrow("passages", filters=snap).to_pylist()
     requests = plan_requests(settings, passages_settings, instances, passages)
+    if judges is not None:
+        requests = [r for r in requests if r.judge in judges]
     report = CurateReport(requests=len(requests), replayed=_replay(catalog, plan))
     stored = catalog.read_arrow("verdicts", filters=snap).to_pylist()
     have_rows = {(r["window"], r["passage_id"], r["s"], r["p"], r["o"], r["llm_name"],

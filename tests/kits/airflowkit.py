@@ -1,9 +1,11 @@
 """A real local Airflow for tests: the `make airflow` script (api-server, scheduler,
-dag-processor, triggerer as separate processes, LocalExecutor) on a free port, driven
-through the REST API as the UI drives it, and stopped by PID."""
+dag-processor, triggerer as separate processes; the LocalExecutor, or the CeleryExecutor
+with a worker, Redis and Postgres) on a free port, driven through the REST API as the UI
+drives it, and stopped by PID."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -29,22 +31,40 @@ def free_port() -> int:
 
 
 class LocalAirflow:
-    def __init__(self, home: Path, env: dict[str, str]) -> None:
+    """``executor``: ``local`` or ``celery`` (AIRFLOW_EXECUTOR). ``login``: the REST API
+    as docs/operations.md shows it, a token from ``/auth/token`` for the admin user (else
+    every caller is an admin: the UI and the API without logging in)."""
+
+    def __init__(self, home: Path, env: dict[str, str], executor: str = "local",
+                 login: bool = False) -> None:
         self.home = home
         self.port = free_port()
+        self.executor, self.login = executor, login
         bin_dir = str(Path(sys.executable).parent)
         base = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW__")}
         self.env = {**base, "AIRFLOW_HOME": str(home), "AIRFLOW_PORT": str(self.port),
+                    "AIRFLOW_EXECUTOR": executor,
                     "VENV_BIN": bin_dir, "PATH": f"{bin_dir}:{os.environ.get('PATH', '')}",
-                    # tests drive the API and the UI without logging in; DAGs start
-                    # paused, as in a deployment, and a test unpauses what it runs
-                    "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "True",
+                    # DAGs start paused, as in a deployment, and a test unpauses what it runs
                     "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "True",
                     "AIRFLOW__CORE__PARALLELISM": "3",
                     # a PostgreSQL cluster (when installed) of this test alone, removed after
                     "EMERGE_PG_DIR": f"/tmp/emerge-airflow-pg/test-{self.port}", **env}
+        if not login:  # tests drive the API and the UI without logging in
+            self.env["AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS"] = "True"
         self.url = f"http://127.0.0.1:{self.port}"
         self.client = httpx.Client(base_url=self.url + "/api/v2", timeout=120)
+
+    def token(self, user: str = "admin") -> str:
+        """A JWT for ``user`` from ``POST /auth/token`` (docs/operations.md): its password
+        is in the file the simple auth manager generated on the first start."""
+        passwords = json.loads((self.home /
+                                "simple_auth_manager_passwords.json.generated").read_text())
+        resp = httpx.post(f"{self.url}/auth/token", json={"username": user,
+                                                          "password": passwords[user]},
+                          timeout=60)
+        resp.raise_for_status()
+        return resp.json()["access_token"]
 
     def _script(self, action: str) -> str:
         proc = subprocess.run(["bash", str(SCRIPT), action], env=self.env, capture_output=True,
@@ -55,6 +75,8 @@ class LocalAirflow:
 
     def start(self) -> LocalAirflow:
         self._script("start")
+        if self.login:
+            self.client.headers["Authorization"] = f"Bearer {self.token()}"
         deadline = time.monotonic() + 300
         dag_files = len(list((REPO / "dags").glob("emerge_*.py")))
         while time.monotonic() < deadline:  # the dag-processor has parsed every DAG

@@ -48,19 +48,27 @@ def test_the_snapshot_dag_is_the_registry_in_order(dagbag) -> None:
 
     dag = dagbag.dags["emerge_snapshot"]
     stages = [name for name in STAGES if name not in ("publish", "evaluate")]
-    order = ["wait_for_inputs", *stages, "publish"]
-    assert set(dag.task_ids) == set(order)
-    for upstream, downstream in zip(order, order[1:], strict=False):
-        assert dag.get_task(downstream).upstream_task_ids == {upstream}
     assert stages[:3] == ["ingest_wikidata", "ingest_wikipedia", "stability"]
     assert stages.index("snapshot") < stages.index("curate") < stages.index("release")
-    for name in [*stages, "publish"]:
+    # curate is two tasks side by side, one per model, each in its model's pool and queue
+    curate = ["curate_additions", "curate_deprecations"]
+    order = ["wait_for_inputs", *stages, "publish"]
+    at = order.index("curate")
+    steps = [{name} for name in order[:at]] + [set(curate)] + [{n} for n in order[at + 1:]]
+    assert set(dag.task_ids) == set().union(*steps)
+    for upstream, downstream in zip(steps, steps[1:], strict=False):
+        for name in downstream:
+            assert dag.get_task(name).upstream_task_ids == upstream, name
+    for name in [*stages[:at - 1], *curate, *stages[at:], "publish"]:
         task = dag.get_task(name)
         assert task.trigger_rule == "none_failed", name  # a skipped curate does not stop it
         assert task.retries == 3 and task.retry_exponential_backoff, name
         assert task.execution_timeout and task.execution_timeout <= timedelta(days=3), name
-    assert dag.get_task("curate").pool == "emerge_llm"
-    assert {t.pool for t in dag.tasks if t.task_id != "curate"} == {"default_pool"}
+    for judge in ("additions", "deprecations"):
+        task = dag.get_task(f"curate_{judge}")
+        assert task.pool == task.queue == f"emerge_llm_{judge}"
+    assert {t.pool for t in dag.tasks if t.task_id not in curate} == {"default_pool"}
+    assert {t.queue for t in dag.tasks if t.task_id not in curate} == {"default"}
     assert dag.get_task("publish").outlets == [RELEASE]
     assert dag.get_task("wait_for_inputs").inlets == [TIMELINES]
     assert isinstance(dag.timetable, CronTriggerTimetable)
@@ -413,3 +421,32 @@ def test_a_backfill_on_a_fresh_warehouse_ingests_the_covering_dump(tmp_path: Pat
     with pytest.raises(TaskDeferred) as deferred:  # the ingest DAG brings the warehouse
         wait.execute(context("2024-01-01T00:00:00Z", "scheduled"))
     assert (deferred.value.trigger.what, deferred.value.trigger.poll_s) == ("warehouse", 60)
+
+
+def test_celery_hands_no_running_task_to_a_second_worker(dagbag) -> None:
+    """Redis hands a task not acknowledged within the visibility timeout to another
+    worker (task_acks_late does not stop it): the deployment's timeout (and `make
+    airflow`'s, the same) exceeds every task's execution_timeout."""
+    import yaml
+
+    compose = yaml.safe_load((REPO / "docker-compose.yaml").read_text())
+    timeout = int(compose["x-airflow-env"][
+        "AIRFLOW__CELERY_BROKER_TRANSPORT_OPTIONS__VISIBILITY_TIMEOUT"])
+    script = (REPO / "scripts" / "airflow-local.sh").read_text()
+    assert f"AIRFLOW__CELERY_BROKER_TRANSPORT_OPTIONS__VISIBILITY_TIMEOUT={timeout}\n" in script
+    longest = max(t.execution_timeout for dag in dagbag.dags.values() for t in dag.tasks
+                  if t.execution_timeout is not None)
+    assert longest.total_seconds() < timeout, (longest, timeout)
+
+
+def test_curations_pools_have_a_slot_per_server() -> None:
+    from emerge_lib.airflow.pools import LLM_POOLS, pools
+    from emerge_lib.core.config import load_config
+
+    cfg = load_config(None, overrides={"curation": {"additions": {"workers": 3}}})
+    got = pools(cfg)
+    assert set(got) == set(LLM_POOLS.values()) == {"emerge_llm_additions",
+                                                   "emerge_llm_deprecations"}
+    assert got["emerge_llm_additions"]["slots"] == 3
+    assert got["emerge_llm_deprecations"]["slots"] == 1  # the default: one server
+    assert "Meta-Llama-3.1-405B" in got["emerge_llm_deprecations"]["description"]

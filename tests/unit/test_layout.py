@@ -255,7 +255,8 @@ def test_compose_file_is_consistent() -> None:
     # one JWT secret and fernet key for every Airflow container, from the environment
     assert env["AIRFLOW__API_AUTH__JWT_SECRET"].startswith("${AIRFLOW_JWT_SECRET:?")
     assert env["AIRFLOW__CORE__FERNET_KEY"].startswith("${AIRFLOW_FERNET_KEY:?")
-    assert "emerge_llm" in " ".join(services["airflow-init"]["command"])  # the curate pool
+    # curation's pools, one per model, from the configuration's workers
+    assert "emerge_lib.airflow.pools" in " ".join(services["airflow-init"]["command"])
     dockerfile = (REPO / "Dockerfile").read_text()
     assert dockerfile.startswith("# ") and "FROM apache/airflow:3.3.2" in dockerfile
     assert "requirements.txt" in dockerfile and "torch==2.13.0" in dockerfile
