@@ -6,7 +6,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo demo-airflow airflow airflow-stop labelstudio labelstudio-start labelstudio-stop test test-fast lint models format bench clean
+.PHONY: venv demo demo-airflow airflow airflow-stop labelstudio labelstudio-start labelstudio-stop vllm-env test-vllm test test-fast lint models format bench clean
 
 venv: $(STAMP)
 
@@ -69,6 +69,24 @@ labelstudio-start: $(LS_STAMP)
 
 labelstudio-stop:
 	LS_VENV_BIN=$(abspath $(LS_VENV))/bin scripts/labelstudio-local.sh stop
+
+# vLLM's own environment (its pins are not emerge's): the full-vLLM tier of the request
+# contract (vLLM's ChatCompletionRequest, SamplingParams and xgrammar backend on our
+# bodies, CPU only) and benchmarks/vllm_curation.py. 9.5 GB, about 18 minutes: not part
+# of `make test`, which checks the same bodies against vLLM's exported request schema and
+# the same xgrammar in .venv (docs/curation.md, "vLLM's contract")
+VLLM_VENV ?= .venv-vllm
+VLLM_STAMP := $(VLLM_VENV)/.installed
+vllm-env: $(VLLM_STAMP)
+
+$(VLLM_STAMP): requirements-vllm.txt constraints-vllm.txt
+	test -x $(VLLM_VENV)/bin/python || $(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(VLLM_VENV)/bin/python -m pip install --quiet -r requirements-vllm.txt -c constraints-vllm.txt
+	$(VLLM_VENV)/bin/python -c "from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest" && touch $(VLLM_STAMP)
+
+test-vllm: $(STAMP) $(VLLM_STAMP)
+	EMERGE_VLLM_PYTHON=$(abspath $(VLLM_VENV))/bin/python $(PY) -m pytest -q tests/system/test_vllm_contract.py
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -259,13 +259,25 @@ class _VerdictWriter:
         self.last = time.monotonic()
 
 
+def client_for(settings: CurationSettings) -> ChatClient:
+    """The client the stage asks with (``curation.contract`` sends through the same)."""
+    return ChatClient(settings.concurrency, settings.timeout_s, settings.retries,
+                      max_requests=settings.max_requests,
+                      max_tokens_per_line=settings.max_tokens_per_triple,
+                      temperature=settings.temperature)
+
+
+def retry_temperature(settings: CurationSettings, attempt: int) -> float | None:
+    """The temperature of the ``attempt``-th ask of a request (0: the first, the
+    configured one); a re-ask of an unparsable answer samples: temperature 0 would
+    repeat it."""
+    return None if attempt == 0 else max(settings.temperature, 0.7)
+
+
 async def _ask_all(todo: list[Request], settings: CurationSettings, plan: SnapshotPlan,
                    writer: _VerdictWriter, report: CurateReport,
                    on_progress: Callable[[CurateReport], None] | None) -> None:
-    client = ChatClient(settings.concurrency, settings.timeout_s, settings.retries,
-                        max_requests=settings.max_requests,
-                        max_tokens_per_line=settings.max_tokens_per_triple,
-                        temperature=settings.temperature)
+    client = client_for(settings)
     flushing: asyncio.Task | None = None
 
     async def one(req: Request) -> None:
@@ -274,8 +286,7 @@ async def _ask_all(todo: list[Request], settings: CurationSettings, plan: Snapsh
         n = len(req.triples)
         answer, verdicts, attempts = None, None, 0
         for attempt in range(settings.retries + 1):
-            # a retry of an unparsable answer samples: temperature 0 would repeat it
-            temperature = None if attempt == 0 else max(settings.temperature, 0.7)
+            temperature = retry_temperature(settings, attempt)
             answer = await client.ask(endpoint, req.prompt, n, settings.structured,
                                       temperature)
             attempts += answer.attempts
