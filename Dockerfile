@@ -30,6 +30,7 @@ RUN pip install --no-cache-dir torch==2.13.0 --index-url https://download.pytorc
        -c constraints.txt
 COPY --chown=50000:0 emerge_lib ./emerge_lib
 COPY --chown=50000:0 dags ./dags
+COPY --chown=50000:0 plugins ./plugins
 RUN pip install --no-cache-dir --no-deps . \
     && python -c "import sysconfig, pathlib; p = pathlib.Path(sysconfig.get_paths()['purelib']); (p / 'emerge_spark_home.pth').write_text(\"import os; os.environ.setdefault('SPARK_HOME', %r)\n\" % str(p / 'pyspark'))" \
     && python -c "import pyspark.sql.connect, great_expectations; import emerge_lib.cli; import emerge_lib.dumps._native, emerge_lib.dumps._crc32" \

@@ -38,6 +38,8 @@ case "$EXECUTOR" in
 esac
 
 export AIRFLOW__CORE__DAGS_FOLDER="$REPO/dags"
+# the UI's extra links of emerge's tasks (plugins/: docs/operations.md)
+export AIRFLOW__CORE__PLUGINS_FOLDER="$REPO/plugins"
 export AIRFLOW__CORE__LOAD_EXAMPLES=False
 if [ "$EXECUTOR" = celery ]; then
   export AIRFLOW__CORE__EXECUTOR=CeleryExecutor
@@ -348,7 +350,7 @@ print_env() {  # for `eval "$(scripts/airflow-local.sh env)"`: the CLI then talk
   fi
   db="$(cat "$RUN/database" 2>/dev/null || echo "sqlite:///$AIRFLOW_HOME/airflow.db")"
   export AIRFLOW__DATABASE__SQL_ALCHEMY_CONN="$db"
-  local vars=(AIRFLOW_HOME AIRFLOW__CORE__DAGS_FOLDER
+  local vars=(AIRFLOW_HOME AIRFLOW__CORE__DAGS_FOLDER AIRFLOW__CORE__PLUGINS_FOLDER
               AIRFLOW__CORE__LOAD_EXAMPLES AIRFLOW__CORE__EXECUTOR AIRFLOW__API__BASE_URL
               AIRFLOW__CORE__EXECUTION_API_SERVER_URL AIRFLOW__DATABASE__SQL_ALCHEMY_CONN)
   if [ "$EXECUTOR" = celery ]; then

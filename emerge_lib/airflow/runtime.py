@@ -7,7 +7,6 @@ configuration does not heal by waiting)."""
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import time
@@ -62,6 +61,13 @@ def allow_children() -> None:
     key = config.get("authkey")
     if key is not None and type(key) is not AuthenticationString:
         config["authkey"] = AuthenticationString(bytes(key))
+
+
+def skipped(reason: str) -> None:
+    """Skip the task, saying why in its log (Airflow shows the exception's text only in
+    the collapsed "Post Execute" group)."""
+    log.info("skipped: %s", reason)
+    raise AirflowSkipException(reason)
 
 
 def resolve_snapshot(context: Mapping[str, Any]) -> str:
@@ -160,7 +166,7 @@ def _step(name: str, context: Mapping[str, Any], *, snapshot: bool, engine: bool
         st = stage(name)
         with stage_context(run, engine=engine) as ctx:
             if (step is None or skip) and not st.applies(ctx):
-                raise AirflowSkipException(f"{name}: {st.skip(ctx)}")
+                skipped(f"{name}: {st.skip(ctx)}")
             plan = run.snapshot if st.scope == "snapshot" else None
             started = time.time()
             result = run_stage(ctx, name, plan, step=step, **inputs)
@@ -279,21 +285,49 @@ def announce_dump_task(context: Mapping[str, Any], asset: Any) -> dict[str, Any]
     return {"dump_date": run.dump_date}
 
 
-def publish_task(context: Mapping[str, Any], asset: Any) -> dict[str, Any]:
-    """The publish stage (only when ``params.publish``), then the release Asset's event
-    with the snapshot, the local folder, where it went and the manifest's version."""
-    result = run_stage_task("publish", context)
+def verdict_words(verdict: Mapping[str, Any]) -> str:
+    """The gate's verdict of a release (its manifest's ``validation``) in a few words."""
+    if not verdict:
+        return "not recorded"
+    warnings = verdict.get("warnings") or []
+    if verdict.get("success"):
+        return "passed" + (f" with {len(warnings)} warning(s)" if warnings else "")
+    return f"failed: {verdict.get('reason') or 'a suite failed'}"
+
+
+def release_task(context: Mapping[str, Any], asset: Any) -> dict[str, Any]:
+    """The release stage, one line saying what it built (folder, version, files, the
+    gate's verdict), the same returned, and the release Asset's event: one per built
+    release, published or not (emerge_evaluate follows it)."""
+    result = _step("release", context, snapshot=True)
+    summary = result.detail
     run = snapshot_run(context)
+    built = {"snapshot": run.snapshot, "release_dir": str(summary.out_dir),
+             "version": summary.manifest.get("version"), "files": len(summary.files),
+             "validation": verdict_words(summary.validation)}
+    log.info("release %s: version %s, %d files, validation %s", built["release_dir"],
+             built["version"], built["files"], built["validation"])
+    context["outlet_events"][asset].extra = built
+    return {**built, "rows": result.rows, "seconds": round(result.seconds, 1)}
+
+
+def publish_task(context: Mapping[str, Any], asset: Any) -> dict[str, Any]:
+    """The publish stage (only when ``params.publish``), then the published Asset's event:
+    the snapshot, the local folder, the version and where it went."""
+    result = _step("publish", context, snapshot=True)
+    report = result.detail
+    run = snapshot_run(context)
+    published = {"snapshot": run.snapshot, "release_dir": str(run.release_dir or ""),
+                  "version": report.version, "uri": report.target,
+                  "manifest": f"{report.target.rstrip('/')}/manifest.json",
+                  "uploaded": report.uploaded_files, "files": report.files}
     with verdicts():
-        cfg = run.settings()
-    folder = run.release_folder(cfg)
-    manifest = folder / "manifest.json"
-    version = json.loads(manifest.read_text())["version"] if manifest.is_file() else None
-    target = cfg.publish.to
-    context["outlet_events"][asset].extra = {
-        "snapshot": run.snapshot, "release_dir": str(folder), "version": version,
-        "uri": target}
-    return result
+        published["release_dir"] = str(run.release_folder(run.settings()))
+    log.info("published %s to %s: %d of %d files uploaded%s", report.version, report.target,
+             report.uploaded_files, report.files,
+             " (already published)" if report.already_published else "")
+    context["outlet_events"][asset].extra = published
+    return published
 
 
 def release_location(extra: Mapping[str, Any]) -> Path:
@@ -322,7 +356,7 @@ def evaluate_task(context: Mapping[str, Any], asset: Any) -> list[dict[str, Any]
               (context.get("triggering_asset_events") or {}).get(asset, [])]
     events += [dict(r) for r in params.get("releases") or []]
     if not events:
-        raise AirflowSkipException("no release to evaluate (no event, no params.releases)")
+        skipped("no release to evaluate (no event, no params.releases)")
     out = []
     with verdicts():
         cfg = load_config(params.get("config") or os.environ.get(CONFIG_ENV) or None,
@@ -330,7 +364,7 @@ def evaluate_task(context: Mapping[str, Any], asset: Any) -> list[dict[str, Any]
         for extra in events:
             with open_context(cfg, engine=False, release_dir=release_location(extra)) as ctx:
                 if not stage("evaluate").applies(ctx):
-                    raise AirflowSkipException(f"evaluate: {stage('evaluate').skip(ctx)}")
+                    skipped(f"evaluate: {stage('evaluate').skip(ctx)}")
                 result = run_stage(ctx, "evaluate", release_snapshot=extra.get("snapshot"),
                                    version=extra.get("version"))
             out.append(result.detail)

@@ -57,7 +57,8 @@ def param(default: Any = None, *, dags: tuple[str, ...] = ("snapshot", "ingest")
 
 
 _NULL_STRING = ["null", "string"]
-_FILES = {"type": "array", "items": {"type": "string"}}
+# optional in the trigger form (Airflow marks a param required unless its type allows null)
+_FILES = {"type": ["null", "array"], "items": {"type": "string"}}
 
 
 @dataclass(frozen=True)
@@ -96,11 +97,16 @@ class SnapshotRun:
     config: str | None = param(
         type=_NULL_STRING,
         description="YAML configuration file; empty: $EMERGE_CONFIG, else defaults")
+    # three states: the form's select (Airflow draws a boolean as a two-state toggle; the
+    # "string" in the type only makes it a select: the values are null, true and false)
     curate: bool | None = param(
-        dags=("snapshot",), type=["null", "boolean"],
+        dags=("snapshot",), type=["null", "string", "boolean"], enum=[None, True, False],
+        values_display={"null": "the configuration's (curation.enabled)",
+                        "true": "on: curate with the configured LLM workers",
+                        "false": "off"},
         description="LLM curation on the GPU workers; empty: the configuration's")
-    publish: bool = param(False, dags=("snapshot",), type="boolean",
-                          description="upload the release to S3")
+    publish: bool = param(False, dags=("snapshot",), type=["null", "boolean"],
+                          description="upload the release to S3 (empty: no)")
     release_to: str | None = param(
         dags=("snapshot",), type=_NULL_STRING, pattern=r"^s3://",
         description="s3://bucket/prefix; empty: the configuration's publish.to")

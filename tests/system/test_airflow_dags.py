@@ -43,7 +43,7 @@ def test_the_cli_lists_no_import_errors(airflow_db) -> None:
 def test_the_snapshot_dag_is_the_registry_in_order(dagbag) -> None:
     from airflow.sdk import CronTriggerTimetable
 
-    from emerge_lib.airflow.assets import RELEASE, TIMELINES
+    from emerge_lib.airflow.assets import PUBLISHED, RELEASE, TIMELINES
     from emerge_lib.pipeline.registry import STAGES
 
     dag = dagbag.dags["emerge_snapshot"]
@@ -69,7 +69,9 @@ def test_the_snapshot_dag_is_the_registry_in_order(dagbag) -> None:
         assert task.pool == task.queue == f"emerge_llm_{judge}"
     assert {t.pool for t in dag.tasks if t.task_id not in curate} == {"default_pool"}
     assert {t.queue for t in dag.tasks if t.task_id not in curate} == {"default"}
-    assert dag.get_task("publish").outlets == [RELEASE]
+    # every built release is an event (emerge_evaluate follows it), every published one too
+    assert dag.get_task("release").outlets == [RELEASE]
+    assert dag.get_task("publish").outlets == [PUBLISHED]
     assert dag.get_task("wait_for_inputs").inlets == [TIMELINES]
     assert isinstance(dag.timetable, CronTriggerTimetable)
     assert (dag.timetable.expression, str(dag.timetable.timezone)) == ("0 0 1 1,4,7,10 *", "UTC")
@@ -125,7 +127,7 @@ def test_params_have_valid_defaults_and_refuse_bad_values(dagbag) -> None:
                                 "release_to": "s3://emerge/releases"})
     assert ok.validate()["weeks"] == 3
     for bad in ({"dump_date": "2024-06"}, {"weeks": 0}, {"release_to": "/tmp/x"},
-                {"wikidata_files": "a.bz2"}, {"publish": "yes"}):
+                {"wikidata_files": "a.bz2"}, {"publish": "yes"}, {"curate": "yes"}):
         with pytest.raises(ParamValidationError):
             merged(dag.params, bad).validate()
     ingest = dagbag.dags["emerge_ingest"]
@@ -450,3 +452,37 @@ def test_curations_pools_have_a_slot_per_server() -> None:
     assert got["emerge_llm_additions"]["slots"] == 3
     assert got["emerge_llm_deprecations"]["slots"] == 1  # the default: one server
     assert "Meta-Llama-3.1-405B" in got["emerge_llm_deprecations"]["description"]
+
+
+def test_the_trigger_form_requires_nothing_and_curate_has_three_states(dagbag) -> None:
+    """Airflow's form marks a param required unless its type allows null, and draws a
+    boolean as a two-state toggle: every param of a snapshot run is optional (empty: the
+    configuration's, or nothing), and curate is a select of three (the configuration's,
+    on, off) that the REST API also takes as null, true or false."""
+    from emerge_lib.pipeline.runs import SnapshotRun
+
+    dag = dagbag.dags["emerge_snapshot"]
+    for name in dag.params:
+        schema = dag.params.get_param(name).schema
+        assert "null" in schema["type"], (name, schema["type"])
+    curate = dag.params.get_param("curate").schema
+    assert curate["enum"] == [None, True, False]
+    assert set(curate["values_display"]) == {"null", "true", "false"}
+    for value in (None, True, False):
+        params = copy.deepcopy(dag.params)
+        params["curate"] = value
+        assert params.validate()["curate"] is value
+    for conf, expect in (({"curate": None}, None), ({"curate": True}, True),
+                         ({"curate": False}, False)):
+        assert SnapshotRun.from_params({**conf, "wikidata_files": None, "publish": None},
+                                       "2024-01-01").curate is expect
+    run = SnapshotRun.from_params({"wikidata_files": None, "publish": None}, "2024-01-01")
+    assert run.wikidata_files == () and run.publish is False
+
+
+def test_the_release_steps_are_the_plugins_operator(dagbag) -> None:
+    from emerge_lib.airflow.operators import RELEASE_STEPS, ReleaseStep
+
+    dag = dagbag.dags["emerge_snapshot"]
+    steps = {t.task_id for t in dag.tasks if isinstance(t, ReleaseStep)}
+    assert steps == set(RELEASE_STEPS) == {"validate", "release", "publish"}
