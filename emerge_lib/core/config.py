@@ -101,6 +101,8 @@ class S3Settings(_Strict):
 
 #: engine.call_timeout_s's default: 6 hours (the Airflow tasks of engine stages get twice it)
 CALL_TIMEOUT_S = 6 * 3600.0
+#: engine.session_timeout_s's default: a week (Sail's own is 15 minutes of idleness)
+SESSION_TIMEOUT_S = 7 * 24 * 3600.0
 
 
 class EngineSettings(_Strict):
@@ -117,6 +119,9 @@ class EngineSettings(_Strict):
     # the longest one engine call (a query, a write) may take before it is cancelled and its
     # stage fails in one line, to be retried: generous, for the full histories on a cluster
     call_timeout_s: float = Field(default=CALL_TIMEOUT_S, gt=0)
+    # embedded only: how long the session may sit idle between calls (Sail's default, 15
+    # minutes, ended a build whose curation kept the engine idle longer)
+    session_timeout_s: float = Field(default=SESSION_TIMEOUT_S, ge=1)
 
     @field_validator("url")
     @classmethod

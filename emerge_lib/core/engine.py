@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextvars
 import logging
 import os
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -18,7 +19,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import emerge_lib  # noqa: F401  (sets SPARK_HOME before pyspark is imported)
-from emerge_lib.core.config import Config, EngineSettings, S3Settings
+from emerge_lib.core.config import SESSION_TIMEOUT_S, Config, EngineSettings, S3Settings
 from emerge_lib.core.errors import EmergeError
 
 if TYPE_CHECKING:
@@ -37,6 +38,9 @@ class EngineCallTimeout(EngineError):
     """An engine call gave no answer within ``engine.call_timeout_s``; it was cancelled.
     Every stage's writes are idempotent, so running the stage again is safe."""
 
+
+#: Sail's answer to a call on a session it has ended
+_SESSION_GONE = re.compile(r"session \S+ is not running")
 
 #: what the engine is being asked for, outermost first (a stage, then a table's write):
 #: the words of a timeout's message
@@ -107,6 +111,12 @@ class CallDeadline:
         with self._lock:
             self._inflight.pop(token, None)
             what = self._expired.pop(token, None)
+        if error is not None and _SESSION_GONE.search(str(error)):
+            where = ", ".join(_ACTIVITY.get()) or "an engine call"
+            raise EngineError(
+                f"{where}: the engine ended this session (it sat idle longer than the "
+                f"server keeps one: engine.session_timeout_s for the embedded engine, "
+                f"Sail's spark.session_timeout_secs on a server); retry the task") from None
         if what is not None and error is not None:
             raise EngineCallTimeout(
                 f"{what}: the engine gave no answer within {self.timeout_s:g}s "
@@ -207,18 +217,25 @@ def resolve_mode(mode: str | None) -> str:
 
 
 @contextmanager
-def embedded_server(s3: S3Settings | None = None, mode: str | None = None) -> Iterator[str]:
+def embedded_server(s3: S3Settings | None = None, mode: str | None = None,
+                    session_timeout_s: float = SESSION_TIMEOUT_S) -> Iterator[str]:
     """Start pysail's Spark Connect server on 127.0.0.1:<free port>; yield its sc:// URL.
 
     ``mode`` ``local-cluster`` runs Sail's driver and workers as separate actors talking
     over RPC (the execution path of a Sail cluster), in this process. Sail reads
     ``SAIL_MODE`` when the server object is built, so it is exported around that.
+
+    ``session_timeout_s``: how long the session may sit idle. Sail ends an idle session
+    after 15 minutes by default ("session … is not running" on the next call), and a
+    stage may well go that long without the engine (an LLM curating a snapshot, a large
+    extraction); the embedded server serves this process alone, so it keeps it far longer.
     """
     from pysail.spark import SparkConnectServer
 
     mode = resolve_mode(mode)
     env = s3.environment() if s3 else {}
     env["SAIL_MODE"] = mode
+    env["SAIL_SPARK__SESSION_TIMEOUT_SECS"] = str(int(session_timeout_s))
     # Sail logs every session at INFO to stderr; keep it quiet unless asked. Its cluster
     # mode warns about routine task bookkeeping on every query ("worker N was not pending"),
     # and every server warns when it stops ("aborting 23 task(s) for SessionManagerActor":
@@ -292,7 +309,7 @@ def spark_session(
     if engine is None or isinstance(engine, str):
         engine = EngineSettings(url=engine or "embedded")
     if engine.url == "embedded":
-        with embedded_server(s3, engine.mode) as url:
+        with embedded_server(s3, engine.mode, engine.session_timeout_s) as url:
             spark = _connect(url, engine.startup_timeout_s, engine.call_timeout_s)
             try:
                 yield spark

@@ -14,7 +14,7 @@ from tablekit import item_row, stmt
 
 from emerge_lib.catalog import Catalog
 from emerge_lib.core.config import EngineSettings
-from emerge_lib.core.engine import EngineCallTimeout, engine_activity, spark_session
+from emerge_lib.core.engine import EngineCallTimeout, EngineError, engine_activity, spark_session
 
 JAN, APR = "2024-01-01T00:00:00Z", "2024-04-01T00:00:00Z"
 
@@ -117,3 +117,17 @@ def test_a_call_with_no_answer_fails_in_one_line_naming_what_it_asked(
     assert impatient_spark.sql("SELECT 1 AS x").collect()[0].x == 1
     with pytest.raises(EngineCallTimeout, match=r"a scratch table \(materialize\)"):
         catalog.materialize(endless)
+
+
+def test_an_idle_session_lives_as_long_as_configured() -> None:
+    """Sail ends a session idle for engine.session_timeout_s (its own default is 15
+    minutes, which a curation-long pause exceeded); the setting reaches the server."""
+    with spark_session(EngineSettings(session_timeout_s=1)) as short:
+        short.sql("SELECT 1").collect()
+        time.sleep(3)
+        with pytest.raises(EngineError, match="the engine ended this session"):
+            short.sql("SELECT 1").collect()
+    with spark_session(EngineSettings(session_timeout_s=60)) as longer:
+        longer.sql("SELECT 1").collect()
+        time.sleep(3)
+        assert longer.sql("SELECT 1 AS x").collect()[0].x == 1
