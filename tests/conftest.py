@@ -50,7 +50,8 @@ for _home in (AIRFLOW_TEST_HOME, HF_TEST_HOME):
 #: the longest files (measured), started first so that no worker runs one of them alone
 #: at the end: pytest-xdist hands each file to one worker, in collection order
 #: (`--no-loadscope-reorder`; its default order is by number of tests)
-LONGEST_FIRST = ("system/test_airflow_scheduler.py", "system/test_airflow_dagtest.py",
+LONGEST_FIRST = ("system/test_airflow_celery.py", "system/test_airflow_scheduler.py",
+                 "system/test_airflow_dagtest.py",
                  "system/test_labelstudio_round_trip.py",
                  "e2e/test_engine_modes.py", "e2e/test_rebuild.py",
                  "e2e/test_build_world_more_seeds.py", "e2e/test_build_world.py",

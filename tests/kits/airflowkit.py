@@ -192,3 +192,77 @@ class LocalAirflow:
                 for log in sorted(folder.rglob("*.log"))[-1:]:
                     lines.append(log.read_text(errors="replace")[-3000:])
         return "\n".join(lines)
+
+
+def states(airflow: LocalAirflow, dag_id: str, run_id: str) -> dict[str, str]:
+    """Every task instance's state in a run: ``task_id`` (``task_id[i]`` when mapped)."""
+    return {(t["task_id"] if t["map_index"] < 0 else f"{t['task_id']}[{t['map_index']}]"):
+            t["state"] for t in airflow.tasks(dag_id, run_id)}
+
+
+def task_log(airflow: LocalAirflow, dag_id: str, run_id: str, task_id: str) -> list[dict]:
+    """A task's log records (its last try), as the UI shows them."""
+    folder = (airflow.home / "logs" / f"dag_id={dag_id}" / f"run_id={run_id}" /
+              f"task_id={task_id}")
+    logs = sorted(folder.rglob("attempt=*.log"))
+    assert logs, f"no log in {folder}"
+    out = []
+    for line in logs[-1].read_text(errors="replace").splitlines():
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            out.append({"level": "info", "event": line})
+    return out
+
+
+#: the snapshot runs of the newcomer path (docs/operations.md): the backfill's two
+#: quarters and the custom run
+NEWCOMER_RELEASES = ("snapshot_2024-01-01", "snapshot_2024-04-01", "snapshot_2024-01-15")
+
+
+def release_digests(releases: Path) -> dict[str, dict[str, Any]]:
+    """Each newcomer release as its manifest states it: the content version and every
+    file's sha256."""
+    out = {}
+    for name in NEWCOMER_RELEASES:
+        manifest = json.loads((releases / name / "manifest.json").read_text())
+        out[name] = {"version": manifest["version"],
+                     "files": {f["path"]: f["sha256"] for f in manifest["files"]}}
+    return out
+
+
+def code_key(*extra: str) -> str:
+    """What a release depends on here: the library, the DAGs, the plugin."""
+    import hashlib
+
+    digest = hashlib.sha256("\n".join(extra).encode())
+    for root in ("emerge_lib", "dags", "plugins"):
+        for p in sorted((REPO / root).rglob("*")):
+            if p.suffix in (".py", ".c") and p.is_file():
+                digest.update(p.relative_to(REPO).as_posix().encode())
+                digest.update(p.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def same_release_as_the_other_executor(cache: Path, executor: str,
+                                       digests: dict[str, Any], key: str
+                                       ) -> tuple[str, dict[str, Any]] | None:
+    """The newcomer path under the LocalExecutor (test_airflow_scheduler.py) and under the
+    CeleryExecutor (test_airflow_celery.py) build the same releases: each module files its
+    releases' digests here (the session's cache, shared by pytest-xdist's workers) for
+    this code, and the second to finish compares them with the first's. Returns (the
+    other executor, its digests), or None when it has not filed any for this code yet
+    (then it compares when it finishes)."""
+    import fcntl
+
+    cache.mkdir(parents=True, exist_ok=True)
+    other = "celery" if executor == "local" else "local"
+    with open(cache / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        (cache / f"{executor}.json").write_text(json.dumps({"key": key, "releases": digests}))
+        theirs = cache / f"{other}.json"
+        if theirs.is_file():
+            filed = json.loads(theirs.read_text())
+            if filed["key"] == key:
+                return other, filed["releases"]
+    return None
