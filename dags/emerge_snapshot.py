@@ -41,7 +41,7 @@ from emerge_lib.airflow.assets import PUBLISHED, RELEASE, TIMELINES
 from emerge_lib.airflow.operators import RELEASE_STEPS, ReleaseStep
 from emerge_lib.airflow.params import dag_params
 from emerge_lib.airflow.pools import LLM_POOLS
-from emerge_lib.airflow.runtime import curate_task, run_stage_task
+from emerge_lib.airflow.runtime import curate_task, run_stage_task, task_run
 from emerge_lib.airflow.waits import SNAPSHOT_WAIT, WaitForInputs
 from emerge_lib.core.config import CALL_TIMEOUT_S
 from emerge_lib.pipeline.registry import STAGES
@@ -79,7 +79,7 @@ def _stage_task(name: str):
     @task(task_id=name, execution_timeout=_timeout(name), trigger_rule="none_failed",
           doc_md=st.summary)
     def run() -> dict:
-        return run_stage_task(name, get_current_context())
+        return run_stage_task(name, task_run(get_current_context()))
 
     return run()
 
@@ -89,7 +89,7 @@ def _curate_task(judge: str):
           execution_timeout=_timeout("curate"), trigger_rule="none_failed",
           doc_md=f"{STAGES['curate'].summary}: the requests to the {judge} model")
     def run() -> dict:
-        return curate_task(judge, get_current_context())
+        return curate_task(judge, task_run(get_current_context()))
 
     return run()
 

@@ -29,8 +29,9 @@ class ReleaseStep(BaseOperator):
     def execute(self, context: Any) -> dict[str, Any]:
         from emerge_lib.airflow import runtime
 
+        tr = runtime.task_run(context)
         if self.emerge_stage == "release":
-            return runtime.release_task(context, self.outlets[0])
+            return runtime.release_task(tr, self.outlets[0])
         if self.emerge_stage == "publish":
-            return runtime.publish_task(context, self.outlets[0])
-        return runtime.run_stage_task(self.emerge_stage, context)
+            return runtime.publish_task(tr, self.outlets[0])
+        return runtime.run_stage_task(self.emerge_stage, tr)

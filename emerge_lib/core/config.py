@@ -152,13 +152,17 @@ class WikiDumps(_Strict):
         return [str(d) for d in v]
 
 
+#: the wiki each dumps section reads unless it names another
+DUMP_WIKIS = {"wikidata": "wikidatawiki", "wikipedia": "enwiki"}
+
+
 class DumpSettings(_Strict):
     """The dump mirror (Wikimedia's layout) and how to read it."""
 
     mirror: str = "https://dumps.wikimedia.org"
     download_dir: str = ".emerge/dumps"
-    wikidata: WikiDumps = Field(default_factory=lambda: WikiDumps(wiki="wikidatawiki"))
-    wikipedia: WikiDumps = Field(default_factory=lambda: WikiDumps(wiki="enwiki"))
+    wikidata: WikiDumps = Field(default_factory=lambda: WikiDumps(wiki=DUMP_WIKIS["wikidata"]))
+    wikipedia: WikiDumps = Field(default_factory=lambda: WikiDumps(wiki=DUMP_WIKIS["wikipedia"]))
     workers: int = Field(default=0, ge=0, description="0 = one per core")
     # share of revisions, and of pages, that may be rejected before an ingest fails
     # (deleted or suppressed revisions are counted but not held against it)
@@ -184,6 +188,19 @@ class DumpSettings(_Strict):
     @classmethod
     def _mirror(cls, v: str) -> str:
         return _check_url(v, ("http", "https", "file"), "dumps.mirror")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _wiki_names(cls, data: Any) -> Any:
+        """A wiki's section given only its dump dates (a run's ``dump_date``,
+        ``EMERGE__DUMPS__WIKIDATA__DATES``) keeps its wiki."""
+        if isinstance(data, dict):
+            data = dict(data)
+            for kind, wiki in DUMP_WIKIS.items():
+                section = data.get(kind)
+                if isinstance(section, dict) and "wiki" not in section:
+                    data[kind] = {"wiki": wiki, **section}
+        return data
 
 
 class SnapshotSettings(_Strict):

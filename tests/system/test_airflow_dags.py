@@ -255,6 +255,82 @@ def test_connections_become_configuration(monkeypatch) -> None:
     assert hooks.connection_overrides() == {}  # no connections: the configuration decides
 
 
+def test_a_task_resolves_its_run_once(tmp_path: Path, monkeypatch) -> None:
+    """The publish, release and stability tasks (a publish task read the YAML four times
+    and asked the connections twice): the run is built once from the context
+    (runtime.task_run: each connection asked once, the configuration file read once) and
+    the task bodies take it; the stage itself is stood in for here."""
+    import yaml
+    from airflow.sdk import BaseHook, Connection
+    from airflow.sdk.exceptions import AirflowNotFoundException
+
+    from emerge_lib.airflow import runtime
+    from emerge_lib.airflow.assets import PUBLISHED, RELEASE, TIMELINES
+    from emerge_lib.airflow.operators import ReleaseStep
+
+    config = tmp_path / "emerge.yaml"
+    config.write_text(f"# the run's file\nwarehouse: {tmp_path / 'wh'}\n")
+    monkeypatch.setenv("EMERGE_CONFIG", str(config))
+    monkeypatch.setenv("EMERGE_RELEASE_ROOT", str(tmp_path / "releases"))
+    asked: list[str] = []
+    reads: list[str] = []
+
+    def get(cls, conn_id):
+        asked.append(conn_id)
+        if conn_id != "emerge_s3":
+            raise AirflowNotFoundException(conn_id)
+        return Connection(conn_id="emerge_s3", conn_type="aws", login="key", password="secret",
+                          extra=json.dumps({"endpoint_url": "http://127.0.0.1:8333"}))
+
+    safe_load = yaml.safe_load
+
+    def counted(text, *a, **k):
+        if isinstance(text, str) and text.startswith("# the run's file"):
+            reads.append(text)
+        return safe_load(text, *a, **k)
+
+    monkeypatch.setattr(BaseHook, "get_connection", classmethod(get))
+    monkeypatch.setattr(yaml, "safe_load", counted)
+    stepped: list[tuple[str, runtime.TaskRun]] = []
+    summary = SimpleNamespace(out_dir=tmp_path / "releases" / "snapshot_2024-04-01",
+                              manifest={"version": "v1"}, files=["a", "b"], validation={
+                                  "success": True}, version="v1", target="s3://b/p",
+                              uploaded_files=2, files_count=2, already_published=False)
+
+    def step(name, tr, **kwargs):
+        stepped.append((name, tr))
+        summary.files = 2 if name == "publish" else ["a", "b"]
+        return SimpleNamespace(detail=summary, rows=1, seconds=0.5,
+                               to_dict=lambda: {"stage": name})
+
+    monkeypatch.setattr(runtime, "_step", step)
+    events = {a: SimpleNamespace(extra=None) for a in (PUBLISHED, RELEASE, TIMELINES)}
+    snap = {"params": {"snapshot": "2024-04-01T00:00:00Z", "publish": True,
+                       "release_to": "s3://b/p"}, "outlet_events": events}
+    for stage, asset in (("publish", PUBLISHED), ("release", RELEASE)):
+        asked.clear(), reads.clear(), stepped.clear()
+        ReleaseStep(task_id=stage, emerge_stage=stage, outlets=[asset]).execute(snap)
+        assert sorted(asked) == ["emerge_engine", "emerge_llm", "emerge_s3"], stage
+        assert len(reads) == 1, stage
+        ((name, tr),) = stepped
+        assert name == stage and tr.cfg.s3.endpoint_url == "http://127.0.0.1:8333"
+        assert tr.s3_session is not None and tr.run.snapshot == "2024-04-01T00:00:00Z"
+        assert events[asset].extra["release_dir"] == str(
+            tmp_path / "releases" / "snapshot_2024-04-01")
+    asked.clear(), reads.clear(), stepped.clear()
+
+    class TI:
+        def xcom_pull(self, task_ids, key):
+            return [] if isinstance(task_ids, list) else {"metrics": {"files": 2}}
+
+    ingest = {"params": {"dump_date": "20240601"}, "ti": TI(), "outlet_events": events}
+    runtime.stability_task(runtime.task_run(ingest, snapshot=False), TIMELINES)
+    assert sorted(asked) == ["emerge_engine", "emerge_llm", "emerge_s3"] and len(reads) == 1
+    ((name, tr),) = stepped
+    assert name == "stability" and tr.cfg.dumps.wikidata.dates == ["20240601"]
+    assert events[TIMELINES].extra["files"] == {"wikidata": 4, "wikipedia": 4}
+
+
 def test_the_wait_defers_to_a_trigger_that_never_blocks_the_event_loop(tmp_path: Path) -> None:
     """The trigger polls the mirror's dumpstatus.json in a thread: while the dump is
     in progress the triggerer's loop keeps running other coroutines; it fires when the
@@ -398,7 +474,7 @@ def test_a_backfill_on_a_fresh_warehouse_ingests_the_covering_dump(tmp_path: Pat
     config = tmp_path / "config.yaml"
     config.write_text(f"warehouse: {tmp_path / 'wh'}\ndumps:\n  mirror: file://mirror\n")
     monkeypatch.setenv("EMERGE_CONFIG", str(config))
-    monkeypatch.setattr("emerge_lib.airflow.hooks.connection_overrides", lambda: {})
+    monkeypatch.setattr("emerge_lib.airflow.hooks.connections", lambda: ({}, None))
 
     class TI:
         task_id = "wait_for_inputs"
