@@ -266,3 +266,47 @@ def same_release_as_the_other_executor(cache: Path, executor: str,
             if filed["key"] == key:
                 return other, filed["releases"]
     return None
+
+
+def step_times(airflow: LocalAirflow, dag_id: str, run_ids: list[str]) -> dict[str, Any]:
+    """What Airflow's task instances of these runs record: per task, ``run`` (its
+    duration; mapped instances and runs summed) and ``wait`` (queued until started: the
+    executor's hand-over), and ``wall``, the runs as a whole (first start to last end)."""
+    from datetime import datetime
+
+    def secs(a: str, b: str) -> float:
+        return (datetime.fromisoformat(b) - datetime.fromisoformat(a)).total_seconds()
+
+    tasks: dict[str, dict[str, float]] = {}
+    runs = [r for r in airflow.runs(dag_id) if r["dag_run_id"] in run_ids]
+    for run_id in run_ids:
+        for ti in airflow.tasks(dag_id, run_id):
+            if ti["state"] != "success":
+                continue
+            row = tasks.setdefault(ti["task_id"], {"run": 0.0, "wait": 0.0})
+            row["run"] += ti["duration"] or 0.0
+            if ti.get("queued_when") and ti.get("start_date"):
+                row["wait"] += max(0.0, secs(ti["queued_when"], ti["start_date"]))
+    wall = secs(min(r["start_date"] for r in runs), max(r["end_date"] for r in runs))
+    return {"wall": wall, "tasks": tasks}
+
+
+def file_step_times(cache: Path, executor: str, phases: dict[str, Any], key: str) -> str:
+    """File the newcomer path's step times (:func:`step_times` per phase) beside the
+    releases' digests, and say them beside the other executor's for this code where
+    filed (their figures depend on the machine's load then: read, not asserted)."""
+    cache.mkdir(parents=True, exist_ok=True)
+    (cache / f"{executor}-steps.json").write_text(json.dumps({"key": key, "phases": phases}))
+    other = "celery" if executor == "local" else "local"
+    theirs = cache / f"{other}-steps.json"
+    filed = json.loads(theirs.read_text()) if theirs.is_file() else {}
+    both = {executor: phases, other: filed.get("phases") if filed.get("key") == key else None}
+    lines = [f"step times (s, run / queued-to-start), {executor} | {other}:"]
+    for phase, mine in phases.items():
+        other_phase = (both[other] or {}).get(phase) or {"wall": float("nan"), "tasks": {}}
+        lines.append(f"  {phase}: wall {mine['wall']:.0f} | {other_phase['wall']:.0f}")
+        for task, row in mine["tasks"].items():
+            o = other_phase["tasks"].get(task, {"run": float("nan"), "wait": float("nan")})
+            lines.append(f"    {task}: {row['run']:.1f}/{row['wait']:.1f} | "
+                         f"{o['run']:.1f}/{o['wait']:.1f}")
+    return "\n".join(lines)

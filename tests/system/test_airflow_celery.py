@@ -27,9 +27,11 @@ import yaml
 from airflowkit import (
     LocalAirflow,
     code_key,
+    file_step_times,
     release_digests,
     same_release_as_the_other_executor,
     states,
+    step_times,
     task_log,
 )
 from worlds import SMALL
@@ -43,6 +45,8 @@ DAGS = ("emerge_dumps", "emerge_ingest", "emerge_snapshot", "emerge_evaluate")
 #: off, and there is nowhere to publish
 SKIPPED = {"curate_additions", "curate_deprecations", "publish"}
 TIMES: dict[str, float] = {}
+#: the newcomer path's runs, by step: (DAG, run ids), for their task instances' times
+RUNS: dict[str, tuple[str, list[str]]] = {}
 
 
 @pytest.fixture(scope="module")
@@ -163,6 +167,7 @@ def test_the_first_ingest(airflow: LocalAirflow, world: Path) -> None:
     run_id = airflow.trigger("emerge_ingest")
     airflow.wait("emerge_ingest", [run_id], timeout=1800)
     TIMES["first ingest"] = time.monotonic() - started
+    RUNS["first ingest"] = ("emerge_ingest", [run_id])
     print(f"celery newcomer path: the first ingest took {TIMES['first ingest']:.0f}s")
     expected = {"wait_for_dump": "success", "stability": "success"}
     for kind in ("wikidata", "wikipedia"):
@@ -199,6 +204,7 @@ def test_a_backfill_of_two_quarters(airflow: LocalAirflow) -> None:
     (a, b) = sorted((r["start_date"], r["end_date"]) for r in runs)
     assert b[0] < a[1], "the two backfill runs did not run side by side"
     TIMES["backfill"] = seconds(a[0], b[1])
+    RUNS["backfill"] = ("emerge_snapshot", [r["dag_run_id"] for r in runs])
     print(f"celery newcomer path: the two-quarter backfill took {TIMES['backfill']:.0f}s")
     for run in runs:
         snapshot_states(airflow, run["dag_run_id"])
@@ -212,6 +218,7 @@ def test_a_custom_run(airflow: LocalAirflow, world: Path) -> None:
                                                  "weeks": 2})
     (run,) = airflow.wait("emerge_snapshot", [run_id], timeout=1200)
     TIMES["custom run"] = seconds(run["start_date"], run["end_date"])
+    RUNS["custom run"] = ("emerge_snapshot", [run_id])
     print(f"celery newcomer path: the custom run took {TIMES['custom run']:.0f}s")
     snapshot_states(airflow, run_id)
     assert states(airflow, "emerge_snapshot", scheduled[0]["dag_run_id"])[
@@ -227,6 +234,9 @@ def test_the_releases_are_the_local_executors(airflow: LocalAirflow, world: Path
     (test_airflow_scheduler.py) gives the same three releases, file for file."""
     mine = release_digests(world / "releases")
     cache = Path(request.config.cache.mkdir("emerge-executors"))
+    print(file_step_times(cache, "celery", {
+        phase: step_times(airflow, dag_id, ids) for phase, (dag_id, ids) in RUNS.items()},
+        code_key(repr(SMALL))))
     other = same_release_as_the_other_executor(cache, "celery", mine, code_key(repr(SMALL)))
     if other is None:
         print("celery newcomer path: the LocalExecutor's releases of this code are not "
