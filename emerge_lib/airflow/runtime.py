@@ -21,6 +21,7 @@ from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 if TYPE_CHECKING:
     from emerge_lib.core.config import Config
+    from emerge_lib.core.stage import StageContext, StageResult
     from emerge_lib.pipeline.runs import SnapshotRun
 
 log = logging.getLogger("emerge_airflow")
@@ -59,9 +60,10 @@ def allow_children() -> None:
     (Airflow's supervisor forked it and waits for it) and the pool's workers exit with it:
     the flag goes, and the key becomes the standard library's (same bytes)."""
     import multiprocessing
-    from multiprocessing.process import AuthenticationString
+    from multiprocessing.process import AuthenticationString  # type: ignore[attr-defined]
 
-    config = multiprocessing.current_process()._config  # noqa: SLF001 (no setter allows it)
+    # no setter allows it (and typeshed does not know the attribute)
+    config = multiprocessing.current_process()._config  # type: ignore[attr-defined]  # noqa: SLF001
     if config.get("daemon"):
         config["daemon"] = False
     key = config.get("authkey")
@@ -172,7 +174,7 @@ def _own_dump_date(context: Mapping[str, Any]) -> str | None:
 
 
 @contextmanager
-def stage_context(tr: TaskRun, engine: bool = True) -> Iterator[Any]:
+def stage_context(tr: TaskRun, engine: bool = True) -> Iterator[StageContext]:
     """The StageContext of the task's run (its inputs, its release folder, the S3
     connection's session), with a Spark session on the engine connection's engine when
     ``engine``."""
@@ -184,24 +186,35 @@ def stage_context(tr: TaskRun, engine: bool = True) -> Iterator[Any]:
         yield ctx
 
 
-def _step(name: str, tr: TaskRun, *, engine: bool = True, step: str | None = None,
-          skip: bool = False, **inputs: Any) -> Any:
-    """Run registry stage ``name`` (or its ``step``) for this run through ``run_stage``;
-    a whole stage that does not apply to this run (``Stage.skip``: an ingest without
-    inputs, curation off, nowhere to publish) is skipped with its reason. Returns the
-    StageResult."""
+def _through_the_door(ctx: StageContext, name: str, snapshot: str | None, step: str | None,
+                      *, skip: bool = False, **inputs: Any) -> StageResult:
+    """``run_stage`` of registry stage ``name`` (or its ``step``); a whole stage that does
+    not apply to ``ctx`` (``Stage.skip``: an ingest without inputs, curation off, nowhere
+    to publish, nothing to score), or a step of one with ``skip`` (curate's per model), is
+    skipped with its reason."""
     from emerge_lib.pipeline.registry import stage
     from emerge_lib.pipeline.runner import run_stage
+
+    st = stage(name)
+    why = st.why_not(ctx) if step is None or skip else None
+    if why is not None:
+        skipped(f"{name}: {why}")
+    return run_stage(ctx, name, snapshot, step=step, **inputs)  # a step's input may be `plan`
+
+
+def _step(name: str, tr: TaskRun, *, engine: bool = True, step: str | None = None,
+          skip: bool = False, **inputs: Any) -> StageResult:
+    """Run registry stage ``name`` (or its ``step``) for this run (:func:`_through_the_door`).
+    Returns the StageResult."""
+    from emerge_lib.pipeline.registry import stage
 
     allow_children()
     with verdicts():
         st = stage(name)
         with stage_context(tr, engine=engine) as ctx:
-            if (step is None or skip) and not st.applies(ctx):
-                skipped(f"{name}: {st.skip(ctx)}")
             plan = tr.run.snapshot if st.scope == "snapshot" else None
             started = time.time()
-            result = run_stage(ctx, name, plan, step=step, **inputs)
+            result = _through_the_door(ctx, name, plan, step, skip=skip, **inputs)
     ingest_run = tr.run.snapshot is None
     if ingest_run and st.scope == "ingest" and tr.context.get("ti") is not None:
         tr.context["ti"].xcom_push(key=STAGE_SPAN, value={
@@ -281,7 +294,7 @@ def ingest_commit_newer_task(kind: str, plan: dict[str, Any] | None, summaries: 
     extracted here), then judge the rejects (the DAG skips this task when there was no
     newer dump date: the first commit judged them)."""
     result = _step(f"ingest_{kind}", tr, step="commit", plan=plan,
-                   summaries=list(summaries or [])).to_dict()
+                   summaries=list(summaries or []), newer=None).to_dict()
     tr.context["ti"].xcom_push(key="result", value=result)
     return result
 
@@ -371,8 +384,6 @@ def evaluate_task(context: Mapping[str, Any], asset: Any) -> list[dict[str, Any]
     from emerge_lib.airflow.hooks import connection_overrides
     from emerge_lib.core.config import load_config
     from emerge_lib.pipeline.context import open_context
-    from emerge_lib.pipeline.registry import stage
-    from emerge_lib.pipeline.runner import run_stage
     from emerge_lib.pipeline.runs import CONFIG_ENV
 
     params = context.get("params") or {}
@@ -387,9 +398,8 @@ def evaluate_task(context: Mapping[str, Any], asset: Any) -> list[dict[str, Any]
                           overrides=connection_overrides())
         for extra in events:
             with open_context(cfg, engine=False, release_dir=release_location(extra)) as ctx:
-                if not stage("evaluate").applies(ctx):
-                    skipped(f"evaluate: {stage('evaluate').skip(ctx)}")
-                result = run_stage(ctx, "evaluate", release_snapshot=extra.get("snapshot"),
-                                   version=extra.get("version"))
+                result = _through_the_door(ctx, "evaluate", None, None,
+                                           release_snapshot=extra.get("snapshot"),
+                                           version=extra.get("version"))
             out.append(result.detail)
     return out

@@ -24,6 +24,7 @@ wait, failing the run with one line naming the backfill (``emerge_lib.airflow.ba
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
@@ -64,7 +65,7 @@ class WaitForInputs(BaseOperator):
             return {**args, "what": "dump", "dump_date": run.dump_date}
         return {**args, "what": "warehouse", "snapshot": run.snapshot}
 
-    def execute(self, context: Any) -> str:
+    def execute(self, context: Mapping[str, Any]) -> str:
         tr = task_run(context, snapshot=self.what == "snapshot")
         args = self._trigger_args(tr)
         if args is None:
@@ -89,7 +90,7 @@ class WaitForInputs(BaseOperator):
                    method_name="execute_complete", timeout=self.wait_timeout)
         return "deferred"  # not reached: defer raises
 
-    def _backfill_watch(self, context: Any) -> dict[str, Any] | None:
+    def _backfill_watch(self, context: Mapping[str, Any]) -> dict[str, Any] | None:
         """A backfill run's backfill, for its trigger to watch: Airflow's cancel fails
         queued runs only, so the wait ends itself when its backfill is cancelled
         (``emerge_lib.airflow.backfills``). None for other runs, or when the REST API
@@ -139,7 +140,7 @@ class WaitForInputs(BaseOperator):
                       missing, date)
         return {**args, "what": "dump", "dump_date": date}
 
-    def execute_complete(self, context: Any, event: dict[str, Any] | None = None) -> str:
+    def execute_complete(self, context: Mapping[str, Any], event: dict[str, Any] | None = None) -> str:
         if not event or event.get("status") != "ready":
             raise AirflowFailException(f"stopped waiting: {(event or {}).get('reason')}")
         if self.what == "snapshot" and event.get("dump_date"):

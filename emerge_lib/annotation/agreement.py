@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from emerge_lib.annotation.release import AnnotationError
-from emerge_lib.release.format import ASSERTION, DEPRECATION, OP_NAMES, prompt_type_of
+from emerge_lib.formats.format import ASSERTION, DEPRECATION, OP_NAMES, prompt_type_of
 
 OPERATIONS = tuple(OP_NAMES.values())  # x-triples … d-triples, the paper's row order
 OVERALL = "overall"

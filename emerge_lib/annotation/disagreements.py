@@ -24,7 +24,7 @@ from typing import Any
 
 from emerge_lib.annotation.labelstudio import LABEL_CONFIG, task
 from emerge_lib.annotation.release import NOT_FOUND, AnnotationError
-from emerge_lib.release.format import prompt_type_of
+from emerge_lib.formats.format import prompt_type_of
 
 BETWEEN = ("both", "humans", "llm")
 

@@ -36,7 +36,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from emerge_lib.annotation import agreement as agreement_mod
 from emerge_lib.annotation.labelstudio import (
@@ -54,7 +54,7 @@ from emerge_lib.annotation.release import (
     read_annotations,
     read_jsonl,
 )
-from emerge_lib.release.format import (
+from emerge_lib.formats.format import (
     ASSERTION,
     DEPRECATION,
     HUMAN_ASSESSMENT_FIELDS,
@@ -62,7 +62,10 @@ from emerge_lib.release.format import (
     human_readable_triple,
     prompt_types_of,
 )
-from emerge_lib.release.manifest import MANIFEST, verify_release
+from emerge_lib.formats.manifest import MANIFEST, verify_release
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 log = logging.getLogger(__name__)
 
@@ -214,11 +217,11 @@ def release_assessors(manifest: Mapping[str, Any]) -> dict[str, str]:
                                 defaults.deprecation_judges)[0]]}
 
 
-def import_annotations(release: str | Path, source: str | Path, spark: Any,
+def import_annotations(release: str | Path, source: str | Path, spark: SparkSession,
                        annotator: Sequence[str] = ()) -> ImportSummary:
     """Import ``source`` into ``release`` (see the module docstring); ``spark`` runs the
     validation suites."""
-    from emerge_lib.release.writer import describe_again
+    from emerge_lib.release.describe import describe_again
     from emerge_lib.validation.validate import annotation_verdict, validate_annotation
 
     root = Path(release)

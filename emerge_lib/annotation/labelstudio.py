@@ -22,7 +22,7 @@ from typing import Any
 
 from emerge_lib.annotation.release import AnnotationError, Triple
 from emerge_lib.curation.prompts import TEMPLATES
-from emerge_lib.release.format import PROMPT_TYPES, human_readable_triple
+from emerge_lib.formats.format import PROMPT_TYPES, human_readable_triple
 
 VERDICT, COMMENT = "verdict", "comment"  # the config's control names
 YES, NO = "YES", "NO"

@@ -16,14 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from emerge_lib.core.errors import InputError
-from emerge_lib.release.format import (
+from emerge_lib.formats.layout import (
     AGREEMENT,
     CORPUS,
     EVALUATION_SET,
     HUMAN_ANNOTATION,
     kg_parquet_path,
 )
-from emerge_lib.release.manifest import MANIFEST, read_manifest
+from emerge_lib.formats.manifest import MANIFEST, read_manifest
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +36,6 @@ AGREEMENT_DIR = AGREEMENT
 NOT_FOUND = "<NOT FOUND>"  # the authors' definition of a relation without one
 
 Triple = tuple[str, str, str]
-Key = tuple[str, Triple]  # (hash_id, (s, p, o))
 
 
 class AnnotationError(InputError):

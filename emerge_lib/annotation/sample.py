@@ -34,7 +34,7 @@ from typing import Any
 
 from emerge_lib.annotation.labelstudio import LABEL_CONFIG, task
 from emerge_lib.annotation.release import AnnotationError, ReleaseIndex, read_jsonl
-from emerge_lib.release.format import OP_NAMES, prompt_type_of, prompt_types_of
+from emerge_lib.formats.format import OP_NAMES, prompt_type_of, prompt_types_of
 
 SPLITS = ("auto", "evaluation", "corpus")
 TASKS, CONFIG, LINES, SAMPLE = ("tasks.json", "labeling_config.xml",

@@ -126,7 +126,8 @@ class Catalog:
     def exists(self, name: str) -> bool:
         from deltalake import DeltaTable
 
-        return DeltaTable.is_deltatable(self.path(name), storage_options=self.storage_options)
+        return bool(DeltaTable.is_deltatable(self.path(name),
+                                             storage_options=self.storage_options))
 
     def session(self) -> SparkSession:
         """The Spark session stages run on (reads via deltalake need none), started now
@@ -185,7 +186,7 @@ class Catalog:
         # deltalake's own to_pyarrow_table, but single-threaded: its file system handler on
         # pyarrow's thread pool aborts the interpreter at exit ("terminate called without an
         # active exception", deltalake 1.6.6, pyarrow 26) when a process exits soon after a
-        # threaded read, as a CLI does (tests/stages/test_catalog.py)
+        # threaded read, as a CLI does (tests/engine/catalog/test_catalog.py)
         return self._delta(name, version).to_pyarrow_dataset().to_table(
             columns=columns, filter=expression, use_threads=False)
 
@@ -221,7 +222,7 @@ class Catalog:
     def version(self, name: str) -> int | None:
         if not self.exists(name):
             return None
-        return self._delta(name).version()
+        return int(self._delta(name).version())
 
     def row_count(self, name: str, version: int | None = None) -> int:
         """Rows of the table, from the Delta log's file statistics (no data is read)."""
@@ -233,7 +234,7 @@ class Catalog:
             counts = actions.column("num_records")
             if counts.null_count == 0:
                 return int(pa.compute.sum(counts).as_py() or 0)
-        return dt.to_pyarrow_dataset().count_rows()  # footers only
+        return int(dt.to_pyarrow_dataset().count_rows())  # footers only
 
     # -- writes ------------------------------------------------------------------------------
     def _writable(self, name: str, *modes: WriteMode) -> TableSpec:

@@ -18,7 +18,8 @@ if TYPE_CHECKING:
 def filesystem_of(uri: str) -> tuple[pafs.FileSystem, str]:
     """(filesystem, path inside it) of a local path or a filesystem URI."""
     if "://" in uri:
-        return pafs.FileSystem.from_uri(uri)
+        filesystem, path = pafs.FileSystem.from_uri(uri)
+        return filesystem, str(path)
     return pafs.LocalFileSystem(), os.path.abspath(uri)
 
 
@@ -31,7 +32,8 @@ def read_state(catalog: Catalog, name: str) -> dict[str, Any] | None:
     filesystem, path = filesystem_of(_state_path(catalog, name))
     try:
         with filesystem.open_input_stream(path) as fh:
-            return json.loads(fh.read().decode("utf-8"))
+            state: dict[str, Any] = json.loads(fh.read().decode("utf-8"))
+            return state
     except (FileNotFoundError, OSError, ValueError):
         return None
 

@@ -4,17 +4,45 @@ do not tear (log records are written through tqdm while a bar is shown)."""
 from __future__ import annotations
 
 import argparse
+import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from emerge_lib.core.config import Config
+    from emerge_lib.core.schedule import SnapshotPlan
     from emerge_lib.core.stage import StageContext, StageResult
+    from emerge_lib.curation.verdicts import CurateReport
+    from emerge_lib.ingest.plan import IngestPlan
+    from emerge_lib.ingest.staging import FileSummary
 
 
-def count(minimum: int) -> Any:
+def config_flag(parser: argparse.ArgumentParser, what: str = "") -> None:
+    """``-c FILE|PRESET``, repeatable: configuration files (or presets' names: ``paper``,
+    ``no-selection-rules``) laid over the defaults in order, the flags over them."""
+    parser.add_argument("--config", "-c", action="append", metavar="FILE|PRESET",
+                        help="a YAML configuration file or a preset's name (paper, "
+                             "no-selection-rules); repeatable: each laid over the one before"
+                             + (f" ({what})" if what else ""))
+
+
+class Renamed(argparse.Action):
+    """An old flag name still accepted: it sets the new flag's value, with one line on
+    stderr saying the new name."""
+
+    def __init__(self, option_strings: list[str], dest: str, new: str = "", **kw: Any) -> None:
+        self.new = new
+        super().__init__(option_strings, dest, **kw)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        print(f"emerge: {option_string} is deprecated: it is {self.new}", file=sys.stderr)
+        setattr(namespace, self.dest, values)
+
+
+def count(minimum: int) -> Callable[[str], int]:
     """An argparse type: an integer of at least ``minimum`` (``--items -5`` is refused)."""
     def parse(text: str) -> int:
         try:
@@ -77,14 +105,14 @@ def ingest_progress(ctx: StageContext) -> None:
 
     state: dict[str, Any] = {}
 
-    def on_plan(plan: Any) -> None:
+    def on_plan(plan: IngestPlan) -> None:
         if state.get("bar") is not None:
             state["bar"].close()
         pending = plan.pending
         state["bar"] = tqdm(total=sum(f.bytes for f in pending), unit="B", unit_scale=True,
                             desc=plan.wiki, leave=False, disable=None) if pending else None
 
-    def on_file(summary: Any) -> None:
+    def on_file(summary: FileSummary) -> None:
         if state.get("bar") is not None:
             state["bar"].update(summary.bytes)
 
@@ -97,7 +125,7 @@ def curation_progress(ctx: StageContext) -> None:
 
     state: dict[str, Any] = {}
 
-    def on_curation(report: Any) -> None:
+    def on_curation(report: CurateReport) -> None:
         bar = state.get("bar")
         if bar is None or state.get("total") != report.requests:
             if bar is not None:
@@ -127,7 +155,7 @@ def run_with_bar(ctx: StageContext, desc: str = "build") -> list[StageResult]:
     curation_progress(ctx)
     # disable=None: no bar where stderr is not a terminal (CI, task logs: the log lines say it)
     with bars(), tqdm(total=len(steps), unit="stage", desc=desc, disable=None) as bar:
-        def on_step(name: str, plan: Any) -> None:
+        def on_step(name: str, plan: SnapshotPlan | None) -> None:
             bar.set_postfix_str(f"{name} {plan.key}" if plan is not None else name)
 
         return build_dataset(ctx, on_step=on_step, on_result=lambda _: bar.update(1))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 
-from emerge_lib.commands._common import count
+from emerge_lib.commands._common import config_flag, count
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -46,8 +46,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="NAME: every verdict of FILE is NAME's; ID=NAME (repeatable): the "
                         "Label Studio user id (or e-mail) → annotator name (default: from "
                         "completed_by when the export gives e-mails)")
-    i.add_argument("-c", "--config", default=None, help="configuration (the engine that "
-                   "runs the validation suites)")
+    config_flag(i, "the engine that runs the validation suites")
     i.set_defaults(func=run_import)
 
     for name, helptext, func in (
@@ -70,8 +69,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         if name == "disagreements":
             a.add_argument("--between", choices=("both", "humans", "llm"), default="both",
                            help="humans: H1 ≠ H2; llm: an annotator ≠ the LLM; both (default)")
-        a.add_argument("-c", "--config", default=None,
-                       help="configuration (its curation judges, when PATH is no release)")
+        config_flag(a, "its curation judges, when PATH is no release")
         a.add_argument("--out", required=True, metavar="DIR")
         a.set_defaults(func=func)
 
@@ -80,7 +78,7 @@ def run_export(args: argparse.Namespace) -> int:
     from emerge_lib.annotation.sample import export
 
     sample = export(args.release, args.out, args.per_op, args.seed, args.split)
-    from emerge_lib.release.format import OP_NAMES
+    from emerge_lib.formats.format import OP_NAMES
 
     counts = ", ".join(f"{op} {sample.counts[op]}" for op in OP_NAMES.values())
     print(f"{len(sample.questions)} questions ({counts}) written to {args.out}/")
@@ -107,8 +105,8 @@ def _setup(args: argparse.Namespace):
     from emerge_lib.annotation import agreement as ag
     from emerge_lib.annotation.importer import release_assessors
     from emerge_lib.annotation.release import AnnotationError, read_annotations, release_of
-    from emerge_lib.release.format import ASSERTION, DEPRECATION
-    from emerge_lib.release.manifest import read_manifest
+    from emerge_lib.formats.format import ASSERTION, DEPRECATION
+    from emerge_lib.formats.manifest import read_manifest
 
     if args.assessor and (args.assertion_assessor or args.deprecation_assessor):
         raise AnnotationError("--assessor names the judge of both prompt types: give it, or "
@@ -146,7 +144,7 @@ def run_agreement(args: argparse.Namespace) -> int:
 
 def run_disagreements(args: argparse.Namespace) -> int:
     from emerge_lib.annotation import disagreements as dis
-    from emerge_lib.release.manifest import read_manifest
+    from emerge_lib.formats.manifest import read_manifest
 
     lines, annotators, assessors, release = _setup(args)
     rows = dis.find(lines, annotators, assessors, args.between)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from emerge_lib.commands._common import Renamed, config_flag
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -16,21 +18,24 @@ def register(sub: argparse._SubParsersAction) -> None:
             "aligned TKGU instances on the chosen engine, and write the release to --out: "
             "corpus/snapshot_YYYY-MM-DD/delta_YYYY-MM-DD.jsonl per window in the EMERGE instance "
             "format, the KG snapshot and the instances as Parquet, and release.json. "
-            "Changing --snapshot, --weeks or --window-days needs no re-ingest of Wikidata; "
+            "Changing --snapshot, --windows or --window-days needs no re-ingest of Wikidata; "
             "Wikipedia paragraphs are kept for every snapshot range ever asked for. The "
             "warehouse (default: the configuration's, .emerge/warehouse) is shared by every "
             "build that names it: it is the incremental store of one wiki's dumps over "
             "time; use a fresh --warehouse for unrelated dumps."
         ),
     )
-    p.add_argument("--config", "-c", help="YAML configuration file (flags override it)")
+    config_flag(p, "flags override it")
     p.add_argument("--wikidata", nargs="+", metavar="PATH",
                    help="Wikidata history dump files (default: the configured mirror's)")
     p.add_argument("--wikipedia", nargs="+", metavar="PATH",
                    help="English Wikipedia history dump files (default: the configured mirror's)")
     p.add_argument("--snapshot", action="append", dest="snapshots", metavar="ISO_TS",
                    help="snapshot timestamp t (repeatable; default: the configuration's)")
-    p.add_argument("--weeks", type=int, help="windows per snapshot (default 5)")
+    p.add_argument("--windows", type=int, metavar="N",
+                   help="windows per snapshot, each --window-days long (default 5)")
+    p.add_argument("--weeks", type=int, dest="windows", action=Renamed, new="--windows",
+                   help=argparse.SUPPRESS)
     p.add_argument("--window-days", type=float, help="window length in days (default 7)")
     p.add_argument("--out", required=True, metavar="DIR", help="release folder")
     p.add_argument("--engine", help="embedded (default) or sc://host:port")
@@ -67,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     from emerge_lib.ingest.plan import check_inputs
     from emerge_lib.pipeline.context import open_context
 
-    snapshots = {k: v for k, v in (("timestamps", args.snapshots), ("windows", args.weeks),
+    snapshots = {k: v for k, v in (("timestamps", args.snapshots), ("windows", args.windows),
                                    ("window_days", args.window_days)) if v is not None}
     load(args, snapshots=snapshots)  # a bad configuration is told before anything starts
     check_inputs([*(args.wikidata or []), *(args.wikipedia or [])])  # before any engine

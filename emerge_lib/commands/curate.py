@@ -7,6 +7,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from emerge_lib.commands._common import config_flag
+
 
 def add_llm_flags(p: argparse.ArgumentParser) -> None:
     """The flags that point every curation route at one OpenAI-compatible server."""
@@ -55,7 +57,7 @@ def register(sub: argparse._SubParsersAction) -> None:
             "rewritten with llm_assessment filled in."
         ),
     )
-    p.add_argument("--config", "-c", help="YAML configuration file")
+    config_flag(p)
     p.add_argument("--warehouse", help="warehouse root (default: the configuration's)")
     p.add_argument("--engine", help="embedded (default) or sc://host:port")
     p.add_argument("--snapshot", action="append", dest="snapshots", metavar="ISO_TS",

@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
     from emerge_lib.core.errors import EmergeError
     from emerge_lib.demo.dagtest import run_demo_airflow
     from emerge_lib.demo.local import run_demo
-    from emerge_lib.release.card import table2_text
+    from emerge_lib.formats.card import table2_text
 
     def generating(world) -> None:
         print(f"generating a sample world (seed {args.seed}) in {world} ...")

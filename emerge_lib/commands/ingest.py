@@ -6,6 +6,8 @@ import argparse
 import logging
 from typing import TYPE_CHECKING
 
+from emerge_lib.commands._common import config_flag
+
 if TYPE_CHECKING:
     from emerge_lib.core.config import Config
 
@@ -28,7 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--wiki", choices=["wikidata", "wikipedia", "both"], default="both",
                    help="which history to ingest (default both)")
-    p.add_argument("--config", "-c", help="YAML configuration file")
+    config_flag(p)
     p.add_argument("--wikidata", nargs="+", metavar="PATH",
                    help="Wikidata history files (default: the configured mirror's dumps)")
     p.add_argument("--wikipedia", nargs="+", metavar="PATH",

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from emerge_lib.commands._common import config_flag
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -32,7 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                     help="raw revision states, without the KG stability rule")
     st.add_argument("--kg-hours", type=float,
                     help="stability span in hours (default: stability.kg_hours, 168)")
-    st.add_argument("--config", "-c", help="YAML configuration file (workers, stability)")
+    config_flag(st, "workers, stability")
     st.add_argument("--workers", type=int,
                     help="extraction processes (default: dumps.workers, 0 = one per core)")
     st.set_defaults(func=run_statements)

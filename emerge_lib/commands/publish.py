@@ -7,10 +7,12 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+from emerge_lib.commands._common import config_flag
+
 
 def add_s3_flags(p: argparse.ArgumentParser) -> None:
     """Flags ``publish`` and ``download`` share: configuration, endpoint, profile, workers."""
-    p.add_argument("--config", "-c", help="YAML configuration file (flags override it)")
+    config_flag(p, "flags override it")
     p.add_argument("--endpoint-url", metavar="URL",
                    help="S3 endpoint (SeaweedFS, MinIO; default: s3.endpoint_url, else "
                         "AWS_ENDPOINT_URL, else AWS)")

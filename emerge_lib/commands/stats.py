@@ -36,8 +36,9 @@ def run(args: argparse.Namespace) -> int:
     import pyarrow.parquet as pq
 
     from emerge_lib.core.errors import InputError
-    from emerge_lib.release.card import OP_ORDER, collect, table2_text
-    from emerge_lib.release.format import CORPUS, OP_NAMES, kg_parquet_path
+    from emerge_lib.formats.card import OP_ORDER, collect, table2_text
+    from emerge_lib.formats.format import OP_NAMES
+    from emerge_lib.formats.layout import CORPUS, kg_parquet_path
 
     root = Path(args.release)
     if not root.is_dir():

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from emerge_lib.commands._common import config_flag
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -15,7 +17,7 @@ def register(sub: argparse._SubParsersAction) -> None:
             "read through deltalake without starting an engine."
         ),
     )
-    p.add_argument("--config", "-c", help="YAML configuration file")
+    config_flag(p)
     p.add_argument("--warehouse", help="warehouse root (overrides the configuration)")
     p.set_defaults(func=run)
 

@@ -8,8 +8,10 @@ window settings are rejected with the field name and the reason.
 
 from __future__ import annotations
 
+import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -27,9 +29,12 @@ from pydantic import (
 )
 
 from emerge_lib.core.errors import EmergeError
+from emerge_lib.core.presets import names as preset_names
+from emerge_lib.core.presets import preset_path, preset_settings
 from emerge_lib.core.schedule import SnapshotPlan, parse_utc
 
 ENV_PREFIX = "EMERGE__"
+log = logging.getLogger(__name__)
 
 # DESIGN.md §1: end qualifiers deprecate, start qualifiers are addition evidence.
 DEFAULT_END_QUALIFIERS = [
@@ -265,29 +270,29 @@ class DeltaSettings(_Strict):
     deprecate_window_additions: bool = True
     # R2a (the authors' selection rules, docs/data-model.md): a removal (D without an end
     # qualifier) counts only when the triple is not added back within this many years after
-    # τ_k (theirs: 15); 0: every removal counts. None: as ``selection.rules`` says.
-    permanent_removal_years: float | None = Field(default=None, ge=0)
+    # τ_k (theirs: 15); 0: every removal counts (the no-selection-rules preset)
+    permanent_removal_years: float = Field(default=15.0, ge=0)
     # R4: an item's creation time is the earliest over it and the items redirected to it
-    # at the end of the ingested history. None: as ``selection.rules`` says.
-    creation_over_redirects: bool | None = None
+    # at the end of the ingested history (the no-selection-rules preset: false)
+    creation_over_redirects: bool = True
 
 
 class AlignSettings(_Strict):
     """Which aligned passages become release lines: the authors' selection rules R1, R2b,
-    R3 and R5 (docs/data-model.md, with their code's file and line). None: as
-    ``selection.rules`` says."""
+    R3 and R5 (docs/data-model.md, with their code's file and line); each off in the
+    no-selection-rules preset (``-c no-selection-rules``)."""
 
     # R1: a line needs a delta triple (E, EE or D) between two entities it mentions
-    between_mentions: bool | None = None
+    between_mentions: bool = True
     # R2b: a line must not predate the latest removal among its delta triples
-    passage_after_removal: bool | None = None
+    passage_after_removal: bool = True
     # R3: an EE-KG triple must stay in the KG this many days past τ_k, or to the end of
     # the history (theirs: 182.5); 0: no persistence asked
-    ee_kg_persistence_days: float | None = Field(default=None, ge=0)
+    ee_kg_persistence_days: float = Field(default=182.5, ge=0)
     # R5: their "interesting passage" test: lines whose delta triples are only plain
     # removals, or whose delta and EE-KG triples are at most ``interesting_min_ratio`` of
     # the entities mentioned, go, unless an end qualifier or an emerging entity keeps them
-    interesting: bool | None = None
+    interesting: bool = True
     interesting_min_ratio: float = Field(default=0.2, ge=0, le=1)
 
 
@@ -318,6 +323,21 @@ class LLMRoute(_Strict):
 
 
 Judge = Literal["additions", "deprecations"]
+Op = Literal["X", "E", "EE", "EE-KG", "D"]  # the TKGU operations
+Metric = Literal["recall", "completeness"]
+
+
+def _judges(*names: Judge) -> list[Judge]:
+    return list(names)
+
+
+def _ops(*ops: Op) -> list[Op]:
+    return list(ops)
+
+
+def _metrics(*metrics: Metric) -> list[Metric]:
+    return list(metrics)
+
 # the models the released data names (the paper: Llama 3.1 8B for additions, 405B for
 # deprecations); the names a release records unless a route says otherwise
 RELEASED_LLM: dict[str, str] = {"additions": "Meta-Llama-3.1-8B",
@@ -335,10 +355,10 @@ class CurationSettings(_Strict):
     # who judges what (the paper: additions by the additions model; deprecations by the
     # deprecations model, and also by the additions model when there is no end qualifier);
     # a triple is asserted when every judge of its rule says YES
-    assertion_judges: list[Judge] = Field(default_factory=lambda: ["additions"])
-    deprecation_judges: list[Judge] = Field(default_factory=lambda: ["deprecations"])
+    assertion_judges: list[Judge] = Field(default_factory=lambda: _judges("additions"))
+    deprecation_judges: list[Judge] = Field(default_factory=lambda: _judges("deprecations"))
     deprecation_without_qualifier_judges: list[Judge] = Field(
-        default_factory=lambda: ["deprecations", "additions"])
+        default_factory=lambda: _judges("deprecations", "additions"))
     structured: bool = True  # constrained decoding: every answer parses
     concurrency: int = Field(default=64, ge=1)
     timeout_s: float = Field(default=300.0, gt=0)
@@ -393,55 +413,37 @@ class SelectionSettings(_Strict):
     delta file: kept passages are pairwise at most ``max_jaccard`` similar (token sets)
     and at least ``min_edit_distance`` apart (Levenshtein / (len1 + len2))."""
 
-    # authors: their selection rules R1-R5 (deltas, align), their structural guards, the
-    # support rule after curation, their two dedup passes and their two-stage test draw;
-    # none: the selection before those (every aligned passage a line, one greedy dedup
-    # pass, one draw), so earlier releases stay reproducible. A setting given explicitly
-    # wins over this switch.
-    rules: Literal["authors", "none"] = "authors"
+    # The defaults are the authors' selection: their rules R1-R5 (deltas, align), their
+    # structural guards, the support rule after curation, their two dedup passes and their
+    # two-stage test draw. The selection before those (every aligned passage a line, one
+    # greedy dedup pass, one draw), which earlier releases used, is the configuration file
+    # ``-c no-selection-rules`` (emerge_lib/core/presets/).
     dedup: bool = True
     # authors: s07's pass 1 (near-identical text, length-sorted) then pass 2 (the
     # thresholds within lines of the same triples); greedy: one pass, the thresholds
     # between any two lines that share a page, their triples or a rare token
-    dedup_passes: Literal["authors", "greedy"] | None = None
+    dedup_passes: Literal["authors", "greedy"] = "authors"
     max_jaccard: float = Field(default=0.5, ge=0, le=1)
     min_edit_distance: float = Field(default=0.2, ge=0, le=1)
     # s07's structural guards: lines with template braces, mostly table or list markup
-    guards: bool | None = None
+    guards: bool = True
     # s07: after curation, a line needs a delta triple (E, EE, EE-KG or D) its judges
     # support; its other triples stay, with their verdicts
-    require_supported: bool | None = None
+    require_supported: bool = True
     evaluation_per_delta: int = Field(default=100, ge=0)  # lines per delta file
     evaluation_min_per_op: int = Field(default=40, ge=0)  # filled first, in this op order
-    evaluation_ops: list[Literal["D", "EE-KG", "EE", "E", "X"]] = Field(
-        default_factory=lambda: ["D", "EE-KG", "EE", "E"])
+    evaluation_ops: list[Op] = Field(default_factory=lambda: _ops("D", "EE-KG", "EE", "E"))
     # s07b's first stage: [lines, minimum per op] drawn first (theirs: 1000, 400), the
     # test split then drawn from those; [] for one draw
-    evaluation_pre_draw: list[int] | None = None
+    evaluation_pre_draw: list[int] = Field(default_factory=lambda: [1000, 400])
     seed: int = 0
 
     @field_validator("evaluation_pre_draw")
     @classmethod
-    def _pre_draw(cls, v: list[int] | None) -> list[int] | None:
-        if v is not None and v and (len(v) != 2 or min(v) < 0):
+    def _pre_draw(cls, v: list[int]) -> list[int]:
+        if v and (len(v) != 2 or min(v) < 0):
             raise ValueError("evaluation_pre_draw must be [lines, minimum per op] or []")
         return v
-
-
-#: What ``selection.rules`` sets where a setting is not given: (section, key) → (the
-#: authors' value, the value of the selection before their rules).
-SELECTION_RULES: dict[tuple[str, str], tuple[Any, Any]] = {
-    ("deltas", "permanent_removal_years"): (15.0, 0.0),
-    ("deltas", "creation_over_redirects"): (True, False),
-    ("align", "between_mentions"): (True, False),
-    ("align", "passage_after_removal"): (True, False),
-    ("align", "ee_kg_persistence_days"): (182.5, 0.0),
-    ("align", "interesting"): (True, False),
-    ("selection", "guards"): (True, False),
-    ("selection", "require_supported"): (True, False),
-    ("selection", "dedup_passes"): ("authors", "greedy"),
-    ("selection", "evaluation_pre_draw"): ([1000, 400], []),
-}
 
 
 class ValidationSettings(_Strict):
@@ -449,8 +451,8 @@ class ValidationSettings(_Strict):
     may be published."""
 
     enabled: bool = True
-    required_ops: list[Literal["X", "E", "EE", "EE-KG", "D"]] = Field(
-        default_factory=lambda: ["X", "E", "EE", "EE-KG", "D"])  # each present per snapshot
+    required_ops: list[Op] = Field(  # each present per snapshot
+        default_factory=lambda: _ops("X", "E", "EE", "EE-KG", "D"))
     min_instances: int = Field(default=1, ge=0)  # per snapshot
     # what a snapshot without one of the required ops (or with fewer instances) does to the
     # gate: "warn" (released; the validation verdict says what is empty: a small or quiet
@@ -466,8 +468,7 @@ class EvaluationSettings(_Strict):
     settings): prediction files, metrics, the embedding model, where results go."""
 
     predictions: list[str] = Field(default_factory=list)  # JSONL {hash_id, model, predicted}
-    metrics: list[Literal["recall", "completeness"]] = Field(
-        default_factory=lambda: ["recall", "completeness"])
+    metrics: list[Metric] = Field(default_factory=lambda: _metrics("recall", "completeness"))
     threshold: float = Field(default=0.9, ge=0, le=1)
     # auto: LLM-supported gold where the release is curated (the paper's tables), else all
     gold_filter: Literal["auto", "all", "llm-asserted", "human"] = "auto"
@@ -502,16 +503,6 @@ class Config(_Strict):
         elif not v.strip():
             raise ValueError("warehouse must not be empty")
         return v
-
-    @model_validator(mode="after")
-    def _selection_rules(self) -> Config:
-        """Settings not given take the value ``selection.rules`` names."""
-        which = 0 if self.selection.rules == "authors" else 1
-        for (section, key), values in SELECTION_RULES.items():
-            part = getattr(self, section)
-            if getattr(part, key) is None:
-                setattr(part, key, values[which])
-        return self
 
     def plans(self) -> list[SnapshotPlan]:
         """Every configured snapshot with its windows, oldest first."""
@@ -600,65 +591,120 @@ def _format_errors(exc: ValidationError, source: str) -> str:
     return "\n".join(lines)
 
 
+#: ``-c`` as given: a file or a preset's name, or several of them, layered in order
+ConfigFiles = str | Path | Sequence[str | Path] | None
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One configuration file laid over the defaults: where it came from (``label``), its
+    settings, and the folder its relative paths resolve against (None: a preset)."""
+
+    label: str
+    data: dict[str, Any]
+    folder: Path | None
+
+
+def _read_yaml(p: Path) -> dict[str, Any]:
+    try:
+        loaded = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        hint = f" (presets: {', '.join(preset_names())})" if "/" not in str(p) else ""
+        raise ConfigError(f"configuration file not found: {p}{hint}") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{p}: is a folder, not a configuration file") from None
+    except PermissionError:
+        raise ConfigError(f"{p}: not readable (permission denied)") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{p}: not UTF-8 text (byte {exc.start}); expected YAML") from None
+    except OSError as exc:
+        raise ConfigError(f"{p}: cannot read it: {exc.strerror or exc}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{p}: not valid YAML: {' '.join(str(exc).split())}") from None
+    if loaded is None:
+        return {}
+    if not isinstance(loaded, dict):
+        raise ConfigError(f"{p}: the top level must be a mapping")
+    return loaded
+
+
+def _deprecated(data: dict[str, Any], label: str) -> list[Layer]:
+    """The presets an old key of ``data`` stands for, the key taken out with a one-line
+    deprecation message: ``selection.rules`` (``none``: the no-selection-rules preset,
+    under ``data``; ``authors``: the defaults)."""
+    selection = data.get("selection")
+    if not isinstance(selection, Mapping) or "rules" not in selection:
+        return []
+    rules = selection["rules"]
+    data["selection"] = {k: v for k, v in selection.items() if k != "rules"}
+    log.warning("%s: selection.rules is deprecated: the authors' rules are the defaults; "
+                "the selection before them is the file `-c no-selection-rules`", label)
+    if rules == "none":
+        return [Layer("preset no-selection-rules (selection.rules: none)",
+                      preset_settings("no-selection-rules"), None)]
+    if rules != "authors":
+        raise ConfigError(f"{label}: selection.rules must be authors or none, not {rules!r}")
+    return []
+
+
+def config_layers(paths: ConfigFiles) -> list[Layer]:
+    """The files of ``-c``, each a path or, where no file of that name exists, a preset's
+    name (``emerge_lib/core/presets/``), in the order they are laid over the defaults."""
+    if paths is None:
+        return []
+    given = [paths] if isinstance(paths, str | Path) else list(paths)
+    layers: list[Layer] = []
+    for entry in given:
+        p = Path(entry)
+        preset = preset_path(str(entry)) if not p.exists() else None
+        if preset is not None:
+            layer = Layer(f"preset {entry}", _read_yaml(preset), None)
+        else:
+            layer = Layer(str(p), _read_yaml(p), p.resolve().parent)
+        layers += _deprecated(layer.data, layer.label) + [layer]
+    return layers
+
+
 def load_config(
-    path: str | Path | None = None,
+    path: ConfigFiles = None,
     overrides: Mapping[str, Any] | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> Config:
-    """Load YAML (optional; a preset's name, ``paper``, when no such file exists), then
-    environment overrides, then explicit overrides.
+    """The defaults, then the files of ``path`` in order (each a YAML file or a preset's
+    name: :func:`config_layers`), then environment overrides, then explicit overrides.
 
     Relative local paths (warehouse, evaluation.out and predictions, dumps.download_dir
-    and staging, a file:// mirror) resolve where the user wrote them: those in the file,
-    and the defaults when a file is given, against the file's folder (a config travels
-    with its data); those from the environment or a flag against the current directory.
+    and staging, a file:// mirror) resolve where the user wrote them: those in a file
+    against the file's folder, and the defaults, when a file is given, against the last
+    file's (a config travels with its data); those from the environment or a flag against
+    the current directory.
     """
+    layers = config_layers(path)
     data: dict[str, Any] = {}
-    source = "defaults"
-    base_dir: Path | None = None
-    from emerge_lib.core.presets import PRESETS
-
-    if path is not None and str(path) in PRESETS and not Path(path).exists():
-        source = f"the {path} preset"
-        data = deep_merge({}, PRESETS[str(path)])
-        path = None
-    if path is not None:
-        p = Path(path)
-        source = str(p)
-        try:
-            loaded = yaml.safe_load(p.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise ConfigError(f"configuration file not found: {p}") from None
-        except IsADirectoryError:
-            raise ConfigError(f"{p}: is a folder, not a configuration file") from None
-        except PermissionError:
-            raise ConfigError(f"{p}: not readable (permission denied)") from None
-        except UnicodeDecodeError as exc:
-            raise ConfigError(f"{p}: not UTF-8 text (byte {exc.start}); expected YAML") from None
-        except OSError as exc:
-            raise ConfigError(f"{p}: cannot read it: {exc.strerror or exc}") from None
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"{p}: not valid YAML: {' '.join(str(exc).split())}") from None
-        if loaded is None:
-            loaded = {}
-        if not isinstance(loaded, dict):
-            raise ConfigError(f"{p}: the top level must be a mapping")
-        base_dir = p.resolve().parent
-        data = _anchor(loaded, base_dir)
+    for layer in layers:
+        data = deep_merge(data, _anchor(layer.data, layer.folder) if layer.folder else layer.data)
+    source = " + ".join(layer.label for layer in layers) or "defaults"
     cwd = Path.cwd()
     env = env_overrides(environ)
     if env:
         source += " + EMERGE__* environment"
+        layers_env = _deprecated(env, "EMERGE__* environment")
+        for layer in layers_env:
+            data = deep_merge(data, layer.data)
     data = deep_merge(data, _anchor(env, cwd))
     if overrides:
         source += " + command-line flags"
-        data = deep_merge(data, _anchor(dict(overrides), cwd))
+        flags = dict(overrides)
+        for layer in _deprecated(flags, "command-line flags"):
+            data = deep_merge(data, layer.data)
+        data = deep_merge(data, _anchor(flags, cwd))
     try:
         cfg = Config.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(_format_errors(exc, source)) from None
-    if base_dir is not None:
-        cfg = _resolve_relative(cfg, base_dir)
+    folders = [layer.folder for layer in layers if layer.folder is not None]
+    if folders:
+        cfg = _resolve_relative(cfg, folders[-1])
     from emerge_lib.core.logs import register_secrets
 
     register_secrets(_secret_values(cfg))
@@ -694,8 +740,8 @@ def _anchor(tree: dict[str, Any], base: Path) -> dict[str, Any]:
         value = out.get(name)
         if not isinstance(value, Mapping):
             return None
-        out[name] = dict(value)
-        return out[name]
+        copied = out[name] = dict(value)
+        return copied
 
     if _local_relative(out.get("warehouse")):
         out["warehouse"] = str((base / out["warehouse"]).resolve())

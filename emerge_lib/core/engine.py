@@ -18,7 +18,6 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-import emerge_lib  # noqa: F401  (sets SPARK_HOME before pyspark is imported)
 from emerge_lib.core.config import SESSION_TIMEOUT_S, Config, EngineSettings, S3Settings
 from emerge_lib.core.errors import EmergeError
 
@@ -289,7 +288,7 @@ def _connect(url: str, timeout_s: float, call_timeout_s: float | None = None) ->
             # the machine's "Etc/UTC" in one plan (its replaceWhere union then fails)
             spark.conf.set("spark.sql.session.timeZone", "UTC")
             if call_timeout_s is not None:
-                spark._emerge_deadline = CallDeadline(spark.client, call_timeout_s)  # type: ignore[attr-defined]
+                spark._emerge_deadline = CallDeadline(spark.client, call_timeout_s)
             return spark
         except Exception as exc:  # the server may still be binding
             last = exc

@@ -6,7 +6,7 @@ running the same thing again can succeed (a lost commit race, an unreachable eng
 mirror) or cannot (bad data, bad configuration, a missing file). The CLI prints the
 message without a traceback; an Airflow task retries only what is retryable.
 
-Standard library only, and imports nothing: the pure modules (release_format, manifest)
+Standard library only, and imports nothing: the pure modules (the release's formats: format, manifest)
 derive their errors from here too.
 """
 

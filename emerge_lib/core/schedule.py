@@ -7,7 +7,6 @@ window in which it first appears, (τ_{k-1}, τ_k].
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
@@ -46,18 +45,9 @@ class Window:
     start: datetime  # τ_{k-1}
     end: datetime  # τ_k
 
-    @property
-    def cumulative_start(self) -> datetime:
-        """The cumulative KG delta of window k spans (t, τ_k]."""
-        return self.snapshot
-
     def contains(self, ts: datetime) -> bool:
         """Is ts in the per-window range (τ_{k-1}, τ_k]?"""
         return self.start < ts <= self.end
-
-    @property
-    def end_date(self) -> str:
-        return self.end.strftime("%Y-%m-%d")
 
 
 @dataclass(frozen=True)
@@ -131,21 +121,6 @@ def window_of(
         if w.contains(x):
             return w.k
     return None
-
-
-def quarter_starts(first: datetime | str, last: datetime | str) -> Iterator[datetime]:
-    """Quarter starts (Jan/Apr/Jul/Oct 1st, 00:00 UTC) in [first, last]: EMERGE's snapshots."""
-    a, b = as_utc(first), as_utc(last)
-    year, month = a.year, ((a.month - 1) // 3) * 3 + 1
-    while True:
-        q = datetime(year, month, 1, tzinfo=UTC)
-        if q > b:
-            return
-        if q >= a:
-            yield q
-        month += 3
-        if month > 12:
-            month, year = 1, year + 1
 
 
 def iso(ts: datetime) -> str:

@@ -14,7 +14,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NoReturn
+
+from emerge_lib.core.errors import EmergeError
 
 if TYPE_CHECKING:
     from emerge_lib.catalog import Catalog
@@ -40,7 +42,8 @@ class StageContext:
     on_file: Callable[[Any], None] | None = None  # after each dump file is extracted
     on_plan: Callable[[Any], None] | None = None  # with each ingest plan, before extraction
     on_curation: Callable[[Any], None] | None = None  # curation progress (a CurateReport)
-    progress_factory: Any = None  # per-download progress (http mirrors)
+    # per-download progress (http mirrors): a dump file → a callback of byte increments
+    progress_factory: Callable[[Any], Callable[[int], object]] | None = None
     # publish: a boto3 session or S3 client handed in (Airflow's amazon connection); None:
     # one from the environment's credentials (or publish.profile) on the s3 endpoint
     s3_client: Any = None
@@ -124,16 +127,55 @@ class Outcome:
 StageFunction = Callable[..., Outcome]
 
 
-@dataclass(frozen=True)
+class UndeclaredSettingsError(EmergeError):
+    """A stage read a configuration section it does not declare (``Stage.settings``)."""
+
+
+class _Undeclared:
+    """Stands for a section a stage does not declare: reading anything of it raises."""
+
+    __slots__ = ("_section", "_stage")
+
+    def __init__(self, stage: str, section: str) -> None:
+        self._stage, self._section = stage, section
+
+    def _refuse(self, what: str) -> NoReturn:
+        raise UndeclaredSettingsError(
+            f"stage {self._stage} reads {what} but declares only its own settings sections: "
+            f"add {self._section!r} to its Stage(settings=…) (emerge_lib/*/stage.py)")
+
+    def __getattr__(self, name: str) -> NoReturn:
+        self._refuse(f"{self._section}.{name}")
+
+    def __bool__(self) -> NoReturn:
+        self._refuse(f"the {self._section} settings")
+
+    def __repr__(self) -> str:
+        return f"<{self._section}: not declared by stage {self._stage}>"
+
+
+def settings_view(cfg: Config, sections: Sequence[str], stage: str) -> Config:
+    """``cfg`` as stage ``stage`` sees it: the sections it declares (and the warehouse, which
+    is not a section), every other section refusing to be read (``UndeclaredSettingsError``).
+    The view is a ``Config``: its methods work as long as they read declared sections."""
+    undeclared = {name: _Undeclared(stage, name) for name, info in type(cfg).model_fields.items()
+                  if isinstance(info.annotation, type) and hasattr(info.annotation, "model_fields")
+                  and name not in sections}
+    return cfg.model_copy(update=undeclared)
+
+
+@dataclass(frozen=True, kw_only=True)
 class Stage:
     """One stage of the registry: its name, scope, the catalog tables it reads and
     writes, the configuration sections it uses, and the function that runs it.
 
+    A stage sees exactly the sections it declares (``settings``): the runner hands it
+    :meth:`view` of the context, whose configuration refuses any other section.
     ``skip(ctx)`` says why the stage has nothing to do for this context (curation off,
     no inputs, nowhere to publish), or None when it runs: the one check that a build, a
-    CLI command and an Airflow task all ask (``applies``). ``steps`` are the stage split into parts
-    that run as separate tasks (the ingest's plan → extract → commit), each run through
-    the same door (``run_stage(..., step=name)``)."""
+    CLI command and an Airflow task all ask (``applies``, ``why_not``). ``steps`` are the
+    stage split into parts that run as separate tasks (the ingest's plan → extract →
+    commit), each run through the same door (``run_stage(..., step=name)``)."""
 
     name: str
     scope: Scope
@@ -146,6 +188,14 @@ class Stage:
     steps: Mapping[str, StageFunction] = field(default_factory=dict)
     in_build: bool = True  # part of a whole build (evaluation is asked for on its own)
 
+    def view(self, ctx: StageContext) -> StageContext:
+        """``ctx`` as this stage sees it: only its declared settings sections."""
+        return replace(ctx, cfg=settings_view(ctx.cfg, self.settings, self.name))
+
+    def why_not(self, ctx: StageContext) -> str | None:
+        """Why this stage has nothing to do for ``ctx`` (``skip``), or None when it runs."""
+        return self.skip(self.view(ctx))
+
     def applies(self, ctx: StageContext) -> bool:
-        """Whether this stage has something to do for ``ctx`` (``skip`` says why not)."""
-        return self.skip(ctx) is None
+        """Whether this stage has something to do for ``ctx`` (``why_not`` says why not)."""
+        return self.why_not(ctx) is None

@@ -10,7 +10,7 @@ vLLM ``structured_outputs.regex`` (or ``.grammar``), llama.cpp ``grammar`` (GBNF
 OpenAI none. ``max_tokens`` always holds the constrained form (``answer_token_budget``), so
 an answer the budget cut (``finish_reason: length``) is a fault, never the norm. The client
 returns the answer text with its finish reason, token counts and timing; parsing and
-retries on unparseable or cut answers are the caller's (``stages.curate``).
+retries on unparseable or cut answers are the caller's (``curation.verdicts``).
 
 The transport is aiohttp: against an instant server it sustains 1,847-2,450 requests/s
 (2,611-3,471 per CPU second) at every concurrency from 1 to 256, where httpx's async pool

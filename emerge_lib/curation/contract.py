@@ -1,6 +1,6 @@
 """What curation sends to a vLLM server and what it reads back, as data, for holding it to
-vLLM's own code without a GPU (tests/unit/test_vllm_contract.py, the full-vLLM tier
-tests/system/test_vllm_contract.py, benchmarks/vllm_curation.py):
+vLLM's own code without a GPU (tests/unit/curation/test_contract.py, the full-vLLM tier
+tests/system/curation/test_contract.py, benchmarks/vllm_curation.py):
 
 - ``request_bodies()``: the exact bodies the curate stage's client puts on the wire, caught
   by a recording stub, for both prompts (assertion, deprecation), both routes (the
@@ -76,13 +76,14 @@ def prompt(prompt_type: str, n: int) -> str:
     return render(prompt_type, _passage(n), _labels(n))
 
 
-async def _send(settings: Any, urls: Mapping[str, str]) -> list[tuple[tuple, bytes]]:
+async def _send(settings: Any, urls: Mapping[str, str]
+                ) -> list[tuple[str, str, str, int, int]]:
     from emerge_lib.curation.verdicts import client_for, endpoint_of, retry_temperature
 
     cfg = settings.model_copy(update={
         judge: settings.route(judge).model_copy(update={"url": url, "backend": "vllm"})
         for judge, url in urls.items()})
-    sent = []
+    sent: list[tuple[str, str, str, int, int]] = []
     for form in ("regex", "grammar"):
         client = client_for(cfg)
         client.vllm_constraint = form  # the library option; the stage sends regex

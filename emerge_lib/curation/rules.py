@@ -11,13 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from emerge_lib.core.config import CurationSettings
+from emerge_lib.core.config import CurationSettings, Judge
 from emerge_lib.curation.prompts import ASSERTION, DEPRECATION
 
 ADDITIONS = ("X", "E", "EE", "EE-KG")
 
 
-def judges(settings: CurationSettings, op: str, has_end_qualifier: bool) -> list[tuple[str, str]]:
+def judges(settings: CurationSettings, op: str, has_end_qualifier: bool
+           ) -> list[tuple[Judge, str]]:
     """(judge route, prompt type) pairs that must say YES for ``op``."""
     if op in ADDITIONS:
         return [(j, ASSERTION) for j in settings.assertion_judges]

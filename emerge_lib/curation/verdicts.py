@@ -32,7 +32,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from emerge_lib.catalog import Catalog, spec
-from emerge_lib.core.config import CurationSettings, PassageSettings
+from emerge_lib.core.config import CurationSettings, Judge, PassageSettings
 from emerge_lib.core.errors import EmergeError
 from emerge_lib.core.schedule import SnapshotPlan
 from emerge_lib.curation.answers import parse_answer
@@ -40,7 +40,7 @@ from emerge_lib.curation.client import BudgetExhausted, ChatClient, Endpoint, En
 from emerge_lib.curation.journal import Journal, journal_folder, release, take_orphans
 from emerge_lib.curation.prompts import ASSERTION, DEPRECATION, prompt_sha, render
 from emerge_lib.curation.rules import ADDITIONS, asserted_operations
-from emerge_lib.release.format import TITLE_PREFIX, llm_assessment_entry
+from emerge_lib.formats.format import TITLE_PREFIX, llm_assessment_entry
 
 log = logging.getLogger(__name__)
 
@@ -110,7 +110,7 @@ def plan_requests(settings: CurationSettings, passages_settings: PassageSettings
     for (window, pid), triples in sorted(by_passage.items()):
         if (window, pid) not in text:
             continue  # an orphan instance: the release leaves it out too
-        asks: dict[tuple[str, str], list[Triple]] = defaultdict(list)
+        asks: dict[tuple[str, Judge], list[Triple]] = defaultdict(list)
         for triple in sorted(triples):
             entry = triples[triple]
             if entry["ops"] & set(ADDITIONS):
@@ -122,7 +122,7 @@ def plan_requests(settings: CurationSettings, passages_settings: PassageSettings
                 for judge in routes:
                     asks[(DEPRECATION, judge)].append(triple)
         for (kind, judge), listed in sorted(asks.items()):
-            route = settings.route(judge)  # type: ignore[arg-type]
+            route = settings.route(judge)
             prompt = render(kind, text[(window, pid)], [triples[t]["labels"] for t in listed])
             sha = prompt_sha(prompt)
             req = requests.get((route.name, sha))
@@ -136,8 +136,8 @@ def plan_requests(settings: CurationSettings, passages_settings: PassageSettings
 
 def build_verdicts(catalog: Catalog, plan: SnapshotPlan, settings: CurationSettings,
                    passages_settings: PassageSettings,
-                   on_progress: Callable[[CurateReport], None] | None = None,
-                   judges: tuple[str, ...] | None = None) -> CurateReport:
+                   on_progress: Callable[[CurateReport], None] | None,
+                   judges: tuple[str, ...] | None) -> CurateReport:
     """Curate one snapshot (see the module docstring); returns what was done.
     ``judges``: only the requests to these routes' models (the Airflow snapshot DAG asks
     each model in a task of its own, in that model's pool); None: every request."""

@@ -100,8 +100,8 @@ def run_demo_airflow(out: str | Path, seed: int = 1, curate: bool | None = None,
     and the instances compared with the planted truth of that snapshot."""
     from emerge_lib.catalog import Catalog
     from emerge_lib.core.config import load_config
+    from emerge_lib.formats.manifest import read_manifest
     from emerge_lib.publish import download_release, local_s3
-    from emerge_lib.release.manifest import read_manifest
     from emerge_lib.sample.compare import built, planted
 
     started = time.monotonic()

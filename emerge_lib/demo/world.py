@@ -6,13 +6,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from emerge_lib.core.config import Config
 from emerge_lib.core.stage import StageResult
 from emerge_lib.sample import SampleSpec, generate_world
 
-DEMO_WORLD = dict(items=600, articles=200, revisions=4)
+if TYPE_CHECKING:
+    from emerge_lib.publish.download import DownloadReport
+    from emerge_lib.publish.upload import PublishReport
+
+DEMO_WORLD: dict[str, Any] = {"items": 600, "articles": 200, "revisions": 4}
 DEMO_BUCKET = "emerge"
 DEMO_RELEASES = f"s3://{DEMO_BUCKET}/releases"
 
@@ -28,15 +32,15 @@ class DemoResult:
     missing: int = 0
     unexpected: int = 0
     seconds: float = 0.0
-    published: Any = None  # the PublishReport, when the local S3 server ran
-    downloaded: Any = None  # the DownloadReport of fetching it back
+    published: PublishReport | None = None  # when the local S3 server ran
+    downloaded: DownloadReport | None = None  # of fetching it back
     card: list[dict[str, Any]] = field(default_factory=list)  # the card's table rows
 
     @property
     def ok(self) -> bool:
         return self.missing == 0 and self.unexpected == 0
 
-    def compare(self, got: set, want: set) -> None:
+    def compare(self, got: set[Any], want: set[Any]) -> None:
         """Record the built instances against the planted ones."""
         self.built, self.planted = len(got), len(want)
         self.missing, self.unexpected = len(want - got), len(got - want)

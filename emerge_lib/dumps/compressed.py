@@ -513,7 +513,7 @@ class _DumpReader(io.BufferedReader):
     """
 
     def __init__(self, raw: io.RawIOBase, buffer_size: int = _CHUNK) -> None:
-        super().__init__(raw, buffer_size)  # type: ignore[arg-type]
+        super().__init__(raw, buffer_size)
         self._size = buffer_size
 
     def read(self, size: int | None = -1) -> bytes:

@@ -56,6 +56,8 @@ _DATE = re.compile(r"^\d{8}$")
 _CHUNK = 1 << 20
 
 Progress = Callable[[int], object]
+#: a per-download progress for a dump file (``Progress``), e.g. a tqdm bar's update
+ProgressFactory = Callable[["DumpFile"], Progress]
 
 
 class MirrorError(EmergeError):
@@ -338,17 +340,6 @@ class Mirror:
                 return []
             names = re.findall(r'href="(\d{8})/?"', resp.text)
         return sorted({n for n in names if _DATE.match(n)})
-
-    def latest_done(
-        self, wiki: str, job: str = HISTORY_JOB, *, not_before: str | None = None
-    ) -> str | None:
-        """The newest date whose ``job`` is done (optionally at or after ``not_before``)."""
-        for date in reversed(self.dates(wiki)):
-            if not_before is not None and date < not_before:
-                break
-            if self.job_status(wiki, date, job) == "done":
-                return date
-        return None
 
     # -- downloads ------------------------------------------------------------------
     def local_path(self, f: DumpFile, *, verify: bool = False) -> Path:

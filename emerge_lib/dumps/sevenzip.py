@@ -190,7 +190,7 @@ class _Bytes:
         return n
 
     def bits(self, n: int) -> list[bool]:
-        out = []
+        out: list[bool] = []
         for i in range((n + 7) // 8):
             b = self.byte()
             out.extend(bool(b & (0x80 >> k)) for k in range(8) if i * 8 + k < n)
@@ -668,7 +668,7 @@ class SevenZipStream(io.RawIOBase):
         self._pending = memoryview(item)
         return True
 
-    def readinto(self, buffer: Any) -> int:  # type: ignore[override]
+    def readinto(self, buffer: Any) -> int:
         if self._error is not None:
             raise self._error
         while not self._pending:

@@ -39,7 +39,7 @@ from typing import Any
 import msgspec
 
 from emerge_lib.core.errors import InputError
-from emerge_lib.release.format import OP_NAMES
+from emerge_lib.formats.format import OP_NAMES
 
 #: Operation codes in table order, and the release names they stand for.
 OPS: tuple[str, ...] = tuple(OP_NAMES)

@@ -9,7 +9,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from emerge_lib.core.errors import InputError
 from emerge_lib.evaluation.data import (
@@ -26,6 +26,9 @@ from emerge_lib.evaluation.metrics import (
     summarize,
     zero_by_construction,
 )
+
+if TYPE_CHECKING:
+    from emerge_lib.core.config import EvaluationSettings
 
 log = logging.getLogger(__name__)
 
@@ -162,14 +165,13 @@ def _check_annotations(instances, settings: Settings) -> None:
                          f"{settings.annotator!r}; {where}")
 
 
-def evaluate_release(cfg: Any, release_dir: str | Path, snapshot: str | None = None,
-                     version: str | None = None) -> Result:
-    """Score the configured predictions (``evaluation`` settings of ``cfg``) against one
-    release folder, writing into ``evaluation.out/<snapshot date>/<release version>``:
-    what the evaluation DAG runs for every published release."""
+def evaluate_release(ev: EvaluationSettings, release_dir: str | Path, snapshot: str | None,
+                     version: str | None) -> Result:
+    """Score the configured predictions (the ``evaluation`` settings) against one release
+    folder, writing into ``evaluation.out/<snapshot date>/<release version>``: what the
+    evaluation DAG runs for every published release."""
     from emerge_lib.evaluation.metrics import Settings
 
-    ev = cfg.evaluation
     if not ev.predictions:
         raise InputError("no predictions configured: set evaluation.predictions (JSONL "
                          "files of {hash_id, model, predicted}) in the configuration")

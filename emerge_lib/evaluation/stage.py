@@ -5,22 +5,21 @@ It reads no table: the release files alone, like ``emerge evaluate``."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from emerge_lib.core.stage import Outcome, Stage, StageContext
 
 
-def _evaluate(ctx: StageContext, _: Any = None, release_snapshot: str | None = None,
-              version: str | None = None) -> Outcome:
+def _evaluate(ctx: StageContext, _: None, *, release_snapshot: str | None,
+              version: str | None) -> Outcome:
     """``release_snapshot`` and ``version`` name the output folder (the release Asset's event
-    gives both; a build's release: its manifest's version)."""
+    gives both; None: the release's manifest's version)."""
     from emerge_lib.evaluation.run import evaluate_release
 
+    assert ctx.release_dir is not None  # _nothing_to_score skips a context without one
     if version is None:
-        from emerge_lib.release.manifest import read_manifest
+        from emerge_lib.formats.manifest import read_manifest
 
         version = read_manifest(ctx.release_dir).get("version")
-    result = evaluate_release(ctx.cfg, ctx.release_dir, release_snapshot, version)
+    result = evaluate_release(ctx.cfg.evaluation, ctx.release_dir, release_snapshot, version)
     out = str(result.written[0].parent) if result.written else None
     return Outcome({}, {"result rows": len(result.rows)}, note=f"scores in {out}",
                    detail={"snapshot": release_snapshot, "version": version, "out": out,
@@ -36,7 +35,7 @@ def _nothing_to_score(ctx: StageContext) -> str | None:
     return None
 
 
-EVALUATE = Stage("evaluate", "release", (), (), ("evaluation",), _evaluate,
-                 "the configured predictions scored against the release: recall and "
-                 "completeness per operation and snapshot", skip=_nothing_to_score,
-                 in_build=False)
+EVALUATE = Stage(
+    name="evaluate", scope="release", reads=(), writes=(), settings=("evaluation",),
+    run=_evaluate, summary="the configured predictions scored against the release: recall "
+    "and completeness per operation and snapshot", skip=_nothing_to_score, in_build=False)

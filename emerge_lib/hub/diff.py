@@ -17,8 +17,9 @@ from typing import Any
 
 import orjson
 
+from emerge_lib.formats.format import FormatError
+from emerge_lib.formats.layout import CORPUS, EVALUATION_SET
 from emerge_lib.hub.release import OpenRelease
-from emerge_lib.release.format import CORPUS, EVALUATION_SET, FormatError
 
 SECTIONS = (CORPUS, EVALUATION_SET)
 STATES = ("added", "removed", "changed", "unchanged")
@@ -109,7 +110,7 @@ def diff_releases(old: OpenRelease, new: OpenRelease) -> DiffReport:
         counts: dict[str, Counter[str]] = {}
         for hid in sorted(set(before) | set(after)):
             if hid not in before:
-                path, state, fields = after[hid][0], "added", ()
+                path, state, fields = after[hid][0], "added", tuple[str, ...]()
             elif hid not in after:
                 path, state, fields = before[hid][0], "removed", ()
             elif before[hid][1] != after[hid][1]:

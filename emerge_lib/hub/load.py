@@ -1,7 +1,7 @@
 """``load_release``: a release as a ``datasets.Dataset``, a pandas DataFrame or an Arrow
 table, in one line.
 
-It reads the release's typed Parquet (``emerge_lib.release.schema``), never the JSONL, so
+It reads the release's typed Parquet (``emerge_lib.formats.schema``), never the JSONL, so
 every column has its declared type. The files are read with pyarrow into one in-memory
 Arrow table and wrapped as ``datasets.Dataset(table)``: measured on the demo release, this
 takes a fraction of ``datasets.load_dataset(DIR)``'s time, which first converts every
@@ -22,15 +22,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from emerge_lib.hub.release import OpenRelease, ReleaseNotFound, open_release
-from emerge_lib.release import about
-from emerge_lib.release.format import (
+from emerge_lib.formats import about
+from emerge_lib.formats.layout import (
     KG_SNAPSHOTS,
     PARQUET_CORPUS,
     PARQUET_EVALUATION,
     PARQUET_TRIPLES,
 )
-from emerge_lib.release.schema import LINE_SCHEMA, TRIPLE_ROW_SCHEMA
+from emerge_lib.formats.schema import LINE_SCHEMA, TRIPLE_ROW_SCHEMA
+from emerge_lib.hub.release import OpenRelease, ReleaseNotFound, open_release
 
 Kind = Literal["lines", "triples", "kg", "entities", "relations"]
 Format = Literal["datasets", "pandas", "arrow"]
@@ -152,7 +152,7 @@ def version_of(loaded: Any) -> str | None:
         return value.decode() if value else None
     attrs = getattr(loaded, "attrs", None)
     if isinstance(attrs, dict) and "emerge_version" in attrs:
-        return attrs["emerge_version"]
+        return str(attrs["emerge_version"])
     info = getattr(loaded, "info", None)
     text = getattr(info, "description", None) or ""
     if text.startswith("EMERGE release "):

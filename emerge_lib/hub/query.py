@@ -25,14 +25,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from emerge_lib.core.errors import EmergeError
-from emerge_lib.hub.release import OpenRelease
-from emerge_lib.release.format import (
+from emerge_lib.formats.layout import (
     KG_SNAPSHOTS,
     PARQUET_CORPUS,
     PARQUET_EVALUATION,
     PARQUET_TRIPLES,
     table_parquet_path,
 )
+from emerge_lib.hub.release import OpenRelease
 
 LINE_COLUMNS = "delta_dates[1] AS snapshot, delta_dates[2] AS delta_end, *"
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from emerge_lib.core.errors import EmergeError
-from emerge_lib.release.manifest import MANIFEST, ManifestError, read_manifest
+from emerge_lib.formats.manifest import MANIFEST, ManifestError, read_manifest
 
 _PINNED = re.compile(r"^(?P<base>s3://.+?)/v/(?P<version>[0-9a-f]{16})/?$")
 

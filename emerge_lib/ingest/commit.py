@@ -26,7 +26,8 @@ def commit(catalog: Catalog, plan: IngestPlan,
     """Commit the staged outputs of ``summaries``; returns those not committed because the
     state their extraction read has changed since (extract them again)."""
     ranges = {f.name: f.ref.page_range for f in plan.files}
-    fresh, stale = [], []
+    fresh: list[FileSummary] = []
+    stale: list[FileSummary] = []
     for s in summaries:
         same = s.basis == basis(catalog, plan.kind, plan.wiki, ranges.get(s.dump_file))
         (fresh if same else stale).append(s)

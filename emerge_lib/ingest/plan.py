@@ -10,12 +10,15 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from emerge_lib.catalog import Catalog
 from emerge_lib.core.config import Config, ConfigError
 from emerge_lib.core.errors import InputError
 from emerge_lib.ingest.files import DumpFileRef, refs_by_date
+
+if TYPE_CHECKING:
+    from emerge_lib.dumps.mirror import ProgressFactory
 
 log = logging.getLogger(__name__)
 
@@ -122,7 +125,7 @@ def _content_name(path: Path) -> str:
 
 
 def local_inputs(cfg: Config, paths: Sequence[str | Path],
-                 progress_factory: Any = None) -> list[str | Path]:
+                 progress_factory: ProgressFactory | None = None) -> list[str | Path]:
     """Paths as given; a ``file://`` URL as its path; an ``http(s)://`` URL of a file on a
     dump mirror (``…/{wiki}/{YYYYMMDD}/{name}``) downloaded into ``dumps.download_dir``,
     resumably and verified against the mirror's published size and checksums."""
@@ -141,7 +144,7 @@ def local_inputs(cfg: Config, paths: Sequence[str | Path],
     return out
 
 
-def _download_url(cfg: Config, url: str, progress_factory: Any = None) -> Path:
+def _download_url(cfg: Config, url: str, progress_factory: ProgressFactory | None) -> Path:
     from emerge_lib.dumps.mirror import Mirror
 
     base, _, tail = url.rstrip("/").rpartition("/")
@@ -175,7 +178,7 @@ def needed_ranges_of(cfg: Config, kind: Kind) -> list[Range]:
 
 
 def refs_from_mirror(cfg: Config, kind: Kind, done: Callable[[str, int | None, str | None], bool],
-                     progress_factory: Any = None) -> list[DumpFileRef]:
+                     progress_factory: ProgressFactory | None = None) -> list[DumpFileRef]:
     """The configured mirror's history files of the configured dump dates, as local files
     (a file:// mirror is read in place, an http(s) one downloaded, resumably), one per page
     range in the ``dumps.prefer`` format where both are published (a file the warehouse
@@ -203,8 +206,8 @@ def refs_from_mirror(cfg: Config, kind: Kind, done: Callable[[str, int | None, s
 
 
 def plan_ingest(cfg: Config, catalog: Catalog, kind: Kind,
-                paths: Sequence[str | Path] | None = None,
-                progress_factory: Any = None) -> IngestPlan:
+                paths: Sequence[str | Path] | None,
+                progress_factory: ProgressFactory | None) -> IngestPlan:
     """The files to ingest (``paths``, else the configured mirror's dump dates)."""
     wiki = wiki_of(cfg, kind)
     needed = needed_ranges_of(cfg, kind)

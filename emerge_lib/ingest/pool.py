@@ -29,7 +29,6 @@ log = logging.getLogger(__name__)
 
 
 S = TypeVar("S")
-M = TypeVar("M")
 
 
 def _run_in_spark(worker: Callable[..., Any]):

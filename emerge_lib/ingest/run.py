@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from emerge_lib.catalog import Catalog
 from emerge_lib.core.config import Config
@@ -26,49 +26,14 @@ from emerge_lib.ingest.plan import IngestPlan, Kind, PlannedFile, Range, plan_in
 from emerge_lib.ingest.pool import WorkerPool, log_file, run_workers
 from emerge_lib.ingest.staging import FileSummary, missing_outputs, remove_staging
 
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from emerge_lib.dumps.mirror import ProgressFactory
+
 log = logging.getLogger(__name__)
 
 
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-# -- the local driver ----------------------------------------------------------------------
 @dataclass
 class IngestReport:
     """What one ingest did: per-file summaries of the files read, files found done."""
@@ -115,10 +80,10 @@ STALE_ATTEMPTS = 3
 
 
 def run_ingest(cfg: Config, catalog: Catalog, kind: Kind,
-               paths: Sequence[str | Path] | None = None,
-               on_file: Callable[[FileSummary], None] | None = None,
-               progress_factory: Any = None,
-               on_plan: Callable[[IngestPlan], None] | None = None) -> IngestReport:
+               paths: Sequence[str | Path] | None,
+               on_file: Callable[[FileSummary], None] | None,
+               progress_factory: ProgressFactory | None,
+               on_plan: Callable[[IngestPlan], None] | None) -> IngestReport:
     """Plan, extract and commit one wiki's files here (see the module docstring)."""
     started = time.monotonic()
     with ingest_lock(catalog, wiki_of(cfg, kind)):
@@ -141,7 +106,7 @@ def run_ingest(cfg: Config, catalog: Catalog, kind: Kind,
 
 
 def _run_batches(cfg: Config, catalog: Catalog, plan: IngestPlan, report: IngestReport,
-                 pool: WorkerPool, spark: Any, finished: Callable[[FileSummary], None]) -> None:
+                 pool: WorkerPool, spark: SparkSession | None, finished: Callable[[FileSummary], None]) -> None:
     """Extract and commit the pending files, dump date by dump date; stale ones again."""
     for batch in plan.pending_by_date():
         for attempt in range(1, STALE_ATTEMPTS + 1):
@@ -167,8 +132,7 @@ def _run_batches(cfg: Config, catalog: Catalog, plan: IngestPlan, report: Ingest
 
 
 def finish_ingest(cfg: Config, catalog: Catalog, plan: IngestPlan,
-                  summaries: Sequence[FileSummary], newer_elsewhere: bool = False
-                  ) -> IngestReport:
+                  summaries: Sequence[FileSummary], newer_elsewhere: bool) -> IngestReport:
     """Commit what extractions elsewhere staged (``summaries``, of the plan's oldest pending
     dump date), extract again here what went stale meanwhile and the files of newer dump
     dates (each needs the watermarks of the one before), then judge the rejects over the
@@ -186,7 +150,7 @@ def finish_ingest(cfg: Config, catalog: Catalog, plan: IngestPlan,
             "ingested_files", filters=[("wiki", "=", plan.wiki)]).to_pylist()}
         missing = set(missing_outputs(summaries))
         held = [s for s in summaries if any(o in missing for o in s.outputs.values())
-                and _holds(stored.get(s.dump_file), s)]
+                and stored_as(stored.get(s.dump_file), s.bytes, s.sha1)]
         if held:
             log.info("%d %s file(s) already committed (a rerun): not committed again",
                      len(held), plan.wiki)
@@ -229,23 +193,25 @@ def _coverage(catalog: Catalog, plan: IngestPlan) -> dict[str, list[Range]]:
     return coverage(catalog, plan.wiki)
 
 
-def _committed(row: dict[str, Any] | None, f: PlannedFile, cov: dict[str, list[Range]],
+def stored_as(row: Mapping[str, Any] | None, size: int, sha1: str | None) -> bool:
+    """Does ``row`` (the file's ``ingested_files`` row, or None) record this file committed
+    without error: the same size and, where both sides know it, the same sha1? (A sha1
+    that differs is another file of the same name; one that is missing on either side
+    proves nothing.)"""
+    return row is not None and row["error"] is None and row["bytes"] == size and (
+        not sha1 or not row["sha1"] or row["sha1"] == sha1)
+
+
+def _committed(row: Mapping[str, Any] | None, f: PlannedFile, cov: dict[str, list[Range]],
                plan: IngestPlan) -> bool:
     """Does the warehouse already hold ``f`` as planned (a rerun after its commit)?"""
-    if row is None or row["error"] is not None or row["bytes"] != f.bytes:
-        return False
-    if f.ref.sha1 and row["sha1"] and row["sha1"] != f.ref.sha1:
+    if not stored_as(row, f.bytes, f.ref.sha1):
         return False
     if plan.kind != "wikipedia":
         return True
     from emerge_lib.ingest.wikipedia.coverage import covers
 
     return covers(cov.get(f.name, []), plan.needed)
-
-
-def _holds(row: dict[str, Any] | None, s: FileSummary) -> bool:
-    return row is not None and row["error"] is None and row["bytes"] == s.bytes and (
-        not s.sha1 or not row["sha1"] or row["sha1"] == s.sha1)
 
 
 def _kept(catalog: Catalog, plan: IngestPlan, f: PlannedFile) -> tuple[Range, ...]:

@@ -26,19 +26,23 @@ Every step goes through ``run_stage(ctx, "ingest_wikidata", step="extract", grou
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from emerge_lib.core.errors import EmergeError
-from emerge_lib.core.stage import Outcome, Stage, StageContext
+from emerge_lib.core.stage import Outcome, Stage, StageContext, StageFunction
+
+if TYPE_CHECKING:
+    from emerge_lib.ingest.plan import IngestPlan, Kind, PlannedFile
+    from emerge_lib.ingest.run import IngestReport
 
 log = logging.getLogger(__name__)
 
 INGEST_READS = ("page_watermarks", "ingested_files", "ingest_rejects")
 
 
-def _outcome(report: Any) -> Outcome:
+def _outcome(report: IngestReport) -> Outcome:
     """An IngestReport as the stage's outcome (rejects: stored, over every file of the
     plan, i.e. what the reject-ratio check judged)."""
     metrics: dict[str, float] = {"files": len(report.files)}
@@ -50,28 +54,27 @@ def _outcome(report: Any) -> Outcome:
     return Outcome(report.rows(), metrics, note, report)
 
 
-def _no_inputs(kind: str):
+def _no_inputs(kind: Kind) -> Callable[[StageContext], str | None]:
     def skip(ctx: StageContext) -> str | None:
         return None if ctx.has_inputs(kind) else "no files given and no dump dates configured"
 
     return skip
 
 
-def _run(kind: str):
-    def run(ctx: StageContext, _: Any = None) -> Outcome:
+def _run(kind: Kind) -> StageFunction:
+    def run(ctx: StageContext, _: None) -> Outcome:
         from emerge_lib.ingest.run import describe, run_ingest
 
-        report = run_ingest(ctx.cfg, ctx.catalog, kind, ctx.inputs(kind),  # type: ignore[arg-type]
-                            on_file=ctx.on_file, progress_factory=ctx.progress_factory,
-                            on_plan=ctx.on_plan)
+        report = run_ingest(ctx.cfg, ctx.catalog, kind, ctx.inputs(kind), ctx.on_file,
+                            ctx.progress_factory, ctx.on_plan)
         log.debug("%s", describe(report))  # run_stage logs the one summary line
         return _outcome(report)
 
     return run
 
 
-def _plan(kind: str):
-    def plan_step(ctx: StageContext, _: Any = None, max_groups: int = 256) -> Outcome:
+def _plan(kind: Kind) -> StageFunction:
+    def plan_step(ctx: StageContext, _: None, *, max_groups: int) -> Outcome:
         """``detail``: {"plan": every file as JSON (None without inputs), "groups": one
         plan of its own per mapped extract task, "later": files of newer dump dates}."""
         from emerge_lib.ingest.plan import plan_ingest
@@ -81,8 +84,7 @@ def _plan(kind: str):
         if not ctx.has_inputs(kind):
             return Outcome(note="no input files",
                            detail={"plan": None, "groups": [], "later": []})
-        plan = plan_ingest(ctx.cfg, ctx.catalog, kind, ctx.inputs(kind),  # type: ignore[arg-type]
-                           ctx.progress_factory)
+        plan = plan_ingest(ctx.cfg, ctx.catalog, kind, ctx.inputs(kind), ctx.progress_factory)
         dates = plan.pending_by_date()
         first = dates[0] if dates else []
         groups = _groups(ctx, plan, first, max_groups)
@@ -95,14 +97,14 @@ def _plan(kind: str):
     return plan_step
 
 
-def _groups(ctx: StageContext, plan: Any, files: Sequence[Any], max_groups: int
+def _groups(ctx: StageContext, plan: IngestPlan, files: Sequence[PlannedFile], max_groups: int
             ) -> list[dict[str, Any]]:
     """``files`` (of one dump date) balanced by bytes into at most ``max_groups`` groups of
     at least ``dumps.extract_group_mb`` each, largest file first to the lightest group;
     each group a plan of its own, as JSON (one mapped extract task each)."""
     least = ctx.cfg.dumps.extract_group_mb * 1e6
     by_size = int(sum(f.bytes for f in files) // least) if least else len(files)
-    groups: list[list[Any]] = [[] for _ in range(min(max_groups, len(files), max(1, by_size)))]
+    groups: list[list[PlannedFile]] = [[] for _ in range(min(max_groups, len(files), max(1, by_size)))]
     load = [0] * len(groups)
     for f in sorted(files, key=lambda f: (-f.bytes, f.name)):
         i = load.index(min(load))
@@ -111,7 +113,7 @@ def _groups(ctx: StageContext, plan: Any, files: Sequence[Any], max_groups: int
     return [replace(plan, files=g).to_dict() for g in groups]
 
 
-def _extract(ctx: StageContext, _: Any = None, group: dict[str, Any] | None = None) -> Outcome:
+def _extract(ctx: StageContext, _: None, *, group: dict[str, Any] | None) -> Outcome:
     """``detail``: the group's FileSummaries as JSON data, for the commit step."""
     from emerge_lib.ingest.extract import extract, job_for
     from emerge_lib.ingest.plan import IngestPlan
@@ -135,10 +137,10 @@ def _extract(ctx: StageContext, _: Any = None, group: dict[str, Any] | None = No
                    detail=[asdict(s) for s in summaries])
 
 
-def _commit(kind: str):
-    def commit_step(ctx: StageContext, _: Any = None, plan: dict[str, Any] | None = None,
-                    summaries: Sequence[dict[str, Any] | Sequence[dict[str, Any]]] = (),
-                    newer: int | None = None) -> Outcome:
+def _commit(kind: Kind) -> StageFunction:
+    def commit_step(ctx: StageContext, _: None, *, plan: dict[str, Any] | None,
+                    summaries: Sequence[dict[str, Any] | Sequence[dict[str, Any]]],
+                    newer: int | None) -> Outcome:
         """``summaries``: the extract steps' output (lists of them, as mapped tasks
         return); extracts here what went stale, and the newer dump dates unless
         ``newer`` (a group count) says they are extracted elsewhere: then ``detail`` is
@@ -156,7 +158,7 @@ def _commit(kind: str):
         if kind == "wikipedia":  # its summaries carry the title-move counts too
             from emerge_lib.ingest.wikipedia.extract import WikipediaFileSummary as FileSummary
         report = finish_ingest(ctx.cfg, ctx.catalog, parsed, [FileSummary(**d) for d in flat],
-                               newer_elsewhere=newer is not None)
+                               newer is not None)
         log.debug("%s", describe(report))
         outcome = _outcome(report)
         if newer is None:
@@ -172,10 +174,10 @@ def _commit(kind: str):
     return commit_step
 
 
-def _ingest_stage(kind: str, reads: tuple[str, ...], writes: tuple[str, ...],
+def _ingest_stage(kind: Kind, reads: tuple[str, ...], writes: tuple[str, ...],
                   settings: tuple[str, ...], summary: str) -> Stage:
-    return Stage(f"ingest_{kind}", "ingest", reads, writes, settings, _run(kind), summary,
-                 skip=_no_inputs(kind),
+    return Stage(name=f"ingest_{kind}", scope="ingest", reads=reads, writes=writes,
+                 settings=settings, run=_run(kind), summary=summary, skip=_no_inputs(kind),
                  steps={"plan": _plan(kind), "extract": _extract, "commit": _commit(kind)})
 
 

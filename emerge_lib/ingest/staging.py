@@ -1,6 +1,6 @@
 """Staged worker output: per-output row buffers flushed to one Parquet file per dump file.
 
-Extraction workers (stages.wikidata_extract, stages.wikipedia_extract) write here, in any
+Extraction workers (``ingest.wikidata.extract``, ``ingest.wikipedia.extract``) write here, in any
 process and on any machine; the ingest's commit step reads the staged files into Delta.
 The staging folder is a local path or any pyarrow filesystem URI (``s3://…`` where
 extraction runs on other machines than the commit). Pure pyarrow: no engine needed.
@@ -11,10 +11,10 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -25,6 +25,9 @@ from emerge_lib.catalog.storage import filesystem_of
 from emerge_lib.core.resources import cpu_seconds
 from emerge_lib.dumps.compressed import DumpReadError
 from emerge_lib.dumps.xml import Dump, MalformedXMLError, PageReject
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 log = logging.getLogger(__name__)
 _MICROS = pa.timestamp("us", tz="UTC")
@@ -51,7 +54,7 @@ class FileSummary:
     rows: dict[str, int] = field(default_factory=dict)  # output → rows staged
     error: str | None = None
     sha1: str | None = None  # the mirror's, carried into ingested_files
-    basis: str = ""  # digest of the stored state the extraction read (see stages.ingest)
+    basis: str = ""  # digest of the stored state the extraction read (see ``ingest.commit``)
     staging: str = ""  # this file's staging folder, removed after the commit
 
 
@@ -133,13 +136,13 @@ class StagedOutputs:
         return out
 
 
-def read_staged(spark: Any, summaries: Any, output: str) -> Any:
+def read_staged(spark: SparkSession, summaries: Sequence[FileSummary], output: str) -> Any:
     """One staged output of every summary that has it, as one frame (None: none has it)."""
     paths = [s.outputs[output] for s in summaries if output in s.outputs]
     return spark.read.parquet(*paths) if paths else None
 
 
-def missing_outputs(summaries: Any) -> list[str]:
+def missing_outputs(summaries: Sequence[FileSummary]) -> list[str]:
     """Staged files the summaries name that do not exist (Spark's parquet reader would
     silently read a missing file as no rows)."""
     missing = []

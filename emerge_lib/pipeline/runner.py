@@ -2,7 +2,8 @@
 
 The CLI, the demo, the tests and the Airflow tasks all call stages through
 :func:`run_stage` (or :func:`build_dataset`, a loop over the registry): it resolves the
-snapshot's plan, refuses a stage that has nothing to do (its ``skip`` says why), runs the
+snapshot's plan, hands the stage its view of the context (only the settings sections it
+declares), refuses a stage that has nothing to do (its ``skip`` says why), runs the
 stage or one of its mapped steps, measures wall and CPU seconds (this process and the
 workers it reaped), and logs the one-line brief. So timing, CPU figures and the log line
 exist once, here, for the mapped ingest's steps and the evaluation too.
@@ -42,6 +43,7 @@ def run_stage(ctx: StageContext, name: str,
         raise EmergeError(f"stage {name} is not per snapshot; it takes no snapshot")
     else:
         plan = None
+    ctx = st.view(ctx)  # the stage sees only the settings sections it declares
     if step is None:
         why = st.skip(ctx)
         if why is not None:
@@ -73,10 +75,11 @@ def build_steps(ctx: StageContext) -> list[tuple[str, SnapshotPlan | None]]:
     if not plans:
         raise EmergeError("no snapshot timestamps configured (snapshots.timestamps / --snapshot)")
     applying = [st for st in STAGES.values() if st.in_build and st.applies(ctx)]
-    before = [(st.name, None) for st in applying if st.scope in ("ingest", "global")]
-    per_snapshot = [(st.name, p) for p in plans for st in applying if st.scope == "snapshot"]
-    after = [(st.name, None) for st in applying if st.scope == "release"]
-    return before + per_snapshot + after
+    steps: list[tuple[str, SnapshotPlan | None]] = [
+        (st.name, None) for st in applying if st.scope in ("ingest", "global")]
+    steps += [(st.name, p) for p in plans for st in applying if st.scope == "snapshot"]
+    steps += [(st.name, None) for st in applying if st.scope == "release"]
+    return steps
 
 
 def build_dataset(ctx: StageContext,

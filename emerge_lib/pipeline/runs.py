@@ -10,6 +10,7 @@ then the run's own params.
 
 from __future__ import annotations
 
+import logging
 import os
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -17,12 +18,12 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from emerge_lib.catalog import Catalog
 from emerge_lib.core.config import Config, ConfigError, deep_merge, load_config
 from emerge_lib.core.schedule import parse_utc
 
 CONFIG_ENV = "EMERGE_CONFIG"  # the YAML a deployment runs with, unless a run names one
 RELEASE_ROOT_ENV = "EMERGE_RELEASE_ROOT"  # where runs write releases without release_dir
+log = logging.getLogger(__name__)
 
 
 def _iso(value: Any) -> str:
@@ -58,7 +59,7 @@ def param(default: Any = None, *, dags: tuple[str, ...] = ("snapshot", "ingest")
 
 _NULL_STRING = ["null", "string"]
 # optional in the trigger form (Airflow marks a param required unless its type allows null)
-_FILES = {"type": ["null", "array"], "items": {"type": "string"}}
+_FILES: dict[str, Any] = {"type": ["null", "array"], "items": {"type": "string"}}
 
 
 @dataclass(frozen=True)
@@ -70,9 +71,10 @@ class SnapshotRun:
         dags=("snapshot",), type=_NULL_STRING,
         description="snapshot t, ISO 8601 (2024-04-01T00:00:00Z); empty: the logical date of "
                     "a scheduled or backfill run")  # None: an ingest run
-    weeks: int | None = param(
+    windows: int | None = param(
         dags=("snapshot",), type=["null", "integer"], minimum=1, maximum=52,
-        description="windows per snapshot; empty: the configuration's (5)")
+        description="windows per snapshot, each window_days long; empty: the "
+                    "configuration's (5)")
     window_days: float | None = param(
         dags=("snapshot",), type=["null", "number"], exclusiveMinimum=0, maximum=366,
         description="window length in days; empty: the configuration's (7)")
@@ -139,6 +141,10 @@ class SnapshotRun:
                     overrides: Mapping[str, Any] | None = None) -> SnapshotRun:
         """From a params mapping (unknown keys ignored); the snapshot as an ISO timestamp."""
         values: dict[str, Any] = {}
+        if "weeks" in params and "windows" not in params:  # its name before it said what it counts
+            log.warning("params.weeks is deprecated: it is params.windows (windows per "
+                        "snapshot, each window_days long)")
+            params = {**params, "windows": params["weeks"]}
         for f in fields(cls):
             if f.name in ("snapshot", "overrides") or f.name not in params:
                 continue
@@ -165,8 +171,8 @@ class SnapshotRun:
             snapshots["timestamps"] = [self.snapshot]
         elif self.snapshots:
             snapshots["timestamps"] = list(self.snapshots)
-        if self.weeks is not None:
-            snapshots["windows"] = self.weeks
+        if self.windows is not None:
+            snapshots["windows"] = self.windows
         if self.window_days is not None:
             snapshots["window_days"] = self.window_days
         params: dict[str, Any] = {"snapshots": snapshots}
@@ -219,10 +225,3 @@ class SnapshotRun:
     def inputs(self, kind: str) -> Sequence[str] | None:
         files = self.wikidata_files if kind == "wikidata" else self.wikipedia_files
         return list(files) or None
-
-    def context(self, cfg: Config, catalog: Catalog, **extra: Any):
-        """The StageContext of this run's tasks."""
-        from emerge_lib.core.stage import StageContext
-
-        return StageContext(cfg, catalog, self.inputs("wikidata"), self.inputs("wikipedia"),
-                            release_dir=self.release_folder(cfg), **extra)

@@ -11,7 +11,7 @@ naming the file; the bad ``.part`` is removed. ``manifest.json`` is written last
 
 The manifest is untrusted input (whoever can write to the bucket can forge one whose
 hashes agree): before anything is written its file list must keep the path rule of
-:func:`emerge_lib.release.manifest.check_files` (relative paths under ``--to``, no ``..``,
+:func:`emerge_lib.formats.manifest.check_files` (relative paths under ``--to``, no ``..``,
 no duplicates), and each file is written only where no symbolic link leads out of
 ``--to``. ``--version`` pins a content version; ``manifest_sha256`` (the figure
 ``emerge publish`` prints) pins the manifest's bytes.
@@ -32,6 +32,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from emerge_lib.formats.manifest import (
+    MANIFEST,
+    ManifestError,
+    check_files,
+    content_version,
+    inside,
+    sha256_file,
+)
 from emerge_lib.publish.s3 import (
     LATEST,
     VERSIONS,
@@ -43,14 +51,6 @@ from emerge_lib.publish.s3 import (
     TransferError,
     error_code,
     s3_error,
-)
-from emerge_lib.release.manifest import (
-    MANIFEST,
-    ManifestError,
-    check_files,
-    content_version,
-    inside,
-    sha256_file,
 )
 
 log = logging.getLogger(__name__)

@@ -4,15 +4,14 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from emerge_lib.core.stage import Outcome, Stage, StageContext
 
 
-def _publish(ctx: StageContext, _: Any = None) -> Outcome:
+def _publish(ctx: StageContext, _: None) -> Outcome:
     from emerge_lib.publish import client_for, publish_release
 
     settings = ctx.cfg.publish
+    assert ctx.release_dir is not None and settings.to is not None  # _nowhere skips otherwise
     report = publish_release(ctx.release_dir, settings.to, client_for(ctx.cfg, ctx.s3_client),
                              workers=settings.workers, part_size_mb=settings.part_size_mb,
                              progress=ctx.on_transfer, on_total=ctx.on_transfer_total)
@@ -31,6 +30,7 @@ def _nowhere(ctx: StageContext) -> str | None:
     return None
 
 
-PUBLISH = Stage("publish", "release", (), (), ("publish", "s3"), _publish,
-                "a validated release folder to s3://BUCKET/PREFIX/v/<version>/, manifest "
-                "last, then the latest pointer", skip=_nowhere)
+PUBLISH = Stage(
+    name="publish", scope="release", reads=(), writes=(), settings=("publish", "s3"),
+    run=_publish, summary="a validated release folder to s3://BUCKET/PREFIX/v/<version>/, "
+    "manifest last, then the latest pointer", skip=_nowhere)

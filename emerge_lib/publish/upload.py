@@ -37,6 +37,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from emerge_lib.formats.manifest import MANIFEST, ManifestError, read_manifest, verify_release
 from emerge_lib.publish.s3 import (
     LATEST,
     PublishError,
@@ -46,7 +47,6 @@ from emerge_lib.publish.s3 import (
     error_code,
     s3_error,
 )
-from emerge_lib.release.manifest import MANIFEST, ManifestError, read_manifest, verify_release
 
 log = logging.getLogger(__name__)
 
@@ -207,7 +207,7 @@ class _Uploader:
 
     def _same(self, f: Mapping[str, Any]) -> bool:
         head = self.client.head_object(Bucket=self.bucket, Key=self.key(f["path"]))
-        return head.get("Metadata", {}).get("sha256") == f["sha256"]
+        return bool(head.get("Metadata", {}).get("sha256") == f["sha256"])
 
     # sending
     def run(self, files: list[dict[str, Any]]) -> None:
@@ -419,9 +419,8 @@ def point_latest(client: Any, target: S3Location, version: str, manifest_sha256:
 
 # -- the whole publish ---------------------------------------------------------------------
 def publish_release(release_dir: str | Path, target: S3Location | str, client: Any, *,
-                    workers: int = 8, part_size_mb: int = 16,
-                    progress: Progress | None = None,
-                    on_total: Callable[[int], None] | None = None) -> PublishReport:
+                    workers: int, part_size_mb: int, progress: Progress | None,
+                    on_total: Callable[[int], None] | None) -> PublishReport:
     """Publish the release folder to ``target`` (see the module docstring). ``progress``
     is called with byte increments, ``on_total`` once with the bytes to send."""
     started = time.monotonic()
@@ -476,7 +475,8 @@ def publish_release(release_dir: str | Path, target: S3Location | str, client: A
 
 def _get_bytes(client: Any, bucket: str, key: str) -> bytes | None:
     try:
-        return client.get_object(Bucket=bucket, Key=key)["Body"].read()
+        body: bytes = client.get_object(Bucket=bucket, Key=key)["Body"].read()
+        return body
     except Exception as exc:
         if error_code(exc) in ("NoSuchKey", "404", "NotFound"):
             return None

@@ -3,24 +3,25 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from emerge_lib.catalog.specs import TABLES
 from emerge_lib.core.stage import Outcome, Stage, StageContext
+from emerge_lib.formats.layout import KG_SNAPSHOT_TABLES
 
 #: what a release reads (each at the Delta version it had when the release started, logged):
 #: every released table among them
 RELEASE_READS = ("instances", "passages", "verdicts", "selection", "validation_results",
                  "ingested_files", "kg_triples", "entities", "relations")
 assert {n for n, s in TABLES.items() if s.released} <= set(RELEASE_READS)
+assert set(KG_SNAPSHOT_TABLES) <= {n for n, s in TABLES.items() if s.released}
 
 
-def _release(ctx: StageContext, _: Any = None) -> Outcome:
+def _release(ctx: StageContext, _: None) -> Outcome:
     from emerge_lib.release.writer import write_release
 
+    assert ctx.release_dir is not None  # _no_folder skips a context without one
     summary = write_release(ctx.catalog, ctx.release_dir, ctx.cfg.plans(), ctx.cfg.passages,
                             ctx.cfg.curation, ctx.cfg.validation, ctx.cfg.dataset_settings(),
-                            pinned=RELEASE_READS)
+                            RELEASE_READS)
     return Outcome(summary.rows(), {"files": len(summary.files)}, detail=summary)
 
 
@@ -28,9 +29,9 @@ def _no_folder(ctx: StageContext) -> str | None:
     return None if ctx.release_dir is not None else "no release folder given (--out)"
 
 
-RELEASE = Stage("release", "release", RELEASE_READS, (),
-                ("snapshots", "stability", "passages", "deltas", "qualifiers", "curation",
-                 "selection", "validation"),
-                _release,
-                "the EMERGE-format release (JSONL + Parquet + manifest.json) of every "
-                "configured snapshot", skip=_no_folder)
+RELEASE = Stage(
+    name="release", scope="release", reads=RELEASE_READS, writes=(),
+    settings=("snapshots", "stability", "passages", "deltas", "align", "qualifiers", "curation",
+              "selection", "validation"),
+    run=_release, summary="the EMERGE-format release (JSONL + Parquet + manifest.json) of "
+    "every configured snapshot", skip=_no_folder)

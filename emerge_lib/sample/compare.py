@@ -10,16 +10,20 @@ import json
 from pathlib import Path
 from typing import Any
 
+from emerge_lib.core.config import deep_merge
+from emerge_lib.core.presets import preset_settings
+
 InstanceKey = tuple[str, int, int, str, str, str, str, str | None]
 
 
 #: Configuration overrides that select the DESIGN §1.1-1.2 semantics (truth-design.jsonl),
 #: and the released semantics without the authors' selection rules (truth-unselected.jsonl);
 #: the defaults are what the released data shows, their rules included (truth.jsonl).
-DESIGN_SETTINGS = {"passages": {"windows": "first_appearance"},
-                   "deltas": {"emerging": "not_in_snapshot", "deprecate_window_additions": False},
-                   "selection": {"rules": "none"}}
-UNSELECTED_SETTINGS = {"selection": {"rules": "none"}}
+#: The authors' rules off is the no-selection-rules preset, these settings laid over it.
+UNSELECTED_SETTINGS = preset_settings("no-selection-rules")
+DESIGN_SETTINGS = deep_merge(UNSELECTED_SETTINGS, {
+    "passages": {"windows": "first_appearance"},
+    "deltas": {"emerging": "not_in_snapshot", "deprecate_window_additions": False}})
 VARIANT_SETTINGS = {"released": None, "design": DESIGN_SETTINGS,
                     "unselected": UNSELECTED_SETTINGS}
 

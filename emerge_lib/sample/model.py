@@ -16,7 +16,6 @@ from datetime import UTC, datetime
 MINUTE = 60
 HOUR = 3600
 DAY = 86400
-WEEK = 7 * DAY
 
 
 def to_seconds(value: str | datetime) -> int:

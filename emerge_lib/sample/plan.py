@@ -122,7 +122,6 @@ CORE: tuple[tuple[str, str, str, str | None, tuple[tuple[str, str], ...]], ...] 
     ("core:marenia", "Marenia", "place", "Marenia", (("P31", "core:country"),)),
     ("core:civic", "Civic Union", "org", "Civic Union", (("P31", "core:party"), ("P17", "core:veloria"))),
 )
-CORE_COUNTRIES = ("core:veloria", "core:ostrand", "core:marenia")
 
 # Per-snapshot cast names; cast i > 0 gets a suffix so every title stays unique.
 CAST_NAMES = {
@@ -1270,7 +1269,7 @@ SCENARIOS: tuple[str, ...] = (
 
 #: histories that give a stage nothing, each as the scenarios it plants and whether its
 #: articles gain paragraphs after t (``emerge sample --case NAME``): every one must build
-#: to a release that says what is empty (tests/e2e/test_empty_worlds.py)
+#: to a release that says what is empty (tests/e2e/pipeline/test_runner_empty.py)
 EMPTY_CASES: dict[str, tuple[tuple[str, ...], bool]] = {
     "no_removal": (("e_basic", "ee_new", "ee_kg"), True),  # no D
     "no_addition": (("x_basic", "d_removed", "d_qualifier"), True),  # no E, EE, EE-KG

@@ -59,7 +59,7 @@ class TruthSettings:
     interesting_ratio: float = 0.2
 
 
-#: the selection before the authors' rules (``selection.rules: none``)
+#: the selection before the authors' rules (the no-selection-rules preset)
 RULES_OFF = {"permanence": 0, "creation_over_redirects": False, "between_mentions": False,
              "passage_after_removal": False, "ee_kg_persistence": 0, "interesting": False}
 RELEASED = TruthSettings()
@@ -102,7 +102,7 @@ class _Timeline:
     contents: list[object] = field(default_factory=list)
 
     def at(self, tau: int) -> object | None:
-        i = bisect.bisect_right(self.keys, (tau, float("inf"))) - 1  # type: ignore[arg-type]
+        i = bisect.bisect_right(self.keys, (tau, float("inf"))) - 1
         return self.contents[i] if i >= 0 else None
 
 
@@ -245,18 +245,19 @@ class PlanTruth:
         out = {}
         for key in self.entities:
             st = self.state(key, tau)
-            if st is not None and st.redirect is None and st.sitelink("enwiki"):
-                out[st.sitelink("enwiki")] = key  # type: ignore[index]
+            link = st.sitelink("enwiki") if st is not None and st.redirect is None else None
+            if link:
+                out[link] = key
         return out
 
     def resolve(self, target: str, titles: dict[str, object], sitelinks: dict[str, str]) -> str | None:
         title = normalize_title(target)
         seen = set()
-        while title in titles and isinstance(titles[title], Redirect):
+        while title in titles and isinstance(redirect := titles[title], Redirect):
             if title in seen:
                 return None
             seen.add(title)
-            title = normalize_title(titles[title].target)  # type: ignore[union-attr]
+            title = normalize_title(redirect.target)
         return sitelinks.get(title)
 
     def passages(self, t: int, k: int) -> list[dict]:

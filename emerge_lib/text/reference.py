@@ -2,7 +2,7 @@
 
 An independent implementation of the rules of `wikitext.extract_paragraphs` on top of
 mwparserfromhell's parse tree, used to cross-check the fast scanner on real articles.
-It shares only the title rules (`wikitext_titles`). It returns (text, mentions) pairs,
+It shares only the title rules (`text.titles`). It returns (text, mentions) pairs,
 where mentions are (start, end, anchor, target) tuples.
 """
 
@@ -90,10 +90,10 @@ def _render(nodes: Iterable[Any], targets: list[str], in_link: bool) -> str:
 
 
 def _render_tag(node: Any, targets: list[str], in_link: bool) -> str:
-    markup = node.wiki_markup
+    markup = str(node.wiki_markup) if node.wiki_markup is not None else None
     name = str(node.tag).strip().lower()
     if markup in ("*", "#", ":", ";", "----"):
-        return markup
+        return str(markup)
     if name == "nowiki":
         return html.unescape(str(node.contents)) if node.contents is not None else ""
     if name in _DROP_TAGS:

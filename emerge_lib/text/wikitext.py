@@ -163,13 +163,13 @@ def _preprocess(text: str) -> list[Region]:
                 regions.append((start, open_end, _DROP, open_end, open_end))
                 pos = open_end
                 continue
-            close = closes.find(name, open_end)
-            if close is None:  # unclosed: the tag is literal text (removed when cleaning)
+            closing = closes.find(name, open_end)
+            if closing is None:  # unclosed: the tag is literal text (removed when cleaning)
                 pos = open_end
                 continue
             kind = _NOWIKI if name == "nowiki" else _DROP
-            regions.append((start, close[1], kind, open_end, close[0]))
-            pos = close[1]
+            regions.append((start, closing[1], kind, open_end, closing[0]))
+            pos = closing[1]
         elif first == "{":
             stack.append([start, len(token)])
             pos = match.end()
@@ -255,7 +255,9 @@ def _structure(text: str, pre: list[Region]) -> list[Region]:
                 # only while each piece holds a `]]`; otherwise the file link is literal.
                 if links and not closed_since_open and not links[-1][1]:
                     links.clear()
-                is_file = link_namespace(_LINK_TARGET.match(text, pos).group()) == "file"
+                target = _LINK_TARGET.match(text, pos)
+                assert target is not None  # the pattern matches the empty string too
+                is_file = link_namespace(target.group()) == "file"
                 if links or is_file:
                     links.append((match.start(), is_file))
                 closed_since_open = False
@@ -338,7 +340,9 @@ def _classify(text: str, line: tuple[int, int, int, int], regions: list[Region])
     for i in range(r0, r1 + 1):
         gap_end = regions[i][0] if i < r1 else end
         if pos < gap_end:
-            if _INVISIBLE.match(text, pos, gap_end).end() < gap_end:
+            invisible = _INVISIBLE.match(text, pos, gap_end)
+            assert invisible is not None  # the pattern matches the empty string too
+            if invisible.end() < gap_end:
                 visible = True
                 break
             if not text[pos:gap_end].isspace():
@@ -517,7 +521,9 @@ def _emit(s: str, pos: int, end: int, out: _Out, in_link: bool) -> int:
             if literal:
                 at = out.add("'" * literal)
         elif lead == "<":
-            name = _TAG_NAME.match(token).group(1).lower()
+            tag = _TAG_NAME.match(token)
+            assert tag is not None  # a token that opens with "<" is a tag (_TOKEN)
+            name = tag.group(1).lower()
             if name not in _HTML_TAGS:
                 at = out.add(token)
             elif name in _BLOCK_TAGS:

@@ -4,5 +4,5 @@ paragraphs, links resolved by ``titles``), ``align`` (passages × deltas → ins
 ``select`` (near-duplicates out, the test split); their registry entries in ``stage``.
 
 Imports ``core``, ``catalog``, ``ingest.wikipedia.coverage`` (what the Wikipedia ingest
-holds) and ``release.format`` (the released ids).
+holds) and ``formats`` (the released ids).
 """

@@ -59,7 +59,7 @@ def build_instances(catalog: Catalog, plan: SnapshotPlan, settings: PassageSetti
     key = literal(plan.key)
     t = sql_timestamp(plan.t)
     own = "page_qid" if settings.article_entity_counts else "CAST(NULL AS STRING)"
-    persistence = rules.ee_kg_persistence_days or 0.0
+    persistence = rules.ee_kg_persistence_days
     w = windows_sql(plan, persist_until=persistence * 86400)
     end_pids = literal_list(qualifiers.end)
     mentioned = catalog.materialize(spark.sql(f"""
@@ -73,7 +73,7 @@ def build_instances(catalog: Catalog, plan: SnapshotPlan, settings: PassageSetti
         ) WHERE qid IS NOT NULL
     """, passages=catalog.read("passages")))  # the mentioned set of every passage
     inputs = _mentioned_inputs(catalog, plan, mentioned,
-                               over_redirects=bool(deltas.creation_over_redirects))
+                               over_redirects=deltas.creation_over_redirects)
     found = catalog.materialize(spark.sql(f"""
         WITH w AS {w},
         m AS (SELECT * FROM {{m}}),

@@ -60,7 +60,7 @@ def build_deltas(catalog: Catalog, plan: SnapshotPlan, qualifiers: QualifierSett
     spark = catalog.session()
     snapshot = plan.t
     t = sql_timestamp(snapshot)
-    permanence = settings.permanent_removal_years or 0.0
+    permanence = settings.permanent_removal_years
     w = windows_sql(plan, readd_until=permanence * 365 * 86400)  # theirs: 15 × 365 days
     end_pids, start_pids = literal_list(qualifiers.end), literal_list(qualifiers.start)
     if settings.emerging == "created_after_snapshot":  # created at or after t
@@ -70,7 +70,7 @@ def build_deltas(catalog: Catalog, plan: SnapshotPlan, qualifiers: QualifierSett
         emerging_head, emerging_tail = "vs.qid IS NULL", "vo.qid IS NULL"
     window_additions = "true" if settings.deprecate_window_additions else "false"
     tables = _candidate_tables(catalog, plan, end_pids,
-                               over_redirects=bool(settings.creation_over_redirects))
+                               over_redirects=settings.creation_over_redirects)
     df = spark.sql(f"""
         WITH w AS {w},
         t_t AS (  -- T_t on the candidate keys (snapshot.triples_at over them)

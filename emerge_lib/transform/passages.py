@@ -6,7 +6,7 @@ inside (τ_{k-1}, τ_k] (``first_appearance``, DESIGN §1.1), is present at τ_k
 present ``passage_minutes`` after it first appeared (vandalism reverted quickly never
 counts). Its
 text, index and links are those of the revision where it first appeared. Links are
-resolved to QIDs as of τ_k (redirects, then enwiki sitelinks; `stages.titles`); the
+resolved to QIDs as of τ_k (redirects, then enwiki sitelinks; `transform.titles`); the
 article's own item counts as mentioned when configured. Kept: ``min_tokens``..``max_tokens``
 whitespace tokens, markup ratio ≤ ``max_markup_ratio``, ≥ ``min_entities`` distinct QIDs.
 """
@@ -98,19 +98,15 @@ def build_passages(
     plan: SnapshotPlan,
     settings: PassageSettings,
     stability: StabilitySettings,
-    check_coverage: bool = True,
 ) -> dict[int, int]:
     """Write the passages partitions (t, k) of one snapshot; returns rows per window.
-
-    ``check_coverage``: refuse (CoverageError) when the paragraph timeline was not
-    ingested for this snapshot's range; only tests of the SQL on hand-made tables skip it.
-    """
+    Refuses (CoverageError) a snapshot whose range the paragraph timeline was not ingested
+    for."""
     from emerge_lib.ingest.wikipedia.coverage import require_coverage
 
     spark = catalog.session()
     end = plan.horizon + timedelta(minutes=stability.passage_minutes)
-    if check_coverage:
-        require_coverage(catalog, plan.t, end)
+    require_coverage(catalog, plan.t, end)
     pages = catalog.read("page_timeline")
     # computed once: titles, links, the wanted set and the passages all read it, and Sail
     # does not cache (each use would aggregate the whole paragraph timeline again)

@@ -2,7 +2,7 @@
 test split.
 
 Per delta file (snapshot, window), on the passages that have instances (the release's
-lines), as the authors' s07 and s07b do it (``selection.rules: authors``, the default;
+lines), as the authors' s07 and s07b do it (the defaults;
 their code's file and line in docs/data-model.md):
 
 - **Guards** (``selection.guards``, S07:377-425, 483): lines with template braces, mostly
@@ -32,7 +32,7 @@ their code's file and line in docs/data-model.md):
   lines with a supported op of ``evaluation_ops[0]`` (D) first until the minimum is
   reached, then EE-KG, EE, E, then any.
 
-``selection.rules: none`` (the selection before the authors' rules): no guards, no
+The no-selection-rules preset (the selection before the authors' rules): no guards, no
 support rule, one greedy pass (``dedup_passes: greedy``: lines ranked as s07 ranks them,
 a line dropped when some line kept before it is above ``max_jaccard`` or below
 ``min_edit_distance``, compared only within blocks that can match: the same article, the
@@ -54,11 +54,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from emerge_lib.catalog import Catalog
-from emerge_lib.core.config import Config, SelectionSettings
+from emerge_lib.core.config import CurationSettings, PassageSettings, SelectionSettings
 from emerge_lib.core.schedule import SnapshotPlan
 from emerge_lib.curation.prompts import ASSERTION, DEPRECATION
 from emerge_lib.curation.verdicts import Triple, assessments, passage_text
-from emerge_lib.release.format import hash_id
+from emerge_lib.formats.format import hash_id
 
 TOKEN = re.compile(r"(?u)\b\w\w+\b")  # scikit-learn CountVectorizer's tokens, as s07's
 RANK_OPS = ("D", "EE", "E", "EE-KG", "X")  # s07's order of preference
@@ -101,7 +101,7 @@ class Line:
     order: bytes = b""  # the seeded draw that breaks ties
     released_tokens: frozenset[str] = field(default_factory=frozenset)
 
-    def rank_key(self) -> tuple:
+    def rank_key(self) -> tuple[int | str, ...]:
         return (*(-self.supported[op] for op in RANK_OPS), -self.triples, -len(self.text),
                 self.hash_id)
 
@@ -233,7 +233,8 @@ class _OtherArticles:
         found = cdist([self.texts[x]], self.texts[rows].tolist(),
                       scorer=Levenshtein.distance, score_cutoff=cutoff, dtype="int32")[0]
         scaled = np.divide(found, total, out=np.zeros(len(rows)), where=total > 0)
-        return rows[(found <= cutoff) & (scaled <= 0.05)].tolist()
+        near: list[int] = rows[(found <= cutoff) & (scaled <= 0.05)].tolist()
+        return near
 
 
 def _ratio(a: int, b: int) -> float:
@@ -294,7 +295,7 @@ def pass_one(lines: Sequence[Line]) -> tuple[list[Line], dict[str, tuple[str, fl
     return survivors, lost
 
 
-def _tier(line: Line) -> tuple[int, tuple]:
+def _tier(line: Line) -> tuple[int, tuple[int | bytes, ...]]:
     """s07 pass 2's tier of a line and its order in the tier (S07:940-1110): supported
     removals first, then supported additions, then supported EE-KG additions."""
     r, a, ka, kr = line.tiers
@@ -314,7 +315,7 @@ def pass_two(lines: Sequence[Line], max_jaccard: float, min_edit_distance: float
     within a group of lines with the same triples and operations, kept when its Jaccard
     is below ``max_jaccard`` and its distance above ``min_edit_distance`` against every
     line kept before it."""
-    groups: dict[frozenset, list[Line]] = defaultdict(list)
+    groups: dict[frozenset[tuple[str, Triple]], list[Line]] = defaultdict(list)
     for line in lines:
         groups[line.signature].append(line)
     out: dict[str, tuple[str, float, float]] = {}
@@ -335,7 +336,7 @@ def pass_two(lines: Sequence[Line], max_jaccard: float, min_edit_distance: float
     return out
 
 
-# --- the greedy pass (``selection.rules: none``) ----------------------------------------
+# --- the greedy pass (the no-selection-rules preset) ---------------------------------
 
 
 def candidate_pairs(lines: list[Line], max_jaccard: float) -> dict[int, set[int]]:
@@ -368,9 +369,9 @@ def candidate_pairs(lines: list[Line], max_jaccard: float) -> dict[int, set[int]
 
 
 def deduplicate(lines: list[Line], max_jaccard: float, min_edit_distance: float,
-                enabled: bool = True) -> dict[str, Fate]:
+                enabled: bool) -> dict[str, Fate]:
     """passage_id → its fate: kept greedily in rank order unless too similar to a line
-    kept before it."""
+    kept before it (every line kept, ranked, when not ``enabled``)."""
     order = sorted(range(len(lines)), key=lambda i: lines[i].rank_key())
     rank_of = {i: r for r, i in enumerate(order, 1)}
     neighbours = candidate_pairs(lines, max_jaccard) if enabled else {}
@@ -437,7 +438,7 @@ def draw_evaluation_set(lines: list[Line], fates: dict[str, Fate], seed: str, si
                         min_per_op: int, ops: Iterable[str]) -> set[str]:
     """The seeded stratified draw of s07b among kept lines with a supported triple."""
     pool = sorted((line for line in lines if fates[line.passage_id].kept
-                   and sum(line.supported.values())),
+                   and any(line.supported.values())),
                   key=lambda line: hashlib.sha256(f"{seed}:{line.passage_id}".encode()).digest())
     picked: list[Line] = []
     chosen: set[str] = set()
@@ -475,15 +476,17 @@ def draw_test_split(lines: list[Line], fates: dict[str, Fate], settings: Selecti
 # --- the stage ------------------------------------------------------------------------------
 
 
-def window_lines(catalog: Catalog, cfg: Config, snapshot: str, window: int,
+def window_lines(catalog: Catalog, settings: SelectionSettings, curation: CurationSettings,
+                 passage_settings: PassageSettings, snapshot: str, window: int,
                  versions: dict[str, int | None]) -> list[Line]:
     """The release lines of one delta file, with what ranks them."""
     def rows(name: str, *only: tuple[str, str, Any]) -> list[dict[str, Any]]:
         if versions[name] is None:
             return []
-        return catalog.read_arrow(name, filters=[("snapshot", "=", snapshot),
-                                                 ("window", "=", window), *only],
-                                  version=versions[name]).to_pylist()
+        found: list[dict[str, Any]] = catalog.read_arrow(
+            name, filters=[("snapshot", "=", snapshot), ("window", "=", window), *only],
+            version=versions[name]).to_pylist()
+        return found
 
     instances = rows("instances")
     by_passage: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -492,9 +495,9 @@ def window_lines(catalog: Catalog, cfg: Config, snapshot: str, window: int,
     # only the passages with instances become Python rows (a few in a hundred of a window's)
     passages = rows("passages", ("passage_id", "in", sorted(by_passage))) if by_passage else []
     assessed = assessments(catalog, snapshot, window, versions["verdicts"], instances,
-                           passages, cfg.curation, cfg.passages)
-    curated = cfg.curation.enabled
-    judges = (cfg.curation.additions.name, cfg.curation.deprecations.name)
+                           passages, curation, passage_settings)
+    curated = curation.enabled
+    judges = (curation.additions.name, curation.deprecations.name)
     lines = []
     for p in passages:
         pid, mine = p["passage_id"], by_passage[p["passage_id"]]
@@ -517,7 +520,7 @@ def window_lines(catalog: Catalog, cfg: Config, snapshot: str, window: int,
             if "EE-KG" in ops:
                 tiers[2] += assert_yes
                 tiers[3] += deprecate_yes
-        released = passage_text(p, cfg.passages)
+        released = passage_text(p, passage_settings)
         lines.append(Line(
             passage_id=pid, hash_id=hash_id(snapshot, window, p["page_id"], pid),
             page_id=p["page_id"], text=p["text"],
@@ -526,19 +529,21 @@ def window_lines(catalog: Catalog, cfg: Config, snapshot: str, window: int,
             released=released, title=p["page_title"] or "", released_tokens=tokens(released),
             ops_total=sum(len(ops) for ops in ops_of.values()),
             tiers=(tiers[0], tiers[1], tiers[2], tiers[3]),
-            order=hashlib.sha256(f"{cfg.selection.seed}:{snapshot}:{window}:{pid}".encode())
+            order=hashlib.sha256(f"{settings.seed}:{snapshot}:{window}:{pid}".encode())
             .digest()))
     return lines
 
 
-def build_selection(catalog: Catalog, plan: SnapshotPlan, cfg: Config) -> dict[int, int]:
+def build_selection(catalog: Catalog, plan: SnapshotPlan, settings: SelectionSettings,
+                    curation: CurationSettings, passage_settings: PassageSettings
+                    ) -> dict[int, int]:
     """Write the selection rows of every window of ``plan``; returns rows per window."""
-    settings = cfg.selection
     versions = {name: catalog.version(name) for name in ("instances", "passages", "verdicts")}
     rows: list[dict[str, Any]] = []
     for w in plan.windows:
-        lines = window_lines(catalog, cfg, plan.key, w.k, versions)
-        fates = select_lines(lines, settings, cfg.curation.enabled)
+        lines = window_lines(catalog, settings, curation, passage_settings, plan.key, w.k,
+                             versions)
+        fates = select_lines(lines, settings, curation.enabled)
         chosen = draw_test_split(lines, fates, settings, f"{settings.seed}:{plan.key}:{w.k}")
         rows += [{"snapshot": plan.key, "window": w.k, "passage_id": pid, "kept": f.kept,
                   "duplicate_of": f.duplicate_of, "jaccard": f.jaccard,

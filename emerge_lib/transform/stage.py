@@ -21,7 +21,7 @@ def _windows(table: str, rows: dict[int, int]) -> Outcome:
     return Outcome({table: sum(rows.values())}, {"windows": len(rows)})
 
 
-def _stability(ctx: StageContext, _: SnapshotPlan | None = None) -> Outcome:
+def _stability(ctx: StageContext, _: None) -> Outcome:
     from emerge_lib.transform.stability import build_stable_statements
 
     catalog, settings = ctx.catalog, ctx.cfg.stability
@@ -73,31 +73,44 @@ def _align(ctx: StageContext, plan: SnapshotPlan) -> Outcome:
 def _select(ctx: StageContext, plan: SnapshotPlan) -> Outcome:
     from emerge_lib.transform.select import build_selection
 
-    return _windows("selection", build_selection(ctx.catalog, plan, ctx.cfg))
+    cfg = ctx.cfg
+    return _windows("selection", build_selection(ctx.catalog, plan, cfg.selection, cfg.curation,
+                                                 cfg.passages))
 
 
-STABILITY = Stage("stability", "global", ("statement_timeline",), ("stable_statements",),
-                  ("stability",), _stability,
-                  "the 168 h KG stability rule over statement_timeline")
-SNAPSHOT = Stage("snapshot", "snapshot",
-                 ("stable_statements", "item_timeline", "property_timeline", "page_timeline",
-                  "paragraph_timeline", "ingested_files"),
-                 ("kg_triples", "entities", "relations"), ("snapshots", "dumps"), _snapshot,
-                 "G_t: T_t, V_t and R_t of a snapshot")
-DELTAS = Stage("deltas", "snapshot", ("statement_timeline", "stable_statements", "item_timeline"),
-               ("delta_triples",), ("snapshots", "qualifiers", "deltas"), _deltas,
-               "the cumulative KG delta of every window, with operation candidates")
-PASSAGES = Stage("passages", "snapshot",
-                 ("paragraph_timeline", "page_timeline", "item_timeline", "paragraph_coverage",
-                  "page_watermarks", "ingested_files"),
-                 ("passages",), ("snapshots", "passages", "stability"), _passages,
-                 "new paragraphs of every window, links resolved to QIDs")
-ALIGN = Stage("align", "snapshot",
-              ("passages", "delta_triples", "kg_triples", "stable_statements",
-               "statement_timeline", "item_timeline", "property_timeline", "page_timeline",
-               "paragraph_timeline"),
-              ("instances",), ("snapshots", "passages", "qualifiers", "align", "deltas"), _align,
-              "passages × deltas → the TKGU instances")
-SELECT = Stage("select", "snapshot", ("instances", "passages", "verdicts"), ("selection",),
-               ("selection", "curation", "passages"), _select,
-               "near-duplicate passages removed, the seeded stratified test split drawn")
+STABILITY = Stage(
+    name="stability", scope="global", reads=("statement_timeline",),
+    writes=("stable_statements",), settings=("stability",), run=_stability,
+    summary="the 168 h KG stability rule over statement_timeline")
+SNAPSHOT = Stage(
+    name="snapshot", scope="snapshot",
+    reads=("stable_statements", "item_timeline", "property_timeline", "page_timeline",
+           "paragraph_timeline", "ingested_files"),
+    writes=("kg_triples", "entities", "relations"), settings=("snapshots", "dumps"),
+    run=_snapshot,
+    summary="G_t: T_t, V_t and R_t of a snapshot")
+DELTAS = Stage(
+    name="deltas", scope="snapshot",
+    reads=("statement_timeline", "stable_statements", "item_timeline"),
+    writes=("delta_triples",), settings=("snapshots", "qualifiers", "deltas"),
+    run=_deltas,
+    summary="the cumulative KG delta of every window, with operation candidates")
+PASSAGES = Stage(
+    name="passages", scope="snapshot",
+    reads=("paragraph_timeline", "page_timeline", "item_timeline", "paragraph_coverage",
+           "page_watermarks", "ingested_files"),
+    writes=("passages",), settings=("snapshots", "passages", "stability"),
+    run=_passages,
+    summary="new paragraphs of every window, links resolved to QIDs")
+ALIGN = Stage(
+    name="align", scope="snapshot",
+    reads=("passages", "delta_triples", "kg_triples", "stable_statements",
+           "statement_timeline", "item_timeline", "property_timeline", "page_timeline",
+           "paragraph_timeline"),
+    writes=("instances",), settings=("snapshots", "passages", "qualifiers", "align", "deltas"),
+    run=_align,
+    summary="passages × deltas → the TKGU instances")
+SELECT = Stage(
+    name="select", scope="snapshot", reads=("instances", "passages", "verdicts"),
+    writes=("selection",), settings=("selection", "curation", "passages"), run=_select,
+    summary="near-duplicate passages removed, the seeded stratified test split drawn")

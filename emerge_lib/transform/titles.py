@@ -29,6 +29,7 @@ from __future__ import annotations
 import logging
 from datetime import datetime
 from functools import reduce
+from typing import Any
 
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
@@ -43,7 +44,7 @@ STATUSES = ("ok", "no_page", "no_item", "redirect_loop", "dead_end", "too_many_h
 _RESOLVED = "_resolved"  # internal: a non-redirect page was reached, its item is next
 
 
-def _valid_at(frame: DataFrame, tau) -> object:
+def _valid_at(frame: DataFrame, tau: Any) -> Any:
     return (frame.valid_from <= tau) & (frame.valid_to.isNull() | (frame.valid_to > tau))
 
 
@@ -60,7 +61,7 @@ def resolve_titles(catalog: Catalog, titles: DataFrame, tau: datetime | str | No
     if max_hops < 0:
         raise ValueError(f"max_hops must be >= 0, got {max_hops}")
     per_row = tau is None
-    if per_row:
+    if tau is None:
         if "tau" not in titles.columns:
             raise ValueError("titles needs a `tau` column when no tau is given")
         state = titles.select(F.col("title").cast("string"), F.col("tau").cast("timestamp"))

@@ -5,8 +5,8 @@
   results (JSON-able) and tells a failed check (bad data) from a check that could not run
   on this engine (a gate error: GX reports those as ``success=False`` with
   ``exception_info``, without raising).
-- ``suites``: what must hold for a snapshot (``stages.validate``) and for the release
-  JSONL (``stages.release``).
+- ``suites``: what must hold for a snapshot (``validation.validate``, the validate stage) and for the release
+  JSONL (``validation.validate.validate_release``, from the release stage).
 
 Great Expectations is imported only when a gate runs (it takes seconds and hundreds of
 MB), so importing this package, or a DAG file, stays cheap.

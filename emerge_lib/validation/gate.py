@@ -307,14 +307,14 @@ def _listings_in_order() -> Iterator[None]:
 
     unsorted = TupleFilesystemStoreBackend.list_keys
 
-    def list_keys(self: Any, prefix: tuple = ()) -> list[tuple]:
+    def list_keys(self: Any, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
         return sorted(unsorted(self, prefix))
 
-    TupleFilesystemStoreBackend.list_keys = list_keys  # type: ignore[method-assign]
+    TupleFilesystemStoreBackend.list_keys = list_keys
     try:
         yield
     finally:
-        TupleFilesystemStoreBackend.list_keys = unsorted  # type: ignore[method-assign]
+        TupleFilesystemStoreBackend.list_keys = unsorted
 
 
 def _steady_pages(docs: Path) -> None:

@@ -12,9 +12,12 @@ if TYPE_CHECKING:
 
 
 def _validate(ctx: StageContext, plan: SnapshotPlan) -> Outcome:
+    from emerge_lib.validation.suites import SuiteSettings
     from emerge_lib.validation.validate import validate_snapshot
 
-    report = validate_snapshot(ctx.catalog, plan, ctx.cfg)
+    cfg = ctx.cfg
+    report = validate_snapshot(ctx.catalog, plan, SuiteSettings(
+        cfg.validation, cfg.deltas, cfg.passages, cfg.selection, cfg.curation))
     return Outcome({"validation_results": len(report.results)},
                    {"checks passed": sum(r.success for r in report.results)}, detail=report)
 
@@ -23,10 +26,10 @@ def _off(ctx: StageContext) -> str | None:
     return None if ctx.cfg.validation.enabled else "validation is off (validation.enabled)"
 
 
-VALIDATE = Stage("validate", "snapshot",
-                 ("kg_triples", "entities", "relations", "passages", "instances", "selection",
-                  "verdicts"),
-                 ("validation_results",),
-                 ("validation", "deltas", "passages", "selection", "curation", "snapshots"),
-                 _validate, "the Great Expectations gate over the snapshot's tables",
-                 skip=_off)
+VALIDATE = Stage(
+    name="validate", scope="snapshot",
+    reads=("kg_triples", "entities", "relations", "passages", "instances", "selection",
+           "verdicts"),
+    writes=("validation_results",),
+    settings=("validation", "deltas", "passages", "selection", "curation", "snapshots"),
+    run=_validate, summary="the Great Expectations gate over the snapshot's tables", skip=_off)

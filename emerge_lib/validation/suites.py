@@ -17,18 +17,37 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from emerge_lib.catalog.sql import sql_timestamp
-from emerge_lib.core.config import Config
+from emerge_lib.core.config import (
+    CurationSettings,
+    DeltaSettings,
+    PassageSettings,
+    SelectionSettings,
+    ValidationSettings,
+)
 from emerge_lib.core.schedule import SnapshotPlan
-from emerge_lib.release.format import OP_NAMES
+from emerge_lib.formats.format import OP_NAMES
 from emerge_lib.validation.gate import Check, Severity, Suite, rows_check
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from emerge_lib.catalog import Catalog
+
+
+@dataclass(frozen=True)
+class SuiteSettings:
+    """The settings sections a snapshot's suites read (the validate stage's)."""
+
+    validation: ValidationSettings
+    deltas: DeltaSettings
+    passages: PassageSettings
+    selection: SelectionSettings
+    curation: CurationSettings
+
 
 QID = r"^Q[1-9][0-9]*$"
 PID = r"^P[1-9][0-9]*$"
@@ -111,7 +130,7 @@ def passage_mentions(frames: dict[str, DataFrame]) -> DataFrame:
             .select("window", "passage_id", "text", "m.start", "m.end", "m.anchor", "m.qid"))
 
 
-def _instance_checks(cfg: Config, plan: SnapshotPlan) -> list[Check]:
+def _instance_checks(cfg: SuiteSettings, plan: SnapshotPlan) -> list[Check]:
     t = sql_timestamp(plan.t)
     created_rule = cfg.deltas.emerging == "created_after_snapshot"
     if created_rule:
@@ -183,7 +202,7 @@ def _window_end_case(plan: SnapshotPlan, column: str) -> str:
     return f"CASE {cases} END"
 
 
-def _passage_checks(cfg: Config, plan: SnapshotPlan) -> list[Check]:
+def _passage_checks(cfg: SuiteSettings, plan: SnapshotPlan) -> list[Check]:
     low, high = cfg.validation.passage_median_tokens
     return [
         *_not_null("window", "passage_id", "page_id", "page_title", "rev_id", "text"),
@@ -201,7 +220,7 @@ def _passage_checks(cfg: Config, plan: SnapshotPlan) -> list[Check]:
     ]
 
 
-def _curation_checks(cfg: Config) -> list[Check]:
+def _curation_checks(cfg: SuiteSettings) -> list[Check]:
     share = cfg.validation.max_unparsed_share
     return [
         Check("verdict is YES, NO or UNPARSED", "ExpectColumnValuesToBeInSet",
@@ -214,7 +233,7 @@ def _curation_checks(cfg: Config) -> list[Check]:
     ]
 
 
-def missing_verdicts(catalog: Catalog, cfg: Config, plan: SnapshotPlan,
+def missing_verdicts(catalog: Catalog, cfg: SuiteSettings, plan: SnapshotPlan,
                      versions: dict[str, int | None]) -> list[dict[str, Any]]:
     """(window, passage, triple) rows whose required verdicts are not all there: the
     coverage rule, computed with the same rules the release applies."""
@@ -224,9 +243,10 @@ def missing_verdicts(catalog: Catalog, cfg: Config, plan: SnapshotPlan,
     def rows(name: str, window: int) -> list[dict[str, Any]]:
         if versions.get(name) is None:
             return []
-        return catalog.read_arrow(name, filters=[("snapshot", "=", plan.key),
-                                                 ("window", "=", window)],
-                                  version=versions[name]).to_pylist()
+        found: list[dict[str, Any]] = catalog.read_arrow(
+            name, filters=[("snapshot", "=", plan.key), ("window", "=", window)],
+            version=versions[name]).to_pylist()
+        return found
 
     out = []
     for w in plan.windows:
@@ -236,14 +256,14 @@ def missing_verdicts(catalog: Catalog, cfg: Config, plan: SnapshotPlan,
         answered = {(v["passage_id"], v["s"], v["p"], v["o"], v["llm_name"], v["prompt_type"])
                     for v in rows("verdicts", w.k) if (v["llm_name"], v["prompt_sha"]) in current}
         have = {p["passage_id"] for p in passages}
-        needs: dict[tuple, set[tuple[str, str]]] = defaultdict(set)
+        needs: dict[tuple[str, str, str, str], set[tuple[str, str]]] = defaultdict(set)
         for r in instances:
             if r["passage_id"] not in have:
                 continue  # an orphan: its own check reports it
             qualified = r["op"] == "D" and (r.get("signal") or "").startswith("qualifier:")
             for judge, kind in judges(cfg.curation, r["op"], qualified):
                 needs[(r["passage_id"], r["s"], r["p"], r["o"])].add(
-                    (cfg.curation.route(judge).name, kind))  # type: ignore[arg-type]
+                    (cfg.curation.route(judge).name, kind))
         for key, needed in sorted(needs.items()):
             missing = sorted(f"{n}/{k}" for n, k in needed if (*key, n, k) not in answered)
             out.append({"window": w.k, "passage_id": key[0], "s": key[1], "p": key[2],
@@ -251,7 +271,7 @@ def missing_verdicts(catalog: Catalog, cfg: Config, plan: SnapshotPlan,
     return out
 
 
-def _selection_checks(cfg: Config) -> list[Check]:
+def _selection_checks(cfg: SuiteSettings) -> list[Check]:
     per_delta = cfg.selection.evaluation_per_delta
     return [
         *_not_null("window", "passage_id", "kept", "rank", "evaluation_set"),
@@ -270,7 +290,8 @@ def _selection_checks(cfg: Config) -> list[Check]:
     ]
 
 
-def snapshot_suites(spark: SparkSession, catalog: Catalog, cfg: Config, plan: SnapshotPlan,
+def snapshot_suites(spark: SparkSession, catalog: Catalog, cfg: SuiteSettings,
+                    plan: SnapshotPlan,
                     frames: dict[str, DataFrame],
                     versions: dict[str, int | None]) -> list[Suite]:
     """The suites of one snapshot over ``frames`` (its rows of each table)."""
@@ -403,7 +424,7 @@ def flatten_annotation(lines: Iterable[tuple[str, dict[str, Any]]]
     """(file, record) pairs of ``human_annotation/*.jsonl`` → rows of lines and of
     ``human_assessment`` entries, values as written, each entry with the
     ``human_readable_triple`` its line gives (what the annotator was shown)."""
-    from emerge_lib.release.format import human_readable_triple
+    from emerge_lib.formats.format import human_readable_triple
 
     out_lines, entries = [], []
     for file, rec in lines:

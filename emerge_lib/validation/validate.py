@@ -29,14 +29,17 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from emerge_lib.catalog import Catalog
-from emerge_lib.core.config import Config
 from emerge_lib.core.errors import EmergeError
 from emerge_lib.core.schedule import SnapshotPlan
-from emerge_lib.release.format import snapshot_dir_name
+from emerge_lib.formats.layout import snapshot_dir_name
 from emerge_lib.validation.gate import GateReport, ValidationFailed, ValidationGateError
+from emerge_lib.validation.suites import SuiteSettings
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +66,8 @@ def _upload_dir(local: Path, uri: str) -> None:
                     destination_filesystem=filesystem)
 
 
-def validate_snapshot(catalog: Catalog, plan: SnapshotPlan, cfg: Config) -> GateReport:
+def validate_snapshot(catalog: Catalog, plan: SnapshotPlan, settings: SuiteSettings
+                      ) -> GateReport:
     """Run the snapshot's suites, record the results, and raise when they failed."""
     from pyspark.sql import functions as F
 
@@ -81,7 +85,7 @@ def validate_snapshot(catalog: Catalog, plan: SnapshotPlan, cfg: Config) -> Gate
     try:
         from emerge_lib.validation.gate import run_gate
 
-        report = run_gate(snapshot_suites(spark, catalog, cfg, plan, frames, versions),
+        report = run_gate(snapshot_suites(spark, catalog, settings, plan, frames, versions),
                           local_docs / "docs", run_name=f"tables {plan.key}")
         (local_docs / "results.json").write_text(json.dumps(
             {"snapshot": plan.key, "versions": versions, **report.to_dict()},
@@ -205,7 +209,7 @@ def validate_release(catalog: Catalog, out: Path, snapshots: list[str],
     """Audit a release being written: every snapshot must have passed its table suites on
     exactly the rows released, and the JSONL lines written must pass the release suites.
     Writes ``validation/results.json`` and the Data Docs under ``validation/docs/``."""
-    from emerge_lib.release.format import RELEASE_FIELDS
+    from emerge_lib.formats.format import RELEASE_FIELDS
     from emerge_lib.validation.gate import run_gate
     from emerge_lib.validation.suites import flatten_release, release_suites
 
@@ -214,7 +218,7 @@ def validate_release(catalog: Catalog, out: Path, snapshots: list[str],
     folder.mkdir(parents=True)
     spark = catalog.session()
     results: dict[str, Any] = {}
-    states: dict[str, dict[str, str]] = {}
+    states: dict[str, dict[str, str | list[str]]] = {}
     problems: list[str] = []  # bad data: the release fails
     unvalidated: list[str] = []  # not checked on these rows: written, not publishable
     raised: list[str] = []
@@ -396,18 +400,18 @@ ANNOTATION_DOCS = "validation/docs/human_annotation"
 
 def annotation_files(out: Path) -> list[Path]:
     """The release's ``human_annotation/*.jsonl`` (the authors' folder)."""
-    from emerge_lib.release.format import HUMAN_ANNOTATION
+    from emerge_lib.formats.layout import HUMAN_ANNOTATION
 
     return sorted((out / HUMAN_ANNOTATION).glob("*.jsonl"))
 
 
-def validate_annotation(spark: Any, out: Path,
+def validate_annotation(spark: SparkSession, out: Path,
                         released: list[tuple[str, str, str, str]]) -> GateReport:
     """Run the human annotation's suites on ``out/human_annotation/*.jsonl`` against the
     release's triples ``released`` ((hash_id, s, p, o)); Data Docs under
     ``validation/docs/human_annotation/``. A line that is not JSON is a failed check, not
     a crash: the report says which file."""
-    from emerge_lib.release.format import HUMAN_ASSESSMENT_FIELDS
+    from emerge_lib.formats.format import HUMAN_ASSESSMENT_FIELDS
     from emerge_lib.validation.gate import run_gate
     from emerge_lib.validation.suites import annotation_suites, flatten_annotation
 

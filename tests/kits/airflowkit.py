@@ -247,8 +247,8 @@ def code_key(*extra: str) -> str:
 def same_release_as_the_other_executor(cache: Path, executor: str,
                                        digests: dict[str, Any], key: str
                                        ) -> tuple[str, dict[str, Any]] | None:
-    """The newcomer path under the LocalExecutor (test_airflow_scheduler.py) and under the
-    CeleryExecutor (test_airflow_celery.py) build the same releases: each module files its
+    """The newcomer path under the LocalExecutor (test_dags_scheduler.py) and under the
+    CeleryExecutor (test_dags_celery.py) build the same releases: each module files its
     releases' digests here (the session's cache, shared by pytest-xdist's workers) for
     this code, and the second to finish compares them with the first's. Returns (the
     other executor, its digests), or None when it has not filed any for this code yet

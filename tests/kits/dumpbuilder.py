@@ -8,6 +8,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from xml.sax.saxutils import escape, quoteattr
 
+import pytest
+
+from emerge_lib.dumps.compressed import CorruptDumpError, open_dump
+from emerge_lib.dumps.xml import Dump
+
 HEADER = """<mediawiki xmlns="http://www.mediawiki.org/xml/export-0.11/" version="0.11" xml:lang="en">
   <siteinfo>
     <sitename>Wikidata</sitename>
@@ -131,3 +136,39 @@ def legacy_item(qid: str, triples: list[tuple[str, str, str, int]], enwiki: str 
 
 def redirect(qid: str, target: str) -> str:
     return json.dumps({"entity": qid, "redirect": target})
+
+
+# -- reading dumps whole, or up to the damage that stops them (the compressed readers' tests)
+def read_dump(path: Path, **kw: object) -> bytes:
+    with open_dump(path, **kw) as fh:  # type: ignore[arg-type]
+        return fh.read()
+
+
+def paged_xml(n: int = 60) -> tuple[bytes, dict[int, int]]:
+    """A dump of ``n`` pages of ~9 kB of word salad (several 100 kB bz2 blocks at level 1);
+    page id -> the offset just past its ``</page>``."""
+    import random
+
+    rnd = random.Random(5)
+    words = [f"w{rnd.randrange(10**6)}" for _ in range(5000)]
+    pages = [
+        PageSpec(i, f"Page {i}", [Rev(i * 10, "2024-01-01T00:00:00Z",
+                                      " ".join(rnd.choices(words, k=1200)), model="wikitext")])
+        for i in range(1, n + 1)
+    ]
+    xml = render(pages, dbname="enwiki").encode()
+    ends, pos = {}, 0
+    for page in pages:
+        pos = xml.index(b"</page>", pos) + len(b"</page>")
+        ends[page.page_id] = pos
+    return xml, ends
+
+
+def read_until_error(dump: Dump) -> tuple[list[int], CorruptDumpError]:
+    """Ids of the pages read to their end, and the error that stopped the reading."""
+    done: list[int] = []
+    with pytest.raises(CorruptDumpError) as info, dump:
+        for page in dump:
+            list(page)
+            done.append(page.page_id)
+    return done, info.value

@@ -18,24 +18,19 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from emerge_lib.release.card import split_name
-from emerge_lib.release.croissant import CROISSANT, write_croissant
-from emerge_lib.release.format import (
+from emerge_lib.formats.card import split_name
+from emerge_lib.formats.croissant import write_croissant
+from emerge_lib.formats.format import dumps_line, passage_record
+from emerge_lib.formats.layout import (
+    CROISSANT,
     PARQUET_TRIPLES,
     corpus_path,
-    dumps_line,
     evaluation_path,
     kg_parquet_path,
     parquet_twin,
-    passage_record,
 )
-from emerge_lib.release.manifest import (
-    content_version,
-    file_entries,
-    read_manifest,
-    write_manifest,
-)
-from emerge_lib.release.schema import write_lines
+from emerge_lib.formats.manifest import content_version, file_entries, read_manifest, write_manifest
+from emerge_lib.formats.schema import write_lines
 
 
 @dataclass
@@ -246,3 +241,17 @@ def build_release(root: Path, lines: dict[tuple[str, int], list[dict[str, Any]]]
     manifest = write_manifest(root, [*paths, CROISSANT], meta=meta or {}, known=known)
     assert manifest["version"] == version
     return root
+
+
+#: the lines of the small release the hub tests read (tests/unit/hub, formats/test_croissant)
+A1 = line(SNAPS[0], 1, "a", [("E", "Q1", "Q2"), ("X", "Q1", "Q3")], verdict=True)
+B1 = line(SNAPS[0], 1, "b", [("D", "Q2", "Q3")])
+A2 = line(SNAPS[0], 2, "a", [("E", "Q1", "Q2"), ("X", "Q1", "Q3")], verdict=True)
+C4 = line(SNAPS[1], 1, "c", [("EE", "Q9", "Q1"), ("EE-KG", "Q9", "Q2")])
+
+
+def small_release(folder: Path) -> Path:
+    """Two snapshots, three windows, four lines (one of them in an evaluation set)."""
+    return build_release(folder, {(SNAPS[0], 1): [A1, B1], (SNAPS[0], 2): [A2],
+                                  (SNAPS[1], 1): [C4]},
+                         {(SNAPS[0], 1): [B1], (SNAPS[1], 1): []})

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from emerge_lib.release.manifest import write_manifest
+from emerge_lib.formats.manifest import write_manifest
 
 BUCKET = "releases"
 PUBLIC_BUCKET = "public-releases"
@@ -259,7 +259,7 @@ def forge_release(paths: Mapping[str, bytes]) -> tuple[dict[str, Any], bytes]:
     import hashlib
     import json
 
-    from emerge_lib.release.manifest import SCHEMA_VERSION, content_version
+    from emerge_lib.formats.manifest import SCHEMA_VERSION, content_version
 
     files = [{"path": p, "bytes": len(b), "sha256": hashlib.sha256(b).hexdigest(), "rows": None}
              for p, b in paths.items()]

@@ -1,10 +1,13 @@
-"""Hand-made timeline rows for the stages tier: statements, items, paragraphs and pages
-dated in days from t = 2024-01-01 (the snapshot of the focused tests)."""
+"""Hand-made timeline rows for the engine tier: statements, items, paragraphs and pages
+dated in days from t = 2024-01-01 (the snapshot of the focused tests), and ``put``, which
+writes hand-made rows of any table through the catalog."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from typing import Any
+
+from emerge_lib.catalog import Catalog, spec
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 T = "2024-01-01T00:00:00Z"
@@ -58,3 +61,14 @@ def page_row(page: int, title: str, redirect_target: str | None = None) -> dict[
     return {"page_id": page, "title": title, "valid_from": day(-100), "valid_to": None,
             "rev_from": page, "rev_to": None, "is_redirect": redirect_target is not None,
             "redirect_target": redirect_target}
+
+
+def put(cat: Catalog, name: str, rows: list[dict[str, Any]]) -> None:
+    """Write hand-made rows through the catalog, one snapshot (and its windows) at a time."""
+    for snap in sorted({r["snapshot"] for r in rows}):
+        mine = cat.frame(name, [r for r in rows if r["snapshot"] == snap])
+        if "window" in spec(name).partition_by:
+            windows = sorted({r["window"] for r in rows if r["snapshot"] == snap})
+            cat.replace_partitions(name, mine, {"snapshot": snap}, "window", windows)
+        else:
+            cat.replace_partition(name, mine, {"snapshot": snap})

@@ -1,8 +1,8 @@
-"""The checks every built world passes, shared by the world files of tests/e2e.
+"""The checks every built world passes, shared by the world files of tests/e2e/pipeline.
 
-Each test_build_world*.py file imports these tests and gives them its own ``built``
-fixture (its seeds): pytest-xdist runs a file whole on one worker, so the seeds are split
-over files to spread over the cores. ``built`` is (world, catalog, variant, release).
+Each test_runner*.py file has its own ``built`` fixture (its seeds) and runs these checks
+in its tests: pytest-xdist runs a file whole on one worker, so the seeds are split over
+files to spread over the cores. ``built`` is (world, catalog, variant, release).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ def seeds(released: tuple[int, ...], design: tuple[int, ...] = (),
     """The (seed, semantics) parameters of a world file: "released" is the default
     configuration (what the released data shows, the authors' selection rules included:
     truth.jsonl), "design" the DESIGN §1.1-1.2 rule (truth-design.jsonl), "unselected" the
-    defaults with ``selection.rules: none`` (truth-unselected.jsonl)."""
+    no-selection-rules preset (truth-unselected.jsonl)."""
     return [pytest.param((s, "released"), id=f"seed{s}") for s in released] + [
         pytest.param((s, "design"), id=f"seed{s}-design") for s in design] + [
         pytest.param((s, "unselected"), id=f"seed{s}-unselected") for s in unselected]
@@ -38,7 +38,7 @@ def built_world(request: pytest.FixtureRequest, worlds: Any, spark: Any) -> tupl
     return done.world, done.catalog(spark), variant, done.release
 
 
-def test_instances_equal_truth(built) -> None:
+def instances_equal_truth(built: tuple) -> None:
     world, catalog, variant, _ = built
     got, _ = produced(catalog)
     want = expected(world, variant)
@@ -50,7 +50,7 @@ def test_instances_equal_truth(built) -> None:
     assert sorted(got - want) == [], "unexpected instances"
 
 
-def test_no_trap_appears(built) -> None:
+def no_trap_appears(built: tuple) -> None:
     world, catalog, variant, _ = built
     got, passages = produced(catalog)
     texts = {(p["snapshot"], p["text"]) for p in passages.values()}
@@ -72,7 +72,7 @@ def test_no_trap_appears(built) -> None:
             assert (trap["snapshot"], trap["paragraph"]) not in texts, trap
 
 
-def test_release_lines_match_instances(built) -> None:
+def release_lines_match_instances(built: tuple) -> None:
     _, catalog, _, release = built
     lines = [json.loads(line) for f in sorted(release.glob("corpus/snapshot_*/delta_*.jsonl"))
              for line in f.read_text().splitlines()]

@@ -14,7 +14,7 @@ _AMP_OR_NUMREF = re.compile(rb"&(?:#(x[0-9a-fA-F]+|[0-9]+)|amp);")
 
 
 def _unescape_py(data: bytes) -> bytes:
-    """Pure-Python twin of the C ``_xmlfast.unescape`` (used when it is not built).
+    """Pure-Python twin of the C ``emerge_lib.dumps._native.unescape`` (used when it is not built).
 
     One pass in effect: ``&quot;`` / ``&lt;`` / ``&gt;`` / ``&apos;`` can be replaced in
     any order (none of their outputs contains ``&``), then numeric references and

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
@@ -120,6 +121,104 @@ _LEAVES: dict[bytes, int] = {
 }
 
 
+@dataclass(slots=True)
+class _Fields:
+    """What the general loop of :func:`_parse_revision` has read of one revision."""
+
+    rev_id: int | None = None
+    parent_id: int | None = None
+    timestamp: int | None = None
+    c_id: int | None = None
+    c_name: str | None = None
+    c_deleted: bool = False
+    minor: bool = False
+    comment: str | None = None
+    comment_deleted: bool = False
+    model: str | None = None
+    fmt: str | None = None
+    text: str | bytes | None = None
+    text_deleted: bool = False
+    text_size: int | None = None
+    text_sha1: str | None = None
+    sha1: str | None = None
+    slots: list[Slot] = field(default_factory=list)
+
+    def text_attrs(self, a: dict[bytes, bytes]) -> None:
+        """The ``bytes`` and ``sha1`` attributes of <text>."""
+        tb = a.get(b"bytes")
+        self.text_size = int(tb) if tb else None
+        ts = a.get(b"sha1")
+        self.text_sha1 = ts.decode() if ts else None
+
+    def revision(self, page_id: int) -> Revision:
+        if self.rev_id is None or self.timestamp is None:
+            raise _PageBroken("revision lacks <id> or <timestamp>", None)
+        return Revision(
+            page_id=page_id, rev_id=self.rev_id, parent_id=self.parent_id,
+            timestamp=self.timestamp, contributor_id=self.c_id,
+            contributor_name=self.c_name, contributor_deleted=self.c_deleted,
+            minor=self.minor, comment=self.comment, comment_deleted=self.comment_deleted,
+            model=self.model, format=self.fmt, text=self.text,
+            text_deleted=self.text_deleted, text_size=self.text_size,
+            text_sha1=self.text_sha1, sha1=self.sha1, slots=tuple(self.slots))
+
+
+def _empty_element(f: _Fields, slot: dict[bytes, object], ctx: bytes, name: bytes,
+                   leaf: int | None, attrs: bytes, lt: int, unknown: Counter[str]) -> None:
+    """An empty element (``<text deleted="deleted" />``, ``<minor/>``) inside <revision>."""
+    deleted = b"deleted" in attrs
+    if leaf == _LEAF_TEXT:
+        a = _attrs(attrs) if attrs else {}
+        if ctx == b"content":
+            slot[b"deleted"] = deleted
+            slot[b"text"] = None if deleted else ""
+            slot[b"sha1"] = a.get(b"sha1")
+        else:
+            f.text_deleted = deleted
+            f.text = None if deleted else ""
+            f.text_attrs(a)
+    elif leaf == _LEAF_COMMENT:
+        f.comment_deleted = deleted
+    elif name == b"minor":
+        f.minor = True
+    elif name == b"contributor":
+        f.c_deleted = deleted
+    elif leaf is None:
+        if name in _STRUCTURAL:
+            raise _PageBroken(f"<{name.decode()}> inside <revision> (truncated revision?)", lt)
+        unknown[name.decode("utf-8", "replace")] += 1
+    # other empty leaves (<sha1/>, <comment/>...) carry nothing
+
+
+def _leaf_value(f: _Fields, ctx: bytes, name: bytes, leaf: int, attrs: bytes, value: bytes,
+                unknown: Counter[str]) -> None:
+    """A leaf's character data (not <text>, not inside <content>)."""
+    if ctx == b"contributor":
+        if leaf == _LEAF_ID:
+            f.c_id = int(value) if value.strip() else None
+        elif leaf == _LEAF_USER:
+            f.c_name = _ustr(value)
+        else:
+            unknown[name.decode("utf-8", "replace")] += 1
+    elif leaf == _LEAF_ID:
+        f.rev_id = int(value)
+    elif leaf == _LEAF_TS:
+        f.timestamp = parse_timestamp(value)
+    elif leaf == _LEAF_PARENT:
+        f.parent_id = int(value)
+    elif leaf == _LEAF_SHA1:
+        f.sha1 = value.decode() or None
+    elif leaf == _LEAF_MODEL:
+        f.model = value.decode()
+    elif leaf == _LEAF_FORMAT:
+        f.fmt = value.decode()
+    elif leaf == _LEAF_COMMENT:
+        f.comment_deleted = b"deleted" in attrs
+        f.comment = None if f.comment_deleted else _ustr(value)
+    elif leaf == _LEAF_USER:
+        unknown[name.decode("utf-8", "replace")] += 1  # <username> outside <contributor>
+
+
 def _parse_revision(
     buf: bytes,
     pos: int,
@@ -137,23 +236,7 @@ def _parse_revision(
     hit = _parse_canonical_revision(buf, pos, end, page_id, text_of)
     if hit is not None:
         return hit[0]
-    rev_id: int | None = None
-    parent_id: int | None = None
-    timestamp: int | None = None
-    c_id: int | None = None
-    c_name: str | None = None
-    c_deleted = False
-    minor = False
-    comment: str | None = None
-    comment_deleted = False
-    model: str | None = None
-    fmt: str | None = None
-    text: str | None = None
-    text_deleted = False
-    text_size: int | None = None
-    text_sha1: str | None = None
-    sha1: str | None = None
-    slots: list[Slot] = []
+    f = _Fields()
     ctx = b""  # b"contributor" or b"content" while inside those containers
     slot: dict[bytes, object] = {}
     find = buf.find
@@ -170,7 +253,7 @@ def _parse_revision(
             name = inner[1:].strip()
             if name == ctx:
                 if ctx == b"content":
-                    slots.append(_make_slot(slot))
+                    f.slots.append(_make_slot(slot))
                     slot = {}
                 ctx = b""
                 pos = gt + 1
@@ -187,42 +270,15 @@ def _parse_revision(
             leaf = leaves.get(name)
         if closed:
             pos = gt + 1
-            deleted = b"deleted" in attrs
-            if leaf == _LEAF_TEXT:
-                a = _attrs(attrs) if attrs else {}
-                if ctx == b"content":
-                    slot[b"deleted"] = deleted
-                    slot[b"text"] = None if deleted else ""
-                    slot[b"sha1"] = a.get(b"sha1")
-                else:
-                    text_deleted = deleted
-                    text = None if deleted else ""
-                    tb = a.get(b"bytes")
-                    text_size = int(tb) if tb else None
-                    ts = a.get(b"sha1")
-                    text_sha1 = ts.decode() if ts else None
-            elif leaf == _LEAF_COMMENT:
-                comment_deleted = deleted
-            elif name == b"minor":
-                minor = True
-            elif name == b"contributor":
-                c_deleted = deleted
-            elif leaf is None:
-                if name in _STRUCTURAL:
-                    raise _PageBroken(
-                        f"<{name.decode()}> inside <revision> (truncated revision?)", lt
-                    )
-                unknown[name.decode("utf-8", "replace")] += 1
-            continue  # other empty leaves (<sha1/>, <comment/>...) carry nothing
+            _empty_element(f, slot, ctx, name, leaf, attrs, lt, unknown)
+            continue
         if leaf is None:
-            if name == b"contributor":
-                ctx = b"contributor"
-                c_deleted = b"deleted" in attrs
-                pos = gt + 1
-                continue
-            if name == b"content":
-                ctx = b"content"
-                slot = {}
+            if name in (b"contributor", b"content"):
+                ctx = name
+                if name == b"contributor":
+                    f.c_deleted = b"deleted" in attrs
+                else:
+                    slot = {}
                 pos = gt + 1
                 continue
             if name in _STRUCTURAL:
@@ -251,66 +307,16 @@ def _parse_revision(
                 slot[b"sha1"] = _attrs(attrs).get(b"sha1")
             else:
                 slot[name] = buf[gt + 1 : nxt]
-            continue
-        if leaf == _LEAF_TEXT:
-            text_deleted = b"deleted" in attrs
-            text = None if text_deleted else text_of(buf, gt + 1, nxt)
+        elif leaf == _LEAF_TEXT:
+            f.text_deleted = b"deleted" in attrs
+            f.text = None if f.text_deleted else text_of(buf, gt + 1, nxt)
             if attrs:
-                a = _attrs(attrs)
-                tb = a.get(b"bytes")
-                text_size = int(tb) if tb else None
-                ts = a.get(b"sha1")
-                text_sha1 = ts.decode() if ts else None
-            continue
-        value = buf[gt + 1 : nxt]
-        if ctx == b"contributor":
-            if leaf == _LEAF_ID:
-                c_id = int(value) if value.strip() else None
-            elif leaf == _LEAF_USER:
-                c_name = _ustr(value)
-            else:
-                unknown[name.decode("utf-8", "replace")] += 1
-        elif leaf == _LEAF_ID:
-            rev_id = int(value)
-        elif leaf == _LEAF_TS:
-            timestamp = parse_timestamp(value)
-        elif leaf == _LEAF_PARENT:
-            parent_id = int(value)
-        elif leaf == _LEAF_SHA1:
-            sha1 = value.decode() or None
-        elif leaf == _LEAF_MODEL:
-            model = value.decode()
-        elif leaf == _LEAF_FORMAT:
-            fmt = value.decode()
-        elif leaf == _LEAF_COMMENT:
-            comment_deleted = b"deleted" in attrs
-            comment = None if comment_deleted else _ustr(value)
-        elif leaf == _LEAF_USER:
-            unknown[name.decode("utf-8", "replace")] += 1  # <username> outside <contributor>
+                f.text_attrs(_attrs(attrs))
+        else:
+            _leaf_value(f, ctx, name, leaf, attrs, buf[gt + 1 : nxt], unknown)
     if ctx:
         raise _PageBroken(f"<{ctx.decode()}> not closed in <revision>", None)
-    if rev_id is None or timestamp is None:
-        raise _PageBroken("revision lacks <id> or <timestamp>", None)
-    return Revision(
-        page_id=page_id,
-        rev_id=rev_id,
-        parent_id=parent_id,
-        timestamp=timestamp,
-        contributor_id=c_id,
-        contributor_name=c_name,
-        contributor_deleted=c_deleted,
-        minor=minor,
-        comment=comment,
-        comment_deleted=comment_deleted,
-        model=model,
-        format=fmt,
-        text=text,
-        text_deleted=text_deleted,
-        text_size=text_size,
-        text_sha1=text_sha1,
-        sha1=sha1,
-        slots=tuple(slots),
-    )
+    return f.revision(page_id)
 
 
 # The canonical revision layout up to the opening <text> tag. Only values the general

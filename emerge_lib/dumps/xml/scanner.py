@@ -9,7 +9,7 @@ from __future__ import annotations
 import codecs
 import io
 import re
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from emerge_lib.core.errors import EmergeError
 from emerge_lib.dumps.xml.escape import unescape
@@ -195,14 +195,15 @@ def _attrs(raw: bytes) -> dict[bytes, bytes]:
 def _recode_if_utf16(stream: BinaryIO) -> BinaryIO:
     """Sniff the encoding (XML spec appendix F): UTF-16 with or without BOM is recoded to
     UTF-8 for the byte scanner; a UTF-8 BOM is dropped."""
-    buffered = stream if isinstance(stream, io.BufferedReader) else io.BufferedReader(stream)  # type: ignore[arg-type]
+    raw: Any = stream  # any binary stream: BufferedReader wraps what has readinto
+    buffered = stream if isinstance(stream, io.BufferedReader) else io.BufferedReader(raw)
     head = buffered.peek(4)[:4]
     if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
-        return io.BufferedReader(_Utf16ToUtf8(buffered, "utf-16"))  # type: ignore[arg-type]
+        return io.BufferedReader(_Utf16ToUtf8(buffered, "utf-16"))
     if head == b"\x00<\x00?" or head == b"\x00<\x00m":
-        return io.BufferedReader(_Utf16ToUtf8(buffered, "utf-16-be"))  # type: ignore[arg-type]
+        return io.BufferedReader(_Utf16ToUtf8(buffered, "utf-16-be"))
     if head == b"<\x00?\x00" or head == b"<\x00m\x00":
-        return io.BufferedReader(_Utf16ToUtf8(buffered, "utf-16-le"))  # type: ignore[arg-type]
+        return io.BufferedReader(_Utf16ToUtf8(buffered, "utf-16-le"))
     if head.startswith(codecs.BOM_UTF8):
         buffered.read(3)
     return buffered

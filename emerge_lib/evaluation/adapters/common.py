@@ -28,7 +28,7 @@ def release_dictionaries(release: str | Path, snapshot: str) -> Dictionaries:
     and ``relations.parquet`` (label and description), ordered by numeric id."""
     import pyarrow.parquet as pq
 
-    from emerge_lib.release.format import kg_parquet_path
+    from emerge_lib.formats.layout import kg_parquet_path
 
     ents, rels = (Path(release) / kg_parquet_path(snapshot, t) for t in ("entities", "relations"))
     if not rels.is_file():

@@ -1,11 +1,11 @@
 """Wikidata history files → statement, item and property timelines: what is Wikidata's in
-the ingest (the driver, plan → extract → commit, is ``stages.ingest``).
+the ingest (the driver, plan → extract → commit, is ``emerge_lib.ingest.run``).
 
 Produces: statement_timeline, item_timeline, property_timeline, and rows with
 wiki='wikidatawiki' in page_watermarks, ingested_files, ingest_rejects. Consumed by:
-stages.stability, stages.snapshot, stages.deltas, stages.align.
+the transform stages stability, snapshot, deltas and align.
 
-The Python-heavy extraction (``stages.wikidata_extract``) runs one process per file; its
+The Python-heavy extraction (``emerge_lib.ingest.wikidata.extract``) runs one process per file; its
 staged Parquet is committed here, idempotently, in this order:
 
 1. rows of entities replayed from scratch are deleted, then

@@ -3,7 +3,7 @@
 A pure worker: it streams one dump file, turns each page's revisions (ordered by
 timestamp, then revision id: dumps are not always in time order) into maximal validity
 intervals, and writes Parquet files into a staging folder, one per output. The parent
-(`stages.ingest_wikidata`) commits them to Delta. It runs in a local process pool, or as a
+(`ingest.wikidata.commit`) commits them to Delta. It runs in a local process pool, or as a
 mapped Airflow task, or inside Spark's mapInArrow on a cluster: it touches no engine.
 
 Incremental: with a page's watermark (the last ingested revision), only revisions past it

@@ -48,9 +48,8 @@ def snapshot_range(plan: SnapshotPlan, passage_minutes: float) -> tuple[datetime
 
 def needed_ranges(plans: Iterable[SnapshotPlan], passage_minutes: float) -> list[Range]:
     """The merged [a, b] ranges (unix seconds) the snapshots need."""
-    return merge_ranges([
-        tuple(unix_seconds(x) for x in snapshot_range(p, passage_minutes)) for p in plans
-    ])
+    spans = (snapshot_range(p, passage_minutes) for p in plans)
+    return merge_ranges([(unix_seconds(a), unix_seconds(b)) for a, b in spans])
 
 
 def ranges_from_config(cfg: Config) -> list[Range]:

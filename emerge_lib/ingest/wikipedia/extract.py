@@ -1,7 +1,7 @@
 """One Wikipedia history file → page and paragraph timelines (the Python-heavy half).
 
-A pure worker, like `stages.wikidata_extract`: it streams one dump file and writes Parquet
-into a staging folder; `stages.ingest_wikipedia` commits it. Per article page (namespace
+A pure worker, like `ingest.wikidata.extract`: it streams one dump file and writes Parquet
+into a staging folder; `ingest.wikipedia.commit` commits it. Per article page (namespace
 0; other namespaces are skipped without reading their revisions):
 
 * **Every revision** (cheap: no wikitext cleaning) gives the page's title and redirect

@@ -1,0 +1,215 @@
+"""The fault suite: what a probe of every command with bad input, faults and forged data
+tries, run as a user runs it (the ``emerge`` command in a subprocess, the default
+settings). Each case asserts one line (never a traceback), no credential in any output
+and no process left behind. The forged releases are in system/publish/test_upload.py."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+from s3kit import AnyKeyS3, make_release
+from worlds import TINY, TINY2
+
+from emerge_lib.catalog import Catalog
+
+EMERGE = [sys.executable, "-m", "emerge_lib.cli"]
+SECRETS = {"AWS_ACCESS_KEY_ID": "ASIAFAULTSUITEKEY0001",
+           "AWS_SECRET_ACCESS_KEY": "fault-suite-secret-access-key-0123456789",
+           "AWS_SESSION_TOKEN": "FwoGZXIvYXdzEFAULTSUITESESSIONTOKEN0123456789abcdef",
+           "OPENAI_API_KEY": "sk-fault-suite-api-key-0123456789"}
+CONFIG_SECRET = "config-file-secret-value-0123456789"
+
+
+def emerge(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None,
+           timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*EMERGE, *args], capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **(env or {})}, cwd=cwd)
+
+
+INFO_LINE = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ INFO ")
+
+
+def one_line(run: subprocess.CompletedProcess[str]) -> str:
+    """The single ``emerge: …`` line of a failed run (argparse's usage line allowed)."""
+    lines = [ln for ln in run.stderr.splitlines() if ln.strip() and not ln.startswith("usage:")
+             and not ln.startswith(" ") and not re.search(r"\d+%\|", ln)  # bars
+             and not INFO_LINE.match(ln)]  # what the command was doing
+    assert run.returncode != 0, run.stdout
+    assert "Traceback" not in run.stderr, run.stderr[-3000:]
+    assert len(lines) == 1, run.stderr[-3000:]
+    return lines[0]
+
+
+def test_no_credential_in_any_output_or_file_with_verbose(tmp_path: Path) -> None:
+    release = tmp_path / "release"
+    make_release(release, seed=5, big_mb=0)
+    config = tmp_path / "config.yaml"
+    config.write_text(f"s3: {{secret_access_key: {CONFIG_SECRET}}}\n"
+                      "curation: {additions: {name: m, url: 'http://127.0.0.1:9/v1', "
+                      f"api_key: {CONFIG_SECRET}x}}}}\n")
+    with AnyKeyS3() as server:
+        env = {**SECRETS, "AWS_ENDPOINT_URL": server.endpoint_url,
+               "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent", "AWS_CONFIG_FILE": "/nonexistent",
+               "AWS_EC2_METADATA_DISABLED": "true", "AWS_DEFAULT_REGION": "us-east-1"}
+        runs = [
+            emerge("--verbose", "publish", "--release", str(release), "--to",
+                   "s3://releases/creds", "-c", str(config), env=env),
+            emerge("--verbose", "download", "--from", "s3://releases/creds", "--to",
+                   str(tmp_path / "down"), "-c", str(config), env=env),
+            emerge("--verbose", "config", "-c", str(config), env=env),
+            emerge("--verbose", "tables", "-c", str(config), "--warehouse",
+                   str(tmp_path / "none"), env=env),
+            emerge("--verbose", "download", "--from", "s3://releases/none", "--to",
+                   str(tmp_path / "none-down"), env=env),
+        ]
+        sent = server.headers
+    assert runs[0].returncode == 0 and runs[1].returncode == 0, runs[0].stderr + runs[1].stderr
+    # the credentials were really used (signed requests carry the token) ...
+    assert any(SECRETS["AWS_SESSION_TOKEN"] in str(h) for h in sent)
+    assert any(SECRETS["AWS_ACCESS_KEY_ID"] in str(h) for h in sent)
+    assert any("DEBUG" in r.stderr for r in runs)  # --verbose was on
+    # ... and appear in no output and no file written
+    printed = "".join(r.stdout + r.stderr for r in runs)
+    files = b"".join(p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()
+                     and p != config)
+    for secret in [*SECRETS.values(), CONFIG_SECRET]:
+        assert secret not in printed, f"{secret[:8]}… printed"
+        assert secret.encode() not in files, f"{secret[:8]}… written"
+
+
+def test_argument_errors_are_one_line(tmp_path: Path) -> None:
+    a_file = tmp_path / "a-file"
+    a_file.write_text("x")
+    binary = tmp_path / "binary.yaml"
+    binary.write_bytes(b"\xff\xfe\x00\x01")
+    built = tmp_path / "wh"
+    (built / "instances" / "_delta_log").mkdir(parents=True)
+    cases = {
+        "inspect --at notadate": (["inspect", "statements", "--wikidata", str(a_file), "--at",
+                                   "notadate"], "not an ISO 8601 timestamp"),
+        "-c a folder": (["config", "-c", str(tmp_path)], "is a folder"),
+        "-c not UTF-8": (["config", "-c", str(binary)], "not UTF-8"),
+        "sample --out a file": (["sample", "--out", str(a_file)], str(a_file)),
+        "sample --items -5": (["sample", "--out", str(tmp_path / "s"), "--items", "-5"],
+                              "below 1"),
+        "tables, no warehouse": (["tables", "--warehouse", str(tmp_path / "missing")],
+                                 "does not exist"),
+        "curate, no warehouse": (["curate", "--warehouse", str(tmp_path / "missing")],
+                                 "does not exist"),
+        "corrupt _delta_log": (["tables", "--warehouse", str(built)], "instances"),
+    }
+    (built / "instances" / "_delta_log" / "00000000000000000000.json").write_text("{not json\n")
+    for name, (args, expected) in cases.items():
+        line = one_line(emerge(*args, cwd=tmp_path))
+        assert expected in line, f"{name}: {line}"
+
+
+def test_a_full_disk_is_one_line_naming_the_folder(tmp_path: Path) -> None:
+    small = tmp_path / "small"
+    small.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(small)],
+                             capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip("cannot mount a small tmpfs here")
+    try:
+        line = one_line(emerge("sample", "--out", str(small / "world"), "--items", "300"))
+        assert "no space left on device under" in line and str(small) in line, line
+        subprocess.run(["rm", "-rf", str(small / "world")], check=True)
+        # a download into a full disk: the disk's line at once, not the network's retries
+        # ("run again to resume", "retrying may succeed")
+        make_release(tmp_path / "release", seed=6, big_mb=2)
+        with AnyKeyS3() as server:
+            env = {"AWS_ENDPOINT_URL": server.endpoint_url, "AWS_ACCESS_KEY_ID": "k",
+                   "AWS_SECRET_ACCESS_KEY": "s", "AWS_DEFAULT_REGION": "us-east-1"}
+            assert emerge("publish", "--release", str(tmp_path / "release"), "--to",
+                          "s3://releases/full", env=env).returncode == 0
+            started = time.monotonic()
+            down = emerge("download", "--from", "s3://releases/full", "--to",
+                          str(small / "down"), env=env)
+            took = time.monotonic() - started
+        line = one_line(down)
+        assert "no space left on device under" in line and str(small) in line, line
+        assert "retry" not in line and "resume" not in line and took < 30, (line, took)
+    finally:
+        subprocess.run(["umount", str(small)], check=True)
+
+
+def test_kill_9_of_an_ingest_leaves_no_process(worlds, tmp_path: Path) -> None:
+    world = worlds.world(TINY2)
+    run = subprocess.Popen([*EMERGE, "ingest", "-c", str(world / "config.yaml"),
+                            "--warehouse", str(tmp_path / "wh")],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline, children = time.monotonic() + 120, []
+        while time.monotonic() < deadline and run.poll() is None:
+            found = [c for c in psutil.Process(run.pid).children(recursive=True)
+                     if "python" in c.name()]
+            if len(found) >= 3:  # the resource tracker and the default two workers
+                children = found
+                break
+            time.sleep(0.05)
+        assert children, "the ingest never started its worker pool"
+    finally:
+        os.kill(run.pid, signal.SIGKILL)
+        run.wait()
+    _, alive = psutil.wait_procs(children, timeout=10)
+    assert alive == [], f"{len(alive)} processes outlived the killed ingest"
+    # and the rerun converges
+    rerun = emerge("ingest", "-c", str(world / "config.yaml"), "--warehouse",
+                   str(tmp_path / "wh"))
+    assert rerun.returncode == 0, rerun.stderr[-2000:]
+
+
+def test_kill_9_in_each_layer_then_a_rerun_gives_the_same_release(worlds, tmp_path: Path
+                                                                  ) -> None:
+    """`emerge build` killed with SIGKILL in the ingest (after Wikidata, during Wikipedia),
+    in a snapshot's stages (during passages) and in the release (while it is written),
+    each time on the warehouse and release folder the last one left; the rerun's release
+    is, byte for byte, the release of a build never interrupted, and so are its tables."""
+    world = worlds.world(TINY)
+    env = {"EMERGE__VALIDATION__ENABLED": "false"}  # the gate is its own tests'
+
+    def args(name: str) -> list[str]:
+        return ["build", "-c", str(world / "config.yaml"), "--warehouse",
+                str(tmp_path / name / "wh"), "--out", str(tmp_path / name / "release")]
+
+    reference = emerge(*args("reference"), env=env)
+    assert reference.returncode == 0, reference.stderr[-2000:]
+    for after in ("stage ingest_wikidata", "stage deltas", "stage select"):
+        run = subprocess.Popen([*EMERGE, *args("killed")], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, text=True,
+                               env={**os.environ, **env})
+        assert run.stderr is not None
+        try:
+            for line in run.stderr:
+                if after in line:
+                    break
+            else:
+                raise AssertionError(f"the build ended before {after!r}: {run.wait()}")
+        finally:
+            os.kill(run.pid, signal.SIGKILL)
+            run.wait()
+    rerun = emerge(*args("killed"), env=env)
+    assert rerun.returncode == 0, rerun.stderr[-2000:]
+
+    def files(root: Path) -> dict[str, bytes]:
+        return {p.relative_to(root).as_posix(): p.read_bytes()
+                for p in sorted(root.rglob("*")) if p.is_file()}
+
+    want, got = files(tmp_path / "reference" / "release"), files(tmp_path / "killed" / "release")
+    assert "manifest.json" in want and sorted(got) == sorted(want)
+    assert [name for name in want if got[name] != want[name]] == []
+    assert not list((tmp_path / "killed").glob(".release.*"))  # no half-written release left
+    killed, clean = Catalog(tmp_path / "killed" / "wh"), Catalog(tmp_path / "reference" / "wh")
+    for name in ("statement_timeline", "paragraph_timeline", "stable_statements",
+                 "delta_triples", "passages", "instances"):
+        assert sorted(map(repr, killed.read_arrow(name).to_pylist())) == \
+            sorted(map(repr, clean.read_arrow(name).to_pylist())), name

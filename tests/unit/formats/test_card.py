@@ -1,0 +1,95 @@
+"""The corpus statistics as the authors count them ("rule C", their
+scripts/stats/compute_405bv1_dataset_stats.py:50-69): a triple is LLM-supported by the
+deprecation verdict when D is among its operations, else by the assertion verdict, and is
+counted once, under its first operation; on our lines, the judges' ``asserted_operations``."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+from emerge_lib.formats.card import collect, rule_c
+
+
+def _their_lines(realdata: Path) -> list[dict]:
+    path = realdata / "emerge" / "solved_disagreements.sample.jsonl"
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def test_rule_c_on_the_authors_lines(realdata: Path) -> None:
+    lines = _their_lines(realdata)
+    triples = [t for line in lines for t in line["tkgu_triples"]]
+    for name in ("Meta-Llama-3.1-405B", "Meta-Llama-3.1-8B"):
+        want = Counter()
+        for t in triples:  # the rule read off their script, written out again here
+            prompt = "triple_deprecation" if "d-triples" in t["tkgu_operations"] \
+                else "triple_assertion"
+            said = [a["llm_assessment"] for a in t["llm_assessment"]
+                    if (a["llm_name"], a["llm_prompt_type"]) == (name, prompt)]
+            if said and said[0] is True:
+                want[t["tkgu_operations"][0]] += 1
+        got = Counter(t["tkgu_operations"][0] for t in triples if rule_c(t, name))
+        assert got == want and sum(got.values()) > 0
+    # their default judge is named *_prompt_v1; their released files name it unsuffixed
+    assert [rule_c(t) for t in triples] == [rule_c(t, "Meta-Llama-3.1-405B") for t in triples]
+    # a two-operation triple with D is judged by deprecation and counted under its first op
+    two = next(t for t in triples if t["tkgu_operations"] == ["ee-kg-triples", "d-triples"])
+    deprecation = next(a["llm_assessment"] for a in two["llm_assessment"]
+                       if (a["llm_name"], a["llm_prompt_type"]) ==
+                       ("Meta-Llama-3.1-405B", "triple_deprecation"))
+    assert rule_c(two, "Meta-Llama-3.1-405B") is deprecation
+
+
+def test_our_lines_count_the_judges_asserted_operations() -> None:
+    def triple(ops: list[str], asserted: list[str] | None, judged: bool = True) -> dict:
+        return {"tkgu_operations": ops, "asserted_operations": asserted,
+                "llm_assessment": [{"llm_name": "x"}] if judged else []}
+
+    assert rule_c(triple(["e-triples"], ["e-triples"])) is True
+    assert rule_c(triple(["x-triples"], [])) is False
+    # D among the ops: the deprecation decides, even when the addition was asserted
+    assert rule_c(triple(["d-triples", "e-triples"], ["e-triples"])) is False
+    assert rule_c(triple(["ee-kg-triples", "d-triples"], ["d-triples"])) is True
+    # never judged: unknown (the card says "uncurated"); judged but unparsed: not supported
+    assert rule_c(triple(["e-triples"], None, judged=False)) is None
+    assert rule_c(triple(["e-triples"], None)) is False
+
+
+def test_collect_reads_the_authors_corpus_layout(realdata: Path, tmp_path: Path) -> None:
+    """A folder of snapshot_*/ (their corpus download) reads as our corpus/ does."""
+    lines = _their_lines(realdata)
+    by_snapshot: dict[str, list[dict]] = {}
+    for line in lines:
+        by_snapshot.setdefault(line["delta_dates"][0], []).append(line)
+    for snap, mine in by_snapshot.items():
+        folder = tmp_path / f"snapshot_{snap}"
+        folder.mkdir()
+        (folder / f"delta_{mine[0]['delta_dates'][1]}.jsonl").write_text(
+            "".join(json.dumps({**x, "passage_id": x["hash_id"]}) + "\n" for x in mine))
+    stats = collect(tmp_path, sorted(by_snapshot), {}, "Meta-Llama-3.1-405B")
+    assert sum(len(s.passages) for s in stats) == len(lines)
+    assert sum(sum(s.supported_ops.values()) for s in stats) == sum(
+        1 for x in lines for t in x["tkgu_triples"] if rule_c(t, "Meta-Llama-3.1-405B"))
+    assert all(s.curated for s in stats)
+
+
+def test_the_stats_command_prints_table_2(realdata: Path, tmp_path: Path, capsys) -> None:
+    from emerge_lib.cli import main
+
+    lines = _their_lines(realdata)
+    for line in lines:
+        folder = tmp_path / "corpus" / f"snapshot_{line['delta_dates'][0]}"
+        folder.mkdir(parents=True, exist_ok=True)
+        with (folder / f"delta_{line['delta_dates'][1]}.jsonl").open("a") as fh:
+            fh.write(json.dumps({**line, "passage_id": line["hash_id"]}) + "\n")
+    assert main(["stats", "--release", str(tmp_path), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert sum(r["passages"] for r in rows) == len(lines)
+    assert sum(sum(r["supported_instances"].values()) for r in rows) == sum(
+        1 for x in lines for t in x["tkgu_triples"] if rule_c(t))
+    assert main(["stats", "--release", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "Supported Triples" in out and "d-triples" in out
+    assert main(["stats", "--release", str(tmp_path / "nowhere")]) == 1  # one line, no trace
+    assert "is not a folder" in capsys.readouterr().err

@@ -1,0 +1,53 @@
+"""``emerge diff`` (emerge_lib/hub/diff.py: by hash_id) between small hand-made releases
+(kits/hubkit.py); files only, no engine."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from hubkit import A1, A2, C4, SNAPS, build_release, line, small_release
+
+from emerge_lib.cli import main
+from emerge_lib.formats.layout import corpus_path
+from emerge_lib.hub import open_release
+from emerge_lib.hub.diff import diff_releases
+
+
+@pytest.fixture()
+def release(tmp_path: Path) -> Path:
+    return small_release(tmp_path / "old")
+
+
+def test_diff_lists_what_a_new_release_adds_removes_and_changes(release: Path, tmp_path: Path,
+                                                                 capsys) -> None:
+    """The next quarter: A2's triple lost its judge's support (changed), B1 dropped
+    (removed), a new line in window 2 and a new snapshot (added)."""
+    A2_no = line(SNAPS[0], 2, "a", [("E", "Q1", "Q2"), ("X", "Q1", "Q3")], verdict=False)
+    D2 = line(SNAPS[0], 2, "d", [("E", "Q4", "Q5")])
+    E7 = line("2024-07-01T00:00:00Z", 1, "e", [("X", "Q6", "Q7")])
+    new = build_release(tmp_path / "new", {(SNAPS[0], 1): [A1], (SNAPS[0], 2): [A2_no, D2],
+                                   (SNAPS[1], 1): [C4], ("2024-07-01T00:00:00Z", 1): [E7]},
+                {(SNAPS[0], 1): [], (SNAPS[1], 1): [C4]})
+    report = diff_releases(open_release(release), open_release(new))
+    corpus = report.counts["corpus"]
+    assert dict(corpus["2024-01-01"]) == {"unchanged": 1, "removed": 1, "changed": 1,
+                                          "added": 1}
+    assert dict(corpus["2024-04-01"]) == {"unchanged": 1}
+    assert dict(corpus["2024-07-01"]) == {"added": 1}
+    assert dict(report.totals("evaluation_set")) == {"removed": 1, "added": 1}
+    changed = [c for c in report.changes if c.state == "changed"]
+    assert [(c.hash_id, c.fields) for c in changed] == [(A2["hash_id"], ("tkgu_triples",))]
+    assert {c.hash_id for c in report.changes if c.state == "added"} == {
+        D2["hash_id"], E7["hash_id"], C4["hash_id"]}
+    assert main(["diff", "--old", str(release), "--new", str(new), "--list"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == f"emerge diff {report.old_version} → {report.new_version}"
+    assert any(line.split() == ["corpus", "all", "added", "2", "removed", "1", "changed", "1",
+                                "unchanged", "2"] for line in out)
+    assert f"changed\tcorpus\t{corpus_path(SNAPS[0], 2, 7)}\t{A2['hash_id']}\ttkgu_triples" \
+        in out
+    same = diff_releases(open_release(release), open_release(shutil.copytree(
+        release, tmp_path / "copy")))
+    assert not same.changes and same.old_version == same.new_version

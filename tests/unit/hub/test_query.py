@@ -1,0 +1,46 @@
+"""``emerge query`` (emerge_lib/hub/query.py: DuckDB) on a small hand-made release
+(kits/hubkit.py); files only, no engine."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hubkit import C4, small_release
+
+from emerge_lib.cli import main
+from emerge_lib.hub import open_release
+from emerge_lib.hub.query import QueryError, render, run
+
+
+@pytest.fixture()
+def release(tmp_path: Path) -> Path:
+    return small_release(tmp_path / "old")
+
+
+def test_query_answers_counts_per_operation_and_a_passage(release: Path, capsys) -> None:
+    opened = open_release(release)
+    columns, rows = run(opened, "SELECT operation, count(*) AS n FROM operations "
+                                "GROUP BY ALL ORDER BY ALL")
+    assert columns == ["operation", "n"] and rows == [
+        ("d-triples", 1), ("e-triples", 2), ("ee-kg-triples", 1), ("ee-triples", 1),
+        ("x-triples", 2)]
+    _, rows = run(opened, "SELECT operation, count(*) FROM evaluation_operations GROUP BY ALL")
+    assert rows == [("d-triples", 1)]
+    # window is a keyword of SQL: the column is "window"
+    _, rows = run(opened, f"SELECT snapshot, \"window\", passage FROM lines "
+                          f"WHERE hash_id = '{C4['hash_id']}'")
+    assert [(str(s), w, p) for s, w, p in rows] == [("2024-04-01", 1, C4["passage"])]
+    with pytest.raises(QueryError, match="nope"):
+        run(opened, "SELECT * FROM nope")
+    text = render(["a", "b"], [(1, None), ("x" * 80, [1])])
+    assert text.splitlines()[2].split() == ["1", "NULL"] and "(2 rows)" in text
+    assert text.splitlines()[3] == "x" * 59 + "…  [1]"  # cut at 60 characters
+    assert render(["a"], [(1,)], "csv") == "a\n1\n"
+    assert main(["query", "--release", str(release), "--format", "json",
+                 "SELECT count(*) AS n FROM triples"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"n": 7}
+    assert main(["query", "--release", str(release), "SELECT * FROM nope"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("emerge: ") and len(err.strip().splitlines()) == 1
