@@ -363,7 +363,7 @@ class CurationSettings(_Strict):
     concurrency: int = Field(default=64, ge=1)
     timeout_s: float = Field(default=300.0, gt=0)
     retries: int = Field(default=3, ge=0)  # per request, transient failures and unparsed answers
-    max_requests: int | None = Field(default=None, ge=1)  # a budget per run
+    max_requests: int | None = Field(default=None, ge=1)  # a budget per run (DAG: per model's task)
     max_tokens_per_triple: int = Field(default=64, ge=8)
     temperature: float = Field(default=0.0, ge=0, le=2)
     flush_seconds: float = Field(default=5.0, gt=0)  # verdicts reach the table this often
