@@ -157,13 +157,17 @@ class WikiDumps(_Strict):
         return [str(d) for d in v]
 
 
+#: the wiki each dumps section reads unless it names another
+DUMP_WIKIS = {"wikidata": "wikidatawiki", "wikipedia": "enwiki"}
+
+
 class DumpSettings(_Strict):
     """The dump mirror (Wikimedia's layout) and how to read it."""
 
     mirror: str = "https://dumps.wikimedia.org"
     download_dir: str = ".emerge/dumps"
-    wikidata: WikiDumps = Field(default_factory=lambda: WikiDumps(wiki="wikidatawiki"))
-    wikipedia: WikiDumps = Field(default_factory=lambda: WikiDumps(wiki="enwiki"))
+    wikidata: WikiDumps = Field(default_factory=lambda: WikiDumps(wiki=DUMP_WIKIS["wikidata"]))
+    wikipedia: WikiDumps = Field(default_factory=lambda: WikiDumps(wiki=DUMP_WIKIS["wikipedia"]))
     workers: int = Field(default=0, ge=0, description="0 = one per core")
     # share of revisions, and of pages, that may be rejected before an ingest fails
     # (deleted or suppressed revisions are counted but not held against it)
@@ -189,6 +193,19 @@ class DumpSettings(_Strict):
     @classmethod
     def _mirror(cls, v: str) -> str:
         return _check_url(v, ("http", "https", "file"), "dumps.mirror")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _wiki_names(cls, data: Any) -> Any:
+        """A wiki's section given only its dump dates (a run's ``dump_date``,
+        ``EMERGE__DUMPS__WIKIDATA__DATES``) keeps its wiki."""
+        if isinstance(data, dict):
+            data = dict(data)
+            for kind, wiki in DUMP_WIKIS.items():
+                section = data.get(kind)
+                if isinstance(section, dict) and "wiki" not in section:
+                    data[kind] = {"wiki": wiki, **section}
+        return data
 
 
 class SnapshotSettings(_Strict):
@@ -291,6 +308,9 @@ class LLMRoute(_Strict):
     # the weights' precision as served (bf16, fp8, a GGUF type such as Q4_1): the release's
     # card and croissant.json state it beside the model; unset, they say "not recorded"
     quantization: str | None = None
+    # the servers behind ``url`` (GPU workers of this model): the Airflow pool and Celery
+    # queue of this route's curate task get one slot per worker (emerge_lib.airflow.pools)
+    workers: int = Field(default=1, ge=1, le=256)
 
     @field_validator("url")
     @classmethod
@@ -343,7 +363,7 @@ class CurationSettings(_Strict):
     concurrency: int = Field(default=64, ge=1)
     timeout_s: float = Field(default=300.0, gt=0)
     retries: int = Field(default=3, ge=0)  # per request, transient failures and unparsed answers
-    max_requests: int | None = Field(default=None, ge=1)  # a budget per run
+    max_requests: int | None = Field(default=None, ge=1)  # a budget per run (DAG: per model's task)
     max_tokens_per_triple: int = Field(default=64, ge=8)
     temperature: float = Field(default=0.0, ge=0, le=2)
     flush_seconds: float = Field(default=5.0, gt=0)  # verdicts reach the table this often
