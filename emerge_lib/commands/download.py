@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     cfg = load(args, **s3_overrides(args))
     client = client_for(cfg, unsigned=args.no_sign_request)
     with bars(), byte_bar("download") as (on_total, on_bytes), \
-            _anonymous_hint(args.no_sign_request, S3AccessError):
+            anonymous_hint(args.no_sign_request, S3AccessError):
         report = download_release(args.source, args.to, client, version=args.version,
                                   expect_version=args.expect_version,
                                   manifest_sha256=args.manifest_sha256,
@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 @contextmanager
-def _anonymous_hint(unsigned: bool, access_error: type[Exception]) -> Iterator[None]:
+def anonymous_hint(unsigned: bool, access_error: type[Exception]) -> Iterator[None]:
     """An access error of an anonymous request says the bucket is private, not which AWS
     key is wrong."""
     try:

@@ -23,16 +23,18 @@ def open_source(args: argparse.Namespace, source: str, snapshots: list[str] | No
     """The release at ``source`` (a folder or an S3 URL, fetched verified into the cache)."""
     from emerge_lib.hub import open_release
 
-    client = None
-    if source.startswith("s3://"):
-        from emerge_lib.commands._common import load
-        from emerge_lib.commands.publish import s3_overrides
-        from emerge_lib.publish import client_for
+    if not source.startswith("s3://"):
+        return open_release(source, snapshots=snapshots or (), cache_dir=args.cache_dir)
+    from emerge_lib.commands._common import load
+    from emerge_lib.commands.download import anonymous_hint
+    from emerge_lib.commands.publish import s3_overrides
+    from emerge_lib.publish import S3AccessError, client_for
 
-        cfg = load(args, **s3_overrides(args))
+    cfg = load(args, **s3_overrides(args))
+    with anonymous_hint(args.no_sign_request, S3AccessError):
         client = client_for(cfg, unsigned=args.no_sign_request)
-    return open_release(source, snapshots=snapshots or (), cache_dir=args.cache_dir,
-                        client=client)
+        return open_release(source, snapshots=snapshots or (), cache_dir=args.cache_dir,
+                            client=client)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
