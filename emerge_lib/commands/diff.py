@@ -18,6 +18,11 @@ def register(sub: argparse._SubParsersAction) -> None:
             "fields that differ) and unchanged. See docs/using-a-release.md."
         ),
     )
+    from emerge_lib.commands._common import examples
+
+    examples(p, "emerge diff --old release-2024Q1 --new demo/release",
+             "emerge diff --old s3://my-bucket/emerge/v/0123456789abcdef --new demo/release "
+             "--list")
     p.add_argument("--old", required=True, metavar="REL", help="the earlier release")
     p.add_argument("--new", required=True, metavar="REL", help="the later release")
     p.add_argument("--list", action="store_true",

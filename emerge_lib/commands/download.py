@@ -21,6 +21,13 @@ def register(sub: argparse._SubParsersAction) -> None:
             "--to (absolute, '..', a duplicate) is refused before anything is written. See docs/publishing.md."
         ),
     )
+    from emerge_lib.commands._common import examples
+
+    examples(p, "emerge download --from s3://my-bucket/emerge --to emerge-release",
+             "emerge download --from s3://my-bucket/emerge --to test-only "
+             "--snapshot 2024-01-01 --evaluation-set-only",
+             "emerge download --from s3://public-bucket/emerge --to emerge-release "
+             "--no-sign-request --expect-version 0123456789abcdef")
     p.add_argument("--from", dest="source", required=True, metavar="s3://BUCKET/PREFIX",
                    help="where the release was published")
     p.add_argument("--to", required=True, metavar="DIR", help="destination folder")

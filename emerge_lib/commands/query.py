@@ -46,12 +46,18 @@ def register(sub: argparse._SubParsersAction) -> None:
             "a cache) with DuckDB. Views: lines, evaluation (the lines, with snapshot and "
             "delta_end in front), triples (a row per TKGU triple), operations (a row per "
             "triple and operation), evaluation_triples, evaluation_operations, kg_triples, "
-            "entities, relations, instances. Example: emerge query --release DIR "
-            "\"SELECT operation, count(*) FROM operations GROUP BY ALL ORDER BY ALL\". "
-            "See docs/using-a-release.md."
+            "entities, relations, instances. See docs/using-a-release.md."
         ),
     )
-    p.add_argument("sql", help="the SQL statement")
+    from emerge_lib.commands._common import examples
+
+    examples(p, "emerge query --release demo/release \"SELECT operation, count(*) FROM "
+             "operations GROUP BY ALL ORDER BY ALL\"",
+             "emerge query --release demo/release --format csv \"SELECT hash_id, passage "
+             "FROM evaluation LIMIT 3\"",
+             "emerge query --release s3://my-bucket/emerge --snapshot 2024-01-01 "
+             "\"SELECT count(*) FROM lines\"")
+    p.add_argument("sql", help="the SQL statement (DuckDB's dialect, over the views above)")
     p.add_argument("--release", required=True, metavar="DIR|s3://BUCKET/PREFIX",
                    help="the release: a folder, or a published one")
     p.add_argument("--format", choices=("table", "csv", "json"), default="table",
