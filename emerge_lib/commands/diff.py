@@ -28,6 +28,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--list", action="store_true",
                    help="also every line that differs: state, section, file, hash_id, fields")
     p.add_argument("--json", action="store_true", help="the whole report as JSON")
+    p.add_argument("--unverified", action="store_true",
+                   help="compare a release whose files no longer match its manifest (by "
+                        "default refused: its version does not name what is there); each "
+                        "mismatch is printed as a warning")
     add_release_flags(p)
     p.set_defaults(func=run)
 
@@ -38,7 +42,8 @@ def run(args: argparse.Namespace) -> int:
     from emerge_lib.commands.query import open_source
     from emerge_lib.hub.diff import diff_releases
 
-    report = diff_releases(open_source(args, args.old), open_source(args, args.new))
+    report = diff_releases(open_source(args, args.old), open_source(args, args.new),
+                           verify=not args.unverified)
     if args.json:
         print(json.dumps(report.to_dict(), indent=1))
         return 0

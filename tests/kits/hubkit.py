@@ -105,8 +105,10 @@ def check_croissant(release: Path, truth: Truth, records: int = 3) -> dict[str, 
     import mlcroissant as mlc
 
     doc = json.loads((release / "croissant.json").read_text())
-    assert doc["version"] == read_manifest(release)["version"]
+    assert doc["version"].endswith("+" + read_manifest(release)["version"])
+    assert doc["datePublished"]
     dataset = mlc.Dataset(jsonld=str(release / "croissant.json"))
+    assert not dataset.metadata.ctx.issues.warnings, dataset.metadata.ctx.issues.warnings
     got = {}
     for record_set in doc["recordSet"]:
         name = record_set["@id"]
