@@ -26,6 +26,7 @@ COMMAND_MODULES = [
     "emerge_lib.commands.inspect",
     "emerge_lib.commands.tables",
     "emerge_lib.commands.stats",
+    "emerge_lib.commands.validate",
     "emerge_lib.commands.config",
     "emerge_lib.commands.evaluate",
     "emerge_lib.commands.annotate",

@@ -497,7 +497,8 @@ def _structure(out: Path, prepared: Prepared, configs: Sequence[Mapping[str, Any
         [f"`{PARQUET_TRIPLES}/`", "the corpus lines' triples, one row each"],
         ["`parquet/instances.parquet`", "the instances: one row per (line, triple, operation)"],
         ["`human_annotation/`", "human verdicts, when annotated"],
-        ["`validation/`", "the validation results and Data Docs"],
+        ["`validation/`", "the validation results (`results.json`) and every check on a "
+         "page that opens offline (`index.html`)"],
         ["`croissant.json`", "Croissant 1.1 metadata with its responsible-AI fields"],
         ["`manifest.json`", "every file with its size and sha256; the version"],
     ]
@@ -552,18 +553,16 @@ def _validation(out: Path, line: str, facts: CardFacts) -> str:
     verdict = facts.validation or {}
     parts = [f'<div id="validation">\n\n{line}\n\n</div>']
     states = verdict.get("snapshots") or {}
-    docs = str(verdict.get("docs") or "validation/docs/")
+    page = verdict.get("page")  # validation/index.html: every check, offline
     if states:
-        def links(snap: str) -> str:
-            pages = [f"{docs}{snapshot_dir_name(snap)}/{suite}/index.html"
-                     for suite in ("tables", "release")]
-            return ", ".join(f"[{page.split('/')[-2]}]({page})" for page in pages
-                             if (out / page).is_file()) or "–"
+        def link(snap: str) -> str:
+            return f"[checks]({page}#snapshot-{snap[:10]})" if page else "–"
 
-        rows = [[label(snap), _cell(st.get("tables")), _cell(st.get("release")), links(snap)]
+        rows = [[label(snap), _cell(st.get("tables")), _cell(st.get("release")),
+                 _cell(st.get("validated_at") or "–"), link(snap)]
                 for snap, st in sorted(states.items())]
         parts.append(_markdown_table(["snapshot", "table suites", "release suites",
-                                      "Data Docs"], rows))
+                                      "tables checked at", "page"], rows))
         empty = [f"- {label(snap)}: {w}" for snap, st in sorted(states.items())
                  for w in st.get("warnings") or ()]
         if empty:  # warnings: what the history did not give (they block nothing)
