@@ -12,6 +12,7 @@ import importlib
 import logging
 import sys
 from collections.abc import Sequence
+from typing import Any, NoReturn
 
 from emerge_lib import __version__
 
@@ -25,6 +26,7 @@ COMMAND_MODULES = [
     "emerge_lib.commands.inspect",
     "emerge_lib.commands.tables",
     "emerge_lib.commands.stats",
+    "emerge_lib.commands.validate",
     "emerge_lib.commands.config",
     "emerge_lib.commands.evaluate",
     "emerge_lib.commands.annotate",
@@ -36,16 +38,66 @@ COMMAND_MODULES = [
 ]
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse without prefix matching (``--releas`` is refused, not taken for
+    ``--release``), and a mistyped command, choice or flag gets "did you mean". Every
+    sub-command's parser is one of these (argparse makes them of the parent's class)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["allow_abbrev"] = False
+        super().__init__(*args, **kwargs)
+        self._given: list[str] = []
+
+    def parse_known_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
+                         namespace: Any = None) -> tuple[Any, list[str]]:
+        self._given = list(sys.argv[1:] if args is None else args)
+        namespace, extras = super().parse_known_args(args, namespace)
+        if extras and not any(isinstance(a, argparse._SubParsersAction) for a in self._actions):
+            # a command's own parser says what it does not know, with its own flags to
+            # suggest (the top parser would only know its own)
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return namespace, extras
+
+    def error(self, message: str) -> NoReturn:
+        super().error(message + did_you_mean(message, self._given,
+                                             list(self._option_string_actions)))
+
+
+def did_you_mean(message: str, given: Sequence[str], flags: Sequence[str]) -> str:
+    """" (did you mean …?)" for argparse's ``message``: the closest choice to an invalid
+    one, the closest flag to each flag ``given`` that the parser does not have; "" when
+    nothing is close."""
+    import difflib
+    import re
+
+    guesses: list[str] = []
+    if choice := re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)$", message):
+        options = [c.strip().strip("'\"") for c in choice[2].split(",")]
+        guesses += [f"did you mean '{m}'?"
+                    for m in difflib.get_close_matches(choice[1], options, n=1)]
+    for word in dict.fromkeys(w.split("=", 1)[0] for w in given):
+        if word.startswith("--") and word not in flags:
+            guesses += [f"{word}: did you mean {m}?"
+                        for m in difflib.get_close_matches(word, flags, n=1, cutoff=0.7)]
+    return f" ({'; '.join(guesses)})" if guesses else ""
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    from emerge_lib.commands._common import examples
+
+    parser = Parser(
         prog="emerge",
         description=(
             "Build, extend and publish the EMERGE benchmark for text-driven knowledge-graph "
             "updating from Wikimedia revision-history dumps."
         ),
     )
-    parser.add_argument("--version", action="version", version=f"emerge {__version__}")
-    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    examples(parser, "emerge demo", "emerge query --release demo/release \"SELECT operation, "
+             "count(*) FROM operations GROUP BY ALL\"", "emerge build --help")
+    parser.add_argument("--version", action="version", version=f"emerge {__version__}",
+                        help="print the version and exit")
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="debug logging, and the traceback of an error")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(sub)

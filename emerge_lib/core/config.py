@@ -36,7 +36,7 @@ from emerge_lib.core.schedule import SnapshotPlan, parse_utc
 ENV_PREFIX = "EMERGE__"
 log = logging.getLogger(__name__)
 
-# DESIGN.md §1: end qualifiers deprecate, start qualifiers are addition evidence.
+# docs/semantics.md §1: end qualifiers deprecate, start qualifiers are addition evidence.
 DEFAULT_END_QUALIFIERS = [
     "P582", "P1326", "P576", "P570", "P730", "P2032", "P2669", "P3999", "P7125",
 ]
@@ -230,7 +230,8 @@ class StabilitySettings(_Strict):
 
 class PassageSettings(_Strict):
     # cumulative (the released data): a passage of delta k is new since t and first appeared
-    # in (t, τ_k]; first_appearance (DESIGN §1.1): it first appeared in (τ_{k-1}, τ_k]
+    # in (t, τ_k]; first_appearance (docs/semantics.md §1.1): it first appeared in
+    # (τ_{k-1}, τ_k]
     windows: Literal["cumulative", "first_appearance"] = "cumulative"
     min_tokens: int = Field(default=25, ge=1)
     max_tokens: int = Field(default=1000, ge=1)
@@ -261,7 +262,7 @@ PidList = Annotated[list[str], BeforeValidator(lambda v: _pid_list(list(v)))]
 
 class DeltaSettings(_Strict):
     """How additions and deprecations are classified (defaults: what the released data shows,
-    DESIGN.md §1.3; the §1.1-1.2 rule is ``not_in_snapshot`` without window additions)."""
+    docs/semantics.md §1.3; the §1.1-1.2 rule is ``not_in_snapshot`` without window additions)."""
 
     # created_after_snapshot: an entity is emerging when its item was created at or after t;
     # not_in_snapshot: when it is not in V_t
@@ -477,7 +478,7 @@ class EvaluationSettings(_Strict):
 
 
 class Config(_Strict):
-    """The whole configuration. Every number of DESIGN.md §1.1 is a field here."""
+    """The whole configuration. Every number of docs/semantics.md §1.1 is a field here."""
 
     warehouse: str = ".emerge/warehouse"
     engine: EngineSettings = Field(default_factory=EngineSettings)

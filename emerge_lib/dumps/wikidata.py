@@ -7,7 +7,7 @@ without allocating a Python object for it (and keep the GC out of it). A generic
 orjson/json walker handles anything the typed schema rejects (odd historic values), so
 the fast path never costs correctness.
 
-Both serializations found in history dumps are read (DESIGN §1.1):
+Both serializations found in history dumps are read (docs/semantics.md §1.1):
 
 * current: ``id``/``type``/``labels``/``descriptions``/``sitelinks``/``claims`` (a map
   pid -> statements with ``mainsnak``, ``rank``, ``qualifiers``, ``id``);

@@ -6,11 +6,11 @@ ingested with their sha1, the snapshot, window and semantics settings, a hash of
 effective configuration and the code version (not the Delta versions read: a rerun makes
 new ones from the same rows).
 
-The manifest holds no clock time, so rebuilding the same tables gives a byte-identical
-manifest, and ``version`` (a hash of the file list) names the content: publishing the same
+The manifest holds no clock time of its writing (only when the tables' checks ran, a fact
+of the tables), so rebuilding the same tables gives a byte-identical manifest, and ``version`` (a hash of the file list) names the content: publishing the same
 release twice is the same version, and a reader can tell two releases apart by it alone.
-The files that state the version (the card, README.md and card.html, and croissant.json:
-``SELF_DESCRIBING``) cannot be part of its hash, which would have to contain itself: they
+The files that state the version (the card, README.md and card.html, croissant.json, and
+the validation page, validation/index.html: ``SELF_DESCRIBING``) cannot be part of its hash, which would have to contain itself: they
 are listed and verified like every file, but the version names the rest (the data, the
 validation results, the plots, release.json). A card-only change therefore keeps the
 version, as a change of ``code_version`` does: publishing it again keeps the first
@@ -30,12 +30,13 @@ from pathlib import Path
 from typing import Any
 
 from emerge_lib.core.errors import EmergeError  # standard library only, as this module
-from emerge_lib.formats.layout import CARD, CARD_HTML, CROISSANT
+from emerge_lib.formats.layout import CARD, CARD_HTML, CROISSANT, VALIDATION_PAGE
 
 SCHEMA_VERSION = 1
 MANIFEST = "manifest.json"
-#: the files that state the release's version, hence outside its hash (see above)
-SELF_DESCRIBING = frozenset({CARD, CARD_HTML, CROISSANT})
+#: the files that state the release's version, hence outside its hash (see above); the
+#: validation page also states when the checks ran
+SELF_DESCRIBING = frozenset({CARD, CARD_HTML, CROISSANT, VALIDATION_PAGE})
 CHUNK = 1 << 20
 
 

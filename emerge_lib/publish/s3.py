@@ -125,9 +125,15 @@ def make_client(s3: S3Settings, *, session: Any = None, profile: str | None = No
     import boto3
     from botocore import UNSIGNED
     from botocore.config import Config
+    from botocore.exceptions import ProfileNotFound
 
     if session is None:
-        session = boto3.Session(profile_name=profile) if profile else boto3.Session()
+        try:
+            session = boto3.Session(profile_name=profile) if profile else boto3.Session()
+        except ProfileNotFound as exc:  # a line, not botocore's traceback
+            raise S3AccessError(f"{exc}: set AWS_PROFILE (publish.profile, --profile) to a "
+                                "profile of ~/.aws/config, or give AWS_ACCESS_KEY_ID and "
+                                "AWS_SECRET_ACCESS_KEY") from None
     config = Config(
         max_pool_connections=max(10, workers * 2),
         retries={"mode": "standard", "total_max_attempts": retries + 1},

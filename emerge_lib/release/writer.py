@@ -45,6 +45,7 @@ from emerge_lib.formats.layout import (
     KG_SNAPSHOT_TABLES,
     LISTING,
     PLOTS,
+    VALIDATION_PAGE,
     corpus_path,
     delta_file_name,
     evaluation_path,
@@ -220,8 +221,8 @@ def _describe(reads: Reads, out: Path, summary: ReleaseSummary,
               report: ReleaseValidation | None, dataset_settings: Mapping[str, Any]) -> None:
     """The validation results, the card's statistics and plots, release.json, then what
     states the version (``release.describe``) and the manifest."""
-    if report is not None:
-        summary.files += report.files
+    if report is not None:  # the results, and the page of its checks (written by describe)
+        summary.files += [*report.files, VALIDATION_PAGE]
     kg_rows = {snap: {name: summary.parquet_rows[kg_parquet_path(snap, name)]
                       for name in KG_SNAPSHOT_TABLES} for snap in summary.snapshots}
     prepared = prepare(out, summary.snapshots, kg_rows)

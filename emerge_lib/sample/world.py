@@ -209,7 +209,8 @@ class World:
     # ---- truth
     def truth(self, settings: TruthSettings = RELEASED) -> tuple[list[dict], list[dict]]:
         """truth rows and traps under ``settings`` (RELEASED: the defaults, what the
-        released data shows; DESIGN: DESIGN §1.1-1.2), after checking the plan's promises."""
+        released data shows; DESIGN: docs/semantics.md §1.1-1.2), after checking the plan's
+        promises."""
         calc = PlanTruth(self.plan, settings)
         rows = []
         for t in self.snapshots:

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import argparse
+import shlex
 import subprocess
 import sys
 
@@ -29,6 +31,67 @@ def test_every_subcommand_has_help(command: str, capsys: pytest.CaptureFixture[s
         main([command, "--help"])
     assert info.value.code == 0
     assert "usage: emerge " + command in capsys.readouterr().out
+
+
+def parsers() -> list[tuple[str, argparse.ArgumentParser]]:
+    """Every parser of the command, the top one and each sub-command's, with its path."""
+    found = [("emerge", build_parser())]
+    for path, parser in found:
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                found += [(f"{path} {name}", sub) for name, sub in action.choices.items()]
+    return found
+
+
+def test_every_command_shows_examples_and_every_argument_says_what_it_is() -> None:
+    """Each parser has an ``examples:`` epilog of command lines that parse (so an example
+    cannot name a flag that is gone), a description (sub-commands), no prefix matching;
+    each argument has a help text; no help cites a file outside the repository."""
+    from emerge_lib.commands._common import EXAMPLES
+
+    all_parsers = parsers()
+    assert len(all_parsers) > 20
+    for path, parser in all_parsers:
+        assert parser.allow_abbrev is False, path
+        assert path == "emerge" or parser.description, f"{path}: no description"
+        assert (parser.epilog or "").startswith(EXAMPLES), f"{path}: no example"
+        lines = parser.epilog.splitlines()[1:]
+        assert lines, path
+        for line in lines:
+            words = shlex.split(line)
+            argv = words[:next((n for n, w in enumerate(words) if w in (">", "|")),
+                               len(words))]  # the command, not a shell redirection
+            assert argv[:len(path.split())] == path.split(), (path, line)
+            if "--help" not in argv:
+                build_parser().parse_args(argv[1:])  # SystemExit here: a bad example
+        for action in parser._actions:
+            if action.help == argparse.SUPPRESS or isinstance(
+                    action, argparse._HelpAction | argparse._SubParsersAction):
+                continue
+            assert action.help and len(action.help) > 10, (path, action.option_strings
+                                                           or action.dest)
+        assert "DESIGN" not in parser.format_help(), path
+
+
+@pytest.mark.parametrize(("argv", "says"), [
+    (["biuld", "--out", "x"], "invalid choice: 'biuld'"),
+    (["query", "--releas", "DIR", "SELECT 1"], "--releas: did you mean --release?"),
+    (["query", "--release", "DIR", "--formt", "csv", "SELECT 1"],
+     "--formt: did you mean --format?"),
+    (["query", "--release", "DIR", "--format", "jsn", "SELECT 1"], "did you mean 'json'?"),
+    (["--verbos"], "--verbose"),
+    (["annotate", "agrement"], "did you mean 'agreement'?"),
+])
+def test_a_mistyped_command_or_flag_is_refused_with_a_suggestion(argv: list[str], says: str,
+                                                                 capsys) -> None:
+    """No prefix matching (``--releas`` is not taken for ``--release``: a flag renamed
+    later would silently change meaning), and the nearest name is suggested."""
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and says in err, err
+    if argv[0] == "biuld":
+        assert "did you mean 'build'?" in err
 
 
 def test_config_command_reports_bad_files(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -75,7 +138,7 @@ def test_the_default_workers_is_a_pool_of_one_process_per_core(
             raise EmergeError(f"a pool of {workers} processes")
 
     monkeypatch.setattr(ingest, "WorkerPool", StopAtThePool)
-    dump = write_bz2(tmp_path / "wikidatawiki-20240201-pages-meta-history1.xml-p1p1.bz2", [
+    dump = write_bz2(tmp_path / "wikidatawiki-20240301-pages-meta-history1.xml-p1p1.bz2", [
         PageSpec(1, "Q1", [Rev(1, "2023-12-01T00:00:00Z", item("Q1", [claim("P31", "Q5", "a")],
                                                               "One"))])])
     where = [] if command[0] == "inspect" else ["--warehouse", str(tmp_path / "wh")]

@@ -94,7 +94,8 @@ def test_rows_outside_the_partition_are_refused_and_nothing_is_written(catalog: 
 
 
 def test_sail_trap_dynamic_overwrite_replaces_whole_table(catalog: Catalog, spark) -> None:
-    """Characterizes the Sail 0.7 trap the catalog avoids (DESIGN.md §4).
+    """Characterizes the Sail 0.7 trap the catalog avoids (docs/architecture.md, "The
+    catalog and its write modes").
 
     If this starts failing, Sail fixed dynamic partition overwrite; the catalog's guard
     stays correct either way.

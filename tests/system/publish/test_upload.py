@@ -17,6 +17,7 @@ from s3kit import (
     LEAKED_KEYS,
     PASSED,
     PUBLIC_BUCKET,
+    cli_env,
     client_of,
     keys,
     make_release,
@@ -47,21 +48,6 @@ def publish(release: Path, to: str, client: Any, tmp_path: Path, **settings: Any
     ctx = StageContext(cfg, Catalog(tmp_path / "warehouse"), release_dir=release,
                        s3_client=client)
     return run_stage(ctx, "publish").detail
-
-
-def cli_env(monkeypatch: pytest.MonkeyPatch, server: Any, identity: str | None) -> None:
-    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
-                 "AWS_PROFILE", "AWS_ENDPOINT_URL"):
-        monkeypatch.delenv(name, raising=False)
-    # no shared files, no instance metadata: credentials only from what the test sets
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
-    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")
-    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
-    env = server.environment(identity or "publisher")
-    for name, value in env.items():
-        if identity is not None or not name.startswith("AWS_") or name.endswith("REGION"):
-            monkeypatch.setenv(name, value)
-    monkeypatch.setenv("EMERGE__S3__ENDPOINT_URL", server.endpoint_url)
 
 
 def files_of(root: Path) -> dict[str, bytes]:

@@ -29,7 +29,7 @@ def test_defaults_follow_design() -> None:
 
 def test_semantics_default_to_what_the_released_data_shows(tmp_path: Path) -> None:
     """The three switches of docs/data-model.md default to the released data, not to the
-    DESIGN §1.1 rule; each can still be set to it."""
+    docs/semantics.md §1.1 rule; each can still be set to it."""
     cfg = load_config(environ={})
     assert cfg.passages.windows == "cumulative"
     assert cfg.deltas.emerging == "created_after_snapshot"

@@ -63,13 +63,15 @@ def test_the_version_names_the_content(tmp_path: Path) -> None:
 
 
 def test_the_files_that_state_the_version_are_outside_its_hash(tmp_path: Path) -> None:
-    """The card and croissant.json state the version, so they cannot be part of its hash:
-    changing them keeps the version, yet they are listed and verified like every file."""
+    """The card, croissant.json and the validation page state the version (the page also
+    when the checks ran), so they cannot be part of its hash: changing them keeps the
+    version, yet they are listed and verified like every file."""
     root = release(tmp_path)
     (root / "croissant.json").write_text("{}\n")
     files = [*FILES, "croissant.json"]
     first = write_manifest(root, files, meta={})
-    assert {"README.md", "card.html", "croissant.json"} == SELF_DESCRIBING
+    assert {"README.md", "card.html", "croissant.json",
+            "validation/index.html"} == SELF_DESCRIBING
     (root / "README.md").write_text("# card, version 0123 stated\n")
     (root / "croissant.json").write_text('{"version": "0123"}\n')
     second = write_manifest(root, files, meta={})

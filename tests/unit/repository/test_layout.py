@@ -188,3 +188,20 @@ def test_llama_cpp_is_compiled_where_installed_and_for_any_x86_64_cpu() -> None:
         install = next(line for line in text.splitlines() if "-r requirements.txt" in line)
         assert 'CMAKE_ARGS="-DGGML_NATIVE=OFF' in install
 
+
+
+def test_citations_name_pages_of_the_repository() -> None:
+    """The code and the docs cite the definitions as docs/semantics.md §…, the page that
+    holds them here; a design file outside the repository is no citation a reader can
+    follow (and `emerge sample --help` showed one)."""
+    name = "DESIGN"  # spelled apart, so that this test does not find itself
+    cited = re.compile(rf"{name}(\.md)?\s*§|{name}\.md|{name}'s")
+    found = [f"{p.relative_to(REPO)}:{n}" for folder in ("emerge_lib", "dags", "scripts",
+                                                          "benchmarks", "docs", "tests")
+             for p in sorted((REPO / folder).rglob("*")) if p.suffix in (".py", ".md")
+             for n, text in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+             if cited.search(text)]
+    assert found == []
+    sections = (REPO / "docs" / "semantics.md").read_text(encoding="utf-8")
+    for section in ("### 1.1 ", "### 1.2 ", "### 1.3 "):
+        assert section in sections
