@@ -221,6 +221,7 @@ def validate_release(catalog: Catalog, out: Path, snapshots: list[str],
     states: dict[str, dict[str, str | list[str]]] = {}
     problems: list[str] = []  # bad data: the release fails
     unvalidated: list[str] = []  # not checked on these rows: written, not publishable
+    stale: list[str] = []  # checked on other rows: changed by a concurrent writer
     raised: list[str] = []
     for snap in snapshots:
         name = snapshot_dir_name(snap)
@@ -230,7 +231,7 @@ def validate_release(catalog: Catalog, out: Path, snapshots: list[str],
         elif stored and any(_blocks(r) for r in stored):
             tables = "failed"
         else:
-            tables = "not validated on the rows released (run the validate stage)"
+            tables = "not validated on the rows released"
         if stored:
             _download_dir(f"{docs_uri(catalog.warehouse, snap)}/docs",
                           folder / "docs" / name / "tables")
@@ -250,6 +251,8 @@ def validate_release(catalog: Catalog, out: Path, snapshots: list[str],
             problems.append(f"{snap}: tables failed their suites")
         elif tables != "passed":
             unvalidated.append(snap)
+            if stored:
+                stale.append(snap)
         if not report.success:
             problems.append(f"{snap}: release files: {report.summary()}")
         raised += [r.line() for r in report.raised]
@@ -282,9 +285,19 @@ def validate_release(catalog: Catalog, out: Path, snapshots: list[str],
                                    "manifest says so and nothing will publish it")
     elif unvalidated:
         verdict["reason"] = (f"snapshots {', '.join(unvalidated)} were not validated on the "
-                             "rows released (run the validate stage)")
-        log.warning("release: %s; the release is written but not publishable",
-                    verdict["reason"])
+                             "rows released")
+        if stale:
+            # validated, then rewritten before the release read them (a concurrent build of
+            # the snapshot): a release nothing will publish is a failed run, not a warning
+            failure = ValidationFailed(
+                f"release: snapshots {', '.join(stale)} changed after their validation (as "
+                "a concurrent build of the same snapshot does); the release is written but "
+                "not publishable: run `emerge build` again (under Airflow: the snapshot's "
+                "validate and release tasks)", retryable=True)
+        else:
+            log.warning("release: %s (the validate stage never ran on them: `emerge build` "
+                        "runs it); the release is written but not publishable",
+                        verdict["reason"])
     return ReleaseValidation(files, verdict, failure)
 
 
