@@ -56,7 +56,8 @@ for _home in (AIRFLOW_TEST_HOME, HF_TEST_HOME):
 #: (`--no-loadscope-reorder`; its default order is by number of tests)
 LONGEST_FIRST = ("system/test_dags_scheduler.py", "system/demo/test_dagtest.py",
                  "system/annotation/test_labelstudio.py",
-                 "e2e/core/test_engine.py", "e2e/commands/test_build.py",
+                 "e2e/core/test_engine.py", "e2e/commands/test_build_concurrent.py",
+                 "e2e/commands/test_build.py",
                  "e2e/pipeline/test_runner_more_seeds.py", "e2e/pipeline/test_runner.py",
                  "e2e/curation/test_verdicts.py", "system/curation/test_verdicts.py",
                  "e2e/formats/test_format.py", "unit/evaluation/test_run.py",
