@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from emerge_lib.core.errors import EmergeError  # standard library only, as this module
-from emerge_lib.formats.layout import CARD, CARD_HTML, CROISSANT
+from emerge_lib.formats.layout import CARD, CARD_HTML, CORPUS, CROISSANT, EVALUATION_SET
 
 SCHEMA_VERSION = 1
 MANIFEST = "manifest.json"
@@ -154,6 +154,21 @@ def file_entries(out_dir: str | Path, paths: Iterable[str] | None = None,
         entries.append({"path": rel, "bytes": path.stat().st_size,
                         "sha256": sha256_file(path), "rows": _rows(path)})
     return entries
+
+
+def is_line_file(rel: str) -> bool:
+    """Whether ``rel`` is a file of lines the release suites check (a JSONL file of the
+    corpus or of the evaluation set)."""
+    return rel.endswith(".jsonl") and rel.split("/", 1)[0] in (CORPUS, EVALUATION_SET)
+
+
+def validated_files(out_dir: str | Path) -> dict[str, str]:
+    """The line files of a release being validated, with their sha256: what its validation
+    results record, so that the publish gate holds the files to what was checked, not to
+    a manifest that can be written again after an edit."""
+    root = Path(out_dir)
+    found = (p.relative_to(root).as_posix() for p in root.rglob("*.jsonl") if p.is_file())
+    return {rel: sha256_file(root / rel) for rel in sorted(found) if is_line_file(rel)}
 
 
 def content_version(files: Iterable[Mapping[str, Any]]) -> str:

@@ -265,8 +265,10 @@ def validate_release(catalog: Catalog, out: Path, snapshots: list[str],
         if not annotation.success:
             problems.append(annotation_verdict(annotation)["reason"])
     success = not problems and not unvalidated
+    from emerge_lib.formats.manifest import validated_files
+
     (folder / "results.json").write_text(json.dumps(
-        {"success": success, "snapshots": results,
+        {"success": success, "snapshots": results, "files": validated_files(out),
          **({"human_annotation": annotation.to_dict()} if annotation else {})},
         indent=1, sort_keys=True, default=str) + "\n", encoding="utf-8")
     files = sorted(p.relative_to(out).as_posix() for p in folder.rglob("*") if p.is_file())
