@@ -539,7 +539,7 @@ def _set_path(tree: dict[str, Any], path: list[str], value: Any) -> None:
 def env_overrides(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
     """``EMERGE__SNAPSHOTS__WINDOWS=3`` → ``{"snapshots": {"windows": 3}}`` (values are YAML).
 
-    A secret (``EMERGE__S3__SECRET_ACCESS_KEY``, ``…__API_KEY``: a key named like one) is
+    A secret (``EMERGE__S3__SECRET_ACCESS_KEY``, ``…__API_KEY``: a SecretStr setting) is
     taken as the plain string it is, never as YAML, and masked in every later line: read
     as YAML, a key starting with ``*`` showed in an error minus its first character, one
     starting with ``[ { ! @ % "`` or a backtick failed every command, ``null`` and ``~``
@@ -573,11 +573,9 @@ def env_overrides(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
 
 
 def _is_secret(key: str) -> bool:
-    """Whether a setting's key names a secret (the SecretStr fields, and any key named
-    like a credential)."""
-    from emerge_lib.core.logs import SECRET_NAME
-
-    return key in _SECRET_FIELDS or bool(SECRET_NAME.search(key))
+    """Whether a setting's key names a secret (a SecretStr field; a key named like a
+    credential is not enough: ``max_tokens`` is a number)."""
+    return key in _SECRET_FIELDS
 
 
 def _secret_fields(model: type[BaseModel]) -> set[str]:

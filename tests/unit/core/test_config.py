@@ -222,6 +222,9 @@ def test_a_secret_from_the_environment_is_taken_as_the_string_it_is(value: str) 
     env = {"EMERGE__S3__SECRET_ACCESS_KEY": value, "EMERGE__CURATION__ADDITIONS__API_KEY": value}
     assert env_overrides(env) == {"s3": {"secret_access_key": value},
                                   "curation": {"additions": {"api_key": value}}}
+    # a setting named like a credential that is not one stays YAML
+    assert env_overrides({"EMERGE__PASSAGES__MAX_TOKENS": "500"}) == {
+        "passages": {"max_tokens": 500}}
     cfg = load_config(environ={**env, "EMERGE__CURATION__ADDITIONS__URL": "http://h/v1",
                                "EMERGE__CURATION__ADDITIONS__NAME": "m"})
     assert cfg.s3.secret_access_key is not None
