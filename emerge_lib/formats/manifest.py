@@ -46,6 +46,12 @@ class ManifestError(EmergeError):
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _DRIVE = re.compile(r"[A-Za-z]:")
+#: a release's deepest path has 9 components and 154 characters (the Data Docs'): the caps
+#: leave room, and refuse a forged path of thousands of components (it passed the rule,
+#: then failed a download after 88 files with RecursionError) or one no filesystem takes
+MAX_PATH_DEPTH = 32
+MAX_PATH_CHARS = 1024
+MAX_NAME_BYTES = 255  # a file name (NAME_MAX)
 
 
 def path_problem(path: object) -> str | None:
@@ -54,9 +60,17 @@ def path_problem(path: object) -> str | None:
     A release's paths come from its manifest, which whoever can write to a bucket can
     forge with self-consistent hashes; so a path is only ever a relative POSIX path that
     stays under the release root: no absolute or drive path, no empty, ``.`` or ``..``
-    component, no backslash or NUL, not the manifest itself."""
+    component, no backslash or NUL, not the manifest itself, at most ``MAX_PATH_DEPTH``
+    components and ``MAX_PATH_CHARS`` characters, each name at most ``MAX_NAME_BYTES``."""
     if not isinstance(path, str) or not path:
         return "not a non-empty string"
+    if len(path) > MAX_PATH_CHARS:
+        return f"is longer than {MAX_PATH_CHARS} characters ({len(path)})"
+    if path.count("/") >= MAX_PATH_DEPTH:
+        return f"is deeper than {MAX_PATH_DEPTH} folders ({path.count('/') + 1} components)"
+    if any(len(part.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES
+           for part in path.split("/")):
+        return f"has a name longer than {MAX_NAME_BYTES} bytes"
     if "\\" in path or "\0" in path:
         return "holds a backslash or NUL"
     if path.startswith("/") or _DRIVE.match(path):
