@@ -7,6 +7,12 @@ own), byte for byte per ``hash_id``: *added* (only in the new release), *removed
 in the old), *changed* (in both, other bytes; with the top-level fields that differ, e.g.
 ``tkgu_triples`` after a new curation), *unchanged*. Either side may be a folder or an S3
 release (``emerge_lib.hub.release``).
+
+The JSONL is what is compared, while ``load_release`` and ``emerge query`` read the typed
+Parquet twins: each side's twins are checked against its JSONL (the Parquet the lines make,
+as the writer makes it), and a twin that is missing or disagrees is reported
+(``DiffReport.twins``, a line each in the brief): "unchanged" must not hide a Parquet that
+says otherwise.
 """
 
 from __future__ import annotations
@@ -18,7 +24,13 @@ from typing import Any
 import orjson
 
 from emerge_lib.formats.format import FormatError
-from emerge_lib.formats.layout import CORPUS, EVALUATION_SET
+from emerge_lib.formats.layout import (
+    CORPUS,
+    EVALUATION_SET,
+    PARQUET,
+    PARQUET_TRIPLES,
+    parquet_twin,
+)
 from emerge_lib.hub.release import OpenRelease
 
 SECTIONS = (CORPUS, EVALUATION_SET)
@@ -42,6 +54,7 @@ class DiffReport:
     new_version: str
     counts: dict[str, dict[str, Counter[str]]] = field(default_factory=dict)  # section → snapshot → state → n
     changes: list[LineChange] = field(default_factory=list)
+    twins: list[str] = field(default_factory=list)  # Parquet twins that disagree (one line each)
 
     def totals(self, section: str) -> Counter[str]:
         out: Counter[str] = Counter()
@@ -57,7 +70,8 @@ class DiffReport:
                            for s, snaps in self.counts.items()},
                 "changes": [{"state": c.state, "section": c.section, "path": c.path,
                              "hash_id": c.hash_id, "fields": list(c.fields)}
-                            for c in self.changes]}
+                            for c in self.changes],
+                "twins": list(self.twins)}
 
     def brief(self) -> str:
         head = f"emerge diff {self.old_version} → {self.new_version}"
@@ -70,7 +84,7 @@ class DiffReport:
             if self.counts.get(section):
                 rows.append(f"  {section:<15} {'all':<10}  " + "  ".join(
                     f"{k} {t.get(k, 0):,}" for k in STATES))
-        return "\n".join([head, *rows])
+        return "\n".join([head, *rows, *(f"  WARNING {t}" for t in self.twins)])
 
 
 def _lines(release: OpenRelease, section: str) -> dict[str, tuple[str, bytes]]:
@@ -90,6 +104,34 @@ def _lines(release: OpenRelease, section: str) -> dict[str, tuple[str, bytes]]:
                 if hid in out:
                     raise FormatError(f"{path}:{n}: hash_id {hid} also in {out[hid][0]}")
                 out[hid] = (rel, line)
+    return out
+
+
+def _twin_problems(release: OpenRelease, section: str) -> list[str]:
+    """One line per JSONL file of ``section`` whose Parquet twins (the lines, and for the
+    corpus the triples) are missing or hold other rows than its lines make."""
+    import pyarrow.parquet as pq
+
+    from emerge_lib.formats.schema import lines_table, read_jsonl, triples_table
+
+    out: list[str] = []
+    if not any(p.startswith(f"{PARQUET}/") for p in release.paths):
+        return out  # a release of JSONL only (built before the Parquet twins)
+    for path in release.files(f"{section}/snapshot_*/delta_*.jsonl"):
+        rel = path.relative_to(release.root).as_posix()
+        lines = lines_table(read_jsonl(path))
+        twins = [(parquet_twin(rel), lines)]
+        if section == CORPUS:
+            twins.append((parquet_twin(rel, PARQUET_TRIPLES), triples_table(lines)))
+        for twin, want in twins:
+            try:
+                got = pq.read_table(release.root / twin)
+                same = got.schema.equals(want.schema) and got.equals(want)
+            except (OSError, ValueError):
+                same = False
+            if not same:
+                out.append(f"{release.source}: {twin} disagrees with {rel} (load_release and "
+                           "emerge query read the Parquet): the release is inconsistent")
     return out
 
 
@@ -123,5 +165,6 @@ def diff_releases(old: OpenRelease, new: OpenRelease) -> DiffReport:
                 report.changes.append(LineChange(state, section, path, hid, fields))
         if counts:
             report.counts[section] = counts
+        report.twins += _twin_problems(old, section) + _twin_problems(new, section)
     report.changes.sort(key=lambda c: (c.section, c.path, c.state, c.hash_id))
     return report
