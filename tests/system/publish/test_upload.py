@@ -412,6 +412,12 @@ def test_filters_and_versions(s3_server: Any, tmp_path: Path) -> None:
         download_release(target, tmp_path / "d6", client, version="0123456789abcdef")
     with pytest.raises(S3NotFoundError, match="nothing published there"):
         download_release(f"s3://{BUCKET}/nothing-here", tmp_path / "d7", client)
+    # latest gone (a publish stopped before it, or deleted): the versions the prefix holds
+    prefix = target.removeprefix(f"s3://{BUCKET}/")
+    s3_server.client("admin").delete_object(Bucket=BUCKET, Key=f"{prefix}/latest")
+    with pytest.raises(S3NotFoundError, match=f"no latest pointer, but the prefix holds "
+                                              f"versions .*{v_old}.*--version"):
+        download_release(target, tmp_path / "d8", client)
 
 
 def test_a_public_bucket_needs_no_credentials(s3_server: Any, tmp_path: Path, monkeypatch,
