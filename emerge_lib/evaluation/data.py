@@ -176,7 +176,8 @@ def llm_filter_problem(instances: Sequence[Instance],
             needed.update(prompt_type(op) for op in t.ops)
     if by_field and not curated:
         return ("every asserted_operations in the gold is null: the release was not "
-                "curated (run emerge curate, then emerge release), or name the verdicts "
+                "curated (curate it: emerge curate --warehouse WH --out DIR rewrites it), or "
+                "name the verdicts "
                 "to use with --assertion-assessor/--deprecation-assessor")
     assessors = assessors or DEFAULT_ASSESSORS
     for kind in (ASSERTION, DEPRECATION):

@@ -471,3 +471,19 @@ def test_a_revision_nested_too_deep_is_one_reject(tmp_path: Path, catalog: Catal
     rejects = {(r["rev_id"], r["reason"]) for r in catalog.read_arrow("ingest_rejects").to_pylist()}
     assert rejects == {(21, "too_deep")}
     assert {s for s, *_ in statements(catalog)} == {"Q1", "Q2"}
+
+
+def test_a_wikipedia_export_without_dbname_given_as_wikidata_says_so(tmp_path: Path,
+                                                                    catalog: Catalog) -> None:
+    """It said "not a MediaWiki history dump, or every page is broken"."""
+    from dumpbuilder import HEADER
+
+    header = HEADER.replace("    <dbname>{dbname}</dbname>\n", "").format()
+    f = write_bz2(tmp_path / "wikidatawiki-20240201-pages-meta-history1.xml-p1p10.bz2", [
+        PageSpec(1, "Alma Keller", [Rev(10, "2024-01-01T00:00:00Z", "'''Alma''' is.",
+                                        model="wikitext")])], header=header)
+    with pytest.raises(IngestError):
+        ingest_wikidata(catalog, [f], max_reject_ratio=1.0)
+    (row,) = [r for r in catalog.read_arrow("ingest_rejects").to_pylist()
+              if r["reason"] == "file_error"]
+    assert "none is an entity page" in row["detail"] and "--wikipedia" in row["detail"]
