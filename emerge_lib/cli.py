@@ -104,12 +104,39 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where Ctrl-C's KeyboardInterrupt would be, so that the same cleanup
+    runs (servers stopped, workers ended, staging folders removed): ``kill`` and a
+    scheduler's stop left the local LLM server and the S3 server running."""
+
+
+def _terminate(_signum: int, _frame: object) -> None:
+    import signal
+
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second one does not cut the cleanup
+    raise Terminated
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     from emerge_lib.core.logs import setup_logging
 
     setup_logging(args.verbose)
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return _run(parser, args)
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        return _run(parser, args)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    """The command, its errors each one line (the traceback only with --verbose)."""
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
@@ -129,7 +156,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         again = " (retrying may succeed)" if exc.retryable else ""
         print(f"emerge: {_one_line(exc)}{again}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
+        if isinstance(exc, Terminated):
+            print("emerge: terminated (SIGTERM); stopped what it had started", file=sys.stderr)
+            return 143
         print("emerge: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:  # never a traceback: one line, the traceback with --verbose

@@ -36,10 +36,18 @@ S3_CONN = "emerge_s3"
 
 
 def _connection(conn_id: str) -> Any | None:
+    """The connection, its secrets (the password, any credential-named extra) masked in
+    every later line of the task's log."""
+    from emerge_lib.core.logs import SECRET_NAME, register_secrets
+
     try:
-        return BaseHook.get_connection(conn_id)
+        conn = BaseHook.get_connection(conn_id)
     except AirflowNotFoundException:
         return None
+    extra = conn.extra_dejson or {}
+    register_secrets([conn.password, *(str(v) for k, v in extra.items()
+                                       if SECRET_NAME.search(k) and isinstance(v, str))])
+    return conn
 
 
 class EngineHook(BaseHook):

@@ -49,6 +49,9 @@ def run(args: argparse.Namespace) -> int:
         return 0
     print(report.brief())
     if args.list:
-        for c in report.changes:
-            print("\t".join([c.state, c.section, c.path, c.hash_id, ",".join(c.fields)]))
+        from emerge_lib.hub.query import terminal_safe
+
+        for c in report.changes:  # a release's ids are its text: no control reaches the tty
+            print("\t".join(terminal_safe(x, cell=True) for x in
+                            [c.state, c.section, c.path, c.hash_id, ",".join(c.fields)]))
     return 0

@@ -138,6 +138,9 @@ def _lines(args, instances, environ):
         from emerge_lib.evaluation.adapters.edc import FEW_SHOT_EXAMPLES, EdcPlus, endpoint
 
         key = environ.get(args.api_key_env) if args.api_key_env else None
+        from emerge_lib.core.logs import register_secrets
+
+        register_secrets([key])  # never echoed, whatever the variable's name
         examples = Path(args.examples).read_text() if args.examples else FEW_SHOT_EXAMPLES
         yield from EdcPlus(endpoint(args.endpoint, args.llm, key), examples=examples,
                            max_tokens=args.max_tokens,

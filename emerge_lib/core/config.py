@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -557,7 +558,16 @@ def _set_path(tree: dict[str, Any], path: list[str], value: Any) -> None:
 
 
 def env_overrides(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """``EMERGE__SNAPSHOTS__WINDOWS=3`` → ``{"snapshots": {"windows": 3}}`` (values are YAML)."""
+    """``EMERGE__SNAPSHOTS__WINDOWS=3`` → ``{"snapshots": {"windows": 3}}`` (values are YAML).
+
+    A secret (``EMERGE__S3__SECRET_ACCESS_KEY``, ``…__API_KEY``: a SecretStr setting) is
+    taken as the plain string it is, never as YAML, and masked in every later line: read
+    as YAML, a key starting with ``*`` showed in an error minus its first character, one
+    starting with ``[ { ! @ % "`` or a backtick failed every command, ``null`` and ``~``
+    unset it and `` #…`` cut it. Any other value that is not YAML is one line naming its
+    variable, the value masked."""
+    from emerge_lib.core.logs import register_secrets
+
     environ = os.environ if environ is None else environ
     tree: dict[str, Any] = {}
     for name, raw in environ.items():
@@ -566,8 +576,43 @@ def env_overrides(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
         path = [p.lower() for p in name[len(ENV_PREFIX):].split("__") if p]
         if not path:
             continue
-        _set_path(tree, path, yaml.safe_load(raw) if raw != "" else "")
+        if _is_secret(path[-1]):
+            register_secrets([raw])
+            _set_path(tree, path, raw)
+            continue
+        try:
+            value = yaml.safe_load(raw) if raw != "" else ""
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            # the parser quotes parts of the value: never shown
+            problem = re.sub(r"'[^']*'", "…", str(getattr(exc, "problem", "") or "invalid"))
+            where = f"column {mark.column + 1}: " if mark is not None else ""
+            raise ConfigError(f"{name}: not a YAML value ({where}{problem}; the value is not "
+                              "shown); quote it, '\"…\"', to give a string") from None
+        _set_path(tree, path, value)
     return tree
+
+
+def _is_secret(key: str) -> bool:
+    """Whether a setting's key names a secret (a SecretStr field; a key named like a
+    credential is not enough: ``max_tokens`` is a number)."""
+    return key in _SECRET_FIELDS
+
+
+def _secret_fields(model: type[BaseModel]) -> set[str]:
+    """The names of every SecretStr field of ``model`` and of the models it holds."""
+    import typing
+
+    names: set[str] = set()
+    for name, info in model.model_fields.items():
+        for arg in [info.annotation, *typing.get_args(info.annotation)]:
+            inner = [arg, *typing.get_args(arg)]
+            if SecretStr in inner:
+                names.add(name)
+            for item in inner:
+                if isinstance(item, type) and issubclass(item, BaseModel) and item is not model:
+                    names |= _secret_fields(item)
+    return names
 
 
 def deep_merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
@@ -780,3 +825,8 @@ def _resolve_relative(cfg: Config, base: Path) -> Config:
     if mirror.startswith("file://") and not mirror.startswith("file:///"):
         cfg.dumps.mirror = (base / mirror[len("file://"):]).resolve().as_uri()
     return cfg
+
+
+#: the keys of the configuration's secret settings (taken as plain strings from the
+#: environment: :func:`env_overrides`)
+_SECRET_FIELDS = _secret_fields(Config)

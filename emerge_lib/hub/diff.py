@@ -14,6 +14,12 @@ Each side's files are checked against its manifest as they are read (their sha25
 that none is missing): a release whose files changed since it was written is not what
 its version names, so the diff refuses it (``verify=False``: compared anyway, each
 mismatch logged as a warning and listed in the report).
+
+The JSONL is what is compared, while ``load_release`` and ``emerge query`` read the typed
+Parquet twins: each side's twins are checked against its JSONL (the Parquet the lines make,
+as the writer makes it), and a twin that is missing or disagrees is reported
+(``DiffReport.twins``, a line each in the brief): "unchanged" must not hide a Parquet that
+says otherwise.
 """
 
 from __future__ import annotations
@@ -28,7 +34,13 @@ from typing import Any
 import orjson
 
 from emerge_lib.formats.format import FormatError
-from emerge_lib.formats.layout import CORPUS, EVALUATION_SET
+from emerge_lib.formats.layout import (
+    CORPUS,
+    EVALUATION_SET,
+    PARQUET,
+    PARQUET_TRIPLES,
+    parquet_twin,
+)
 from emerge_lib.formats.manifest import ManifestError
 from emerge_lib.hub.release import OpenRelease
 
@@ -57,6 +69,7 @@ class DiffReport:
     changes: list[LineChange] = field(default_factory=list)
     #: files that do not match their side's manifest ("old: PATH: why"), with verify=False
     unverified: list[str] = field(default_factory=list)
+    twins: list[str] = field(default_factory=list)  # Parquet twins that disagree (one line each)
 
     def totals(self, section: str) -> Counter[str]:
         out: Counter[str] = Counter()
@@ -73,7 +86,7 @@ class DiffReport:
                 "changes": [{"state": c.state, "section": c.section, "path": c.path,
                              "hash_id": c.hash_id, "fields": list(c.fields)}
                             for c in self.changes],
-                "unverified": self.unverified}
+                "unverified": self.unverified, "twins": list(self.twins)}
 
     def brief(self) -> str:
         head = f"emerge diff {self.old_version} → {self.new_version}"
@@ -88,7 +101,7 @@ class DiffReport:
                     f"{k} {t.get(k, 0):,}" for k in STATES))
         warn = [f"WARNING: {len(self.unverified)} files do not match their manifest "
                 f"(compared anyway): {'; '.join(self.unverified[:3])}"] if self.unverified else []
-        return "\n".join([head, *rows, *warn])
+        return "\n".join([head, *rows, *warn, *(f"  WARNING {t}" for t in self.twins)])
 
 
 def _lines(release: OpenRelease, section: str, side: str, problems: list[str]
@@ -118,6 +131,34 @@ def _lines(release: OpenRelease, section: str, side: str, problems: list[str]
             if hid in out:
                 raise FormatError(f"{path}:{n}: hash_id {hid} also in {out[hid][0]}")
             out[hid] = (rel, line)
+    return out
+
+
+def _twin_problems(release: OpenRelease, section: str) -> list[str]:
+    """One line per JSONL file of ``section`` whose Parquet twins (the lines, and for the
+    corpus the triples) are missing or hold other rows than its lines make."""
+    import pyarrow.parquet as pq
+
+    from emerge_lib.formats.schema import lines_table, read_jsonl, triples_table
+
+    out: list[str] = []
+    if not any(p.startswith(f"{PARQUET}/") for p in release.paths):
+        return out  # a release of JSONL only (built before the Parquet twins)
+    for path in release.files(f"{section}/snapshot_*/delta_*.jsonl"):
+        rel = path.relative_to(release.root).as_posix()
+        lines = lines_table(read_jsonl(path))
+        twins = [(parquet_twin(rel), lines)]
+        if section == CORPUS:
+            twins.append((parquet_twin(rel, PARQUET_TRIPLES), triples_table(lines)))
+        for twin, want in twins:
+            try:
+                got = pq.read_table(release.root / twin)
+                same = got.schema.equals(want.schema) and got.equals(want)
+            except (OSError, ValueError):
+                same = False
+            if not same:
+                out.append(f"{release.source}: {twin} disagrees with {rel} (load_release and "
+                           "emerge query read the Parquet): the release is inconsistent")
     return out
 
 
@@ -175,6 +216,7 @@ def diff_releases(old: OpenRelease, new: OpenRelease, *, verify: bool = True) ->
                 report.changes.append(LineChange(state, section, path, hid, fields))
         if counts:
             report.counts[section] = counts
+        report.twins += _twin_problems(old, section) + _twin_problems(new, section)
     if problems and verify:
         raise ManifestError(f"diff: {problems[0]}" + (
             f" (and {len(problems) - 1} more)" if len(problems) > 1 else "") +

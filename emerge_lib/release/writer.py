@@ -55,7 +55,13 @@ from emerge_lib.formats.layout import (
     table_parquet_path,
 )
 from emerge_lib.formats.manifest import code_version, config_hash
-from emerge_lib.release._atomic import atomic_file, recover, staging_of, swap_into_place
+from emerge_lib.release._atomic import (
+    atomic_file,
+    recover,
+    release_lock,
+    staging_of,
+    swap_into_place,
+)
 from emerge_lib.release.describe import Entries, describe
 from emerge_lib.release.foreign import carry_foreign, stale
 from emerge_lib.release.tables import dropped, write_kg_tsv, write_parquet
@@ -141,27 +147,28 @@ def write_release(catalog: Catalog, out_dir: str | Path, plans: Sequence[Snapsho
     (it says ``success: false``, so nothing publishes it).
     """
     final = Path(out_dir)
-    recover(final)
-    out, _ = staging_of(final)
-    out.mkdir(parents=True)
-    try:
-        # first: the human annotation is validated, shown on the card and listed
-        annotation = carry_foreign(final, out)
-        summary = ReleaseSummary(out_dir=out, snapshots=sorted(p.key for p in plans))
-        summary.versions = {name: catalog.version(name) for name in pinned}
-        log.info("release reads %s", ", ".join(f"{name}@{v}" for name, v in
-                                              summary.versions.items() if v is not None))
-        reads = Reads(catalog, summary.versions, settings, curation)
-        records = _write_data(reads, out, plans, summary, validation.enabled)
-        summary.files += annotation
-        report = validate_release(catalog, out, summary.snapshots, records, summary.versions) \
-            if validation.enabled else None
-        _describe(reads, out, summary, report, dataset_settings)
-        summary.removed = stale(final, set(summary.files))
-        swap_into_place(out, final)
-    except BaseException:
-        shutil.rmtree(out, ignore_errors=True)
-        raise
+    with release_lock(final):
+        recover(final)
+        out, _ = staging_of(final)
+        out.mkdir(parents=True)
+        try:
+            # first: the human annotation is validated, shown on the card and listed
+            annotation = carry_foreign(final, out)
+            summary = ReleaseSummary(out_dir=out, snapshots=sorted(p.key for p in plans))
+            summary.versions = {name: catalog.version(name) for name in pinned}
+            log.info("release reads %s", ", ".join(f"{name}@{v}" for name, v in
+                                                  summary.versions.items() if v is not None))
+            reads = Reads(catalog, summary.versions, settings, curation)
+            records = _write_data(reads, out, plans, summary, validation.enabled)
+            summary.files += annotation
+            report = validate_release(catalog, out, summary.snapshots, records,
+                                      summary.versions) if validation.enabled else None
+            _describe(reads, out, summary, report, dataset_settings)
+            summary.removed = stale(final, set(summary.files))
+            swap_into_place(out, final)
+        except BaseException:
+            shutil.rmtree(out, ignore_errors=True)
+            raise
     summary.out_dir = final
     if summary.removed:
         log.info("release: removed %d stale files of an earlier release", len(summary.removed))

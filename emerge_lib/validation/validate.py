@@ -37,6 +37,7 @@ from emerge_lib.core.errors import EmergeError
 from emerge_lib.core.schedule import SnapshotPlan
 from emerge_lib.formats.about import suite_rows
 from emerge_lib.formats.layout import VALIDATION_PAGE, VALIDATION_RESULTS, snapshot_dir_name
+from emerge_lib.formats.manifest import validated_files
 from emerge_lib.validation.gate import GateReport, ValidationFailed, ValidationGateError
 from emerge_lib.validation.suites import SuiteSettings
 
@@ -218,6 +219,7 @@ def validate_release(catalog: Catalog, out: Path, snapshots: list[str],
     states: dict[str, dict[str, str | list[str]]] = {}
     problems: list[str] = []  # bad data: the release fails
     unvalidated: list[str] = []  # not checked on these rows: written, not publishable
+    stale: list[str] = []  # checked on other rows: changed by a concurrent writer
     raised: list[str] = []
     for snap in snapshots:
         stored, validated_at = _stored_results(catalog, snap)
@@ -226,7 +228,7 @@ def validate_release(catalog: Catalog, out: Path, snapshots: list[str],
         elif stored and any(_blocks(r) for r in stored):
             tables = "failed"
         else:
-            tables = "not validated on the rows released (run the validate stage)"
+            tables = "not validated on the rows released"
         lines, mentions, triples = flatten_release(records.get(snap, []))
         report = run_gate(release_suites(spark, lines, mentions, triples, RELEASE_FIELDS),
                           run_name=f"release {snap}")
@@ -245,6 +247,8 @@ def validate_release(catalog: Catalog, out: Path, snapshots: list[str],
             problems.append(f"{snap}: tables failed their suites")
         elif tables != "passed":
             unvalidated.append(snap)
+            if stored:
+                stale.append(snap)
         if not report.success:
             problems.append(f"{snap}: release files: {report.summary()}")
         raised += [r.line() for r in report.raised]
@@ -258,7 +262,7 @@ def validate_release(catalog: Catalog, out: Path, snapshots: list[str],
             problems.append(annotation_verdict(annotation)["reason"])
     success = not problems and not unvalidated
     (out / VALIDATION_RESULTS).write_text(json.dumps(
-        {"success": success, "snapshots": results,
+        {"success": success, "snapshots": results, "files": validated_files(out),
          **({"human_annotation": annotation.to_dict()} if annotation else {})},
         indent=1, sort_keys=True, default=str) + "\n", encoding="utf-8")
     files = sorted(p.relative_to(out).as_posix() for p in folder.rglob("*") if p.is_file())
@@ -277,9 +281,19 @@ def validate_release(catalog: Catalog, out: Path, snapshots: list[str],
                                    "manifest says so and nothing will publish it")
     elif unvalidated:
         verdict["reason"] = (f"snapshots {', '.join(unvalidated)} were not validated on the "
-                             "rows released (run the validate stage)")
-        log.warning("release: %s; the release is written but not publishable",
-                    verdict["reason"])
+                             "rows released")
+        if stale:
+            # validated, then rewritten before the release read them (a concurrent build of
+            # the snapshot): a release nothing will publish is a failed run, not a warning
+            failure = ValidationFailed(
+                f"release: snapshots {', '.join(stale)} changed after their validation (as "
+                "a concurrent build of the same snapshot does); the release is written but "
+                "not publishable: run `emerge build` again (under Airflow: the snapshot's "
+                "validate and release tasks)", retryable=True)
+        else:
+            log.warning("release: %s (the validate stage never ran on them: `emerge build` "
+                        "runs it); the release is written but not publishable",
+                        verdict["reason"])
     return ReleaseValidation(files, verdict, failure)
 
 

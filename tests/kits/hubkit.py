@@ -233,6 +233,13 @@ def build_release(root: Path, lines: dict[tuple[str, int], list[dict[str, Any]]]
         pq.write_table(pa.table({"snapshot": [snap] * 2, "s": ["Q1", "Q2"], "p": ["P1", "P1"],
                                  "o": ["Q2", "Q3"]}), root / rel)
         paths.append(rel)
+    if meta and "validation" in meta:  # the results the publish gate holds the files to
+        from emerge_lib.formats.manifest import validated_files
+
+        (root / "validation").mkdir(exist_ok=True)
+        (root / "validation" / "results.json").write_text(json.dumps(
+            {"success": True, "files": validated_files(root)}) + "\n")
+        paths.append("validation/results.json")
     known = {e["path"]: e for e in file_entries(root, paths)}
     version = content_version(known.values())
     write_croissant(root, list(known.values()), version=version,

@@ -8,6 +8,7 @@ A test module declares its session fixture with ``yield from s3kit.serve(...)``.
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import random
 from collections import Counter
@@ -86,7 +87,10 @@ def make_release(root: Path, seed: int = 1, *, big_mb: float = 11,
         body = bytearray(line * int(big_mb * (1 << 20) // len(line)))
         body[:16] = rng.randbytes(16).hex().encode()  # each seed its own content
         put("corpus/snapshot_all/passages.jsonl", bytes(body))
-    put("validation/results.json", b'{"success": true}\n')
+    from emerge_lib.formats.manifest import validated_files
+
+    put("validation/results.json", json.dumps(  # what the publish gate holds the files to
+        {"success": True, "files": validated_files(root)}).encode() + b"\n")
     put("README.md", f"# EMERGE release {seed}\n".encode())
     meta = {} if validation is None else {"validation": dict(validation)}
     return write_manifest(root, paths, meta=meta)

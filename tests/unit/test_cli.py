@@ -146,3 +146,79 @@ def test_the_default_workers_is_a_pool_of_one_process_per_core(
     assert main([*command, "--wikidata", str(dump), *where, *out]) == 1
     assert asked == [5]
     assert capsys.readouterr().err.strip().endswith("emerge: a pool of 5 processes")
+
+
+#: planted secrets, each from one source: a flag naming an environment variable (a name
+#: the redactor does not know), EMERGE__* secrets starting with YAML's special characters
+PLANTED = {"MY_ENDPOINT_KEY": "planted-endpoint-key-0123456789",
+           "EMERGE__S3__SECRET_ACCESS_KEY": "*planted-s3-secret-0123456789 #tail",
+           "EMERGE__CURATION__ADDITIONS__API_KEY": "[planted-llm-key-0123456789"}
+
+
+def _echoing_endpoint():
+    """An OpenAI-style endpoint that refuses every request, quoting the key it was sent
+    (as some servers' error bodies do)."""
+    import http.server
+    import json
+    import threading
+
+    class Echo(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            key = (self.headers.get("Authorization") or "").removeprefix("Bearer ")
+            body = json.dumps({"error": {"message": f"invalid api key {key} (key={key})"}})
+            self.send_response(401)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(body.encode())
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Echo)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def test_planted_secrets_appear_in_no_output_channel(tmp_path) -> None:
+    """Every channel (stdout, stderr with --verbose, every file written) of the commands
+    that meet each secret source: `predict edc --api-key-env` against an endpoint that
+    echoes the key, `config` and a failing `tables` with EMERGE__* secrets that YAML
+    mangled (a `*` one showed minus its first character; a `[` one failed every command
+    with "please report it"), and a non-secret override that is not YAML: one line naming
+    its variable, the value not shown."""
+    import os
+
+    from hubkit import SNAPS, build_release, line
+
+    gold = build_release(tmp_path / "gold", {(SNAPS[0], 1): [line(SNAPS[0], 1, "a", [
+        ("E", "Q1", "Q2")])]}, {})
+    server = _echoing_endpoint()
+    env = {**os.environ, **PLANTED}
+    url = f"http://127.0.0.1:{server.server_port}/v1"
+
+    def emerge(*args: str, **more: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "emerge_lib.cli", "--verbose", *args],
+                              capture_output=True, text=True, env={**env, **more}, timeout=120)
+
+    try:
+        runs = [emerge("predict", "edc", "--endpoint", url, "--llm", "m", "--api-key-env",
+                       "MY_ENDPOINT_KEY", "--gold", str(gold), "--out", str(tmp_path / "p.jsonl")),
+                emerge("config"),
+                emerge("tables", "--warehouse", str(tmp_path / "none"))]
+        bad = emerge("config", EMERGE__DUMPS__MIRROR="*planted-not-a-secret-0123")
+    finally:
+        server.shutdown()
+    assert runs[1].returncode == 0 and "**********" in runs[1].stdout, runs[1].stderr[-2000:]
+    for r in [*runs, bad]:  # (--verbose logs a traceback at DEBUG: by design)
+        assert "please report it" not in r.stderr, r.stderr[-3000:]
+    assert "401" in runs[0].stderr  # the endpoint's refusal was told, key masked
+    printed = "".join(r.stdout + r.stderr for r in [*runs, bad])
+    files = b"".join(p.read_bytes() for p in tmp_path.rglob("*") if p.is_file())
+    for secret in PLANTED.values():
+        for part in (secret, secret[1:], secret.split(" #")[0]):  # whole, minus a `*`, cut
+            assert part not in printed, f"{part[:10]}… printed"
+            assert part.encode() not in files, f"{part[:10]}… written"
+    lines = [x for x in bad.stderr.splitlines() if x.startswith("emerge:")]
+    assert bad.returncode == 2 and len(lines) == 1 and "EMERGE__DUMPS__MIRROR" in lines[0]
+    assert "planted-not-a-secret" not in bad.stderr

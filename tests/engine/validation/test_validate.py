@@ -190,7 +190,9 @@ def test_the_release_publishes_only_what_passed_at_those_rows(warehouse: Catalog
     put(warehouse, "instances", world(GOOD)["instances"][:4])
     versions["instances"] = warehouse.version("instances")
     assert not passed_for(warehouse, GOOD, versions)
-    run(warehouse, "release", release_dir=tmp_path / "stale", snapshots=one)
+    with pytest.raises(ValidationFailed, match="changed after their validation") as info:
+        run(warehouse, "release", release_dir=tmp_path / "stale", snapshots=one)
+    assert info.value.retryable and "emerge build" in str(info.value)  # a command that exists
     stale = read_manifest(tmp_path / "stale")["validation"]
     assert stale["success"] is False and "not validated on the rows released" in stale["reason"]
 

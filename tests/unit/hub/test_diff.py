@@ -103,3 +103,26 @@ def test_a_side_that_does_not_match_its_manifest_is_refused(release: Path, tmp_p
     report = diff_releases(open_release(release), open_release(new), verify=False)
     assert [c.fields for c in report.changes if c.state == "changed"] == [("passage",)]
     assert {c.state for c in report.changes} == {"changed", "removed"}
+
+
+def test_diff_notices_parquet_twins_that_disagree_with_their_jsonl(release: Path, tmp_path: Path,
+                                                                   capsys) -> None:
+    """diff compares the JSONL while load_release and query read the Parquet: a twin
+    that says otherwise (a line's passage edited in the Parquet only) was "unchanged"."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    new = tmp_path / "new"
+    shutil.copytree(release, new)
+    assert diff_releases(open_release(release), open_release(new)).twins == []
+    twin = new / "parquet" / corpus_path(SNAPS[0], 1, 7).removesuffix(".jsonl")
+    twin = twin.with_suffix(".parquet")
+    table = pq.read_table(twin)
+    i = table.schema.get_field_index("passage")
+    table = table.set_column(i, table.schema.field(i),
+                             pa.array(["forged"] * table.num_rows, pa.string()))
+    pq.write_table(table, twin)
+    report = diff_releases(open_release(release), open_release(new))
+    assert report.totals("corpus")["changed"] == 0  # the JSONL did not change ...
+    assert len(report.twins) == 1 and twin.relative_to(new).as_posix() in report.twins[0]
+    assert "WARNING" in report.brief() and report.to_dict()["twins"] == report.twins
