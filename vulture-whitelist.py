@@ -30,7 +30,8 @@ _.s_d_qualifier, _.s_d_removed, _.s_d_rank, _.s_d_month, _.s_e_underscore, _.s_e
 _.s_x_move, _.s_end_outside, _.s_merge, _.s_vandalism, _.s_no_english, _.s_after_last
 _.s_single_entity, _.s_rank_restored, _.s_window_addition_ended, _.s_removal_kept
 _.s_rank_kept, _.s_removal_added_back, _.s_passage_before_removal, _.s_ee_kg_transient
-_.s_merged_into_new, _.s_sparse_line, _.s_ee_kg_only
+_.s_merged_into_new, _.s_sparse_line, _.s_ee_kg_only, _.s_new_relation
+_.s_removal_start_qualifier, _.s_title_colon
 
 # Each table is declared once as a module constant; the declaration registers it in TABLES
 STATEMENT_TIMELINE, ITEM_TIMELINE, PROPERTY_TIMELINE, PAGE_WATERMARKS, INGESTED_FILES

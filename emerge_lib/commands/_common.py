@@ -42,10 +42,12 @@ def examples(parser: argparse.ArgumentParser, *lines: str) -> None:
 
 def config_flag(parser: argparse.ArgumentParser, what: str = "") -> None:
     """``-c FILE|PRESET``, repeatable: configuration files (or presets' names: ``paper``,
-    ``no-selection-rules``) laid over the defaults in order, the flags over them."""
+    ``paper-v1``, ``no-selection-rules``) laid over the defaults in order, the flags over
+    them."""
     parser.add_argument("--config", "-c", action="append", metavar="FILE|PRESET",
                         help="a YAML configuration file or a preset's name (paper, "
-                             "no-selection-rules); repeatable: each laid over the one before"
+                             "paper-v1, no-selection-rules); repeatable: each laid over the "
+                             "one before"
                              + (f" ({what})" if what else ""))
 
 

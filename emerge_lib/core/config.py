@@ -277,6 +277,11 @@ class DeltaSettings(_Strict):
     # R4: an item's creation time is the earliest over it and the items redirected to it
     # at the end of the ingested history (the no-selection-rules preset: false)
     creation_over_redirects: bool = True
+    # their qualifier_info: a removal (D by removed or rank) without an end qualifier
+    # carries the start qualifier dated inside the window on its statement as it held at t,
+    # and a D carrying a qualifier is judged as one with an end qualifier (the
+    # no-selection-rules preset: false, a removal carries none)
+    removal_start_qualifier: bool = True
 
 
 class AlignSettings(_Strict):
@@ -296,6 +301,9 @@ class AlignSettings(_Strict):
     # the entities mentioned, go, unless an end qualifier or an emerging entity keeps them
     interesting: bool = True
     interesting_min_ratio: float = Field(default=0.2, ge=0, le=1)
+    # their s07: a triple whose relation is not in the snapshot's relations R_t goes from
+    # its line, and a line left without an E, EE, EE-KG or D triple goes (after R1-R5)
+    relations_in_snapshot: bool = True
 
 
 class LLMRoute(_Strict):
@@ -355,12 +363,31 @@ class CurationSettings(_Strict):
     deprecations: LLMRoute = Field(
         default_factory=lambda: LLMRoute(name=RELEASED_LLM["deprecations"]))
     # who judges what (the paper: additions by the additions model; deprecations by the
-    # deprecations model, and also by the additions model when there is no end qualifier);
+    # deprecations model, and also by the additions model when the D carries no qualifier);
     # a triple is asserted when every judge of its rule says YES
     assertion_judges: list[Judge] = Field(default_factory=lambda: _judges("additions"))
     deprecation_judges: list[Judge] = Field(default_factory=lambda: _judges("deprecations"))
     deprecation_without_qualifier_judges: list[Judge] = Field(
         default_factory=lambda: _judges("deprecations", "additions"))
+    # what an unparsed (or missing) verdict leaves unknown: "operation", the authors' s07
+    # (S07:98-121 asks each operation's judges apart and counts a verdict it cannot read as
+    # no: a two-operation triple keeps the operation whose judges said YES); "triple", the
+    # earlier rule (the whole triple unknown, none of its operations asserted: the
+    # no-selection-rules preset). A triple none of whose operations could be judged is
+    # unknown either way
+    unparsed_fails: Literal["operation", "triple"] = "operation"
+    # answer QA, the authors' Part 3 (docs/curation.md): a later run asks again an answer
+    # stored as UNPARSED, or degenerate (their garbage flags; one model's answer repeated
+    # word for word for prompts about ``degenerate_repeats`` different triple lists), as
+    # long as it was asked at most ``reasks`` times; the new answer replaces it and keeps
+    # what it replaced (0 and false: the earlier behaviour, the no-selection-rules preset)
+    reasks: int = Field(default=1, ge=0)
+    degenerate_check: bool = True
+    degenerate_repeats: int = Field(default=3, ge=0)
+    # a request of one triple takes the authors' single-triple prompt (their prompts_v1,
+    # one unnumbered verdict); false: the paper's list prompt with one item (the
+    # no-selection-rules preset)
+    single_prompts: bool = True
     structured: bool = True  # constrained decoding: every answer parses
     concurrency: int = Field(default=64, ge=1)
     timeout_s: float = Field(default=300.0, gt=0)
@@ -429,6 +456,10 @@ class SelectionSettings(_Strict):
     min_edit_distance: float = Field(default=0.2, ge=0, le=1)
     # s07's structural guards: lines with template braces, mostly table or list markup
     guards: bool = True
+    # a quirk of theirs, kept: the guards read the released passage split at its first
+    # ":" (S07:372-373), so a title holding a colon adds its rest and a ":" to the text
+    # (false: the paragraph alone; the no-selection-rules preset, whose guards are off)
+    guard_split_at_colon: bool = True
     # s07: after curation, a line needs a delta triple (E, EE, EE-KG or D) its judges
     # support; its other triples stay, with their verdicts
     require_supported: bool = True
@@ -463,6 +494,10 @@ class ValidationSettings(_Strict):
     max_instances: int | None = Field(default=None, ge=0)
     max_unparsed_share: float = Field(default=0.05, ge=0, le=1)  # of a snapshot's verdicts
     passage_median_tokens: tuple[float, float] = (25, 1000)  # bounds of the median length
+    # the authors' s07c, read again at the gate: no two kept lines of a delta file with
+    # the same triples are near-duplicates by pass 2's thresholds (and how many lines of
+    # one article are, a warning); with the authors' two dedup passes only
+    near_duplicates: bool = True
 
 
 class EvaluationSettings(_Strict):

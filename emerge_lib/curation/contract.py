@@ -95,7 +95,7 @@ async def _send(settings: Any, urls: Mapping[str, str]
                         for n in COUNTS:
                             await client.ask(endpoint, prompt(prompt_type, n), n,
                                              cfg.structured,
-                                             retry_temperature(cfg, attempt))
+                                             retry_temperature(cfg, attempt, 1))
                             sent.append((judge, prompt_type, form, attempt, n))
     return sent
 

@@ -22,6 +22,9 @@ def _curate(ctx: StageContext, plan: SnapshotPlan, judges: tuple[str, ...] | Non
                                  "tokens out": report.tokens_out}
     if report.replayed:  # answers a killed run received, committed from its journal
         metrics["replayed"] = report.replayed
+    if report.reasked_unparsed or report.reasked_degenerate:  # answer QA
+        metrics["asked again: unparsed"] = report.reasked_unparsed
+        metrics["asked again: degenerate"] = report.reasked_degenerate
     if report.seconds and report.answered:
         metrics["requests/s"] = report.answered / report.seconds
         metrics["tokens/s"] = report.tokens_out / report.seconds

@@ -28,7 +28,7 @@ from __future__ import annotations
 import html
 import json
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -100,6 +100,10 @@ class SnapshotStats:
     supported: set[tuple[str, str, str]] = field(default_factory=set)  # rule C, in some line
     supported_ops: Counter[str] = field(default_factory=Counter)  # primary op → rule C triples
     uncurated: int = 0  # triples of lines never curated
+    # Figure 3: triples by their first operation, rule C's (every triple when uncurated),
+    # in the corpus and in the evaluation set
+    figure: Counter[str] = field(default_factory=Counter)
+    figure_evaluation: Counter[str] = field(default_factory=Counter)
 
     @property
     def curated(self) -> bool:
@@ -168,16 +172,21 @@ def collect(out: Path, snapshots: Sequence[str], kg_rows: dict[str, dict[str, in
                     elif verdict:
                         st.supported.add((s, p, o))
                         st.supported_ops[ops[0]] += 1
+                    if verdict is not False:
+                        st.figure[ops[0]] += 1
         for path in sorted((out / EVALUATION_SET / folder).glob("delta_*.jsonl")):
             for rec in _lines(path):
                 for tr in rec["tkgu_triples"]:
                     st.evaluation.update(NAME_TO_OP[n] for n in tr["tkgu_operations"])
+                    if rule_c(tr, assessor) is not False:
+                        st.figure_evaluation[NAME_TO_OP[tr["tkgu_operations"][0]]] += 1
         stats.append(st)
     return stats
 
 
 def _plots(stats: Sequence[SnapshotStats], folder: Path) -> list[str]:
-    """Three PNG plots; returns their names."""
+    """Four PNG plots (the operations per snapshot, the instances per window, the paper's
+    Figure 3, the passage lengths); returns their names."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -218,6 +227,8 @@ def _plots(stats: Sequence[SnapshotStats], folder: Path) -> list[str]:
         ax.legend(fontsize=8)
     save(fig, "instances_per_window.png")
 
+    _figure3(plt, stats, save)
+
     fig, ax = plt.subplots(figsize=(8, 4))
     lengths = [n for st in stats for n in st.lengths]
     ax.hist(lengths or [0], bins=30, color="#4c72b0")
@@ -226,6 +237,43 @@ def _plots(stats: Sequence[SnapshotStats], folder: Path) -> list[str]:
     ax.set_title("Passage length distribution")
     save(fig, "passage_lengths.png")
     return names
+
+
+#: Figure 3's names of the operations (their figure_tkgu_distribution_v2_405bv1.py:43-49)
+FIGURE3_NAMES = {"X": "Exists", "E": "Add", "EE": "Mint+Add", "EE-KG": "Infer",
+                 "D": "Deprecate"}
+# seaborn's "colorblind" palette, their figure's colours (without seaborn)
+FIGURE3_COLOURS = ("#0173b2", "#de8f05", "#029e73", "#d55e00", "#cc78bc")
+
+
+def _figure3(plt: Any, stats: Sequence[SnapshotStats], save: Callable[[Any, str], None]
+             ) -> None:
+    """The paper's Figure 3 as their script draws it (figure_tkgu_distribution_v2_405bv1.py:
+    two pies, the corpus and the test set, of the LLM-supported triples by rule C, each
+    counted once under its first operation; every triple when the release is uncurated),
+    summed over the release's snapshots."""
+    curated = all(s.curated for s in stats)
+    fig, axes = plt.subplots(1, 2, figsize=(10, 5.5))
+    for ax, title, counts in (
+            (axes[0], "Complete dataset", sum((s.figure for s in stats), Counter())),
+            (axes[1], "Test set (evaluation_set)",
+             sum((s.figure_evaluation for s in stats), Counter()))):
+        values = [counts.get(op, 0) for op in OP_ORDER]
+        if sum(values):
+            _, texts, autotexts = ax.pie(
+                values, labels=[f"{FIGURE3_NAMES[op]}\n{v:,}" for op, v in
+                                zip(OP_ORDER, values, strict=True)],
+                autopct="%1.1f%%", startangle=90, colors=FIGURE3_COLOURS,
+                labeldistance=1.0, pctdistance=0.8, radius=0.85)
+            for t in texts:
+                t.set_multialignment("center")
+            for t in autotexts:
+                t.set_fontsize(9)
+        else:
+            ax.text(0.5, 0.5, "no triples", ha="center", va="center")
+            ax.axis("off")
+        ax.set_title(title + ("" if curated else " (uncurated: every triple)"))
+    save(fig, "tkgu_distribution.png")
 
 
 def table2_rows(stats: Sequence[SnapshotStats]) -> list[list[str]]:
@@ -479,6 +527,10 @@ def _statistics(prepared: Prepared) -> str:
         + (", and in brackets the LLM-supported triples, each counted once under its first "
            "operation." if curated else "."),
         _markdown_table(ops_head, ops_rows),
+        "The paper's Figure 3 (`plots/tkgu_distribution.png`): the distribution of the "
+        "TKGU operations in the corpus and in the test split, the LLM-supported triples "
+        "each counted once under their first operation, as the authors draw it"
+        + ("." if curated else " (uncurated: every triple)."),
         *(f"![{p.removesuffix('.png')}]({PLOTS}/{p})" for p in prepared.plots),
     ])
 
@@ -543,10 +595,17 @@ def _judges(facts: CardFacts) -> str:
                      _cell(j.get("quantization") or "not recorded"),
                      _cell(j.get("prompt_type")), f"`{str(j.get('template_sha256'))[:12]}`",
                      _count(v.get("YES", 0)), _count(v.get("NO", 0)),
-                     _count(v.get("UNPARSED", 0))])
+                     _count(v.get("UNPARSED", 0)),
+                     _count((j.get("asked_again") or {}).get("unparsed", 0)),
+                     _count((j.get("asked_again") or {}).get("degenerate", 0))])
     return _markdown_table(["model (`llm_name`)", "route", "served as", "backend",
                             "quantization", "prompt", "template sha256", "YES", "NO",
-                            "unparsed"], rows)
+                            "unparsed", "asked again: unparsed",
+                            "asked again: degenerate"], rows) + (
+        "\n\nAnswer QA (the authors' Part 3): a later curate asks again an answer stored "
+        "as unparsed, or degenerate (an empty, too short, looping or truncated explanation, "
+        "or one model's answer repeated word for word for different triples); the columns "
+        "count the verdicts whose answer replaced such a one.")
 
 
 def _validation(out: Path, line: str, facts: CardFacts) -> str:

@@ -266,19 +266,27 @@ def _dumps(catalog: Catalog, version: int | None) -> list[dict[str, Any]]:
 
 def _judges(reads: Reads, snapshots: Sequence[str]) -> list[dict[str, Any]]:
     """Who judged the released snapshots' triples: per model, route, prompt type and
-    served model, the verdicts recorded (YES, NO, UNPARSED), the prompt template's
-    sha256, and, for a configured route, its backend and quantization."""
+    served model, the verdicts recorded (YES, NO, UNPARSED), how many of them answer QA
+    asked again (``asked_again``: an UNPARSED or a degenerate answer replaced), the prompt
+    template's sha256, and, for a configured route, its backend and quantization."""
     version = reads.versions.get("verdicts")
     if version is None:
         return []
-    rows = reads.catalog.read_arrow("verdicts", columns=[
-        "snapshot", "llm_name", "judge", "prompt_type", "served_model", "verdict"],
-        version=version).to_pylist()
+    columns = ["snapshot", "llm_name", "judge", "prompt_type", "served_model", "verdict"]
+    try:  # answer QA's columns (a warehouse curated before them has none)
+        rows = reads.catalog.read_arrow("verdicts", columns=[*columns, "ask_round", "replaced"],
+                                        version=version).to_pylist()
+    except (KeyError, ValueError):  # pyarrow: a column the stored schema lacks
+        rows = reads.catalog.read_arrow("verdicts", columns=columns, version=version).to_pylist()
     counts: dict[tuple[str, str, str, str], Counter[str]] = defaultdict(Counter)
+    again: dict[tuple[str, str, str, str], Counter[str]] = defaultdict(Counter)
     for r in rows:
         if r["snapshot"] in snapshots:
             key = (r["llm_name"], r["judge"] or "", r["prompt_type"], r["served_model"] or "")
             counts[key][r["verdict"]] += 1
+            if (r.get("ask_round") or 1) > 1:  # answer QA: asked again, and why
+                why = json.loads(r.get("replaced") or "{}").get("why", "")
+                again[key]["unparsed" if why == "unparsed" else "degenerate"] += 1
     out = []
     for (name, judge, prompt_type, served), verdicts in sorted(counts.items()):
         route = reads.curation.route("additions") if judge == "additions" else \
@@ -292,6 +300,9 @@ def _judges(reads: Reads, snapshots: Sequence[str]) -> list[dict[str, Any]]:
                     else None,
                     "template_sha256": hashlib.sha256(template.encode()).hexdigest()
                     if template else None,
-                    "verdicts": dict(sorted(verdicts.items()))})
+                    "verdicts": dict(sorted(verdicts.items())),
+                    "asked_again": {"unparsed": again[(name, judge, prompt_type, served)][
+                        "unparsed"], "degenerate": again[(name, judge, prompt_type, served)][
+                        "degenerate"]}})
     return out
 

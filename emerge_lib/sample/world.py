@@ -232,7 +232,8 @@ class World:
                 "paragraph": r["paragraph"], "paragraph_first_seen": iso(r["first_seen"]),
                 "mentioned": sorted(self.qid(m) for m in r["mentioned"]),
                 "qualifiers": [{"p": p, "time": v, "precision": n} for p, v, n in r["qualifiers"]],
-                "s_label": self.plan.labels[r["s"]], "p_label": PROPERTY_LABELS.get(r["p"], r["p"]),
+                "s_label": self.plan.labels[r["s"]], "p_label": PROPERTY_LABELS.get(r["p"]) or self.plan.labels.get(
+                    "prop:" + r["p"], r["p"]),
                 "o_label": self.plan.labels[r["o"]],
                 "scenario": self.plan.scenario_of.get((r["page"], r["paragraph"]), "incidental"),
                 "tags": sorted(set(tags.get((r["snapshot"], r["window"], r["op"], r["s"], r["p"], r["o"], r["page"]), []))),

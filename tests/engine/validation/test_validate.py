@@ -94,6 +94,14 @@ def spoil(tables: dict[str, list[dict[str, Any]]], snap: str) -> None:
     tables["passages"][0]["rev_timestamp"] = t + timedelta(days=30)  # outside window 1
     tables["passages"][0]["mentions"][0]["start"] += 1  # an offset that misses its anchor
     tables["kg_triples"].append({"snapshot": snap, "s": "Q1", "p": "P1", "o": "Q77"})
+    # s07c: a kept copy of the passage, one word longer, with the same triples
+    copy = {**tables["passages"][0], "passage_id": "p2",
+            "text": tables["passages"][0]["text"] + " Again"}
+    tables["passages"].append(copy)
+    tables["instances"] += [{**r, "passage_id": "p2"} for r in tables["instances"]
+                            if r["passage_id"] == "p1"]
+    tables["selection"].append({**tables["selection"][0], "passage_id": "p2", "rank": 2,
+                                "evaluation_set": False})
 
 
 EXPECTED_FAILURES = {
@@ -104,6 +112,8 @@ EXPECTED_FAILURES = {
     ("passages", "revision times lie inside their window (t, τ_k]"),
     ("passage_mentions", "mention offsets select the anchor in the passage text"),
     ("kg_triples", "both ends of a triple are in V_t"),
+    ("near_duplicates", "s07c: no two kept lines of a delta file with the same triples are "
+                        "near-duplicates by pass 2's thresholds"),
 }
 
 
@@ -140,7 +150,8 @@ def test_planted_violations_fail_exactly_their_checks(warehouse: Catalog) -> Non
     assert failures(warehouse, BAD) == EXPECTED_FAILURES
     row = next(r for r in warehouse.read_arrow("validation_results").to_pylist()
                if r["expectation"] == "X triples are in T_t")
-    assert row["unexpected_count"] == 1 and "Q4" in row["observed"]  # the row, shown
+    # the row, shown (and its copy in p2, the planted near-duplicate)
+    assert row["unexpected_count"] == 2 and "Q4" in row["observed"]
 
 
 def test_the_release_publishes_only_what_passed_at_those_rows(warehouse: Catalog,

@@ -65,7 +65,7 @@ def test_the_card_counts_what_the_files_hold(release: Path) -> None:
     files, rows = write_card(release, [SNAP], {SNAP: {"kg_triples": 12, "entities": 7,
                                                       "relations": 3}}, "Validated.")
     assert files == [CARD, CARD_HTML, "plots/operations.png", "plots/instances_per_window.png",
-                     "plots/passage_lengths.png"]
+                     "plots/tkgu_distribution.png", "plots/passage_lengths.png"]
     (row,) = rows
     # passages a, b, c; triples (Q1,P1,Q2), (Q1,P2,Q3), (Q2,P1,Q3), (Q9,P1,Q1)
     assert (row["passages"], row["triples"], row["entities"], row["relation_types"]) == (3, 4, 4, 2)

@@ -193,6 +193,15 @@ def test_the_presets_are_configuration_files_layered_like_any_other(tmp_path, mo
     assert (off.align.between_mentions, off.align.interesting, off.align.ee_kg_persistence_days,
             off.deltas.permanent_removal_years, off.selection.require_supported,
             off.selection.dedup_passes, off.selection.evaluation_pre_draw) == rules_off
+    # the earlier behaviour of s07's edges and of answer QA is in it too
+    assert (off.align.relations_in_snapshot, off.deltas.removal_start_qualifier,
+            off.selection.guard_split_at_colon, off.curation.unparsed_fails,
+            off.curation.reasks, off.curation.degenerate_check,
+            off.curation.single_prompts) == (False, False, False, "triple", 0, False, False)
+    assert (default.align.relations_in_snapshot, default.deltas.removal_start_qualifier,
+            default.selection.guard_split_at_colon, default.curation.unparsed_fails,
+            default.curation.reasks, default.curation.single_prompts) == (
+        True, True, True, "operation", 1, True)
     mine = tmp_path / "mine.yaml"
     mine.write_text("align:\n  interesting: true\nwarehouse: wh\n")
     one = load_config(["paper", "no-selection-rules", mine])
@@ -242,3 +251,20 @@ def test_an_override_that_is_not_yaml_is_one_line_naming_its_variable(value: str
     text = str(info.value)
     assert text.startswith("EMERGE__DUMPS__MIRROR: not a YAML value") and "\n" not in text
     assert value.strip("*[@{") not in text and value not in text
+
+
+def test_paper_v1_is_the_paper_preset_with_the_papers_ten_snapshots() -> None:
+    """EMERGE.txt section 4: annual snapshots 2019-2023, quarterly ones in 2024, and
+    2025-01-01; every other value the paper preset's."""
+    from emerge_lib.core.config import load_config
+    from emerge_lib.core.presets import preset_settings
+
+    v1 = load_config("paper-v1")
+    assert [t.strftime("%Y-%m-%d") for t in v1.snapshots.timestamps] == [
+        "2019-01-01", "2020-01-01", "2021-01-01", "2022-01-01", "2023-01-01",
+        "2024-01-01", "2024-04-01", "2024-07-01", "2024-10-01", "2025-01-01"]
+    paper, theirs = preset_settings("paper"), preset_settings("paper-v1")
+    assert len(theirs["snapshots"]["timestamps"]) == 10
+    for settings in (paper, theirs):
+        del settings["snapshots"]["timestamps"]
+    assert paper == theirs

@@ -9,7 +9,8 @@ import json
 from collections import Counter
 from pathlib import Path
 
-from emerge_lib.formats.card import collect, rule_c
+from emerge_lib.formats.card import FIGURE3_NAMES, collect, prepare, rule_c
+from emerge_lib.formats.layout import CORPUS, EVALUATION_SET
 
 
 def _their_lines(realdata: Path) -> list[dict]:
@@ -121,3 +122,34 @@ def test_card_html_shows_the_metadata_and_the_first_lines_of_each_config(tmp_pat
     assert A1["hash_id"] in previews["corpus"] and "<th>passage</th>" in previews["corpus"]
     assert previews["corpus"].count("<tr>") == 1 + 2  # the header, the first file's lines
     assert not re.search(r'<(script|link)\b|src="(https?:)?//', page)  # nothing fetched
+
+
+def test_figure_3_counts_the_supported_triples_under_their_first_operation(
+        tmp_path: Path) -> None:
+    """Their figure_tkgu_distribution_v2_405bv1.py: rule C's triples, each under its first
+    operation, in the corpus and in the test split; uncurated, every triple."""
+    def line(pid: str, triples: list[tuple[list[str], list[str] | None]]) -> str:
+        return json.dumps({"passage_id": pid, "window": 1, "passage": "some words here",
+                           "tkgu_triples": [
+                               {"triple": ["Q1", f"P{i}", "Q2"], "tkgu_operations": ops,
+                                "asserted_operations": asserted,
+                                "llm_assessment": [{"llm_name": "x"}]}
+                               for i, (ops, asserted) in enumerate(triples)]}) + "\n"
+
+    snap = "2024-01-01T00:00:00Z"
+    for root in (CORPUS, EVALUATION_SET):
+        (tmp_path / root / "snapshot_2024-01-01").mkdir(parents=True)
+    (tmp_path / CORPUS / "snapshot_2024-01-01" / "delta_2024-01-08.jsonl").write_text(
+        line("a", [(["e-triples"], ["e-triples"]), (["x-triples"], []),
+                   (["d-triples", "e-triples"], ["e-triples"]),  # D not supported: out
+                   (["ee-kg-triples", "d-triples"], ["d-triples"])])  # counted as EE-KG
+        + line("b", [(["d-triples"], ["d-triples"])]))
+    (tmp_path / EVALUATION_SET / "snapshot_2024-01-01" / "delta_2024-01-08.jsonl").write_text(
+        line("b", [(["d-triples"], ["d-triples"])]))
+    prepared = prepare(tmp_path, [snap], {})
+    (st,) = prepared.stats
+    assert st.figure == Counter({"E": 1, "EE-KG": 1, "D": 1})
+    assert st.figure_evaluation == Counter({"D": 1})
+    assert "tkgu_distribution.png" in prepared.plots
+    assert (tmp_path / "plots" / "tkgu_distribution.png").stat().st_size > 1000
+    assert list(FIGURE3_NAMES.values()) == ["Exists", "Add", "Mint+Add", "Infer", "Deprecate"]
