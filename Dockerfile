@@ -21,16 +21,16 @@ ENV PIP_NO_CACHE_DIR=1 PYTHONUNBUFFERED=1 \
     AIRFLOW__CORE__LOAD_EXAMPLES=False
 WORKDIR /opt/emerge
 COPY --chown=50000:0 requirements.txt constraints.txt pyproject.toml setup.py README.md ./
-# torch first, the CPU build (a bare `torch` would pull a CUDA one); the Celery provider
-# for the CeleryExecutor of docker-compose.yaml; llama.cpp (llama-cpp-python[server]) for
-# any x86-64 CPU, not the build machine's (-march=native can pick AMX or AVX-512 that the
-# machine running the image lacks or refuses: SIGILL)
+# torch first, the CPU build (a bare `torch` would pull a CUDA one); llama.cpp
+# (llama-cpp-python[server]) for any x86-64 CPU, not the build machine's (-march=native can
+# pick AMX or AVX-512 that the machine running the image lacks or refuses: SIGILL); the
+# Celery provider of the CeleryExecutor is in requirements.txt
 RUN pip install --no-cache-dir torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu \
     && CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install --no-cache-dir -r requirements.txt \
-       -c constraints.txt \
-       apache-airflow-providers-celery==3.26.0
+       -c constraints.txt
 COPY --chown=50000:0 emerge_lib ./emerge_lib
 COPY --chown=50000:0 dags ./dags
+COPY --chown=50000:0 plugins ./plugins
 RUN pip install --no-cache-dir --no-deps . \
     && python -c "import sysconfig, pathlib; p = pathlib.Path(sysconfig.get_paths()['purelib']); (p / 'emerge_spark_home.pth').write_text(\"import os; os.environ.setdefault('SPARK_HOME', %r)\n\" % str(p / 'pyspark'))" \
     && python -c "import pyspark.sql.connect, great_expectations; import emerge_lib.cli; import emerge_lib.dumps._native, emerge_lib.dumps._crc32" \

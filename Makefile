@@ -6,7 +6,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo demo-airflow airflow airflow-stop labelstudio labelstudio-start labelstudio-stop spark spark-start spark-stop test test-fast lint models format bench clean
+.PHONY: venv demo demo-airflow airflow airflow-stop labelstudio labelstudio-start labelstudio-stop spark spark-start spark-stop vllm-env test-vllm test test-fast lint models format bench clean
 
 venv: $(STAMP)
 
@@ -33,9 +33,12 @@ demo: $(STAMP)
 
 # a real local Airflow: api-server, scheduler, dag-processor, triggerer as separate
 # processes on 127.0.0.1 (LocalExecutor; Postgres when installed, else SQLite), each
-# stopped by its PID with `make airflow-stop` (docs/operations.md)
+# stopped by its PID with `make airflow-stop` (docs/operations.md). AIRFLOW_EXECUTOR=celery:
+# the deployment's CeleryExecutor, a Celery worker beside them on a private Redis and
+# Postgres (Debian's redis-server and postgresql, apt-get installed when missing)
+AIRFLOW_EXECUTOR ?= local
 airflow: $(STAMP)
-	VENV_BIN=$(abspath $(VENV))/bin scripts/airflow-local.sh start
+	AIRFLOW_EXECUTOR=$(AIRFLOW_EXECUTOR) VENV_BIN=$(abspath $(VENV))/bin scripts/airflow-local.sh start
 
 airflow-stop:
 	VENV_BIN=$(abspath $(VENV))/bin scripts/airflow-local.sh stop
@@ -96,6 +99,23 @@ spark-start: $(SPARK_STAMP) $(STAMP)
 
 spark-stop:
 	scripts/spark-local.sh stop
+# vLLM's own environment (its pins are not emerge's): the full-vLLM tier of the request
+# contract (vLLM's ChatCompletionRequest, SamplingParams and xgrammar backend on our
+# bodies, CPU only) and benchmarks/vllm_curation.py. 9.5 GB, about 18 minutes: not part
+# of `make test`, which checks the same bodies against vLLM's exported request schema and
+# the same xgrammar in .venv (docs/curation.md, "vLLM's contract")
+VLLM_VENV ?= .venv-vllm
+VLLM_STAMP := $(VLLM_VENV)/.installed
+vllm-env: $(VLLM_STAMP)
+
+$(VLLM_STAMP): requirements-vllm.txt constraints-vllm.txt
+	test -x $(VLLM_VENV)/bin/python || $(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(VLLM_VENV)/bin/python -m pip install --quiet -r requirements-vllm.txt -c constraints-vllm.txt
+	$(VLLM_VENV)/bin/python -c "from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest" && touch $(VLLM_STAMP)
+
+test-vllm: $(STAMP) $(VLLM_STAMP)
+	EMERGE_VLLM_PYTHON=$(abspath $(VLLM_VENV))/bin/python $(PY) -m pytest -q tests/system/curation/test_contract.py
 
 # style (ruff), the house's import contracts (import-linter: docs/architecture.md), types
 # (mypy: strict rooms, and a ratchet for the rest), dead code (vulture) and functions of

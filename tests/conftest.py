@@ -33,7 +33,7 @@ REALDATA = REPO.parent / "shared" / "realdata"
 TIERS = ("unit", "engine", "e2e", "system")
 
 # Airflow reads its configuration when it is first imported: point every test that
-# imports it (system/test_airflow_*.py) at this repository's DAGs and at a throw-away home
+# imports it (system/test_dags*.py) at this repository's DAGs and at a throw-away home
 # and database, never at a developer's own AIRFLOW_HOME.
 AIRFLOW_TEST_HOME = Path(tempfile.mkdtemp(prefix="emerge-airflow-test-"))
 for _name in [k for k in os.environ if k.startswith("AIRFLOW__")]:
@@ -54,10 +54,12 @@ for _home in (AIRFLOW_TEST_HOME, HF_TEST_HOME):
 #: the longest files (measured), started first so that no worker runs one of them alone
 #: at the end: pytest-xdist hands each file to one worker, in collection order
 #: (`--no-loadscope-reorder`; its default order is by number of tests)
-LONGEST_FIRST = ("system/core/test_engine_spark.py", "system/core/test_engine_sail.py",
-                 "system/test_dags_scheduler.py", "system/demo/test_dagtest.py",
+LONGEST_FIRST = ("system/core/test_engine_spark.py", "system/test_dags_celery.py",
+                 "system/core/test_engine_sail.py", "system/test_dags_scheduler.py",
+                 "system/demo/test_dagtest.py",
                  "system/annotation/test_labelstudio.py",
-                 "e2e/core/test_engine.py", "e2e/commands/test_build.py",
+                 "e2e/core/test_engine.py", "e2e/commands/test_build_concurrent.py",
+                 "e2e/commands/test_build.py",
                  "e2e/pipeline/test_runner_more_seeds.py", "e2e/pipeline/test_runner.py",
                  "e2e/curation/test_verdicts.py", "system/curation/test_verdicts.py",
                  "e2e/formats/test_format.py", "unit/evaluation/test_run.py",

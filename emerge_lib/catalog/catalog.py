@@ -424,19 +424,24 @@ class Catalog:
 
     def _create_or(self, name: str, operation: str, df: DataFrame,
                    write: Callable[[], None]) -> None:
-        """Create the table from df when it does not exist yet, else ``write``; one commit."""
+        """``write`` (a guarded replace or a MERGE), the table first created empty when it
+        does not exist yet. The rows never go in by a creating append: two writers that
+        both found no table (two builds of one snapshot into a fresh warehouse) both
+        appended, and every row was there twice. Two empty creates add no row, whichever
+        lands, and the idempotent write then runs on the table either way."""
         s = spec(name)
 
-        def commit() -> None:
+        def create() -> None:
             if self.exists(name):
-                write()
                 return
-            writer = df.write.format("delta").mode("append")
+            writer = df.limit(0).write.format("delta").mode("append")
             if s.partition_by:
                 writer = writer.partitionBy(*s.partition_by)
             writer.save(self.spark_path(name))
 
-        self._committed(name, operation, commit)
+        if not self.exists(name):
+            self._committed(name, "create (empty)", create)
+        self._committed(name, operation, write)
 
     def overwrite(self, name: str, df: DataFrame) -> None:
         """Replace the whole table in one Delta transaction (derived tables only)."""

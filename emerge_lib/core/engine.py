@@ -317,8 +317,12 @@ def embedded_server(s3: S3Settings | None = None, mode: str | None = None,
     env["SAIL_MODE"] = mode
     env["SAIL_SPARK__SESSION_TIMEOUT_SECS"] = str(int(session_timeout_s))
     # Sail logs every session at INFO to stderr; keep it quiet unless asked. Its cluster
-    # mode warns about routine task bookkeeping on every query ("worker N was not pending").
-    quiet = "warn" if mode == "local" else "warn,sail_execution=error"
+    # mode warns about routine task bookkeeping on every query ("worker N was not pending"),
+    # and every server warns when it stops ("aborting 23 task(s) for SessionManagerActor":
+    # its session manager's idle tasks), which a task's log (Airflow files stderr as
+    # ERROR) showed on every successful run
+    quiet = "warn,sail_common::actor=error" + ("" if mode == "local" else
+                                               ",sail_execution=error")
     env.setdefault("RUST_LOG", os.environ.get("RUST_LOG", quiet))
     with _exported(env):
         server = SparkConnectServer("127.0.0.1", 0)

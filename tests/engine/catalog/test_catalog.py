@@ -94,7 +94,8 @@ def test_rows_outside_the_partition_are_refused_and_nothing_is_written(catalog: 
 
 
 def test_sail_trap_dynamic_overwrite_replaces_whole_table(catalog: Catalog, spark) -> None:
-    """Characterizes the Sail 0.7 trap the catalog avoids (DESIGN.md §4).
+    """Characterizes the Sail 0.7 trap the catalog avoids (docs/architecture.md, "The
+    catalog and its write modes").
 
     If this starts failing, Sail fixed dynamic partition overwrite; the catalog's guard
     stays correct either way.
@@ -337,3 +338,36 @@ def test_a_process_that_reads_and_exits_exits_cleanly(tmp_path: Path) -> None:
         done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                               timeout=120)
         assert (done.returncode, done.stdout.strip()) == (0, "2000"), done.stderr[-500:]
+
+
+@pytest.mark.parametrize("how", ["replace", "merge"])
+def test_two_first_writes_of_a_new_table_side_by_side_land_once(catalog: Catalog,
+                                                                how: str) -> None:
+    """Two writers of one partition into a table that does not exist yet (two builds of
+    one snapshot into a fresh warehouse): both found no table and both appended, so every
+    row was there twice. The table is created empty first (two empty creates add no row),
+    then each writer's guarded replace or MERGE runs: the table holds the rows once."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    name = "kg_triples" if how == "replace" else "verdicts"
+    for attempt in range(3):  # the race is narrow: a few rounds, each on a fresh table
+        warehouse = Path(catalog.warehouse) / f"round{attempt}"
+
+        def write(_: int, warehouse: Path = warehouse) -> None:
+            own = Catalog(warehouse, catalog.spark)
+            if how == "replace":
+                frame = own.frame(name, rows("s1", *[("Q1", "P1", f"Q{j}") for j in range(50)]))
+                own.replace_partition(name, frame, {"snapshot": "s1"})
+            else:
+                frame = own.frame(name, [_verdict(j) for j in range(50)])
+                own.merge(name, frame)
+
+        with ThreadPoolExecutor(2) as pool:
+            list(pool.map(write, range(2)))
+        assert Catalog(warehouse).read_arrow(name).num_rows == 50
+
+
+def _verdict(j: int) -> dict:
+    return {"snapshot": "s1", "window": 1, "passage_id": f"p{j}", "s": "Q1", "p": "P1",
+            "o": "Q2", "llm_name": "m", "prompt_type": "triple_assertion", "prompt_sha": "x",
+            "verdict": "YES"}

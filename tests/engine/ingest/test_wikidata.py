@@ -452,3 +452,43 @@ def test_the_ingest_stage_logs_one_summary_line(tmp_path: Path, catalog: Catalog
     assert ", 1 files, 10 revisions, 2 rejects in " in line
     # the cores it kept busy follow when the stage took a second or more (a loaded machine)
     assert re.search(r" MB/s(, [0-9.]+ cores)?$", line), line
+
+
+@pytest.mark.parametrize("nest", ["objects", "arrays", "top level"])
+def test_a_revision_nested_too_deep_is_one_reject(tmp_path: Path, catalog: Catalog,
+                                                   nest: str) -> None:
+    """A revision whose JSON nests 100,000 deep (objects inside a claims group failed the
+    whole file with a RecursionError: none of its pages committed) is one reject; the
+    page's other revisions and the other pages are ingested."""
+    n = 100_000
+    deep = '{"a":' * n + "1" + "}" * n if nest != "arrays" else "[" * n + "1" + "]" * n
+    good = item("Q2", [claim("P31", "Q5", "q2$a")], "Two")
+    text = (good[:-1] + f',"x":{deep}}}' if nest == "top level"
+            else good.replace('"claims":{', f'"claims":{{"P9":{deep},', 1))
+    f = write_bz2(tmp_path / "wikidatawiki-20240201-pages-meta-history1.xml-p1p10.bz2", [
+        PageSpec(1, "Q1", q1_history()),
+        PageSpec(2, "Q2", [Rev(20, "2024-01-01T00:00:00Z", good),
+                           Rev(21, "2024-01-02T00:00:00Z", text),
+                           Rev(22, "2024-01-03T00:00:00Z", good)]),
+    ])
+    report = ingest_wikidata(catalog, [f], max_reject_ratio=1.0)
+    assert report.pages == 2
+    rejects = {(r["rev_id"], r["reason"]) for r in catalog.read_arrow("ingest_rejects").to_pylist()}
+    assert rejects == {(21, "too_deep")}
+    assert {s for s, *_ in statements(catalog)} == {"Q1", "Q2"}
+
+
+def test_a_wikipedia_export_without_dbname_given_as_wikidata_says_so(tmp_path: Path,
+                                                                    catalog: Catalog) -> None:
+    """It said "not a MediaWiki history dump, or every page is broken"."""
+    from dumpbuilder import HEADER
+
+    header = HEADER.replace("    <dbname>{dbname}</dbname>\n", "").format()
+    f = write_bz2(tmp_path / "wikidatawiki-20240201-pages-meta-history1.xml-p1p10.bz2", [
+        PageSpec(1, "Alma Keller", [Rev(10, "2024-01-01T00:00:00Z", "'''Alma''' is.",
+                                        model="wikitext")])], header=header)
+    with pytest.raises(IngestError):
+        ingest_wikidata(catalog, [f], max_reject_ratio=1.0)
+    (row,) = [r for r in catalog.read_arrow("ingest_rejects").to_pylist()
+              if r["reason"] == "file_error"]
+    assert "none is an entity page" in row["detail"] and "--wikipedia" in row["detail"]

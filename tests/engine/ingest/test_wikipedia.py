@@ -391,3 +391,18 @@ def test_extract_and_commit_as_separate_steps(tmp_path: Path, catalog: Catalog) 
     ingest_wikipedia(catalog, [high], ["2023-06-01T00:00:00Z", T], max_reject_ratio=0.1)
     assert marks() == before
     assert commit(catalog, later_plan, [behind]) == [behind]
+
+
+def test_a_wikidata_export_without_dbname_given_as_wikipedia_says_so(tmp_path: Path,
+                                                                    catalog: Catalog) -> None:
+    """Every revision a Wikibase entity: the content model names the other wiki."""
+    import dumpbuilder
+
+    header = dumpbuilder.HEADER.replace("    <dbname>{dbname}</dbname>\n", "").format()
+    f = tmp_path / "enwiki-20240201-pages-meta-history1.xml-p1p10.bz2"
+    dumpbuilder.write_bz2(f, [dumpbuilder.PageSpec(1, "Q1", [dumpbuilder.Rev(
+        10, "2024-01-01T00:00:00Z", dumpbuilder.item("Q1", [], "One"))])], header=header)
+    with pytest.raises(IngestError, match="1 unknown_content_model .content model "
+                                          "wikibase-item: a Wikidata dump. pass it with "
+                                          "--wikidata"):
+        ingest_wikipedia(catalog, [f])
