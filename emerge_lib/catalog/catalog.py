@@ -197,7 +197,7 @@ class Catalog:
         from pyarrow.parquet import filters_to_expression
 
         expression = filters_to_expression(filters) if filters else None
-        dataset = self._delta(name, version).to_pyarrow_dataset()
+        dataset = self._arrow_dataset(name, version, filters)
         if columns is None:
             # the declared order: Sail stores a partitioned table's partition columns last,
             # Spark where the frame had them (first, as declared)
@@ -215,7 +215,36 @@ class Catalog:
         """A pyarrow dataset of the table at ``version`` (for streaming reads), or None."""
         if not self.exists(name):
             return None
-        return self._delta(name, version).to_pyarrow_dataset(file_pruning_predicate=pruning)
+        return self._arrow_dataset(name, version, pruning)
+
+    def _arrow_dataset(self, name: str, version: int | None,
+                       filters: list[tuple[str, str, Any]] | None) -> Any:
+        """The table's files as a pyarrow dataset, each file known by its partition values
+        only. delta-rs picks the files (``filters`` against the partition values and the
+        column statistics of the Delta log, rightly keeping a file whose statistics lack a
+        column), but its pyarrow fragments also carry those statistics as bounds, and a
+        column without them gets null bounds, which pyarrow reads as "no row can match":
+        Delta-Spark keeps no minimum or maximum of a boolean column, so a filter on one
+        (the release's ``kept = false`` of selection) found no row in a table Spark wrote
+        (tests/engine/catalog/test_catalog_engines.py). The files' own Parquet statistics
+        still skip row groups."""
+        import pyarrow.dataset as pads
+
+        table = self._delta(name, version)
+        found = table.to_pyarrow_dataset(file_pruning_predicate=filters or None)
+        schema = found.schema
+        fragments = []
+        for fragment in found.get_fragments():
+            values = pads.get_partition_keys(fragment.partition_expression)
+            known = pads.scalar(True)
+            for column in table.metadata().partition_columns:
+                value = values.get(column)
+                known = known & (pads.field(column).is_null() if value is None else
+                                 pads.field(column) == pa.scalar(value,
+                                                                 schema.field(column).type))
+            fragments.append(found.format.make_fragment(
+                fragment.path, filesystem=found.filesystem, partition_expression=known))
+        return pads.FileSystemDataset(fragments, schema, found.format, found.filesystem)
 
     def partition_digest(self, name: str, version: int | None, snapshot: str) -> str | None:
         """A fingerprint of one snapshot's rows of a table at ``version``: the Delta data

@@ -13,7 +13,7 @@ import pytest
 from sparkkit import on_each_engine
 from tablekit import stmt
 
-from emerge_lib.catalog import Catalog, CatalogError
+from emerge_lib.catalog import Catalog, CatalogError, spec
 from emerge_lib.catalog.catalog import _GUARD_MARK, _guard_detail
 from emerge_lib.core.engine import EngineTraits, engine_traits
 
@@ -130,8 +130,6 @@ def test_a_list_column_from_local_rows_through_replace_where(catalog: Catalog) -
     """Sail's replaceWhere refuses list elements named otherwise than in the table's files
     (a frame from local rows); Spark takes it: on Sail only it goes through a scratch
     table."""
-    from emerge_lib.catalog import spec
-
     mention = {"start": 0, "end": 3, "anchor": "One", "target": "One", "qid": "Q1"}
     row = {**dict.fromkeys(spec("passages").schema.names), "snapshot": JAN, "window": 1,
            "passage_id": "p1", "page_id": 1, "text": "One two", "mentions": [mention]}
@@ -169,3 +167,30 @@ def test_concurrent_merges_into_different_partitions_all_land(catalog: Catalog) 
     assert errors == []
     got = catalog.read_arrow("statement_timeline").to_pylist()
     assert len(got) == 10 and len({r["s"] for r in got}) == 10
+
+
+@on_each_engine
+def test_a_filter_on_a_column_the_log_keeps_no_bounds_of(catalog: Catalog) -> None:
+    """Delta-Spark keeps no minimum or maximum of a boolean column in the Delta log (Sail
+    does); delta-rs's pyarrow fragments then bound the column by nulls, and a filter on
+    it found no row at all: the release kept the near-duplicates Sail's left out. The
+    catalog's reads know a file by its partition values only (``_arrow_dataset``)."""
+    import pyarrow as pa
+    from deltalake import DeltaTable
+    from pyarrow import compute as pc
+
+    rows = [{**dict.fromkeys(spec("selection").schema.names), "snapshot": JAN, "window": w,
+             "passage_id": f"p{w}{kept}", "kept": kept, "rank": 1, "evaluation_set": False}
+            for w in (1, 2) for kept in (True, False)]
+    catalog.replace_partitions("selection", catalog.frame("selection", rows), {"snapshot": JAN},
+                               "window", [1, 2])
+    log = DeltaTable(catalog.path("selection"))
+    actions = pa.table(log.get_add_actions(flatten=True))
+    bounded = "min.kept" in actions.column_names and actions["min.kept"].null_count == 0
+    assert bounded == (catalog.traits.name == "sail")
+    raw = log.to_pyarrow_dataset().to_table(filter=pc.field("kept") == False)  # noqa: E712
+    assert raw.num_rows == (2 if bounded else 0)
+    left_out = catalog.read_arrow("selection", filters=[("kept", "=", False)])
+    assert sorted(left_out["passage_id"].to_pylist()) == ["p1False", "p2False"]
+    assert catalog.read_arrow("selection", filters=[("window", "=", 2), ("kept", "=", True)]
+                              )["passage_id"].to_pylist() == ["p2True"]
