@@ -22,14 +22,14 @@ ENV PIP_NO_CACHE_DIR=1 PYTHONUNBUFFERED=1 \
 WORKDIR /opt/emerge
 COPY --chown=50000:0 requirements.txt requirements-demo.txt constraints.txt pyproject.toml setup.py README.md ./
 # torch first, the CPU build from PyTorch's index (PyPI's Linux torch is the CUDA build,
-# about 2.7 GB to download); the Celery provider for the CeleryExecutor of
-# docker-compose.yaml
+# about 2.7 GB to download); requirements-demo.txt holds the Celery provider of
+# docker-compose.yaml's CeleryExecutor
 RUN pip install --no-cache-dir torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu \
     && pip install --no-cache-dir -r requirements.txt \
-       -c constraints.txt \
-       apache-airflow-providers-celery==3.26.0
+       -c constraints.txt
 COPY --chown=50000:0 emerge_lib ./emerge_lib
 COPY --chown=50000:0 dags ./dags
+COPY --chown=50000:0 plugins ./plugins
 RUN pip install --no-cache-dir --no-deps . \
     && python -c "import sysconfig, pathlib; p = pathlib.Path(sysconfig.get_paths()['purelib']); (p / 'emerge_spark_home.pth').write_text(\"import os; os.environ.setdefault('SPARK_HOME', %r)\n\" % str(p / 'pyspark'))" \
     && python -c "import pyspark.sql.connect, great_expectations; import emerge_lib.cli; import emerge_lib.dumps._native, emerge_lib.dumps._crc32" \

@@ -430,7 +430,7 @@ RELATIONS = _register(
         write_mode="replace_partition",
         partition_by=("snapshot",),
         producers=("snapshot",),
-        consumers=("validate", "release"),
+        consumers=("align", "validate", "release"),
         released=True,
         description="R_t: properties with English label and description at t.",
     )
@@ -551,6 +551,8 @@ VERDICTS = _register(
             ("latency_s", pa.float64()),
             ("attempts", pa.int32()),
             ("answered_at", TS),
+            ("ask_round", pa.int32()),  # the prompt's ask this answer came from (1: first)
+            ("replaced", pa.string()),  # JSON: the answer it replaced and why (NULL: none)
         ),
         write_mode="merge",
         key=("snapshot", "window", "passage_id", "s", "p", "o", "llm_name", "prompt_type",

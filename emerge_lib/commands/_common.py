@@ -19,12 +19,35 @@ if TYPE_CHECKING:
     from emerge_lib.ingest.staging import FileSummary
 
 
+class HelpFormatter(argparse.HelpFormatter):
+    """argparse's formatter (descriptions re-wrapped to the terminal), but an ``examples:``
+    epilog keeps its lines: a command line wrapped in the middle could not be pasted."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if text.startswith(EXAMPLES):
+            return "".join(indent + line for line in text.splitlines(keepends=True))
+        return super()._fill_text(text, width, indent)
+
+
+EXAMPLES = "examples:"
+
+
+def examples(parser: argparse.ArgumentParser, *lines: str) -> None:
+    """Give ``parser`` an ``examples:`` epilog: one command line each (a test parses every
+    one, so an example cannot name a flag the command does not have)."""
+    parser.epilog = "\n".join([EXAMPLES, *(f"  {line}" for line in lines)])
+    if parser.formatter_class is argparse.HelpFormatter:
+        parser.formatter_class = HelpFormatter
+
+
 def config_flag(parser: argparse.ArgumentParser, what: str = "") -> None:
     """``-c FILE|PRESET``, repeatable: configuration files (or presets' names: ``paper``,
-    ``no-selection-rules``) laid over the defaults in order, the flags over them."""
+    ``paper-v1``, ``no-selection-rules``) laid over the defaults in order, the flags over
+    them."""
     parser.add_argument("--config", "-c", action="append", metavar="FILE|PRESET",
                         help="a YAML configuration file or a preset's name (paper, "
-                             "no-selection-rules); repeatable: each laid over the one before"
+                             "paper-v1, no-selection-rules); repeatable: each laid over the "
+                             "one before"
                              + (f" ({what})" if what else ""))
 
 

@@ -85,10 +85,18 @@ def _verdict(item: str) -> Verdict | None:
     return Verdict(said == "YES", explanation)
 
 
-def parse_answer(text: str, n: int) -> list[Verdict] | None:
+def parse_answer(text: str, n: int, single: bool = False) -> list[Verdict] | None:
     """The N verdicts of an answer in list order, or None when it does not hold exactly
     items 1..N each with exactly one unhedged YES or NO. A paragraph after a blank line
-    that is not indented ends the item (an outro after the list is not its last item's)."""
+    that is not indented ends the item (an outro after the list is not its last item's).
+
+    ``single``: the answer to a single-triple prompt (``prompts.SINGLE_TEMPLATES``), one
+    verdict without a number (``YES, because …``); one that numbers its items is read as
+    a list of exactly one."""
+    if single and not any(_ITEM.match(line) for line in text.splitlines()):
+        first = text.strip().split("\n\n", 1)[0]  # a paragraph after it is an outro
+        verdict = _verdict(" ".join(first.split("\n")))
+        return None if verdict is None else [verdict]
     items: dict[int, list[str]] = {}
     current: int | None = None
     blank = False
@@ -116,27 +124,34 @@ def parse_answer(text: str, n: int) -> list[Verdict] | None:
     return verdicts  # type: ignore[return-value]
 
 
-def answer_token_budget(n: int) -> int:
+def answer_token_budget(n: int, single: bool = False) -> int:
     """``max_tokens`` that always holds a constrained answer of N lines, so that the
     constraint, not the budget, ends it: the form is printable ASCII (one byte a
     character) and every sampled token is at least one byte, so the longest text the form
     allows, in bytes, bounds its tokens; plus one for the end-of-sequence token."""
+    if single:
+        return len("YES ") + EXPLANATION_CHARS + 1
     longest = sum(len(f"{k}. YES ") + EXPLANATION_CHARS for k in range(1, n + 1)) + (n - 1)
     return longest + 1
 
 
-def answer_regex(n: int) -> str:
+def answer_regex(n: int, single: bool = False) -> str:
     """The answer's form as a regular expression (vLLM's structured outputs): N lines
     ``k. YES|NO explanation``, each explanation 1 to ``EXPLANATION_CHARS`` printable ASCII
-    characters (``answer_token_budget`` relies on both bounds)."""
+    characters (``answer_token_budget`` relies on both bounds); ``single``: one line
+    ``YES|NO explanation`` (the single-triple prompt asks for no list)."""
+    if single:
+        return rf"(YES|NO) [ -~]{{1,{EXPLANATION_CHARS}}}"
     line = r"{k}\. (YES|NO) [ -~]{{1,{m}}}"
     return r"\n".join(line.format(k=k, m=EXPLANATION_CHARS) for k in range(1, n + 1))
 
 
-def answer_grammar(n: int) -> str:
+def answer_grammar(n: int, single: bool = False) -> str:
     """The same form as a GBNF grammar (llama.cpp's ``grammar``; vLLM's ``grammar`` takes
     it too)."""
     lines = " \"\\n\" ".join(f'"{k}. " verdict " " explanation' for k in range(1, n + 1))
+    if single:
+        lines = 'verdict " " explanation'
     return (f"root ::= {lines}\n"
             'verdict ::= "YES" | "NO"\n'
             f"explanation ::= [ -~]{{1,{EXPLANATION_CHARS}}}\n")

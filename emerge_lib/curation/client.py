@@ -70,15 +70,17 @@ class Answer:
     finish_reason: str | None = None  # "stop"; "length" when max_tokens cut it
 
 
-def constraint(backend: str, n_lines: int, vllm_form: str = "regex") -> dict[str, Any]:
-    """The request fields that constrain the answer to N ``k. YES|NO explanation`` lines
-    (vLLM: one constraint per request, a ``regex`` or the same form as a ``grammar``)."""
+def constraint(backend: str, n_lines: int, vllm_form: str = "regex",
+               single: bool = False) -> dict[str, Any]:
+    """The request fields that constrain the answer to N ``k. YES|NO explanation`` lines,
+    or with ``single`` to one ``YES|NO explanation`` (vLLM: one constraint per request, a
+    ``regex`` or the same form as a ``grammar``)."""
     if backend == "vllm":
         if vllm_form == "grammar":
-            return {"structured_outputs": {"grammar": answer_grammar(n_lines)}}
-        return {"structured_outputs": {"regex": answer_regex(n_lines)}}
+            return {"structured_outputs": {"grammar": answer_grammar(n_lines, single)}}
+        return {"structured_outputs": {"regex": answer_regex(n_lines, single)}}
     if backend == "llamacpp":
-        return {"grammar": answer_grammar(n_lines)}
+        return {"grammar": answer_grammar(n_lines, single)}
     return {}
 
 
@@ -116,27 +118,27 @@ class ChatClient:
             self._http = None
 
     def payload(self, endpoint: Endpoint, prompt: str, n_lines: int, structured: bool,
-                temperature: float | None = None, max_tokens: int | None = None
-                ) -> dict[str, Any]:
+                temperature: float | None = None, max_tokens: int | None = None,
+                single: bool = False) -> dict[str, Any]:
         """The request body; ``max_tokens`` (a free-form answer, as EDC+'s) replaces the
         per-line allowance."""
         body: dict[str, Any] = {
             "model": endpoint.model,
             "messages": [{"role": "user", "content": prompt}],
             "temperature": self.temperature if temperature is None else temperature,
-            "max_tokens": max_tokens or self.token_budget(n_lines, structured),
+            "max_tokens": max_tokens or self.token_budget(n_lines, structured, single),
         }
         if structured:
-            body.update(constraint(endpoint.backend, n_lines, self.vllm_constraint))
+            body.update(constraint(endpoint.backend, n_lines, self.vllm_constraint, single))
         return body
 
-    def token_budget(self, n_lines: int, structured: bool) -> int:
+    def token_budget(self, n_lines: int, structured: bool, single: bool = False) -> int:
         """``max_tokens_per_line`` a line; constrained, never less than the form's longest
         answer (``answer_token_budget``), so the constraint ends it, not the budget. Free
         text has no bound: its budget is the setting's, and a cut answer is retried."""
         n = max(1, n_lines)
         per_line = self.max_tokens_per_line * n
-        return max(answer_token_budget(n), per_line) if structured else per_line
+        return max(answer_token_budget(n, single), per_line) if structured else per_line
 
     def _take_budget(self) -> None:
         if self.budget is not None:
@@ -145,11 +147,14 @@ class ChatClient:
             self.budget -= 1
 
     async def ask(self, endpoint: Endpoint, prompt: str, n_lines: int, structured: bool = True,
-                  temperature: float | None = None, max_tokens: int | None = None) -> Answer:
-        """One chat completion, retried on transient failures; raises EndpointError."""
+                  temperature: float | None = None, max_tokens: int | None = None,
+                  single: bool = False) -> Answer:
+        """One chat completion, retried on transient failures; raises EndpointError.
+        ``single``: the prompt asks about one triple without a list (its answer's form)."""
         assert self._http is not None, "use ChatClient as an async context manager"
         headers = {"Authorization": f"Bearer {endpoint.api_key}"} if endpoint.api_key else {}
-        body = self.payload(endpoint, prompt, n_lines, structured, temperature, max_tokens)
+        body = self.payload(endpoint, prompt, n_lines, structured, temperature, max_tokens,
+                            single)
         last = ""
         async with self.semaphore:
             for attempt in range(1, self.retries + 2):

@@ -29,6 +29,7 @@ from typing import Any
 
 import httpx
 
+from emerge_lib.core.children import dying_with_parent
 from emerge_lib.core.errors import EmergeError
 
 log = logging.getLogger(__name__)
@@ -164,7 +165,7 @@ def launch(cmd: list[str], port: int, model: str, startup_timeout_s: float = 120
     a one-line ``LocalServerError`` otherwise, and stops the process."""
     log_file = Path(tempfile.mkstemp(prefix="emerge-llm-", suffix=".log")[1])
     with open(log_file, "wb") as fh:
-        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT,
+        proc = subprocess.Popen(dying_with_parent(cmd), stdout=fh, stderr=subprocess.STDOUT,
                                 env={**os.environ, "PYTHONUNBUFFERED": "1"})
     server = LocalServer(proc, f"http://127.0.0.1:{port}/v1", model, log_path=log_file)
     deadline = time.monotonic() + startup_timeout_s

@@ -4,13 +4,17 @@ measuring the client's own ceiling (``benchmarks/curation.py``).
 It speaks the same protocol over the same wire as vLLM's and llama.cpp's servers
 (HTTP/1.1 with keep-alive, ``POST /v1/chat/completions``, ``GET /v1/models``) and answers
 each prompt's numbered triples with ``k. YES …`` lines (or NO for triples whose subject
-label starts with "No"), instantly. ``faults`` scripts what the next requests get instead:
-``"500"``, ``"hang"`` (no answer until the client gives up), ``"close"`` (the connection
+label starts with "No"), instantly; models named in ``contrary`` answer the other way,
+those in ``garbled`` with prose that never parses. ``faults`` scripts what the next
+requests get instead: ``"500"``, ``"hang"`` (no answer until the client gives up), ``"close"`` (the connection
 is dropped), ``"prose"`` (an answer without a list), ``"short"`` (one line too few),
-``"long"`` (one too many), ``"cut"`` (the normal answer, but ``finish_reason: length``, as
+``"long"`` (one too many), ``"loop"`` (every explanation ``again again …``: it parses,
+but is degenerate), ``"cut"`` (the normal answer, but ``finish_reason: length``, as
 when ``max_tokens`` cut an answer that happens to parse), ``"400"``, or ``"ok"`` (the
 normal answer); ``script(…, prompt_with=text)`` aims faults at
-the requests whose prompt holds ``text``. A real model is the local llama.cpp server
+the requests whose prompt holds ``text``. ``hold()`` makes every request wait (a model
+busy elsewhere) until ``release()``; ``record=True`` keeps each request's body as it came
+over the wire (``bodies``). A real model is the local llama.cpp server
 (``curation.local_server``).
 """
 
@@ -28,13 +32,20 @@ from dataclasses import dataclass, field
 _TRIPLE = re.compile(r"^(\d+)\. \((.*)\)$", re.MULTILINE)
 
 
+_SINGLE = re.compile(r"^\((.*)\)$", re.MULTILINE)
+
+
 def answer_for(prompt: str, contrary: bool = False) -> str:
     """The stub's answer: one verdict line per numbered triple of the prompt (each verdict
-    reversed when ``contrary``)."""
+    reversed when ``contrary``); to a single-triple prompt, one unnumbered verdict."""
+    if "the following triple?" in prompt or "the following triple is" in prompt:
+        inside = _SINGLE.findall(prompt)[-1]
+        verdict = "NO" if inside.startswith("No") != contrary else "YES"
+        return f"{verdict} the stub reads ({inside})"
     lines = []
     for number, inside in _TRIPLE.findall(prompt):
         verdict = "NO" if inside.startswith("No") != contrary else "YES"
-        lines.append(f"{number}. {verdict} the stub says so")
+        lines.append(f"{number}. {verdict} the stub reads ({inside})")
     return "\n".join(lines)
 
 
@@ -48,9 +59,16 @@ class StubServer:
     faults_for: dict[str, deque[str]] = field(default_factory=dict)
     # served model names that answer every triple the other way: judges that disagree
     contrary: set[str] = field(default_factory=set)
+    record: bool = False  # keep the request bodies, raw bytes (``bodies``)
+    # served model names whose every answer is prose without a list (never parses): a
+    # judge that always answers garbage, whatever the retries
+    garbled: set[str] = field(default_factory=set)
     requests: int = 0
+    waiting: int = 0  # requests held back now (``hold``)
+    bodies: list[bytes] = field(default_factory=list)
     url: str = ""
     _loop: asyncio.AbstractEventLoop | None = None
+    _open: asyncio.Event | None = None
     _thread: threading.Thread | None = None
     _server: asyncio.AbstractServer | None = None
 
@@ -60,6 +78,8 @@ class StubServer:
         def serve() -> None:
             loop = self._loop = asyncio.new_event_loop()
             asyncio.set_event_loop(loop)
+            self._open = asyncio.Event()
+            self._open.set()
             self._server = loop.run_until_complete(
                 asyncio.start_server(self._client, "127.0.0.1", 0, backlog=1024))
             port = self._server.sockets[0].getsockname()[1]
@@ -86,6 +106,17 @@ class StubServer:
             self._loop.call_soon_threadsafe(stop)
         if self._thread is not None:
             self._thread.join(10)
+
+    def hold(self) -> None:
+        """From now on, every request waits (unanswered, its connection open) until
+        :meth:`release`."""
+        assert self._loop is not None and self._open is not None
+        self._loop.call_soon_threadsafe(self._open.clear)
+
+    def release(self) -> None:
+        """Answer the held requests, and the next ones at once again."""
+        assert self._loop is not None and self._open is not None
+        self._loop.call_soon_threadsafe(self._open.set)
 
     def script(self, faults: Iterable[str], *, prompt_with: str | None = None) -> None:
         """Queue faults for the next requests, or for those whose prompt holds
@@ -118,6 +149,14 @@ class StubServer:
                         length = int(line.split(":", 1)[1])
                 body = await reader.readexactly(length) if length else b""
                 self.requests += 1
+                if self.record and method == "POST":
+                    self.bodies.append(body)
+                if self._open is not None and not self._open.is_set():
+                    self.waiting += 1
+                    try:
+                        await self._open.wait()
+                    finally:
+                        self.waiting -= 1
                 fault = self._fault(body)
                 if fault == "close":
                     writer.close()
@@ -143,10 +182,13 @@ class StubServer:
         request = json.loads(body or b"{}")
         prompt = request.get("messages", [{}])[-1].get("content", "")
         text = answer_for(prompt, request.get("model") in self.contrary)
-        if fault == "prose":
+        if fault == "prose" or request.get("model") in self.garbled:
             text = "The text supports some of these triples but not all of them."
         elif fault == "short":
             text = "\n".join(text.splitlines()[:-1])
+        elif fault == "loop":  # parses, but every explanation is a loop
+            text = "\n".join(" ".join(line.split(" ", 2)[:2]) + " again" * 8
+                              for line in text.splitlines())
         elif fault == "long":
             text += f"\n{len(text.splitlines()) + 1}. YES a triple nobody asked about"
         return "200 OK", {

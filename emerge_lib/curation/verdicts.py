@@ -10,7 +10,9 @@ Resumable: each answer's rows are appended to a local journal the moment it arri
 MERGEd into the table in batches (every ``curation.flush_seconds`` or ``flush_rows``); the
 next run replays what a killed run journaled but did not MERGE. So a ``kill -9`` loses
 only the requests in flight (a power loss, also the answers of the last ~50 ms), and
-a rerun asks only what has no verdict yet. An answer that does not parse, or that
+a rerun asks only what has no verdict yet, and (answer QA, ``curation.quality``) what
+was stored UNPARSED or degenerate, at most ``curation.reasks`` more times. An answer that
+does not parse, or that
 ``max_tokens`` cut (``finish_reason: length``), is asked again (``curation.retries``
 times, sampled at a higher temperature) and then recorded as UNPARSED and counted, never
 guessed; ``attempts`` counts every HTTP request the verdict took. A request whose endpoint
@@ -39,6 +41,7 @@ from emerge_lib.curation.answers import parse_answer
 from emerge_lib.curation.client import BudgetExhausted, ChatClient, Endpoint, EndpointError
 from emerge_lib.curation.journal import Journal, journal_folder, release, take_orphans
 from emerge_lib.curation.prompts import ASSERTION, DEPRECATION, prompt_sha, render
+from emerge_lib.curation.quality import ask_round, repeated, replaced, to_reask
 from emerge_lib.curation.rules import ADDITIONS, asserted_operations
 from emerge_lib.formats.format import TITLE_PREFIX, llm_assessment_entry
 
@@ -59,6 +62,9 @@ class Request:
     triples: list[Triple]
     targets: list[tuple[int, str]] = field(default_factory=list)  # (window, passage_id)
     endpoint: Endpoint | None = None  # resolved only when the request is to be sent
+    ask_round: int = 1  # the prompt's ask this is (a re-ask of a stored answer: more)
+    single: bool = False  # the single-triple prompt: one unnumbered verdict
+    replacing: str | None = None  # JSON: the stored answer a re-ask replaces
 
 
 @dataclass
@@ -72,6 +78,8 @@ class CurateReport:
     refused: int = 0  # of the failed: a 4xx (a rerun would be refused again)
     left: int = 0  # not asked: the budget ran out
     replayed: int = 0  # verdict rows a killed run journaled, committed by this one
+    reasked_unparsed: int = 0  # stored UNPARSED answers asked again (answer QA)
+    reasked_degenerate: int = 0  # stored degenerate answers asked again
     rows: int = 0  # verdict rows written
     tokens_out: int = 0
     seconds: float = 0.0
@@ -82,6 +90,14 @@ def passage_text(row: dict[str, Any], passages: PassageSettings) -> str:
     """The passage as the release shows it (and the model reads it)."""
     prefix = TITLE_PREFIX.format(title=row["page_title"]) if passages.title_prefix else ""
     return prefix + row["text"]
+
+
+def qualified(row: dict[str, Any]) -> bool:
+    """Is this instance row a D that carries a qualifier (which picks its judges)? The
+    authors' s07 reads "with qualifier" as a non-empty ``qualifier_info`` (S07:109-112):
+    an end qualifier, or a removal's start qualifier (``deltas.removal_start_qualifier``),
+    as their s06b fills it from any qualifier event of the triple (S06B:215-225)."""
+    return row["op"] == "D" and row.get("qualifier_pid") is not None
 
 
 def endpoint_of(settings: CurationSettings, judge: str) -> Endpoint:
@@ -101,8 +117,7 @@ def plan_requests(settings: CurationSettings, passages_settings: PassageSettings
         entry = by_passage[(r["window"], r["passage_id"])].setdefault(
             (r["s"], r["p"], r["o"]), {"ops": set(), "qualified": False, "labels": None})
         entry["ops"].add(r["op"])
-        if r["op"] == "D" and (r.get("signal") or "").startswith("qualifier:"):
-            entry["qualified"] = True
+        entry["qualified"] |= qualified(r)
         entry["labels"] = (r.get("s_label") or r["s"], r.get("p_label") or r["p"],
                            r.get("o_label") or r["o"])
     text = {(p["window"], p["passage_id"]): passage_text(p, passages_settings) for p in passages}
@@ -123,12 +138,14 @@ def plan_requests(settings: CurationSettings, passages_settings: PassageSettings
                     asks[(DEPRECATION, judge)].append(triple)
         for (kind, judge), listed in sorted(asks.items()):
             route = settings.route(judge)
-            prompt = render(kind, text[(window, pid)], [triples[t]["labels"] for t in listed])
+            single = settings.single_prompts and len(listed) == 1
+            prompt = render(kind, text[(window, pid)], [triples[t]["labels"] for t in listed],
+                            single=single)
             sha = prompt_sha(prompt)
             req = requests.get((route.name, sha))
             if req is None:
                 req = requests[(route.name, sha)] = Request(
-                    kind, judge, route.name, prompt, sha, listed)
+                    kind, judge, route.name, prompt, sha, listed, single=single)
             if (window, pid) not in req.targets:  # two judges of one name ask once
                 req.targets.append((window, pid))
     return list(requests.values())
@@ -136,13 +153,18 @@ def plan_requests(settings: CurationSettings, passages_settings: PassageSettings
 
 def build_verdicts(catalog: Catalog, plan: SnapshotPlan, settings: CurationSettings,
                    passages_settings: PassageSettings,
-                   on_progress: Callable[[CurateReport], None] | None) -> CurateReport:
-    """Curate one snapshot (see the module docstring); returns what was done."""
+                   on_progress: Callable[[CurateReport], None] | None,
+                   judges: tuple[str, ...] | None) -> CurateReport:
+    """Curate one snapshot (see the module docstring); returns what was done.
+    ``judges``: only the requests to these routes' models (the Airflow snapshot DAG asks
+    each model in a task of its own, in that model's pool); None: every request."""
     started = time.monotonic()
     snap = [("snapshot", "=", plan.key)]
     instances = catalog.read_arrow("instances", filters=snap).to_pylist()
     passages = catalog.read_arrow("passages", filters=snap).to_pylist()
     requests = plan_requests(settings, passages_settings, instances, passages)
+    if judges is not None:
+        requests = [r for r in requests if r.judge in judges]
     report = CurateReport(requests=len(requests), replayed=_replay(catalog, plan))
     stored = catalog.read_arrow("verdicts", filters=snap).to_pylist()
     have_rows = {(r["window"], r["passage_id"], r["s"], r["p"], r["o"], r["llm_name"],
@@ -150,17 +172,27 @@ def build_verdicts(catalog: Catalog, plan: SnapshotPlan, settings: CurationSetti
     answers: dict[tuple[str, str], dict[Triple, dict[str, Any]]] = defaultdict(dict)
     for r in stored:  # answers already recorded (maybe for another window)
         answers[(r["llm_name"], r["prompt_sha"])][(r["s"], r["p"], r["o"])] = r
+    stuck = repeated(stored, settings.degenerate_repeats if settings.degenerate_check else 0)
     writer = _VerdictWriter(catalog, plan, settings)
     todo = []
     for req in requests:
         known = answers.get((req.llm_name, req.sha))
         if known is not None and set(req.triples) <= set(known):
-            report.answered_before += 1
-            writer.add([_row(plan, req, w, pid, t, known[t]) for w, pid in req.targets
-                        for t in req.triples if _key(w, pid, t, req) not in have_rows])
-        else:
-            req.endpoint = endpoint_of(settings, req.judge)  # raises when none is set
-            todo.append(req)
+            answer = [known[t] for t in req.triples]
+            why = to_reask(settings, answer, (req.llm_name, req.sha) in stuck)
+            if why is None:
+                report.answered_before += 1
+                writer.add([_row(plan, req, w, pid, t, known[t]) for w, pid in req.targets
+                            for t in req.triples if _key(w, pid, t, req) not in have_rows])
+                continue
+            req.ask_round, req.replacing = ask_round(answer) + 1, replaced(answer, why)
+            if why == "unparsed":
+                report.reasked_unparsed += 1
+            else:
+                report.reasked_degenerate += 1
+            log.info("curate %s: asking %s again (%s)", plan.key, req.sha, why)
+        req.endpoint = endpoint_of(settings, req.judge)  # raises when none is set
+        todo.append(req)
     try:
         if todo:
             asyncio.run(_ask_all(todo, settings, plan, writer, report, on_progress))
@@ -208,7 +240,8 @@ def _row(plan: SnapshotPlan, req: Request, window: int, pid: str, t: Triple,
             "o": t[2], "prompt_type": req.prompt_type, "judge": req.judge,
             "llm_name": req.llm_name, "prompt_sha": req.sha, **{k: answer[k] for k in (
                 "served_model", "verdict", "explanation", "raw_answer", "tokens_in", "tokens_out",
-                "latency_s", "attempts", "answered_at")}}
+                "latency_s", "attempts", "answered_at")},
+            "ask_round": answer.get("ask_round") or 1, "replaced": answer.get("replaced")}
 
 
 class _VerdictWriter:
@@ -254,13 +287,27 @@ class _VerdictWriter:
         self.last = time.monotonic()
 
 
+def client_for(settings: CurationSettings) -> ChatClient:
+    """The client the stage asks with (``curation.contract`` sends through the same)."""
+    return ChatClient(settings.concurrency, settings.timeout_s, settings.retries,
+                      max_requests=settings.max_requests,
+                      max_tokens_per_line=settings.max_tokens_per_triple,
+                      temperature=settings.temperature)
+
+
+def retry_temperature(settings: CurationSettings, attempt: int, ask_round: int
+                      ) -> float | None:
+    """The temperature of the ``attempt``-th ask of a request (0: the first, the
+    configured one) in its ``ask_round`` (1, or more for a re-ask of a stored answer by
+    answer QA); a retry of an unparsable answer samples, and so does a re-ask:
+    temperature 0 would repeat it."""
+    return None if attempt == 0 and ask_round == 1 else max(settings.temperature, 0.7)
+
+
 async def _ask_all(todo: list[Request], settings: CurationSettings, plan: SnapshotPlan,
                    writer: _VerdictWriter, report: CurateReport,
                    on_progress: Callable[[CurateReport], None] | None) -> None:
-    client = ChatClient(settings.concurrency, settings.timeout_s, settings.retries,
-                        max_requests=settings.max_requests,
-                        max_tokens_per_line=settings.max_tokens_per_triple,
-                        temperature=settings.temperature)
+    client = client_for(settings)
     flushing: asyncio.Task | None = None
 
     async def one(req: Request) -> None:
@@ -269,22 +316,22 @@ async def _ask_all(todo: list[Request], settings: CurationSettings, plan: Snapsh
         n = len(req.triples)
         answer, verdicts, attempts = None, None, 0
         for attempt in range(settings.retries + 1):
-            # a retry of an unparsable answer samples: temperature 0 would repeat it
-            temperature = None if attempt == 0 else max(settings.temperature, 0.7)
+            temperature = retry_temperature(settings, attempt, req.ask_round)
             answer = await client.ask(endpoint, req.prompt, n, settings.structured,
-                                      temperature)
+                                      temperature, single=req.single)
             attempts += answer.attempts
             report.tokens_out += answer.tokens_out
             # an answer max_tokens cut is not read, even when what came parses
             cut = answer.finish_reason == "length"
-            verdicts = None if cut else parse_answer(answer.text, n)
+            verdicts = None if cut else parse_answer(answer.text, n, req.single)
             if verdicts is not None:
                 break
         assert answer is not None
         now = datetime.now(UTC)
         base = {"served_model": endpoint.model, "raw_answer": answer.text, "tokens_in": answer.tokens_in,
                 "tokens_out": answer.tokens_out, "latency_s": answer.seconds,
-                "attempts": attempts, "answered_at": now}
+                "attempts": attempts, "answered_at": now, "ask_round": req.ask_round,
+                "replaced": req.replacing}
         if verdicts is None:
             report.unparsed += 1
             per = {t: {**base, "verdict": "UNPARSED", "explanation": None} for t in req.triples}
@@ -357,13 +404,14 @@ def assessments(catalog: Catalog, snapshot: str, window: int, version: int | Non
         said[(pid, s, p, o)][(name, kind)] = (None if r["verdict"] not in ("YES", "NO")
                                               else r["verdict"] == "YES")
     ops: dict[tuple, list[str]] = defaultdict(list)
-    qualified: dict[tuple, bool] = defaultdict(bool)
+    with_qualifier: dict[tuple, bool] = defaultdict(bool)
     for r in instances:
         key = (r["passage_id"], r["s"], r["p"], r["o"])
         ops[key].append(r["op"])
-        qualified[key] |= r["op"] == "D" and (r.get("signal") or "").startswith("qualifier:")
+        with_qualifier[key] |= qualified(r)
     out: dict[str, dict] = defaultdict(dict)
     for key, op_list in ops.items():
-        asserted = asserted_operations(settings, op_list, qualified[key], said.get(key, {}))
+        asserted = asserted_operations(settings, op_list, with_qualifier[key],
+                                       said.get(key, {}))
         out[key[0]][key[1:]] = (entries.get(key, []), asserted)
     return out

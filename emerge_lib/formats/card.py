@@ -6,8 +6,11 @@ README.md is a Hub dataset card: YAML front matter written by huggingface_hub's
 creators, and ``configs``: every snapshot, the evaluation set, the triples and the KG
 tables mapped to their Parquet files and splits, so ``datasets.load_dataset(RELEASE)``
 and the Hub's viewer read typed files without inferring anything), then the sections of
-the Hub's dataset-card template filled from the release. card.html is the same Markdown
-rendered (markdown-it-py), for a browser.
+the Hub's dataset-card template filled from the release. card.html is that Markdown
+rendered (markdown-it-py) for a browser, under what the Hub's page shows above a card: the
+YAML's metadata (licence, tasks, size, configurations) and a preview of the first lines
+of each configuration, read from its Parquet files. Self-contained: no script, no
+stylesheet or font from elsewhere, so it opens offline.
 
 The figures are computed from the release files themselves (the JSONL lines and the KG
 Parquet), so the card says what a downloader gets: per snapshot, the paper's Table 2
@@ -25,7 +28,7 @@ from __future__ import annotations
 import html
 import json
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -97,6 +100,10 @@ class SnapshotStats:
     supported: set[tuple[str, str, str]] = field(default_factory=set)  # rule C, in some line
     supported_ops: Counter[str] = field(default_factory=Counter)  # primary op → rule C triples
     uncurated: int = 0  # triples of lines never curated
+    # Figure 3: triples by their first operation, rule C's (every triple when uncurated),
+    # in the corpus and in the evaluation set
+    figure: Counter[str] = field(default_factory=Counter)
+    figure_evaluation: Counter[str] = field(default_factory=Counter)
 
     @property
     def curated(self) -> bool:
@@ -165,16 +172,21 @@ def collect(out: Path, snapshots: Sequence[str], kg_rows: dict[str, dict[str, in
                     elif verdict:
                         st.supported.add((s, p, o))
                         st.supported_ops[ops[0]] += 1
+                    if verdict is not False:
+                        st.figure[ops[0]] += 1
         for path in sorted((out / EVALUATION_SET / folder).glob("delta_*.jsonl")):
             for rec in _lines(path):
                 for tr in rec["tkgu_triples"]:
                     st.evaluation.update(NAME_TO_OP[n] for n in tr["tkgu_operations"])
+                    if rule_c(tr, assessor) is not False:
+                        st.figure_evaluation[NAME_TO_OP[tr["tkgu_operations"][0]]] += 1
         stats.append(st)
     return stats
 
 
 def _plots(stats: Sequence[SnapshotStats], folder: Path) -> list[str]:
-    """Three PNG plots; returns their names."""
+    """Four PNG plots (the operations per snapshot, the instances per window, the paper's
+    Figure 3, the passage lengths); returns their names."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -215,6 +227,8 @@ def _plots(stats: Sequence[SnapshotStats], folder: Path) -> list[str]:
         ax.legend(fontsize=8)
     save(fig, "instances_per_window.png")
 
+    _figure3(plt, stats, save)
+
     fig, ax = plt.subplots(figsize=(8, 4))
     lengths = [n for st in stats for n in st.lengths]
     ax.hist(lengths or [0], bins=30, color="#4c72b0")
@@ -223,6 +237,43 @@ def _plots(stats: Sequence[SnapshotStats], folder: Path) -> list[str]:
     ax.set_title("Passage length distribution")
     save(fig, "passage_lengths.png")
     return names
+
+
+#: Figure 3's names of the operations (their figure_tkgu_distribution_v2_405bv1.py:43-49)
+FIGURE3_NAMES = {"X": "Exists", "E": "Add", "EE": "Mint+Add", "EE-KG": "Infer",
+                 "D": "Deprecate"}
+# seaborn's "colorblind" palette, their figure's colours (without seaborn)
+FIGURE3_COLOURS = ("#0173b2", "#de8f05", "#029e73", "#d55e00", "#cc78bc")
+
+
+def _figure3(plt: Any, stats: Sequence[SnapshotStats], save: Callable[[Any, str], None]
+             ) -> None:
+    """The paper's Figure 3 as their script draws it (figure_tkgu_distribution_v2_405bv1.py:
+    two pies, the corpus and the test set, of the LLM-supported triples by rule C, each
+    counted once under its first operation; every triple when the release is uncurated),
+    summed over the release's snapshots."""
+    curated = all(s.curated for s in stats)
+    fig, axes = plt.subplots(1, 2, figsize=(10, 5.5))
+    for ax, title, counts in (
+            (axes[0], "Complete dataset", sum((s.figure for s in stats), Counter())),
+            (axes[1], "Test set (evaluation_set)",
+             sum((s.figure_evaluation for s in stats), Counter()))):
+        values = [counts.get(op, 0) for op in OP_ORDER]
+        if sum(values):
+            _, texts, autotexts = ax.pie(
+                values, labels=[f"{FIGURE3_NAMES[op]}\n{v:,}" for op, v in
+                                zip(OP_ORDER, values, strict=True)],
+                autopct="%1.1f%%", startangle=90, colors=FIGURE3_COLOURS,
+                labeldistance=1.0, pctdistance=0.8, radius=0.85)
+            for t in texts:
+                t.set_multialignment("center")
+            for t in autotexts:
+                t.set_fontsize(9)
+        else:
+            ax.text(0.5, 0.5, "no triples", ha="center", va="center")
+            ax.axis("off")
+        ax.set_title(title + ("" if curated else " (uncurated: every triple)"))
+    save(fig, "tkgu_distribution.png")
 
 
 def table2_rows(stats: Sequence[SnapshotStats]) -> list[list[str]]:
@@ -476,6 +527,10 @@ def _statistics(prepared: Prepared) -> str:
         + (", and in brackets the LLM-supported triples, each counted once under its first "
            "operation." if curated else "."),
         _markdown_table(ops_head, ops_rows),
+        "The paper's Figure 3 (`plots/tkgu_distribution.png`): the distribution of the "
+        "TKGU operations in the corpus and in the test split, the LLM-supported triples "
+        "each counted once under their first operation, as the authors draw it"
+        + ("." if curated else " (uncurated: every triple)."),
         *(f"![{p.removesuffix('.png')}]({PLOTS}/{p})" for p in prepared.plots),
     ])
 
@@ -494,7 +549,8 @@ def _structure(out: Path, prepared: Prepared, configs: Sequence[Mapping[str, Any
         [f"`{PARQUET_TRIPLES}/`", "the corpus lines' triples, one row each"],
         ["`parquet/instances.parquet`", "the instances: one row per (line, triple, operation)"],
         ["`human_annotation/`", "human verdicts, when annotated"],
-        ["`validation/`", "the validation results and Data Docs"],
+        ["`validation/`", "the validation results (`results.json`) and every check on a "
+         "page that opens offline (`index.html`)"],
         ["`croissant.json`", "Croissant 1.1 metadata with its responsible-AI fields"],
         ["`manifest.json`", "every file with its size and sha256; the version"],
     ]
@@ -539,28 +595,33 @@ def _judges(facts: CardFacts) -> str:
                      _cell(j.get("quantization") or "not recorded"),
                      _cell(j.get("prompt_type")), f"`{str(j.get('template_sha256'))[:12]}`",
                      _count(v.get("YES", 0)), _count(v.get("NO", 0)),
-                     _count(v.get("UNPARSED", 0))])
+                     _count(v.get("UNPARSED", 0)),
+                     _count((j.get("asked_again") or {}).get("unparsed", 0)),
+                     _count((j.get("asked_again") or {}).get("degenerate", 0))])
     return _markdown_table(["model (`llm_name`)", "route", "served as", "backend",
                             "quantization", "prompt", "template sha256", "YES", "NO",
-                            "unparsed"], rows)
+                            "unparsed", "asked again: unparsed",
+                            "asked again: degenerate"], rows) + (
+        "\n\nAnswer QA (the authors' Part 3): a later curate asks again an answer stored "
+        "as unparsed, or degenerate (an empty, too short, looping or truncated explanation, "
+        "or one model's answer repeated word for word for different triples); the columns "
+        "count the verdicts whose answer replaced such a one.")
 
 
 def _validation(out: Path, line: str, facts: CardFacts) -> str:
     verdict = facts.validation or {}
     parts = [f'<div id="validation">\n\n{line}\n\n</div>']
     states = verdict.get("snapshots") or {}
-    docs = str(verdict.get("docs") or "validation/docs/")
+    page = verdict.get("page")  # validation/index.html: every check, offline
     if states:
-        def links(snap: str) -> str:
-            pages = [f"{docs}{snapshot_dir_name(snap)}/{suite}/index.html"
-                     for suite in ("tables", "release")]
-            return ", ".join(f"[{page.split('/')[-2]}]({page})" for page in pages
-                             if (out / page).is_file()) or "–"
+        def link(snap: str) -> str:
+            return f"[checks]({page}#snapshot-{snap[:10]})" if page else "–"
 
-        rows = [[label(snap), _cell(st.get("tables")), _cell(st.get("release")), links(snap)]
+        rows = [[label(snap), _cell(st.get("tables")), _cell(st.get("release")),
+                 _cell(st.get("validated_at") or "–"), link(snap)]
                 for snap, st in sorted(states.items())]
         parts.append(_markdown_table(["snapshot", "table suites", "release suites",
-                                      "Data Docs"], rows))
+                                      "tables checked at", "page"], rows))
         empty = [f"- {label(snap)}: {w}" for snap, st in sorted(states.items())
                  for w in st.get("warnings") or ()]
         if empty:  # warnings: what the history did not give (they block nothing)
@@ -699,9 +760,75 @@ def render(out: Path, prepared: Prepared, validation: str, facts: CardFacts | No
 <html lang="en"><head><meta charset="utf-8"><title>{html.escape(about.NAME)} release</title>
 <style>body{{font-family:sans-serif;max-width:960px;margin:2em auto}}
 table{{border-collapse:collapse;margin:1em 0}}td,th{{border:1px solid #999;padding:4px 8px}}
-img{{max-width:100%}}pre{{background:#f4f4f4;padding:8px;overflow-x:auto}}</style></head>
-<body>{body}</body></html>
+img{{max-width:100%}}pre{{background:#f4f4f4;padding:8px;overflow-x:auto}}
+#metadata{{background:#f4f6fa;border:1px solid #ccd;padding:4px 12px}}
+#metadata dt{{font-weight:bold;float:left;clear:left;width:11em}}
+#metadata dd{{margin:0 0 4px 11em}}.preview{{overflow-x:auto;font-size:85%}}
+.preview td{{vertical-align:top;max-width:28em}}</style></head>
+<body>{_metadata_html(data.to_dict(), configs)}{_preview_html(out, configs)}
+{body}</body></html>
 """
     (out / CARD_HTML).write_text(page, encoding="utf-8")
     return [CARD, CARD_HTML]
 
+
+
+#: card.html's preview: the first rows of each configuration, each cell cut at this length
+PREVIEW_ROWS = 3
+PREVIEW_CELL = 160
+
+
+def _metadata_html(data: Mapping[str, Any], configs: Sequence[Mapping[str, Any]]) -> str:
+    """The YAML front matter's metadata as the Hub shows it above a card."""
+    def item(name: str, value: Any) -> str:
+        shown = ", ".join(map(str, value)) if isinstance(value, list) else str(value)
+        return f"<dt>{html.escape(name)}</dt><dd>{html.escape(shown)}</dd>"
+
+    rows = [item("License", data.get("license", "")),
+            item("Language", data.get("language", [])),
+            item("Tasks", data.get("task_categories", [])),
+            item("Size", data.get("size_categories", [])),
+            item("Annotations", data.get("annotations_creators", [])),
+            item("Source", data.get("source_datasets", [])),
+            item("Tags", data.get("tags", [])),
+            item("Configurations", [
+                f"{c['config_name']}{' (default)' if c.get('default') else ''}: "
+                + " ".join(str(split["split"]) for split in c["data_files"])
+                for c in configs] or ["none (no Parquet file with rows)"])]
+    return f'<section id="metadata"><h2>Metadata</h2><dl>{"".join(rows)}</dl></section>\n'
+
+
+def _preview_cell(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, default=str,
+                                                           ensure_ascii=False)
+    if len(text) > PREVIEW_CELL:
+        text = text[:PREVIEW_CELL] + " …"
+    return f"<td>{html.escape(text)}</td>"
+
+
+def _preview_html(out: Path, configs: Sequence[Mapping[str, Any]]) -> str:
+    """The first :data:`PREVIEW_ROWS` rows of each configuration (its first split's first
+    file), as the Hub's viewer shows them: a table per configuration."""
+    import pyarrow.parquet as pq
+
+    parts = []
+    for c in configs:
+        first = c["data_files"][0]
+        path = out / first["path"][0]
+        batch = next(pq.ParquetFile(path).iter_batches(batch_size=PREVIEW_ROWS), None)
+        if batch is None:
+            continue
+        rows = batch.to_pylist()[:PREVIEW_ROWS]
+        head = "".join(f"<th>{html.escape(n)}</th>" for n in batch.schema.names)
+        body = "".join("<tr>" + "".join(_preview_cell(r[n]) for n in batch.schema.names)
+                       + "</tr>" for r in rows)
+        name = html.escape(str(c["config_name"]))
+        parts.append(f'<h3>{name} <small>({html.escape(str(first["split"]))}, '
+                     f"{html.escape(first['path'][0])})</small></h3>"
+                     f'<div class="preview" data-config="{name}"><table><tr>{head}</tr>'
+                     f"{body}</table></div>")
+    if not parts:
+        return ""
+    return ('<section id="preview"><h2>Data preview</h2><p>The first lines of each '
+            "configuration, as <code>load_release</code> and <code>datasets</code> read "
+            f"them.</p>{''.join(parts)}</section>\n")

@@ -45,6 +45,7 @@ from emerge_lib.formats.layout import (
     KG_SNAPSHOT_TABLES,
     LISTING,
     PLOTS,
+    VALIDATION_PAGE,
     corpus_path,
     delta_file_name,
     evaluation_path,
@@ -54,7 +55,13 @@ from emerge_lib.formats.layout import (
     table_parquet_path,
 )
 from emerge_lib.formats.manifest import code_version, config_hash
-from emerge_lib.release._atomic import atomic_file, recover, staging_of, swap_into_place
+from emerge_lib.release._atomic import (
+    atomic_file,
+    recover,
+    release_lock,
+    staging_of,
+    swap_into_place,
+)
 from emerge_lib.release.describe import Entries, describe
 from emerge_lib.release.foreign import carry_foreign, stale
 from emerge_lib.release.tables import dropped, write_kg_tsv, write_parquet
@@ -140,27 +147,28 @@ def write_release(catalog: Catalog, out_dir: str | Path, plans: Sequence[Snapsho
     (it says ``success: false``, so nothing publishes it).
     """
     final = Path(out_dir)
-    recover(final)
-    out, _ = staging_of(final)
-    out.mkdir(parents=True)
-    try:
-        # first: the human annotation is validated, shown on the card and listed
-        annotation = carry_foreign(final, out)
-        summary = ReleaseSummary(out_dir=out, snapshots=sorted(p.key for p in plans))
-        summary.versions = {name: catalog.version(name) for name in pinned}
-        log.info("release reads %s", ", ".join(f"{name}@{v}" for name, v in
-                                              summary.versions.items() if v is not None))
-        reads = Reads(catalog, summary.versions, settings, curation)
-        records = _write_data(reads, out, plans, summary, validation.enabled)
-        summary.files += annotation
-        report = validate_release(catalog, out, summary.snapshots, records, summary.versions) \
-            if validation.enabled else None
-        _describe(reads, out, summary, report, dataset_settings)
-        summary.removed = stale(final, set(summary.files))
-        swap_into_place(out, final)
-    except BaseException:
-        shutil.rmtree(out, ignore_errors=True)
-        raise
+    with release_lock(final):
+        recover(final)
+        out, _ = staging_of(final)
+        out.mkdir(parents=True)
+        try:
+            # first: the human annotation is validated, shown on the card and listed
+            annotation = carry_foreign(final, out)
+            summary = ReleaseSummary(out_dir=out, snapshots=sorted(p.key for p in plans))
+            summary.versions = {name: catalog.version(name) for name in pinned}
+            log.info("release reads %s", ", ".join(f"{name}@{v}" for name, v in
+                                                  summary.versions.items() if v is not None))
+            reads = Reads(catalog, summary.versions, settings, curation)
+            records = _write_data(reads, out, plans, summary, validation.enabled)
+            summary.files += annotation
+            report = validate_release(catalog, out, summary.snapshots, records,
+                                      summary.versions) if validation.enabled else None
+            _describe(reads, out, summary, report, dataset_settings)
+            summary.removed = stale(final, set(summary.files))
+            swap_into_place(out, final)
+        except BaseException:
+            shutil.rmtree(out, ignore_errors=True)
+            raise
     summary.out_dir = final
     if summary.removed:
         log.info("release: removed %d stale files of an earlier release", len(summary.removed))
@@ -220,8 +228,8 @@ def _describe(reads: Reads, out: Path, summary: ReleaseSummary,
               report: ReleaseValidation | None, dataset_settings: Mapping[str, Any]) -> None:
     """The validation results, the card's statistics and plots, release.json, then what
     states the version (``release.describe``) and the manifest."""
-    if report is not None:
-        summary.files += report.files
+    if report is not None:  # the results, and the page of its checks (written by describe)
+        summary.files += [*report.files, VALIDATION_PAGE]
     kg_rows = {snap: {name: summary.parquet_rows[kg_parquet_path(snap, name)]
                       for name in KG_SNAPSHOT_TABLES} for snap in summary.snapshots}
     prepared = prepare(out, summary.snapshots, kg_rows)
@@ -258,19 +266,27 @@ def _dumps(catalog: Catalog, version: int | None) -> list[dict[str, Any]]:
 
 def _judges(reads: Reads, snapshots: Sequence[str]) -> list[dict[str, Any]]:
     """Who judged the released snapshots' triples: per model, route, prompt type and
-    served model, the verdicts recorded (YES, NO, UNPARSED), the prompt template's
-    sha256, and, for a configured route, its backend and quantization."""
+    served model, the verdicts recorded (YES, NO, UNPARSED), how many of them answer QA
+    asked again (``asked_again``: an UNPARSED or a degenerate answer replaced), the prompt
+    template's sha256, and, for a configured route, its backend and quantization."""
     version = reads.versions.get("verdicts")
     if version is None:
         return []
-    rows = reads.catalog.read_arrow("verdicts", columns=[
-        "snapshot", "llm_name", "judge", "prompt_type", "served_model", "verdict"],
-        version=version).to_pylist()
+    columns = ["snapshot", "llm_name", "judge", "prompt_type", "served_model", "verdict"]
+    try:  # answer QA's columns (a warehouse curated before them has none)
+        rows = reads.catalog.read_arrow("verdicts", columns=[*columns, "ask_round", "replaced"],
+                                        version=version).to_pylist()
+    except (KeyError, ValueError):  # pyarrow: a column the stored schema lacks
+        rows = reads.catalog.read_arrow("verdicts", columns=columns, version=version).to_pylist()
     counts: dict[tuple[str, str, str, str], Counter[str]] = defaultdict(Counter)
+    again: dict[tuple[str, str, str, str], Counter[str]] = defaultdict(Counter)
     for r in rows:
         if r["snapshot"] in snapshots:
             key = (r["llm_name"], r["judge"] or "", r["prompt_type"], r["served_model"] or "")
             counts[key][r["verdict"]] += 1
+            if (r.get("ask_round") or 1) > 1:  # answer QA: asked again, and why
+                why = json.loads(r.get("replaced") or "{}").get("why", "")
+                again[key]["unparsed" if why == "unparsed" else "degenerate"] += 1
     out = []
     for (name, judge, prompt_type, served), verdicts in sorted(counts.items()):
         route = reads.curation.route("additions") if judge == "additions" else \
@@ -284,6 +300,9 @@ def _judges(reads: Reads, snapshots: Sequence[str]) -> list[dict[str, Any]]:
                     else None,
                     "template_sha256": hashlib.sha256(template.encode()).hexdigest()
                     if template else None,
-                    "verdicts": dict(sorted(verdicts.items()))})
+                    "verdicts": dict(sorted(verdicts.items())),
+                    "asked_again": {"unparsed": again[(name, judge, prompt_type, served)][
+                        "unparsed"], "degenerate": again[(name, judge, prompt_type, served)][
+                        "degenerate"]}})
     return out
 

@@ -140,6 +140,9 @@ CAST_NAMES = {
     "tove": "Tove Lindahl", "runa": "Runa Castell", "troupe": "The Harbour Players",
     "paleo": "Pellham Trading Company", "neo": "Kestrel Maritime Trust",
     "neo2": "Northam Rowing Club", "young": "Northam Boat Shed", "ferry": "Harrow Ferry Guild",
+    # what the authors' s07 does at its edges (docs/data-model.md)
+    "wren": "Wren Halloway", "ada": "Ada Pruitt", "cato": "Cato Brennan",
+    "saga": "Harbour Lights: Chronicle",
 }
 _CAST_SUFFIX = ("", " II", " III", " IV", " V", " VI", " VII", " VIII", " IX", " X")
 
@@ -224,6 +227,19 @@ class Builder:
         self._states[key] = state
         self.plan.entities[key].revs.append(Rev(ts, state, comment, **rev))  # type: ignore[arg-type]
         return state
+
+    def prop(self, pid: str, label: str, description: str, created: int,
+             datatype: str = "wikibase-item") -> str:
+        """A property created at ``created``, with an English label and description."""
+        key = f"prop:{pid}"
+        state = ItemState(labels=(("en", label),), descriptions=(("en", description),),
+                          datatype=datatype)
+        self._states[key] = state
+        self.plan.labels[key] = label
+        self.plan.entities[key] = PlanEntity(
+            key, [Rev(created, state, "/* wbeditentity-create:0| */", user="PropertyCreator")],
+            is_property=True, pid=pid)
+        return key
 
     def raw_rev(self, key: str, rev: Rev) -> None:
         """A revision whose content does not become the builder's current state."""
@@ -415,7 +431,7 @@ class Cast:
                signal: str | None = None, tags: tuple[str, ...] = (),
                settings: str = "both") -> None:
         """A row the truth must hold: under both semantics, or only "released" (the
-        defaults, DESIGN §1.3) or "design" (DESIGN §1.1-1.2)."""
+        defaults, docs/semantics.md §1.3) or "design" (docs/semantics.md §1.1-1.2)."""
         if not self.new_text:
             return  # no paragraph, no row
         self.b.plan.expectations.append(
@@ -434,7 +450,7 @@ class Cast:
     def left_out(self, rule: str, why: str, window: int, op: str, s: str, p: str, o: str,
                  page: str, **kw: object) -> None:
         """A row of a line the authors' selection rules leave out: expected without them
-        (the DESIGN and unselected semantics), a trap with them (released)."""
+        (the §1.1-1.2 and unselected semantics, docs/semantics.md), a trap with them (released)."""
         self.expect(window, op, s, p, o, page, settings="design,unselected", **kw)  # type: ignore[arg-type]
         self.trap(rule, why, window=window, op=op, s=s, p=p, o=o, page=page,
                   settings="released")
@@ -541,6 +557,15 @@ class Cast:
         self.person("tove", c0 + 32 * HOUR, [("P27", "core:veloria")], ["core:veloria"])
         self.person("runa", c0 + 33 * HOUR, [("P27", "core:veloria")], ["core:veloria"])
         self._thing("paleo", "org", c0 + 34 * HOUR, [("P31", "core:organization")], [], enwiki=False)
+        # the cast of s07's edge scenarios
+        self.person("wren", c0 + 35 * HOUR, [("P27", "core:veloria")], ["core:veloria"])
+        self.person("ada", c0 + 36 * HOUR, [("P27", "core:veloria")], ["core:veloria"])
+        self._thing("saga", "work", c0 + 38 * HOUR, [("P31", "core:organization")], ["kh"])
+        # a membership entered before t that is to start on day 2 (a start qualifier
+        # inside the first window)
+        self.person("cato", c0 + 37 * HOUR, [("P27", "core:veloria")], ["core:veloria"],
+                    (st("P463", k("soc"), qualifiers=(
+                        Qualifier("P580", day_time(t + 2 * DAY), 11),)),))
         # legacy-era entities (last edited in 2013): their state at t is legacy JSON
         y13 = to_seconds("2013-05-10T08:00:00Z") + self.i * DAY
         self._thing("cr", "org", y13, [("P31", "core:lawfirm"), ("P17", "core:ostrand")], ["core:ostrand"], legacy=True)
@@ -1021,7 +1046,8 @@ class Cast:
 
     def s_window_addition_ended(self) -> None:
         """An addition whose end qualifier lies inside the window: a two-operation triple
-        (E and D) in the released data; only E by the DESIGN §1.1 rule (D comes from T_t)."""
+        (E and D) in the released data; only E by the docs/semantics.md §1.1 rule (D comes
+        from T_t)."""
         b, k = self.b, self.k
         end = Qualifier("P582", day_time(self.at(5)), 11)
         b.edit(k("oskar"), self.at(2, 6), lambda s: s.add(st("P54", k("club"), qualifiers=(
@@ -1039,14 +1065,14 @@ class Cast:
             self.expect(w, "E", "oskar", "P54", "club", "page:oskar", settings="released,unselected")
             self.expect(w, "D", "oskar", "P54", "club", "page:oskar", signal="qualifier:P582",
                         tags=("two-operations",), settings="released,unselected")
-        self.trap("window-addition-ended", "D comes from T_t only by the DESIGN rule",
+        self.trap("window-addition-ended", "D comes from T_t only by the §1.1 rule",
                   window=1, op="D", s="oskar", p="P54", o="club", settings="design")
 
     # ---- the authors' selection rules (R1-R5, docs/data-model.md): what each removes and
     # a near miss it keeps; "released" is their rules on, "unselected" and "design" off
     def _cumulative(self, first: int, op: str, s: str, p: str, o: str, page: str,
                     signal: str | None = None, kept: bool = True, rule: str = "",
-                    why: str = "") -> None:
+                    why: str = "", tags: tuple[str, ...] = ()) -> None:
         """A row of a passage first seen in window ``first``: in that window under every
         semantics, in the later ones under the cumulative (released, unselected) ones;
         under the released one only when the authors' rules keep the line (``kept``)."""
@@ -1054,7 +1080,8 @@ class Cast:
             names = ["design", "unselected"] if w == first else ["unselected"]
             if kept:
                 names.append("released")
-            self.expect(w, op, s, p, o, page, signal=signal, settings=",".join(names))
+            self.expect(w, op, s, p, o, page, signal=signal, settings=",".join(names),
+                        tags=tags)
             if not kept:
                 self.trap(rule, why, window=w, op=op, s=s, p=p, o=o, page=page,
                           settings="released")
@@ -1256,6 +1283,95 @@ class Cast:
                          rule="r1-no-delta-between-mentions",
                          why="only EE-KG triples: none between two mentioned entities")
 
+    # ---- what the authors' s07 does at its edges (docs/data-model.md)
+    def s_new_relation(self) -> None:
+        """s07's relation filter: an addition whose relation, a property created after t,
+        is not in R_t leaves its line when it was the line's only delta triple; beside an
+        addition with a relation of R_t, the line stays without it."""
+        b, k = self.b, self.k
+        pid = f"P{9100 + self.i}"
+        b.prop(pid, "partner organisation", "organisation the subject works with as a partner",
+               self.at(1))
+        b.edit(k("wren"), self.at(3), lambda s: s.add(st(pid, k("soc"))),
+               f"/* wbcreateclaim-create:1| */ [[Property:{pid}]]: [[{k('soc')}]]",
+               user="Wikiwalker")
+        b.edit(k("ada"), self.at(3, 2), lambda s: s.add(st(pid, k("nu"))),
+               f"/* wbcreateclaim-create:1| */ [[Property:{pid}]]: [[{k('nu')}]]",
+               user="Wikiwalker")
+        b.edit(k("ada"), self.at(3, 4), lambda s: s.add(st("P108", k("bw"))),
+               f"/* wbcreateclaim-create:1| */ [[Property:P108]]: [[{k('bw')}]]",
+               user="Wikiwalker")
+        para = prose(
+            "Since early 2024 ", self.n("wren").split()[0], " has worked with the ",
+            Link(self.n("soc")), " on an oral history of the net lofts, recording fishermen "
+            "and their families about the years before the harbour closed to trawlers.",
+        )
+        self.add_para("wren", self.at(5), para, "Projects", scenario="new-relation")
+        para = prose(
+            self.n("ada").split()[0], " moved to ", Link(self.n("bw")), " in January 2024 "
+            "and runs its partnership with ", Link(self.n("nu")), ", where students build "
+            "tide and weather models from the company's sensor records of the estuary.",
+        )
+        self.add_para("ada", self.at(5, 2), para, "Career", scenario="new-relation")
+        why = f"{pid} was created after t: not in R_t"
+        self._cumulative(1, "E", "wren", pid, "soc", "page:wren", kept=False,
+                         rule="s07-relation-outside-r-t", why=why)
+        self._cumulative(1, "E", "ada", pid, "nu", "page:ada", kept=False,
+                         rule="s07-relation-outside-r-t", why=why)
+        self._cumulative(1, "E", "ada", "P108", "bw", "page:ada")
+
+    def s_removal_start_qualifier(self) -> None:
+        """A removal whose statement carries only a start qualifier dated inside the
+        window: their qualifier_info is not empty, so one model judges it (S07:109-112);
+        the D carries that qualifier (``deltas.removal_start_qualifier``). The near miss
+        is ``removal_kept``'s removal without any qualifier (both models judge it)."""
+        b, k = self.b, self.k
+        b.edit(k("cato"), self.at(8), lambda s: s.remove("P463", k("soc")),
+               "/* wbremoveclaims-remove:1| */ [[Property:P463]]", user="Wikiwalker")
+        b.edit(k("cato"), self.at(8, 3), lambda s: s.add(st("P108", k("nu"))),
+               f"/* wbcreateclaim-create:1| */ [[Property:P108]]: [[{k('nu')}]]",
+               user="Wikiwalker")
+        para = prose(
+            "A week after joining, ", self.n("cato").split()[0], " gave up his place in the ",
+            Link(self.n("soc")), " to take a lecturing post at ", Link(self.n("nu")),
+            ", where he teaches the history of the coastal trade and keeps the archive of "
+            "the old shipping ledgers.",
+        )
+        self.add_para("cato", self.at(10), para, "Career", scenario="removal-start-qualifier")
+        self._cumulative(2, "D", "cato", "P463", "soc", "page:cato", signal="removed",
+                         tags=("removal-start-qualifier",))
+        self._cumulative(2, "E", "cato", "P108", "nu", "page:cato")
+
+    def s_title_colon(self) -> None:
+        """s07's guards read the released passage split at its first ':' (S07:372-373, a
+        quirk of theirs): under a title holding a colon, a paragraph of exactly three
+        words per ':' gains the title's rest and one ':' and goes as table markup; the
+        same article's prose paragraph stays under both readings (the near miss)."""
+        b, k = self.b, self.k
+        b.edit(k("saga"), self.at(3), lambda s: s.add(st("P127", k("soc"))),
+               f"/* wbcreateclaim-create:1| */ [[Property:P127]]: [[{k('soc')}]]",
+               user="Wikiwalker")
+        b.edit(k("saga"), self.at(3, 2), lambda s: s.add(st("P131", k("pel"))),
+               f"/* wbcreateclaim-create:1| */ [[Property:P131]]: [[{k('pel')}]]",
+               user="Wikiwalker")
+        seasons = prose(
+            "Seasons: 2016: ", Link(self.n("soc"), "the society"), " hall; 2017: ",
+            Link(self.n("kh"), "the port"), " pier; 2018: barn tour; 2019: coast tour; "
+            "2020: archive nights; 2021: winter staging; 2022: spring revival; 2023: town "
+            "festival.",
+        )
+        text = seasons.plain  # 27 words, 9 colons: 3 words a ':' (the guard needs < 3)
+        assert (len(text.split(" ")), text.count(":")) == (27, 9), text
+        self.add_para("saga", self.at(5), seasons, "Seasons", scenario="title-colon")
+        story = prose(
+            "The chronicle follows three generations of lamp keepers in ", Link(self.n("pel")),
+            ", and in 2024 the company that stages it moved its rehearsals and its "
+            "workshop into the town's old rope walk.",
+        )
+        self.add_para("saga", self.at(5, 3), story, "Story", scenario="title-colon")
+        self._cumulative(1, "E", "saga", "P127", "soc", "page:saga", tags=("guard-title-colon",))
+        self._cumulative(1, "E", "saga", "P131", "pel", "page:saga", tags=("title-colon-kept",))
+
 
 #: every scenario a cast plants around its t, in the order they run (``Cast.s_<name>``)
 SCENARIOS: tuple[str, ...] = (
@@ -1264,7 +1380,7 @@ SCENARIOS: tuple[str, ...] = (
     "x_move", "end_outside", "merge", "vandalism", "no_english", "after_last",
     "single_entity", "rank_restored", "removal_kept", "rank_kept", "removal_added_back",
     "passage_before_removal", "ee_kg_transient", "merged_into_new", "sparse_line",
-    "ee_kg_only")
+    "ee_kg_only", "new_relation", "removal_start_qualifier", "title_colon")
 
 
 #: histories that give a stage nothing, each as the scenarios it plants and whether its

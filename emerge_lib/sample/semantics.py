@@ -1,4 +1,4 @@
-"""DESIGN.md §1.1-1.2 applied to the planted world: the truth by construction.
+"""docs/semantics.md §1.1-1.2 applied to the planted world: the truth by construction.
 
 This is a direct, unoptimised reading of the semantics over the plan's objects (not over
 XML): state at τ = the revision with the greatest (timestamp, revision id) at or before τ
@@ -34,7 +34,7 @@ END_QUALIFIERS = ("P582", "P1326", "P576", "P570", "P730", "P2032", "P2669", "P3
 @dataclass(frozen=True)
 class TruthSettings:
     """The semantics the truth follows; the defaults are what the released data shows
-    (DESIGN.md §1.3, emerge's defaults), ``DESIGN`` is the §1.1-1.2 rule."""
+    (docs/semantics.md §1.3, emerge's defaults), ``DESIGN`` is the §1.1-1.2 rule."""
 
     name: str = "released"
     windows: int = 5
@@ -57,11 +57,13 @@ class TruthSettings:
     ee_kg_persistence: int = int(182.5 * DAY)  # R3
     interesting: bool = True  # R5
     interesting_ratio: float = 0.2
+    relations_in_snapshot: bool = True  # s07: a triple's relation must be in R_t
 
 
 #: the selection before the authors' rules (the no-selection-rules preset)
 RULES_OFF = {"permanence": 0, "creation_over_redirects": False, "between_mentions": False,
-             "passage_after_removal": False, "ee_kg_persistence": 0, "interesting": False}
+             "passage_after_removal": False, "ee_kg_persistence": 0, "interesting": False,
+             "relations_in_snapshot": False}
 RELEASED = TruthSettings()
 DESIGN = TruthSettings(name="design", passage_windows="first_appearance",
                        emerging="not_in_snapshot", deprecate_window_additions=False,
@@ -146,12 +148,24 @@ class PlanTruth:
                 if target in self.created and key in first:
                     self.created[target] = min(self.created[target], first[key])
         self.pages = {k: _timeline(p.revs) for k, p in plan.pages.items()}
+        self.properties = {e.pid: _timeline(e.revs) for e in plan.entities.values()
+                           if e.is_property and e.pid}
         self.presence = self._presence()
 
     # ---- KG
     def state(self, key: str, tau: int) -> ItemState | None:
         st = self.entities[key].at(tau)
         return st if isinstance(st, ItemState) else None
+
+    def relations(self, tau: int) -> set[str]:
+        """R_τ: the properties that exist at τ with an English label and description."""
+        out = set()
+        for pid, tl in self.properties.items():
+            st = tl.at(tau)
+            if isinstance(st, ItemState) and dict(st.labels).get("en") and \
+                    dict(st.descriptions).get("en"):
+                out.add(pid)
+        return out
 
     def in_v(self, tau: int) -> set[str]:
         out = set()
@@ -308,6 +322,7 @@ class PlanTruth:
         s = self.s
         v_t = self.in_v(t)
         t_t = self.triples(t, v_t)
+        r_t = self.relations(t)
 
         def emerging(e: str) -> bool:
             if s.emerging == "created_after_snapshot":
@@ -354,8 +369,18 @@ class PlanTruth:
                             line.append((self._row(t, k, passage, "EE-KG" if op != "D" else "D",
                                                    tr, sig, self.qualifiers(tr, tau)), False))
                 if self.selected(line, passage, t, tau):
-                    rows.extend(row for row, _ in line)
+                    rows.extend(self.known_relations([row for row, _ in line], r_t))
         return rows
+
+    def known_relations(self, line: list[dict], r_t: set[str]) -> list[dict]:
+        """s07's relation filter on a selected line's rows: the rows whose relation is in
+        R_t, none when the line lost a row and kept no E, EE, EE-KG or D row."""
+        if not self.s.relations_in_snapshot:
+            return line
+        known = [r for r in line if r["p"] in r_t]
+        if len(known) < len(line) and all(r["op"] == "X" for r in known):
+            return []
+        return known
 
     def selected(self, line: list[tuple[dict, bool]], passage: dict, t: int, tau: int) -> bool:
         """The authors' line rules R1, R2b and R5 on one passage's rows."""

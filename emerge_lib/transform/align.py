@@ -1,4 +1,4 @@
-"""passages + delta_triples + kg_triples → instances (DESIGN.md §1.1 Alignment).
+"""passages + delta_triples + kg_triples → instances (docs/semantics.md §1.1 Alignment).
 
 For a passage of window k with mentioned set M (resolved QIDs, the article's own item
 included when configured):
@@ -163,6 +163,8 @@ def build_instances(catalog: Catalog, plan: SnapshotPlan, settings: PassageSetti
     """, m=mentioned, delta=catalog.read("delta_triples"),
         kg=catalog.read("kg_triples"), stable=catalog.read("stable_statements"), **inputs))
     found, left_out = _select_lines(catalog, plan, found, mentioned, rules)
+    if rules.relations_in_snapshot:
+        found, left_out["relations"] = _known_relations(catalog, plan, found)
     links = _subject_links(catalog, plan, found, settings.max_redirect_hops)
     # the labels of the found triples' ends only (not every item at five window ends)
     ends = spark.sql("SELECT s AS qid FROM {found} UNION SELECT o AS qid FROM {found}",
@@ -314,6 +316,44 @@ def _select_lines(catalog: Catalog, plan: SnapshotPlan, found: DataFrame, mentio
           ON l.window = f.window AND l.passage_id = f.passage_id
     """, found=found, lines=lines)
     return catalog.materialize(kept), left_out
+
+
+def _known_relations(catalog: Catalog, plan: SnapshotPlan, found: DataFrame
+                     ) -> tuple[DataFrame, int]:
+    """The rows whose relation is in R_t (the snapshot's ``relations``), of the lines that
+    keep an E, EE, EE-KG or D row, and how many lines went: their s07 drops a triple
+    whose property is not in the snapshot's relation dictionary
+    (``filter_out_new_relation_types``, S07:83-95, called at 501-515), then a line it left
+    without a delta triple (S07:568-585; a line that had none is R1's). It runs after
+    R1-R5, as s07 runs after s04."""
+    spark = catalog.session()
+    kept = catalog.materialize(spark.sql(f"""
+        WITH known AS (
+          SELECT f.* FROM {{found}} f
+          LEFT SEMI JOIN {{relations}} r ON r.snapshot = {literal(plan.key)} AND r.pid = f.p
+        ),
+        hit AS (  -- the lines that lost a row
+          SELECT DISTINCT f.window, f.passage_id FROM {{found}} f
+          LEFT ANTI JOIN known k ON k.window = f.window AND k.passage_id = f.passage_id
+               AND k.op = f.op AND k.s = f.s AND k.p = f.p AND k.o = f.o
+        ),
+        emptied AS (  -- ... and kept no E, EE, EE-KG or D row
+          SELECT h.* FROM hit h
+          LEFT ANTI JOIN known k ON k.window = h.window AND k.passage_id = h.passage_id
+               AND k.op <> 'X'
+        )
+        SELECT k.* FROM known k
+        LEFT ANTI JOIN emptied e ON e.window = k.window AND e.passage_id = k.passage_id
+    """, found=found, relations=catalog.read("relations")))
+    (counts,) = spark.sql("""
+        SELECT (SELECT COUNT(DISTINCT window, passage_id) FROM {found})
+             - (SELECT COUNT(DISTINCT window, passage_id) FROM {kept}) AS gone
+    """, found=found, kept=kept).collect()
+    gone = int(counts["gone"])
+    if gone:
+        log.info("align %s: %d lines left without a delta triple once relations outside "
+                 "R_t went", plan.key, gone)
+    return kept, gone
 
 
 def _subject_links(catalog: Catalog, plan: SnapshotPlan, found: DataFrame,

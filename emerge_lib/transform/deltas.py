@@ -1,10 +1,11 @@
-"""Timelines → delta_triples: the cumulative KG delta of each window (DESIGN.md §1.1–1.2).
+"""Timelines → delta_triples: the cumulative KG delta of each window (docs/semantics.md
+§1.1–1.2).
 
 For snapshot t and window k (τ_k = t + k·window):
 
 - added: in T_{τ_k} and not in T_t; op EE when an end is emerging, else E. Emerging
   (``deltas.emerging``): the item was created at or after t (``created_after_snapshot``,
-  the released data), or it is not in V_t (``not_in_snapshot``, DESIGN §1.1).
+  the released data), or it is not in V_t (``not_in_snapshot``, docs/semantics.md §1.1).
 - deprecated (D): in T_t, s and o still in V_{τ_k} (a key that leaves T because an entity
   left V is neither D nor X), and either a statement for the key in s's state at τ_k
   carries an end qualifier dated in (t, τ_k] (signal ``qualifier:Pxxx``), or the key is
@@ -20,7 +21,9 @@ For snapshot t and window k (τ_k = t + k·window):
   statement at τ_k carries an end qualifier dated in (t, τ_k] is D too (a second row,
   signal ``qualifier:Pxxx``, the addition's emerging flags): a two-operation triple.
 
-Start qualifiers (``qualifiers.start``) dated in (t, τ_k] are reported on additions.
+Start qualifiers (``qualifiers.start``) dated in (t, τ_k] are reported on additions, and
+with ``deltas.removal_start_qualifier`` (their ``qualifier_info``) on a ``removed`` or
+``rank`` D: the earliest on the key's statements as they held at t.
 
 X (in T_t and in T_{τ_k}, not D) is not stored here: it is the KG itself, and the
 alignment stage asks for it only for mentioned pairs.
@@ -152,6 +155,17 @@ def build_deltas(catalog: Catalog, plan: SnapshotPlan, qualifiers: QualifierSett
         deprecated_rank AS (
           SELECT DISTINCT window, s, p, o FROM raw_k WHERE rank = 'deprecated'
         ),
+        start_t AS (  -- a removal's start qualifier: dated inside the window, on the
+                      -- key's statements as they held at t (their qualifier_info)
+          SELECT w.window, x.s, x.p, x.o, MIN(x.instant) AS qualifier_at,
+                 MIN_BY(x.pid, x.instant) AS qualifier_pid
+          FROM (SELECT s, p, o, q.pid AS pid, q.instant AS instant FROM (
+                  SELECT r.s, r.p, r.o, explode(r.qualifiers) AS q FROM {{raw}} r
+                  WHERE {valid_at('r', snapshot)} AND r.rank <> 'deprecated')) x
+          JOIN w ON x.instant > {t} AND x.instant <= w.tau
+          WHERE {literal(settings.removal_start_qualifier)} AND x.pid IN ({start_pids})
+          GROUP BY w.window, x.s, x.p, x.o
+        ),
         readded AS (  -- R2a: gone keys present again within the permanence span after τ_k
           SELECT DISTINCT g.window, g.s, g.p, g.o FROM gone g JOIN w ON w.window = g.window
           JOIN {{stable}} st ON st.s = g.s AND st.p = g.p AND st.o = g.o
@@ -163,9 +177,13 @@ def build_deltas(catalog: Catalog, plan: SnapshotPlan, qualifiers: QualifierSett
                       WHEN r.s IS NOT NULL THEN 'rank'
                       ELSE 'removed' END AS signal,
                  false AS emerging_head, false AS emerging_tail,
-                 q.qualifier_pid, q.qualifier_at, true AS from_t
+                 COALESCE(q.qualifier_pid, sq.qualifier_pid) AS qualifier_pid,
+                 CASE WHEN q.s IS NOT NULL THEN q.qualifier_at ELSE sq.qualifier_at END
+                   AS qualifier_at, true AS from_t
           FROM old_in_v o
           LEFT JOIN end_q q ON q.window = o.window AND q.s = o.s AND q.p = o.p AND q.o = o.o
+          LEFT JOIN start_t sq
+            ON sq.window = o.window AND sq.s = o.s AND sq.p = o.p AND sq.o = o.o
           LEFT JOIN gone g ON g.window = o.window AND g.s = o.s AND g.p = o.p AND g.o = o.o
           LEFT JOIN deprecated_rank r
             ON r.window = o.window AND r.s = o.s AND r.p = o.p AND r.o = o.o

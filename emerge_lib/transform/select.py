@@ -7,7 +7,9 @@ their code's file and line in docs/data-model.md):
 
 - **Guards** (``selection.guards``, S07:377-425, 483): lines with template braces, mostly
   table markup (fewer than three words per ``|`` or ``:``), or mostly list markup (fewer
-  words than ``*`` groups, unless a "list of" or a cast list) go.
+  words than ``*`` groups, unless a "list of" or a cast list) go; read, as s07 reads
+  them, on the released passage split at its first ``:`` (``guard_split_at_colon``, a
+  quirk of theirs: a title with a colon moves its rest into the text measured).
 - **Support** (``selection.require_supported``, S07:607-629): once curated, a line needs
   an E, EE, EE-KG or D triple its judges asserted (the curation's judge rule,
   ``curation.rules``); its other triples stay, with their verdicts. An uncurated release
@@ -119,9 +121,20 @@ class Fate:
 # --- guards and support -------------------------------------------------------------------
 
 
-def guard(line: Line) -> str | None:
-    """Why s07's structural checks refuse a line (S07:377-425, 483), or None."""
-    text, full = line.text, line.released or line.text
+def guard(line: Line, split_at_colon: bool) -> str | None:
+    """Why s07's structural checks refuse a line (S07:369-425, 483), or None.
+
+    With ``split_at_colon`` (``selection.guard_split_at_colon``, their quirk) the checks
+    read the released passage as s07 does (S07:372-373): the text after its first ``:``
+    and the title before it. The first ``:`` is the title prefix's, unless the title holds
+    one: then the title's rest and the prefix's colon count as the text's (one more
+    ``:``, more words), and "list of" is looked for in the title's first part only.
+    Without it the checks read the paragraph and the title themselves."""
+    full = line.released or line.text
+    text, title = line.text, line.title
+    if split_at_colon and ":" in full:
+        head, rest = full.split(":", 1)
+        text, title = rest.strip(), head.strip()
     if "{{" in full:
         return "guard:template"
     words = len(text.split(" "))
@@ -131,7 +144,7 @@ def guard(line: Line) -> str | None:
     stars = len(re.findall(r"\*+", full))
     if stars > 1:
         lowered = text.lower()
-        if "list of" in line.title.lower() or "==cast==" in lowered or "== cast ==" in lowered:
+        if "list of" in title.lower() or "==cast==" in lowered or "== cast ==" in lowered:
             return None
         if words / stars < 1:
             return "guard:list-markup"
@@ -401,7 +414,7 @@ def select_lines(lines: list[Line], settings: SelectionSettings, curated: bool
     fates: dict[str, Fate] = {}
     left: list[Line] = []
     for line in lines:
-        why = guard(line) if settings.guards else None
+        why = guard(line, settings.guard_split_at_colon) if settings.guards else None
         if why is None and settings.require_supported and curated and not supported(line):
             why = "unsupported"
         if why is None:

@@ -65,7 +65,8 @@ def _align(ctx: StageContext, plan: SnapshotPlan) -> Outcome:
     rows, left_out = build_instances(ctx.catalog, plan, cfg.passages, cfg.qualifiers,
                                      cfg.align, cfg.deltas)
     outcome = _windows("instances", rows)
-    outcome.metrics.update({"aligned lines" if k == "lines" else f"left out by {k.upper()}": v
+    names = {"lines": "aligned lines", "relations": "left out outside R_t"}
+    outcome.metrics.update({names.get(k, f"left out by {k.upper()}"): v
                             for k, v in left_out.items()})
     return outcome
 
@@ -104,7 +105,7 @@ PASSAGES = Stage(
     summary="new paragraphs of every window, links resolved to QIDs")
 ALIGN = Stage(
     name="align", scope="snapshot",
-    reads=("passages", "delta_triples", "kg_triples", "stable_statements",
+    reads=("passages", "delta_triples", "kg_triples", "relations", "stable_statements",
            "statement_timeline", "item_timeline", "property_timeline", "page_timeline",
            "paragraph_timeline"),
     writes=("instances",), settings=("snapshots", "passages", "qualifiers", "align", "deltas"),

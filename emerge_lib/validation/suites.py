@@ -15,6 +15,7 @@ authors' ``all`` delta finds those); with ``not_in_snapshot`` both ends are in V
 from __future__ import annotations
 
 import json
+import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -238,7 +239,7 @@ def missing_verdicts(catalog: Catalog, cfg: SuiteSettings, plan: SnapshotPlan,
     """(window, passage, triple) rows whose required verdicts are not all there: the
     coverage rule, computed with the same rules the release applies."""
     from emerge_lib.curation.rules import judges
-    from emerge_lib.curation.verdicts import plan_requests
+    from emerge_lib.curation.verdicts import plan_requests, qualified
 
     def rows(name: str, window: int) -> list[dict[str, Any]]:
         if versions.get(name) is None:
@@ -260,8 +261,7 @@ def missing_verdicts(catalog: Catalog, cfg: SuiteSettings, plan: SnapshotPlan,
         for r in instances:
             if r["passage_id"] not in have:
                 continue  # an orphan: its own check reports it
-            qualified = r["op"] == "D" and (r.get("signal") or "").startswith("qualifier:")
-            for judge, kind in judges(cfg.curation, r["op"], qualified):
+            for judge, kind in judges(cfg.curation, r["op"], qualified(r)):
                 needs[(r["passage_id"], r["s"], r["p"], r["o"])].add(
                     (cfg.curation.route(judge).name, kind))
         for key, needed in sorted(needs.items()):
@@ -269,6 +269,69 @@ def missing_verdicts(catalog: Catalog, cfg: SuiteSettings, plan: SnapshotPlan,
             out.append({"window": w.k, "passage_id": key[0], "s": key[1], "p": key[2],
                         "o": key[3], "missing": ", ".join(missing) or None})
     return out
+
+
+_TOKEN = re.compile(r"(?u)\b\w\w+\b")  # scikit-learn CountVectorizer's tokens
+
+
+def near_duplicates(catalog: Catalog, cfg: SuiteSettings, plan: SnapshotPlan,
+                    versions: dict[str, int | None]) -> list[dict[str, Any]]:
+    """The authors' s07c (``s07c_verify_duplicates.py:115-160``), read again here: pairs
+    of kept lines of one delta file that pass 2's thresholds call near-duplicates (token
+    Jaccard ≥ ``max_jaccard`` or normalized edit distance ≤ ``min_edit_distance``, on the
+    released passages), among lines of the same article (their s07c's pairs) and among
+    lines of the same triples and operations (pass 2's groups, where none may remain)."""
+    from rapidfuzz.distance import Levenshtein
+
+    from emerge_lib.curation.verdicts import passage_text
+
+    def rows(name: str, window: int) -> list[dict[str, Any]]:
+        if versions.get(name) is None:
+            return []
+        found: list[dict[str, Any]] = catalog.read_arrow(
+            name, filters=[("snapshot", "=", plan.key), ("window", "=", window)],
+            version=versions[name]).to_pylist()
+        return found
+
+    sel = cfg.selection
+    out = []
+    for w in plan.windows:
+        kept = {r["passage_id"] for r in rows("selection", w.k) if r["kept"]}
+        signature: dict[str, set[tuple[str, str, str, str]]] = defaultdict(set)
+        for r in rows("instances", w.k):
+            signature[r["passage_id"]].add((r["op"], r["s"], r["p"], r["o"]))
+        lines = sorted((p["passage_id"], p["page_id"], passage_text(p, cfg.passages))
+                       for p in rows("passages", w.k) if p["passage_id"] in kept)
+        words = {pid: frozenset(_TOKEN.findall(text.lower())) for pid, _, text in lines}
+        for i, (a, page_a, text_a) in enumerate(lines):
+            for b, page_b, text_b in lines[i + 1:]:
+                same_triples = signature[a] == signature[b]
+                if page_a != page_b and not same_triples:
+                    continue
+                union = len(words[a] | words[b])
+                jac = len(words[a] & words[b]) / union if union else 1.0
+                total = len(text_a) + len(text_b)
+                ned = Levenshtein.distance(text_a, text_b) / total if total else 0.0
+                if not (jac < sel.max_jaccard and ned > sel.min_edit_distance):
+                    out.append({"window": w.k, "passage_id": a, "other": b, "jaccard": jac,
+                                "edit_distance": ned, "same_triples": same_triples,
+                                "same_article": page_a == page_b})
+    return out
+
+
+def _near_duplicate_suite(spark: SparkSession, pairs: list[dict[str, Any]]) -> Suite:
+    return Suite("near_duplicates", spark.createDataFrame(
+        pairs, schema="window int, passage_id string, other string, jaccard double, "
+                      "edit_distance double, same_triples boolean, same_article boolean"), [
+        rows_check("s07c: no two kept lines of a delta file with the same triples are "
+                   "near-duplicates by pass 2's thresholds",
+                   "SELECT * FROM {batch} WHERE same_triples"),
+        Check("s07c: kept lines of one article that pass 2's thresholds call "
+              "near-duplicates (their triples differ, so s07 keeps both, as theirs did)",
+              "UnexpectedRowsExpectation",
+              {"unexpected_rows_query": "SELECT * FROM {batch} WHERE NOT same_triples"},
+              severity="warning"),
+    ])
 
 
 def _selection_checks(cfg: SuiteSettings) -> list[Check]:
@@ -319,6 +382,10 @@ def snapshot_suites(spark: SparkSession, catalog: Catalog, cfg: SuiteSettings,
               _instance_checks(cfg, plan)),
         Suite("selection", frames["selection"], _selection_checks(cfg)),
     ]
+    if cfg.selection.dedup and cfg.selection.dedup_passes == "authors" and \
+            cfg.validation.near_duplicates:
+        suites.append(_near_duplicate_suite(spark, near_duplicates(catalog, cfg, plan,
+                                                                   versions)))
     if cfg.curation.enabled:
         coverage = missing_verdicts(catalog, cfg, plan, versions)
         suites += [

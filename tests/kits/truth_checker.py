@@ -1,7 +1,7 @@
 """An independent check of a sample world's truth.jsonl and traps.jsonl against its dumps.
 
 Independent means: it reads only the generated mirror (mwxml + json + bz2 + stdlib) and
-re-implements DESIGN.md §1.1-1.2 naively here, sharing no code with emerge_lib (neither
+re-implements docs/semantics.md §1.1-1.2 naively here, sharing no code with emerge_lib (neither
 the generator nor the pipeline). What it verifies, honestly scoped:
 
 KG side (full): for every truth row, from the Wikidata history alone -- the state at τ
@@ -21,7 +21,7 @@ to exactly the listed mentioned QIDs.
 Three semantics are checked: "released" (the defaults, what the released data shows:
 cumulative windows, emerging = the item was created at or after t, an addition ended by an
 in-window end qualifier is also D, and the authors' selection rules R1-R5; truth.jsonl),
-"unselected" (the same without those rules; truth-unselected.jsonl) and "design" (DESIGN
+"unselected" (the same without those rules; truth-unselected.jsonl) and "design" (docs/semantics.md
 §1.1-1.2: first appearance, emerging = not in V_t, D only from T_t; truth-design.jsonl).
 The selection rules, re-read from docs/data-model.md: R1 a listed passage has an E, EE or
 D triple between two of its entities; R2a a removal added back within 15 years of τ_k is
@@ -29,9 +29,16 @@ neither D nor X; R2b a passage is not older than the latest removal (end-qualifi
 presence end) among those; R3 an EE-KG triple's presence at τ_k lasts past τ_k + 182.5 d
 or to the dump's end; R4 an item is as old as the oldest item redirected to it; R5 a line
 of plain removals only, or with (delta + EE-KG triples) / entities ≤ 0.2, goes unless an
-end qualifier or an emerging entity keeps it. Traps with a paragraph must fail one of the
-passage rules; a selection-rule trap (kind r1-, r2b-, r5-) must name a row whose every
-passage on its page is a line the rules reject. NOT verified: that no other
+end qualifier or an emerging entity keeps it; s07's relation filter: a row whose relation
+is not in R_t (a property page with an English label and description at t) goes, and a
+line it leaves without an E, EE, EE-KG or D row; a row tagged removal-start-qualifier is a
+removal whose statement at t carries a start qualifier (P580) dated inside its window and
+no end qualifier (s07 judges it as qualified); a row tagged guard-title-colon is in a line
+s07's table-markup guard refuses when it reads the released passage split at its first
+':' (the title holds a colon) and keeps on the paragraph alone (title-colon-kept: keeps
+either way). Traps with a paragraph must fail one of
+the passage rules; a selection-rule trap (kind r1-, r2b-, r5-, s07-) must name a row that
+no line of its page keeps under the rules. NOT verified: that no other
 (unlisted) paragraph of the dumps is a passage -- that needs a full cleaner, which is
 the pipeline's job (the generator's filler rules are tested separately).
 """
@@ -110,6 +117,28 @@ def parse_entity(text: str) -> Entity:
     return Entity(False, enwiki, out)
 
 
+def property_named(text: str) -> bool:
+    """Does a property revision (current or legacy JSON) hold an English label and an
+    English description?"""
+    data = json.loads(text)
+    if "labels" in data:
+        return bool((data["labels"].get("en") or {}).get("value")) and bool(
+            ((data.get("descriptions") or {}).get("en") or {}).get("value"))
+    return bool((data.get("label") or {}).get("en")) and bool(
+        (data.get("description") or {}).get("en"))
+
+
+def table_markup(title: str, paragraph: str) -> tuple[bool, bool]:
+    """s07's table-markup guard (fewer than 3 words per '|' or ':') on the released
+    passage read their way, split at its first ':' (the title's rest counts), and on the
+    paragraph alone."""
+    def refused(text: str) -> bool:
+        marks = text.count("|") + text.count(":")
+        return marks > 0 and len(text.split(" ")) / marks < 3
+    released = f"Excerpt from the Wikipedia page describing {title}: {paragraph}"
+    return refused(released.split(":", 1)[1].strip()), refused(paragraph)
+
+
 def instant(value: str, precision: int) -> int:
     year, month, day = (int(x) for x in re.match(r"[+-]?(\d+)-(\d\d)-(\d\d)", value).groups())
     if precision < 10 or month == 0:
@@ -131,8 +160,14 @@ class Checker:
         self.rules = variant == "released"
         self.entities: dict[str, list[tuple[int, int, Entity]]] = {}
         self.created: dict[str, int] = {}  # the item's first revision, readable or not
+        self.properties: dict[str, list[tuple[int, int, bool]]] = {}  # pid → (ts, id, named)
         for path in history_files(mirror, "wikidatawiki", date):
             for page in mwxml.Dump.from_file(bz2.open(path)):
+                if page.namespace == 120:
+                    self.properties[page.title.split(":", 1)[1]] = sorted(
+                        (seconds(str(r.timestamp)), r.id, property_named(r.text))
+                        for r in page if r.text is not None)
+                    continue
                 if page.namespace != 0:
                     continue
                 all_revs = list(page)
@@ -169,6 +204,11 @@ class Checker:
     def state(self, qid: str, tau: int) -> Entity | None:
         rev = self._at(self.entities.get(qid, []), tau)
         return None if rev is None or rev[2].redirect else rev[2]
+
+    def relations(self, tau: int) -> set[str]:
+        """R_τ: properties whose page exists at τ with an English label and description."""
+        return {pid for pid, revs in self.properties.items()
+                if (rev := self._at(revs, tau)) is not None and rev[2]}
 
     def v(self, tau: int) -> set[str]:
         key = ("v", tau)
@@ -312,7 +352,17 @@ class Checker:
         plain_only = not qualifier and all(r[0] == "D" for r in delta)
         emerging = any(r[0] == "EE" for r in delta) or bool(kg)
         ratio = (len(triples) + len(kg)) / len(mentioned)
-        return (not plain_only and ratio > 0.2) or qualifier or emerging  # R5
+        if not ((not plain_only and ratio > 0.2) or qualifier or emerging):
+            return False  # R5
+        # s07: the rows whose relation is not in R_t go; a line they leave without an E,
+        # EE, EE-KG or D row goes
+        known = {r for r in rows if r[2] in self.relations(t)}
+        return known == rows or any(r[0] != "X" for r in known)
+
+    def known(self, t: int, rows: set[tuple]) -> set[tuple]:
+        """The rows (op, s, p, o, signal) a selected line keeps: with the rules, those
+        whose relation is in R_t (s07's relation filter)."""
+        return {r for r in rows if r[2] in self.relations(t)} if self.rules else rows
 
     # ---- passages
     def text_at(self, page_id: int, tau: int) -> str | None:
@@ -442,6 +492,22 @@ def check_world(out: Path, date: str | None = None, snapshots: set[str] | None =
                  if (x[0], x[1]) == (row["p"], row["o"]) for qp, v, n in x[3]}
         if quals != {(q["p"], instant(q["time"], q["precision"]), q["precision"]) for q in row["qualifiers"]}:
             problems.append(f"qualifiers differ for {row['s']} {row['p']} {row['o']}: {sorted(quals)}")
+        if "removal-start-qualifier" in row["tags"]:  # judged as a D with a qualifier
+            held = checker.state(row["s"], t)
+            dates = {(qp, instant(v, n)) for x in (held.statements if held else [])
+                     if (x[0], x[1]) == (row["p"], row["o"]) for qp, v, n in x[3]}
+            inside = t < min((d for qp, d in dates if qp == "P580"), default=0) <= \
+                t + row["window"] * WEEK
+            if row["signal"] != "removed" or not inside or {qp for qp, _ in dates} & set(
+                    END_QUALIFIERS):
+                problems.append(f"not a removal with only a start qualifier inside its "
+                                f"window: {row['s']} {row['p']} {row['o']} w{row['window']}")
+        for tag, refused in (("guard-title-colon", True), ("title-colon-kept", False)):
+            if tag in row["tags"]:
+                split, alone = table_markup(row["page_title"], row["paragraph"])
+                if ":" not in row["page_title"] or alone or split != refused:
+                    problems.append(f"{tag}: the guard reads {row['page_title']!r} "
+                                    f"{'wrongly' if alone else 'as planted not'}")
         passages[(row["snapshot"], row["window"], row["page_id"], row["paragraph"])].append(row)
     for (snap, k, page_id, plain), rows in passages.items():
         t = seconds(snap)
@@ -455,6 +521,7 @@ def check_world(out: Path, date: str | None = None, snapshots: set[str] | None =
         listed = {(r["op"], r["s"], r["p"], r["o"], r["signal"]) for r in rows}
         if not checker.selected(t, k, expected, mentioned, checker.first_seen(page_id, plain) or 0):
             problems.append(f"a line the selection rules reject is listed: page {page_id} w{k}")
+        expected = checker.known(t, expected)
         for missing in sorted(expected - listed, key=str):
             problems.append(f"missing from page {page_id} w{k} {snap}: {missing}")
         for extra in sorted(listed - expected, key=str):
@@ -466,13 +533,16 @@ def check_world(out: Path, date: str | None = None, snapshots: set[str] | None =
             for k in windows:
                 if not checker.passage_problems(t, k, trap["page_id"], trap["paragraph"]):
                     problems.append(f"trap {trap['kind']}: paragraph is a passage in w{k}")
-        elif trap["kind"].startswith(("r1-", "r2b-", "r5-")):  # lines the rules reject
+        elif trap["kind"].startswith(("r1-", "r2b-", "r5-", "s07-")):  # rows the rules drop
+            if trap["kind"] == "s07-relation-outside-r-t" and trap["p"] in checker.relations(t):
+                problems.append(f"trap {trap['kind']}: {trap['p']} is in R_t")
             for k in windows:
                 for plain, mentioned, rows in checker.lines(t, k, trap["page_id"]):
                     row = next((r for r in rows if r[:4] == (trap["op"], trap["s"], trap["p"],
                                                              trap["o"])), None)
                     first = checker.first_seen(trap["page_id"], plain) or 0
-                    if row and checker.selected(t, k, rows, mentioned, first):
+                    if row in checker.known(t, rows) and checker.selected(t, k, rows, mentioned,
+                                                                          first):
                         problems.append(f"trap {trap['kind']}: a selected line holds it in w{k}")
         elif trap["op"] is not None:
             for k in windows:

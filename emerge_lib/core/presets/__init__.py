@@ -4,6 +4,8 @@ of that name exists, layered like any other configuration file (``-c paper -c mi
 
 - ``paper``: the authors' current release (klimzaporojets/emerge at 108455c; the file and
   line of each value in docs/configuration.md "Presets");
+- ``paper-v1``: the same with the paper's own ten snapshots (annual 2019-2023, quarterly
+  2024, 2025-01-01);
 - ``no-selection-rules``: the selection before the authors' rules, which earlier releases
   used (every aligned passage a line, one greedy dedup pass, one test draw).
 """

@@ -90,5 +90,8 @@ def test_emerge_build_command(worlds, tmp_path: Path, capsys, monkeypatch) -> No
     assert [f.parent.name for f in files].count("snapshot_2024-01-01") == 5
     released = sum(len(t["tkgu_operations"]) for f in files for line in f.read_text().splitlines()
                    for t in json.loads(line)["tkgu_triples"])
-    truth_rows = (sample_world / "truth.jsonl").read_text().splitlines()  # one per paragraph
-    assert released == len(truth_rows) and {k[3] for k in expected(sample_world)} >= {"D", "E"}
+    truth_rows = [json.loads(x) for x in (sample_world / "truth.jsonl").read_text().splitlines()]
+    # one per paragraph, but the lines s07's guards refuse (their title reading)
+    guarded = [r for r in truth_rows if "guard-title-colon" in r["tags"]]
+    assert guarded and released == len(truth_rows) - len(guarded)
+    assert {k[3] for k in expected(sample_world)} >= {"D", "E"}

@@ -59,7 +59,9 @@ def judged_by(t: dict) -> dict[tuple[str, str], bool | None]:
 
 
 def no_end_qualifier(t: dict) -> bool:
-    return not t["qualifier_info"] or t["deprecation_signal"] in ("removed", "rank")
+    """A D judged by both models: one without a qualifier (a removal whose statement
+    carries a start qualifier inside its window has one, S07:109-112)."""
+    return not t["qualifier_info"]
 
 
 def test_curate_with_the_stub_then_a_rerun_asks_nothing(built: Catalog, world: Path) -> None:
@@ -141,7 +143,7 @@ def test_faults_are_retried_counted_and_finished_by_a_rerun(built: Catalog, worl
     assert all(r["explanation"] is None for r in stored if r["verdict"] == "UNPARSED")
     raw = {(r["llm_name"], r["prompt_sha"]): r["raw_answer"] for r in stored}
     assert raw[(once[0].llm_name, once[0].sha)].startswith("The text")
-    assert parse_answer(raw[(once[1].llm_name, once[1].sha)], len(once[1].triples))
+    assert parse_answer(raw[(once[1].llm_name, once[1].sha)], len(once[1].triples), once[1].single)
     # attempts: every HTTP request of the verdict, transient failures and re-asks alike
     drilled = {(r.llm_name, r.sha) for r in once[:len(drills)]}
     for r in stored:
@@ -189,8 +191,16 @@ def test_the_release_shows_unparsed_as_null_and_asserts_only_what_all_judges_say
     triples = released_triples(ctx.release_dir)
     nulls = [t for t in triples if None in judged_by(t).values()]
     assert {tuple(t["triple"]) for t in nulls} == set(garbled.triples)
-    assert all(t["asserted_operations"] is None for t in nulls)
     assert all(judged_by(t)[(ADDITIONS_LLM, ASSERTION)] is None for t in nulls)
+    # the unparsed assertion fails the triple's additions; a D beside one (a
+    # two-operation triple) is judged on its own verdicts (S07:98-121); a triple with
+    # nothing judged is null
+    for t in nulls:
+        ops = t["tkgu_operations"]
+        if "d-triples" not in ops:
+            assert t["asserted_operations"] is None
+        else:
+            assert set(t["asserted_operations"]) <= {"d-triples"} and len(ops) > 1
     disagreed = 0
     for t in triples:
         by = judged_by(t)

@@ -8,6 +8,7 @@ its ``asserted_operations``."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -46,10 +47,14 @@ class PlantedVerdicts(StubServer):
             request = json.loads(body)
             prompt = request["messages"][-1]["content"]
             msg = payload["choices"][0]["message"]
+            def flip(old: str, new: str) -> str:  # a list's items, or a single verdict
+                return re.sub(rf"^((?:\d+\. )?){old} ", rf"\g<1>{new} ", msg["content"],
+                              flags=re.M)
+
             if request["model"] == RELEASED_LLM["deprecations"]:
-                msg["content"] = msg["content"].replace(". NO ", ". YES ")
+                msg["content"] = flip("NO", "YES")
             elif "no longer valid" in prompt:
-                msg["content"] = msg["content"].replace(". YES ", ". NO ")
+                msg["content"] = flip("YES", "NO")
         return status, payload
 
 
@@ -185,7 +190,8 @@ def test_llm_asserted_on_our_curated_release_needs_no_flags(curated: Path, relea
                                                             tmp_path: Path) -> None:
     """Our release records additions as judged by 8B: the authors' 405B names would be
     refused; the per-triple asserted_operations decide, with the configured rule for D
-    (405B and, without an end qualifier, 8B too)."""
+    (405B and, without a qualifier, 8B too: a removal carrying its statement's start
+    qualifier is judged by 405B alone, S07:109-112)."""
     from emerge_lib.cli import main
 
     # the whole corpus (the release's corpus/snapshot_*/delta_*.jsonl): the planted verdicts
@@ -193,7 +199,7 @@ def test_llm_asserted_on_our_curated_release_needs_no_flags(curated: Path, relea
     raw = _raw_triples(corpus)
     assert raw and all(t["asserted_operations"] is not None for _, t in raw)
     d = [t for _, t in raw if "d-triples" in t["tkgu_operations"]]
-    qualified = [t for t in d if (t["deprecation_signal"] or "").startswith("qualifier:")]
+    qualified = [t for t in d if t["qualifier_info"]]
     assert qualified and len(qualified) < len(d)  # the world has both kinds
     # planted: 405B said YES to every D, 8B NO; only qualified D triples are asserted
     assert all("d-triples" in t["asserted_operations"] for t in qualified)

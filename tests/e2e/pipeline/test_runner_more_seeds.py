@@ -21,3 +21,7 @@ def test_no_trap_appears(built: tuple) -> None:
 
 def test_release_lines_match_instances(built: tuple) -> None:
     worldchecks.release_lines_match_instances(built)
+
+
+def test_planted_line_fates(built: tuple) -> None:
+    worldchecks.planted_line_fates(built)

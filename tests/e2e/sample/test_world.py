@@ -156,11 +156,15 @@ def test_the_selection_rules_leave_out_lines_and_nothing_else(world: Path) -> No
     r4 = {key(r) for r in released if r["scenario"] == "merged-into-new"}
     assert r4 and {key(r) for r in released} - {key(r) for r in unselected} <= r4
     kept_lines = {line(r) for r in released}
-    # in a kept line, the rules remove rows only as R2a (a D added back) and R3 (an EE-KG
-    # that does not persist) do
+    # in a kept line, the rules remove rows only as R2a (a D added back), R3 (an EE-KG
+    # that does not persist) and s07's relation filter (a relation not in R_t) do
     removed = {(r["op"], key(r)) for r in unselected if line(r) in kept_lines
                and r["scenario"] != "merged-into-new"} - {(r["op"], key(r)) for r in released}
-    assert removed and {op for op, _ in removed} <= {"D", "EE-KG"}
+    relations = {k for op, k in removed if op == "E"}
+    assert relations and {k[5] for k in relations} == {
+        r["p"] for r in unselected if r["scenario"] == "new-relation" and r["p"] != "P108"}
+    assert removed - {("E", k) for k in relations} and {op for op, _ in removed} <= {
+        "D", "EE-KG", "E"}
     assert len(kept_lines) < len({line(r) for r in unselected})
     by_line: dict[tuple, list[dict]] = {}
     for r in released:
@@ -172,7 +176,8 @@ def test_the_selection_rules_leave_out_lines_and_nothing_else(world: Path) -> No
 
 
 def test_the_two_semantics_differ_where_the_released_data_does(world: Path) -> None:
-    """Released (the default) against DESIGN §1.1: cumulative windows repeat a passage in
+    """Released (the default) against docs/semantics.md §1.1: cumulative windows repeat a
+    passage in
     every later delta; an item older than t is not emerging; an addition ended inside the
     window is also D."""
     released = {(r["snapshot"], r["window"], r["page_id"], r["op"], r["s"], r["p"], r["o"])
@@ -241,9 +246,13 @@ def test_truth_covers_every_operation_signal_and_trap(world: Path) -> None:
     # every selection rule removes a planted case (and keeps its near miss, truth.jsonl)
     assert {"r1-no-delta-between-mentions", "r2a-removal-added-back",
             "r2b-passage-before-removal", "r3-ee-kg-not-persistent",
-            "r4-created-over-redirects", "r5-only-removals", "r5-not-interesting"} <= kinds
+            "r4-created-over-redirects", "r5-only-removals", "r5-not-interesting",
+            "s07-relation-outside-r-t"} <= kinds
     assert {"removal-kept", "rank-kept", "removal-added-back", "passage-before-removal",
-            "ee-kg-transient", "merged-into-new", "sparse-line"} <= {r["scenario"] for r in rows}
+            "ee-kg-transient", "merged-into-new", "sparse-line", "new-relation",
+            "removal-start-qualifier"} <= {r["scenario"] for r in rows}
+    assert {r["op"] for r in rows if "removal-start-qualifier" in r["tags"]} == {"D"}
+    assert {"guard-title-colon", "title-colon-kept"} <= {t for r in rows for t in r["tags"]}
     assert all(t["reason"] for t in traps)
 
 

@@ -6,7 +6,8 @@ defaults).
 t = 2024-01-01, two windows of 7 days (τ_1 = day 7, τ_2 = day 14), a one-hour KG
 stability span. Items Q1-Q12 exist since day -100 with an article each (page p is Qp's);
 Q20 is new on day 2; Q21 and Q22 are new on day 3, and an old item (Q30, day -100) is
-merged into Q21 on day 4, a younger one (Q31, day 5) into Q22 on day 6.
+merged into Q21 on day 4, a younger one (Q31, day 5) into Q22 on day 6. Properties P1-P7
+and P582 exist since day -100, P8 since day 2 (after t: not in R_t).
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ STATEMENTS = [
     stmt("Q22", "P1", "Q5", 3, None),
     # R5: one addition seen among six mentioned entities, among four
     stmt("Q11", "P1", "Q12", 2, None),
+    # R_t: additions with P8, a property created on day 2 (not in R_t), and with P5
+    stmt("Q9", "P8", "Q10", 4, None), stmt("Q9", "P5", "Q11", 4, None),
 ]
 
 
@@ -61,7 +64,10 @@ PROPS = [{"pid": f"P{i}", "valid_from": day(-100), "valid_to": None, "rev_from":
           "label_en": f"prop {i}", "description_en": "d", "datatype": "wikibase-item"}
          for i in range(1, 8)] + [{"pid": "P582", "valid_from": day(-100), "valid_to": None,
                                    "rev_from": 582, "label_en": "end time",
-                                   "description_en": "d", "datatype": "time"}]
+                                   "description_en": "d", "datatype": "time"},
+                                  {"pid": "P8", "valid_from": day(2), "valid_to": None,
+                                   "rev_from": 8, "label_en": "prop 8", "description_en": "d",
+                                   "datatype": "wikibase-item"}]
 ARTICLES = {p: f"Title {p}" for p in [*range(1, 13), 20, 21, 22]}
 
 
@@ -87,6 +93,8 @@ PARAGRAPHS = [
     para(21, "merged-older", 5, 4), para(22, "merged-younger", 8, 5),
     # R5: (Q11, P1, Q12) among six mentioned entities / among four
     para(11, "sparse", 4, 12, 1, 4, 5, 6), para(12, "dense", 4, 11, 4, 5),
+    # R_t: an addition with the new relation alone / beside one with a relation of R_t
+    para(9, "new-relation", 4, 10), para(9, "new-and-known-relation", 4, 10, 11),
 ]
 
 
@@ -207,8 +215,22 @@ def test_the_defaults_are_every_rule_at_once(built) -> None:
     default = built(defaults=True)
     assert lines(default) == {(w, k) for w in (1, 2) for k in (
         "at-qualifier", "x-and-e", "ee-kg-and-ee", "merged-older", "dense",
-        "removal-and-new")} | {(2, "merged-younger")}
+        "removal-and-new", "new-and-known-relation")} | {(2, "merged-younger")}
+    assert not {r for r in default if r[4] == "P8"}  # R_t
     assert not {r for r in default if r[3:] == ("Q1", "P1", "Q2")}  # R2a
     assert {r[3:] for r in default if r[2] == "EE-KG"} == {  # R3 (and R4: no Q21)
         ("Q20", "P2", "Q8"), ("Q20", "P3", "Q9"), ("Q20", "P4", "Q10")}  # Q10 unmentioned on page 1
     assert (1, "merged-older", "E", "Q21", "P1", "Q4") in default  # R4
+
+
+def test_a_relation_outside_r_t_leaves_its_line(built) -> None:
+    """s07's relation filter (S07:501-515): the P8 triple goes, and the line it was the
+    only delta triple of; the line with a P5 addition beside it stays, without it."""
+    off, on = built(), built(align={"relations_in_snapshot": True})
+    for w in (1, 2):
+        assert (w, "new-relation", "E", "Q9", "P8", "Q10") in off
+        assert (w, "new-and-known-relation", "E", "Q9", "P8", "Q10") in off
+        assert (w, "new-and-known-relation", "E", "Q9", "P5", "Q11") in on
+    assert not {r for r in on if r[4] == "P8"}
+    assert lines(on) == lines(off) - {(w, "new-relation") for w in (1, 2)}
+    assert on == {r for r in off if r[4] != "P8"}

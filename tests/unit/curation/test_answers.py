@@ -21,6 +21,8 @@ from emerge_lib.curation.prompts import (
     ASSERTION,
     DEPRECATE_TEMPLATE,
     DEPRECATION,
+    SINGLE_ASSERT_TEMPLATE,
+    SINGLE_DEPRECATE_TEMPLATE,
     prompt_sha,
     render,
 )
@@ -48,6 +50,58 @@ def test_prompts_are_appendix_b_word_for_word(name: str, template: str) -> None:
         raw = path.read_bytes()
         assert hashlib.sha256(raw).hexdigest() == APPENDIX_B_SHA256[name]
         assert template == raw.decode("utf-8")
+
+
+# the authors' prompts_v1 single-triple files (klimzaporojets/emerge at 108455c,
+# src/dataset/emerge/prompts/prompts_v1/prompt_single_{assert,deprecate}_template.txt),
+# byte for byte (no final newline; their placeholders)
+PROMPTS_V1_SINGLE = {
+    "assert": (
+        'You are given the following text:\n##chunk##\n\nDoes the text contain information '
+        'that explicitly or implicitly (the text provides some hints), directly or indirectly '
+        'represents the following triple? Use common sense but not the knowledge that can not '
+        'be inferred from the text above.\n##triples_string##\n\nAnswer "YES" if the text '
+        'above explicitly or implicitly states or implies the given triple, or answer "NO" '
+        'otherwise. Follow your "YES" or "NO" answer with a brief explanation.'),
+    "deprecate": (
+        'You are given the following text:\n##chunk##\n\nDoes this text imply that the '
+        'following triple is no longer valid or does not hold at the moment the text was '
+        'written?\n##triples_string##\n\nAnswer "YES" if the text implies that the triple is '
+        'no longer valid or does not hold, or answer "NO" otherwise. Follow your "YES" or '
+        '"NO" answer with brief explanation.'),
+}
+
+
+@pytest.mark.parametrize(("name", "template"), [("assert", SINGLE_ASSERT_TEMPLATE),
+                                                 ("deprecate", SINGLE_DEPRECATE_TEMPLATE)])
+def test_single_triple_prompts_are_the_authors_word_for_word(name: str, template: str) -> None:
+    theirs = PROMPTS_V1_SINGLE[name].replace("##chunk##", "{passage}").replace(
+        "##triples_string##", "{triples}")
+    assert template == theirs + "\n"  # a final newline, as the list templates have
+
+
+def test_a_request_of_one_triple_takes_the_single_prompt_unnumbered() -> None:
+    one = render(DEPRECATION, "A passage.", LABELS[:1], single=True)
+    assert one.startswith("You are given the following text:\nA passage.\n\nDoes this text "
+                          "imply that the following triple is no longer valid")
+    assert "\n(Ada Lovelace, collaborator, Charles Babbage)\n\nAnswer " in one
+    # two triples, or the setting off: the list prompt, numbered
+    assert render(DEPRECATION, "A passage.", LABELS, single=True) == render(
+        DEPRECATION, "A passage.", LABELS)
+    assert "\n1. (Ada Lovelace" in render(ASSERTION, "A passage.", LABELS[:1])
+    # its answer: one verdict, unnumbered (or a list of exactly one)
+    assert [v.verdict for v in parse_answer("YES. The text says she did.", 1, True)] == [True]
+    assert parse_answer("NO, nothing about it.\n\nI hope this helps.", 1, True)[0].explanation \
+        == "nothing about it."
+    assert parse_answer("1. NO nothing about it", 1, True)[0].verdict is False
+    assert parse_answer("YES ok\n2. YES a second one", 1, True) is None  # a list of two
+    assert parse_answer("Maybe YES.", 1, True) is None and parse_answer("", 1, True) is None
+    regex = re.compile(answer_regex(1, single=True))
+    assert regex.fullmatch("YES the text says so") and not regex.fullmatch("1. YES ok")
+    longest = "YES " + "~" * EXPLANATION_CHARS
+    assert regex.fullmatch(longest) and not regex.fullmatch(longest + "~")
+    assert answer_token_budget(1, single=True) == len(longest) + 1
+    assert answer_grammar(1, single=True).startswith('root ::= verdict " " explanation\n')
 
 
 def test_a_request_numbers_its_triples_one_per_line() -> None:

@@ -9,7 +9,8 @@ import json
 from collections import Counter
 from pathlib import Path
 
-from emerge_lib.formats.card import collect, rule_c
+from emerge_lib.formats.card import FIGURE3_NAMES, collect, prepare, rule_c
+from emerge_lib.formats.layout import CORPUS, EVALUATION_SET
 
 
 def _their_lines(realdata: Path) -> list[dict]:
@@ -93,3 +94,62 @@ def test_the_stats_command_prints_table_2(realdata: Path, tmp_path: Path, capsys
     assert "Supported Triples" in out and "d-triples" in out
     assert main(["stats", "--release", str(tmp_path / "nowhere")]) == 1  # one line, no trace
     assert "is not a folder" in capsys.readouterr().err
+
+
+def test_card_html_shows_the_metadata_and_the_first_lines_of_each_config(tmp_path: Path
+                                                                         ) -> None:
+    """What the Hub's page shows above a card: the YAML's licence, tasks, size and
+    configurations, and a preview of each configuration's first lines; nothing loaded
+    from elsewhere (it opens offline)."""
+    import re
+
+    from hubkit import A1, SNAPS, small_release
+
+    from emerge_lib.formats.card import prepare, render
+    from emerge_lib.formats.layout import CARD_HTML
+
+    release = small_release(tmp_path / "release")
+    snapshots = sorted(SNAPS)
+    render(release, prepare(release, snapshots, {s: {} for s in snapshots}), "Validated.")
+    page = (release / CARD_HTML).read_text()
+    metadata = page[page.index('<section id="metadata">'):page.index("</section>")]
+    for shown in ("cc-by-sa-4.0", "text-generation, graph-ml", "n&lt;1K",
+                  "corpus (default): snapshot_2024_01_01 snapshot_2024_04_01 test",
+                  "kg_triples: snapshot_2024_01_01"):
+        assert shown in metadata, shown
+    previews = dict(re.findall(r'data-config="([^"]+)"><table>(.*?)</table>', page))
+    assert set(previews) == {"corpus", "evaluation_set", "triples", "kg_triples"}
+    assert A1["hash_id"] in previews["corpus"] and "<th>passage</th>" in previews["corpus"]
+    assert previews["corpus"].count("<tr>") == 1 + 2  # the header, the first file's lines
+    assert not re.search(r'<(script|link)\b|src="(https?:)?//', page)  # nothing fetched
+
+
+def test_figure_3_counts_the_supported_triples_under_their_first_operation(
+        tmp_path: Path) -> None:
+    """Their figure_tkgu_distribution_v2_405bv1.py: rule C's triples, each under its first
+    operation, in the corpus and in the test split; uncurated, every triple."""
+    def line(pid: str, triples: list[tuple[list[str], list[str] | None]]) -> str:
+        return json.dumps({"passage_id": pid, "window": 1, "passage": "some words here",
+                           "tkgu_triples": [
+                               {"triple": ["Q1", f"P{i}", "Q2"], "tkgu_operations": ops,
+                                "asserted_operations": asserted,
+                                "llm_assessment": [{"llm_name": "x"}]}
+                               for i, (ops, asserted) in enumerate(triples)]}) + "\n"
+
+    snap = "2024-01-01T00:00:00Z"
+    for root in (CORPUS, EVALUATION_SET):
+        (tmp_path / root / "snapshot_2024-01-01").mkdir(parents=True)
+    (tmp_path / CORPUS / "snapshot_2024-01-01" / "delta_2024-01-08.jsonl").write_text(
+        line("a", [(["e-triples"], ["e-triples"]), (["x-triples"], []),
+                   (["d-triples", "e-triples"], ["e-triples"]),  # D not supported: out
+                   (["ee-kg-triples", "d-triples"], ["d-triples"])])  # counted as EE-KG
+        + line("b", [(["d-triples"], ["d-triples"])]))
+    (tmp_path / EVALUATION_SET / "snapshot_2024-01-01" / "delta_2024-01-08.jsonl").write_text(
+        line("b", [(["d-triples"], ["d-triples"])]))
+    prepared = prepare(tmp_path, [snap], {})
+    (st,) = prepared.stats
+    assert st.figure == Counter({"E": 1, "EE-KG": 1, "D": 1})
+    assert st.figure_evaluation == Counter({"D": 1})
+    assert "tkgu_distribution.png" in prepared.plots
+    assert (tmp_path / "plots" / "tkgu_distribution.png").stat().st_size > 1000
+    assert list(FIGURE3_NAMES.values()) == ["Exists", "Add", "Mint+Add", "Infer", "Deprecate"]

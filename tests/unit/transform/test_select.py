@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
+from dataclasses import replace
 
 from emerge_lib.core.config import Config, load_config
+from emerge_lib.formats.format import TITLE_PREFIX
 from emerge_lib.transform.select import (
     Fate,
     Line,
@@ -94,7 +96,7 @@ def test_guards_and_the_support_rule_say_why() -> None:
     braces = line("b", "{{cite}} " + prose(30))
     fine = line("f", prose(30, 3), page=2)
     unsupported = line("u", prose(30, 4), page=3, ops={"X": 1})
-    assert [guard(x) for x in (table, stars, braces, fine)] == [
+    assert [guard(x, True) for x in (table, stars, braces, fine)] == [
         "guard:table-markup", "guard:list-markup", "guard:template", None]
     settings = Config().selection  # the authors' rules: the defaults
     fates = select_lines([table, stars, braces, fine, unsupported], settings, curated=True)
@@ -104,6 +106,37 @@ def test_guards_and_the_support_rule_say_why() -> None:
     assert not select_lines([unsupported], settings, curated=False)["u"].reason  # uncurated
     none = load_config("no-selection-rules", environ={}).selection
     assert all(f.kept for f in select_lines([table, unsupported], none, curated=True).values())
+
+
+def titled(pid: str, title: str, text: str) -> Line:
+    """A line released with the title prefix, as the authors' passages are."""
+    released = TITLE_PREFIX.format(title=title) + text
+    return replace(line(pid, text), released=released, title=title)
+
+
+def test_the_guards_read_the_title_prefix_split_at_its_first_colon() -> None:
+    """Their quirk (S07:372-373): the text after the passage's first ':'. A title with a
+    colon gives the table-markup test one more ':' and the title's rest as words."""
+    timeline = "Seasons: one: two: three four five six seven eight nine"  # 3 ':', 10 words
+    assert timeline.count(":") == 3 and len(timeline.split(" ")) == 10
+    plain = titled("p", "Harbour Lights", timeline)
+    colon = titled("c", "Harbour Lights: Chronicle", timeline)
+    assert guard(plain, True) is guard(plain, False) is None  # 10 / 3 words a mark
+    assert guard(colon, False) is None
+    assert guard(colon, True) == "guard:table-markup"  # "Chronicle: Seasons: …": 11 / 4
+    # the near miss: a colon title over prose stays under both readings
+    prose_line = titled("n", "Harbour Lights: Chronicle", prose(30))
+    assert guard(prose_line, True) is guard(prose_line, False) is None
+    # "list of" is looked for in the title's part before its colon
+    stars = "*a*b*c*d*e*f*g"  # one word, seven star groups
+    assert guard(titled("m", "Lights: list of the north", stars), True) == "guard:list-markup"
+    assert guard(titled("m", "Lights: list of the north", stars), False) is None
+    settings = Config().selection
+    assert settings.guard_split_at_colon  # the authors' reading by default
+    fates = select_lines([colon, prose_line], settings, curated=False)
+    assert {p: f.reason for p, f in fates.items()} == {"c": "guard:table-markup", "n": None}
+    off = settings.model_copy(update={"guard_split_at_colon": False})
+    assert all(f.kept for f in select_lines([colon, prose_line], off, curated=False).values())
 
 
 def test_the_test_split_is_drawn_twice_as_s07b() -> None:
