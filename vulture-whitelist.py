@@ -19,9 +19,12 @@ _.execute_complete  # emerge_lib/airflow/waits.py
 model_config  # emerge_lib/core/config.py
 _._endpoint, _._url, _._dates, _._mirror, _._sorted_unique, _._range  # core/config.py
 _._route_names, _._to, _._pre_draw, _._warehouse  # emerge_lib/core/config.py
+_._wiki_names  # emerge_lib/core/config.py
 _._Popen  # emerge_lib/ingest/pool.py
 _.buffer_text, _.CharacterDataHandler  # emerge_lib/dumps/xml/escape.py
 _.document_index  # emerge_lib/evaluation/adapters/relik.py
+# llama.cpp's server parameters, read by xllamacpp's C++ server when it starts
+_.model_alias, _.hostnames, _.n_parallel, _.n_threads, _.flash_attn_type  # curation/local_server.py
 
 # The sample world's scenarios, run by name (emerge_lib/sample/plan.py: getattr(self, f"s_{name}"))
 _.s_x_basic, _.s_e_basic, _.s_ee_new, _.s_ee_sitelink, _.s_ee_object, _.s_ee_kg
@@ -64,3 +67,17 @@ SOURCE_DELTA_TYPES  # emerge_lib/formats/format.py: the field's values
 RAI_PROPERTIES  # emerge_lib/formats/croissant.py: the RAI vocabulary croissant.json keeps to
 _.parse_scan  # emerge_lib/dumps/wikidata.py: what the C entity scanner must read exactly
 VARIANT_SETTINGS  # emerge_lib/sample/compare.py: the worlds' semantics (tests/kits/worldchecks)
+
+# Airflow's plugin manager reads these by name (plugins/emerge.py: the links of the
+# ReleaseStep tasks and the api-server app behind them); a link's get_link gets the
+# operator positionally and has no use for it
+EmergePlugin, operator_extra_links, fastapi_apps  # plugins/emerge.py
+_.operators, _.get_link, operator  # emerge_lib/airflow/links.py
+release_file  # emerge_lib/airflow/links.py: a route of the app (FastAPI calls it)
+
+# scripts/airflow-local.sh asks for it (the queues a worker serving every task listens to)
+ALL_QUEUES  # emerge_lib/airflow/pools.py
+
+# The stub's busy model: a fault the CeleryExecutor's pools test plays (tests/system/
+# test_dags_celery.py: a held deprecations model keeps its pool's slot)
+_.hold  # emerge_lib/curation/stub.py

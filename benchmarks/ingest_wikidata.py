@@ -21,7 +21,7 @@ figures in MB/s of uncompressed XML, CPU seconds next to wall seconds:
     defaults, stdout (the sorted TSV ``s<TAB>p<TAB>o`` of T_τ) kept;
   - the naive reference (this script with ``--reference-tsv``): one process, stdlib bz2
     -> mwxml -> json.loads of every revision -> each item's statement presence timelines
-    -> the 168 h KG stability rule -> T_τ with V_τ (DESIGN.md 1.1-1.2) -> the same TSV,
+    -> the 168 h KG stability rule -> T_τ with V_τ (docs/semantics.md §1.1-1.2) -> the same TSV,
     reading both the current and the legacy JSON serialization (the sample world has
     both: planted entities start in the 2012-14 legacy form). Both outputs must be
     byte-identical; a difference lists the triples on each side;
@@ -220,7 +220,7 @@ def naive_parse(xml) -> int:
 
 
 # ----------------------------------------------------------------------------- naive T_τ
-# The reference for ``emerge inspect statements``: DESIGN.md §1.1-1.2 read plainly, one
+# The reference for ``emerge inspect statements``: docs/semantics.md §1.1-1.2 read plainly, one
 # process, every revision decoded with json.loads. Not optimized: it is the baseline.
 ITEM_TITLE = re.compile(r"Q[0-9]+")
 LEGACY_RANKS = {0: "deprecated", 1: "normal", 2: "preferred"}

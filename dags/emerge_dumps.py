@@ -17,7 +17,7 @@ import pendulum
 from airflow.sdk import CronTriggerTimetable, dag, get_current_context, task
 
 from emerge_lib.airflow.assets import DUMPS
-from emerge_lib.airflow.runtime import announce_dump_task
+from emerge_lib.airflow.runtime import announce_dump_task, task_run
 from emerge_lib.airflow.waits import WaitForInputs
 
 
@@ -35,7 +35,7 @@ def emerge_dumps() -> None:
 
     @task(task_id="announce", outlets=[DUMPS])
     def announce() -> dict:
-        return announce_dump_task(get_current_context(), DUMPS)
+        return announce_dump_task(task_run(get_current_context(), snapshot=False), DUMPS)
 
     wait >> announce()
 

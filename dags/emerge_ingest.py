@@ -47,6 +47,7 @@ from emerge_lib.airflow.runtime import (
     ingest_extract_task,
     ingest_plan_task,
     stability_task,
+    task_run,
 )
 from emerge_lib.airflow.waits import WaitForInputs
 
@@ -73,24 +74,26 @@ def emerge_ingest() -> None:
         with TaskGroup(kind):
             @task(task_id="plan", execution_timeout=timedelta(hours=6))
             def plan(kind: str = kind) -> list[dict]:
-                ctx = get_current_context()
-                return ingest_plan_task(kind, ctx, int(ctx["params"]["max_tasks"]))
+                tr = task_run(get_current_context(), snapshot=False)
+                return ingest_plan_task(kind, tr, int(tr.context["params"]["max_tasks"]))
 
             @task(task_id="extract", execution_timeout=timedelta(days=2))
             def extract_group(group: dict, kind: str = kind) -> list[dict]:
-                return ingest_extract_task(kind, group, get_current_context())
+                return ingest_extract_task(kind, group,
+                                           task_run(get_current_context(), snapshot=False))
 
             @task(task_id="commit", trigger_rule="none_failed",
                   execution_timeout=timedelta(days=2))
             def commit_group(plan: dict | None, staged: list, kind: str = kind) -> list[dict]:
-                ctx = get_current_context()
-                return ingest_commit_task(kind, plan, staged, ctx,
-                                          int(ctx["params"]["max_tasks"]))
+                tr = task_run(get_current_context(), snapshot=False)
+                return ingest_commit_task(kind, plan, staged, tr,
+                                          int(tr.context["params"]["max_tasks"]))
 
             # all_success: skipped, without starting, when extract_newer had no groups
             @task(task_id="commit_newer", execution_timeout=timedelta(days=2))
             def commit_newer(plan: dict | None, staged: list, kind: str = kind) -> dict:
-                return ingest_commit_newer_task(kind, plan, staged, get_current_context())
+                return ingest_commit_newer_task(kind, plan, staged,
+                                                task_run(get_current_context(), snapshot=False))
 
             groups = plan()
             wait >> groups
@@ -102,7 +105,7 @@ def emerge_ingest() -> None:
     @task(task_id="stability", outlets=[TIMELINES], trigger_rule="none_failed",
           execution_timeout=timedelta(hours=12))
     def stability() -> dict:
-        return stability_task(get_current_context(), TIMELINES)
+        return stability_task(task_run(get_current_context(), snapshot=False), TIMELINES)
 
     commits >> stability()
 

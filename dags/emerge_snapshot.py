@@ -18,9 +18,16 @@ order, so a stage added there appears here. See docs/operations.md.
 - Manual runs take ``params`` (a custom snapshot, its windows, its own dump files). The
   snapshot comes from ``params.snapshot``, else the logical date (the trigger form fills
   one in), never from ``{{ ds }}``.
-- Retries (exponential backoff) only for retryable emerge errors; curate runs in the
-  ``emerge_llm`` pool, sized to the GPU workers; publish only with ``params.publish``,
-  emitting the release Asset that schedules emerge_evaluate.
+- Curation is two tasks side by side, one per model: ``curate_additions`` (the 8B-class
+  additions model) and ``curate_deprecations`` (the 405B-class deprecations model), each
+  in its model's pool and Celery queue (``emerge_llm_additions``,
+  ``emerge_llm_deprecations``: one slot per server, ``curation.<route>.workers``), so a
+  run waiting for the deprecations model never holds back another run's additions.
+- validate, release and publish are ``ReleaseStep`` tasks, which plugins/emerge.py links to
+  the validation results, the dataset card and the published manifest. The release task
+  emits the release Asset (one event per built release: emerge_evaluate follows it), the
+  publish task (only with ``params.publish``) the published one.
+- Retries (exponential backoff) only for retryable emerge errors.
 """
 
 from __future__ import annotations
@@ -30,16 +37,16 @@ from datetime import timedelta
 import pendulum
 from airflow.sdk import CronTriggerTimetable, dag, get_current_context, task
 
-from emerge_lib.airflow.assets import RELEASE, TIMELINES
+from emerge_lib.airflow.assets import PUBLISHED, RELEASE, TIMELINES
+from emerge_lib.airflow.operators import RELEASE_STEPS, ReleaseStep
 from emerge_lib.airflow.params import dag_params
-from emerge_lib.airflow.runtime import publish_task, run_stage_task
+from emerge_lib.airflow.pools import LLM_POOLS
+from emerge_lib.airflow.runtime import curate_task, run_stage_task, task_run
 from emerge_lib.airflow.waits import SNAPSHOT_WAIT, WaitForInputs
 from emerge_lib.core.config import CALL_TIMEOUT_S
 from emerge_lib.pipeline.registry import STAGES
 
 QUARTERLY = "0 0 1 1,4,7,10 *"
-LLM_POOL = "emerge_llm"  # created by `make airflow` and the deployment, sized to the GPU workers
-POOLS = {"curate": LLM_POOL}
 #: an engine stage's task may make many calls, each bounded by engine.call_timeout_s (a
 #: call that gets no answer fails its stage in one line, retryable): twice that bounds one
 ENGINE_TASK = timedelta(seconds=2 * CALL_TIMEOUT_S)
@@ -48,19 +55,41 @@ TIMEOUTS = {"ingest": timedelta(days=3), "global": ENGINE_TASK, "snapshot": ENGI
 TIMEOUTS_BY_STAGE = {"curate": timedelta(days=2)}
 
 PARAMS = dag_params("snapshot")
-#: the registry's stages this DAG runs as tasks, in order (publish has its own task, which
-#: emits the release Asset; evaluate is the emerge_evaluate DAG's, scheduled on it)
-STEPS = [name for name, st in STAGES.items() if st.in_build and name != "publish"]
+#: the registry's stages this DAG runs as tasks, in order (evaluate is the emerge_evaluate
+#: DAG's, scheduled on the release Asset the release task emits)
+STEPS = [name for name, st in STAGES.items() if st.in_build]
+#: the Asset each release step emits: every built release, every published one
+OUTLETS = {"release": [RELEASE], "publish": [PUBLISHED]}
+
+
+def _timeout(name: str) -> timedelta:
+    return TIMEOUTS_BY_STAGE.get(name, TIMEOUTS.get(STAGES[name].scope, timedelta(hours=12)))
 
 
 def _stage_task(name: str):
+    """The stage's task; curate's two tasks (one per model, side by side) as a list."""
     st = STAGES[name]
+    if name == "curate":
+        return [_curate_task(judge) for judge in LLM_POOLS]
+    if name in RELEASE_STEPS:  # the plugin's links attach to these (plugins/emerge.py)
+        return ReleaseStep(task_id=name, emerge_stage=name, outlets=OUTLETS.get(name, []),
+                           execution_timeout=_timeout(name), trigger_rule="none_failed",
+                           doc_md=st.summary)
 
-    @task(task_id=name, pool=POOLS.get(name, "default_pool"),
-          execution_timeout=TIMEOUTS_BY_STAGE.get(name, TIMEOUTS.get(st.scope, timedelta(hours=12))),
-          trigger_rule="none_failed", doc_md=st.summary)
+    @task(task_id=name, execution_timeout=_timeout(name), trigger_rule="none_failed",
+          doc_md=st.summary)
     def run() -> dict:
-        return run_stage_task(name, get_current_context())
+        return run_stage_task(name, task_run(get_current_context()))
+
+    return run()
+
+
+def _curate_task(judge: str):
+    @task(task_id=f"curate_{judge}", pool=LLM_POOLS[judge], queue=LLM_POOLS[judge],
+          execution_timeout=_timeout("curate"), trigger_rule="none_failed",
+          doc_md=f"{STAGES['curate'].summary}: the requests to the {judge} model")
+    def run() -> dict:
+        return curate_task(judge, task_run(get_current_context()))
 
     return run()
 
@@ -82,16 +111,9 @@ def emerge_snapshot() -> None:
     wait = WaitForInputs(task_id=SNAPSHOT_WAIT, what="snapshot", poll_s=3600,
                          warehouse_poll_s=60, wait_timeout=timedelta(days=100), retries=0,
                          inlets=[TIMELINES])
-    steps = [_stage_task(name) for name in STEPS]
-
-    @task(task_id="publish", outlets=[RELEASE], trigger_rule="none_failed",
-          execution_timeout=timedelta(hours=6))
-    def publish() -> dict:
-        return publish_task(get_current_context(), RELEASE)
-
-    chain = [wait, *steps, publish()]
+    chain = [wait, *(_stage_task(name) for name in STEPS)]
     for upstream, downstream in zip(chain, chain[1:], strict=False):
-        upstream >> downstream
+        upstream >> downstream  # a list (curate's two tasks) on either side: each of them
 
 
 emerge_snapshot()

@@ -12,6 +12,7 @@ import importlib
 import logging
 import sys
 from collections.abc import Sequence
+from typing import Any, NoReturn
 
 from emerge_lib import __version__
 
@@ -25,6 +26,7 @@ COMMAND_MODULES = [
     "emerge_lib.commands.inspect",
     "emerge_lib.commands.tables",
     "emerge_lib.commands.stats",
+    "emerge_lib.commands.validate",
     "emerge_lib.commands.config",
     "emerge_lib.commands.evaluate",
     "emerge_lib.commands.annotate",
@@ -36,20 +38,83 @@ COMMAND_MODULES = [
 ]
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse without prefix matching (``--releas`` is refused, not taken for
+    ``--release``), and a mistyped command, choice or flag gets "did you mean". Every
+    sub-command's parser is one of these (argparse makes them of the parent's class)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["allow_abbrev"] = False
+        super().__init__(*args, **kwargs)
+        self._given: list[str] = []
+
+    def parse_known_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
+                         namespace: Any = None) -> tuple[Any, list[str]]:
+        self._given = list(sys.argv[1:] if args is None else args)
+        namespace, extras = super().parse_known_args(args, namespace)
+        if extras and not any(isinstance(a, argparse._SubParsersAction) for a in self._actions):
+            # a command's own parser says what it does not know, with its own flags to
+            # suggest (the top parser would only know its own)
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return namespace, extras
+
+    def error(self, message: str) -> NoReturn:
+        super().error(message + did_you_mean(message, self._given,
+                                             list(self._option_string_actions)))
+
+
+def did_you_mean(message: str, given: Sequence[str], flags: Sequence[str]) -> str:
+    """" (did you mean …?)" for argparse's ``message``: the closest choice to an invalid
+    one, the closest flag to each flag ``given`` that the parser does not have; "" when
+    nothing is close."""
+    import difflib
+    import re
+
+    guesses: list[str] = []
+    if choice := re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)$", message):
+        options = [c.strip().strip("'\"") for c in choice[2].split(",")]
+        guesses += [f"did you mean '{m}'?"
+                    for m in difflib.get_close_matches(choice[1], options, n=1)]
+    for word in dict.fromkeys(w.split("=", 1)[0] for w in given):
+        if word.startswith("--") and word not in flags:
+            guesses += [f"{word}: did you mean {m}?"
+                        for m in difflib.get_close_matches(word, flags, n=1, cutoff=0.7)]
+    return f" ({'; '.join(guesses)})" if guesses else ""
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    from emerge_lib.commands._common import examples
+
+    parser = Parser(
         prog="emerge",
         description=(
             "Build, extend and publish the EMERGE benchmark for text-driven knowledge-graph "
             "updating from Wikimedia revision-history dumps."
         ),
     )
-    parser.add_argument("--version", action="version", version=f"emerge {__version__}")
-    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    examples(parser, "emerge demo", "emerge query --release demo/release \"SELECT operation, "
+             "count(*) FROM operations GROUP BY ALL\"", "emerge build --help")
+    parser.add_argument("--version", action="version", version=f"emerge {__version__}",
+                        help="print the version and exit")
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="debug logging, and the traceback of an error")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(sub)
     return parser
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where Ctrl-C's KeyboardInterrupt would be, so that the same cleanup
+    runs (servers stopped, workers ended, staging folders removed): ``kill`` and a
+    scheduler's stop left the local LLM server and the S3 server running."""
+
+
+def _terminate(_signum: int, _frame: object) -> None:
+    import signal
+
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second one does not cut the cleanup
+    raise Terminated
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -58,6 +123,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     from emerge_lib.core.logs import setup_logging
 
     setup_logging(args.verbose)
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return _run(parser, args)
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        return _run(parser, args)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    """The command, its errors each one line (the traceback only with --verbose)."""
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
@@ -77,7 +156,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         again = " (retrying may succeed)" if exc.retryable else ""
         print(f"emerge: {_one_line(exc)}{again}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
+        if isinstance(exc, Terminated):
+            print("emerge: terminated (SIGTERM); stopped what it had started", file=sys.stderr)
+            return 143
         print("emerge: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:  # never a traceback: one line, the traceback with --verbose

@@ -1,18 +1,23 @@
 #!/usr/bin/env bash
 # A real local Airflow for emerge: api-server, scheduler, dag-processor and triggerer as
-# four separate processes (LocalExecutor) on 127.0.0.1, each stopped by its PID.
+# separate processes on 127.0.0.1, each stopped by its PID, with the LocalExecutor or,
+# with AIRFLOW_EXECUTOR=celery, the CeleryExecutor of the deployment (docker-compose.yaml):
+# a Celery worker beside them, Redis as its broker and Postgres as its result backend.
 # (`airflow standalone` shuts down only on SIGINT and leaves its workers behind.)
 #
-#   scripts/airflow-local.sh start    # `make airflow`
+#   scripts/airflow-local.sh start    # `make airflow`; `AIRFLOW_EXECUTOR=celery make airflow`
 #   scripts/airflow-local.sh stop     # `make airflow-stop`
 #   scripts/airflow-local.sh status
 #   eval "$(scripts/airflow-local.sh env)"   # the airflow CLI then uses this instance
 #
 # The metadata database is PostgreSQL when Debian's server is installed (a private
 # cluster, started and stopped with Airflow), SQLite otherwise; EMERGE_AIRFLOW_DB=sqlite
-# forces SQLite. Settings (environment): AIRFLOW_HOME (./airflow_home), AIRFLOW_PORT
-# (8080), EMERGE_LLM_SLOTS (slots of the emerge_llm pool: one per GPU worker; 1),
-# AIRFLOW_PARALLELISM (4), plus anything emerge reads (EMERGE_CONFIG, EMERGE__*).
+# forces SQLite. The CeleryExecutor needs PostgreSQL and Redis (Debian's postgresql and
+# redis-server, installed here with apt-get when missing and run as root; a private Redis
+# on a free port, started and stopped with Airflow). Settings (environment): AIRFLOW_HOME
+# (./airflow_home), AIRFLOW_PORT (8080), AIRFLOW_EXECUTOR (local | celery),
+# AIRFLOW_PARALLELISM (4), AIRFLOW_WORKER_CONCURRENCY (celery: 4), plus anything emerge
+# reads (EMERGE_CONFIG, EMERGE__*: curation.<route>.workers sizes the curate pools).
 # The UI's admin password: $AIRFLOW_HOME/simple_auth_manager_passwords.json.generated
 set -euo pipefail
 
@@ -23,11 +28,24 @@ export AIRFLOW_HOME="${AIRFLOW_HOME:-$REPO/airflow_home}"
 PORT="${AIRFLOW_PORT:-8080}"
 RUN="$AIRFLOW_HOME/run"
 LOGS="$AIRFLOW_HOME/logs"
-COMPONENTS=(api-server scheduler dag-processor triggerer)
+# an instance keeps the executor it was started with (stop, status and env read it)
+if [ -s "$RUN/executor" ] && [ "${1:-}" != start ]; then EXECUTOR="$(cat "$RUN/executor")"
+else EXECUTOR="${AIRFLOW_EXECUTOR:-local}"; fi
+case "$EXECUTOR" in
+  local|LocalExecutor) EXECUTOR=local; COMPONENTS=(api-server scheduler dag-processor triggerer) ;;
+  celery|CeleryExecutor) EXECUTOR=celery; COMPONENTS=(api-server scheduler dag-processor triggerer worker) ;;
+  *) echo "AIRFLOW_EXECUTOR must be local or celery, not $EXECUTOR" >&2; exit 2 ;;
+esac
 
 export AIRFLOW__CORE__DAGS_FOLDER="$REPO/dags"
+# the UI's extra links of emerge's tasks (plugins/: docs/operations.md)
+export AIRFLOW__CORE__PLUGINS_FOLDER="$REPO/plugins"
 export AIRFLOW__CORE__LOAD_EXAMPLES=False
-export AIRFLOW__CORE__EXECUTOR=LocalExecutor
+if [ "$EXECUTOR" = celery ]; then
+  export AIRFLOW__CORE__EXECUTOR=CeleryExecutor
+else
+  export AIRFLOW__CORE__EXECUTOR=LocalExecutor
+fi
 export AIRFLOW__CORE__PARALLELISM="${AIRFLOW_PARALLELISM:-4}"
 export AIRFLOW__API__HOST=127.0.0.1
 export AIRFLOW__API__PORT="$PORT"
@@ -54,6 +72,24 @@ as_pg() {  # PostgreSQL refuses to run as root: run its tools as the postgres us
   if [ "$(id -u)" = 0 ]; then (cd / && runuser -u postgres -- "$@"); else "$@"; fi
 }
 
+debian_package() {  # debian_package COMMAND PACKAGE: install Debian's PACKAGE where COMMAND
+  # is missing (as root, with apt-get), else say what to install
+  local cmd=$1 pkg=$2
+  if [ "$cmd" = initdb ]; then pg_bin >/dev/null && return 0; else command -v "$cmd" >/dev/null && return 0; fi
+  if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
+    echo "AIRFLOW_EXECUTOR=celery needs Debian's $pkg: apt-get install $pkg (as root)" >&2
+    exit 1
+  fi
+  echo "installing Debian's $pkg (AIRFLOW_EXECUTOR=celery needs it)" >&2
+  mkdir -p "$LOGS"
+  if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+         --no-install-recommends "$pkg"; } >"$LOGS/apt-$pkg.log" 2>&1; then
+    echo "apt-get install $pkg failed; see $LOGS/apt-$pkg.log:" >&2
+    tail -5 "$LOGS/apt-$pkg.log" >&2
+    exit 1
+  fi
+}
+
 PGDIR="${EMERGE_PG_DIR:-/tmp/emerge-airflow-pg/$(printf '%s' "$AIRFLOW_HOME" | md5sum | cut -c1-12)}"
 PGPORT_FILE="$RUN/postgres.port"
 
@@ -61,9 +97,18 @@ free_port() {
   "$VENV_BIN/python" -c "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])"
 }
 
+port_file() {  # a free port for $1, chosen once per AIRFLOW_HOME and kept
+  [ -s "$RUN/$1.port" ] || free_port > "$RUN/$1.port"
+  cat "$RUN/$1.port"
+}
+
 database() {
   local bin
   bin="$(pg_bin || true)"
+  if [ "$EXECUTOR" = celery ] && { [ "${EMERGE_AIRFLOW_DB:-}" = sqlite ] || [ -z "$bin" ]; }; then
+    echo "the CeleryExecutor needs PostgreSQL (its result backend), not SQLite" >&2
+    exit 1
+  fi
   if [ "${EMERGE_AIRFLOW_DB:-}" = sqlite ] || [ -z "$bin" ]; then
     echo "sqlite:///$AIRFLOW_HOME/airflow.db"
     return
@@ -88,6 +133,62 @@ database() {
 }
 
 alive() { [ -s "$RUN/$1.pid" ] && kill -0 "$(cat "$RUN/$1.pid")" 2>/dev/null; }
+
+# The CeleryExecutor's settings: the same as docker-compose.yaml's (a test holds the two
+# together), but for the hosts. Its broker is a private Redis, its result backend the
+# metadata database (Postgres). task_acks_late (Airflow's default) does not stop Redis
+# from handing a task that runs longer than the visibility timeout to a second worker:
+# it must exceed the longest task's execution_timeout (the snapshot DAG's ingest, 3 days)
+celery_settings() {
+  local redis_port
+  redis_port="$(port_file redis)"
+  export AIRFLOW__CELERY__BROKER_URL="redis://127.0.0.1:$redis_port/0"
+  export AIRFLOW__CELERY__RESULT_BACKEND="db+postgresql://${AIRFLOW__DATABASE__SQL_ALCHEMY_CONN#*://}"
+  export AIRFLOW__CELERY__WORKER_CONCURRENCY="${AIRFLOW_WORKER_CONCURRENCY:-4}"
+  export AIRFLOW__CELERY_BROKER_TRANSPORT_OPTIONS__VISIBILITY_TIMEOUT=345600
+  export AIRFLOW__OPERATORS__DEFAULT_QUEUE=default
+  # the worker's log server (Airflow's default 8793) on a port of this instance's own
+  export AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT="$(port_file worker-logs)"
+}
+
+# every queue a task of emerge's goes to: default, and curation's per-model queues
+# (emerge_lib.airflow.pools); one worker serves them all here
+celery_queues() { "$VENV_BIN/python" -c "from emerge_lib.airflow.pools import ALL_QUEUES; print(','.join(ALL_QUEUES))"; }
+
+start_redis() {  # a private Redis, no persistence (the broker holds only queued tasks)
+  local port pid
+  port="$(port_file redis)"
+  mkdir -p "$RUN/redis"
+  if [ -s "$RUN/redis.pid" ] && kill -0 "$(cat "$RUN/redis.pid")" 2>/dev/null; then return 0; fi
+  rm -f "$RUN/redis-server.pid"
+  redis-server --port "$port" --bind 127.0.0.1 --dir "$RUN/redis" --daemonize yes \
+    --pidfile "$RUN/redis-server.pid" --logfile "$LOGS/redis.log" --save "" --appendonly no \
+    >/dev/null
+  # Redis deletes its own pidfile when it exits: keep the pid in a file of ours
+  for _ in $(seq 1 100); do
+    [ -s "$RUN/redis-server.pid" ] && redis-cli -p "$port" ping 2>/dev/null | grep -q PONG && break
+    sleep 0.1
+  done
+  pid="$(cat "$RUN/redis-server.pid" 2>/dev/null || true)"
+  if [ -z "$pid" ] || ! kill -0 "$pid" 2>/dev/null; then
+    echo "redis-server did not start; see $LOGS/redis.log:" >&2
+    tail -5 "$LOGS/redis.log" >&2
+    exit 1
+  fi
+  echo "$pid" > "$RUN/redis.pid"
+}
+
+stop_redis() {
+  local pid
+  [ -s "$RUN/redis.pid" ] || return 0
+  pid="$(cat "$RUN/redis.pid")"
+  if kill -0 "$pid" 2>/dev/null; then
+    kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -0 "$pid" 2>/dev/null && { echo "redis: pid $pid still running; killing it" >&2; kill -KILL "$pid" 2>/dev/null || true; }
+  fi
+  rm -f "$RUN/redis.pid"
+}
 
 api_connection() {
   # A backfill run waiting for a dump asks the REST API whether its backfill was cancelled
@@ -115,20 +216,34 @@ PY
 
 start() {
   mkdir -p "$RUN" "$LOGS"
-  for c in "${COMPONENTS[@]}"; do
+  for c in api-server scheduler dag-processor triggerer worker; do
     if alive "$c"; then echo "airflow $c already running (pid $(cat "$RUN/$c.pid")); make airflow-stop first" >&2; exit 1; fi
   done
+  echo "$EXECUTOR" > "$RUN/executor"
+  if [ "$EXECUTOR" = celery ]; then
+    debian_package initdb postgresql
+    debian_package redis-server redis-server
+  fi
   AIRFLOW__DATABASE__SQL_ALCHEMY_CONN="$(database)"
   export AIRFLOW__DATABASE__SQL_ALCHEMY_CONN
   echo "$AIRFLOW__DATABASE__SQL_ALCHEMY_CONN" > "$RUN/database"
+  if [ "$EXECUTOR" = celery ]; then
+    celery_settings
+    start_redis
+  fi
   "$AIRFLOW" db migrate >"$LOGS/db-migrate.log" 2>&1 || { tail -20 "$LOGS/db-migrate.log" >&2; exit 1; }
   api_connection
-  # a task naming a missing pool waits forever: create it before anything is scheduled
-  "$AIRFLOW" pools set emerge_llm "${EMERGE_LLM_SLOTS:-1}" "curation: one slot per GPU LLM worker" >/dev/null
+  # a task naming a missing pool waits forever: curation's pools (one per model, a slot
+  # per server of it: curation.<route>.workers) before anything is scheduled
+  "$VENV_BIN/python" -m emerge_lib.airflow.pools > "$RUN/pools.json" \
+    || { echo "cannot read the configuration's curation workers (EMERGE_CONFIG)" >&2; exit 1; }
+  "$AIRFLOW" pools import "$RUN/pools.json" >"$LOGS/pools.log" 2>&1 || { tail -20 "$LOGS/pools.log" >&2; exit 1; }
   for c in "${COMPONENTS[@]}"; do
-    local args=()
-    [ "$c" = api-server ] && args=(--host 127.0.0.1 --port "$PORT")
-    nohup "$AIRFLOW" "$c" "${args[@]}" >"$LOGS/$c.log" 2>&1 &
+    local args=("$c")
+    [ "$c" = api-server ] && args+=(--host 127.0.0.1 --port "$PORT")
+    [ "$c" = worker ] && args=(celery worker --queues "$(celery_queues)" --concurrency
+                               "$AIRFLOW__CELERY__WORKER_CONCURRENCY" --celery-hostname "emerge@%h")
+    nohup "$AIRFLOW" "${args[@]}" >"$LOGS/$c.log" 2>&1 &
     echo $! > "$RUN/$c.pid"
   done
   for _ in $(seq 1 180); do
@@ -139,7 +254,17 @@ start() {
     sleep 1
   done
   curl -fsS "http://127.0.0.1:$PORT/api/v2/monitor/health" >/dev/null || { echo "api-server did not answer" >&2; stop; exit 1; }
-  echo "Airflow is up: http://127.0.0.1:$PORT (database: ${AIRFLOW__DATABASE__SQL_ALCHEMY_CONN%%:*})"
+  if [ "$EXECUTOR" = celery ]; then  # the worker has joined the broker (it answers a ping)
+    local ok=0
+    for _ in $(seq 1 90); do
+      alive worker || { echo "airflow worker exited; see $LOGS/worker.log:" >&2; tail -20 "$LOGS/worker.log" >&2; stop; exit 1; }
+      if "$VENV_BIN/celery" --app airflow.providers.celery.executors.celery_executor.app \
+           inspect ping --timeout 5 -d "emerge@$(hostname)" >/dev/null 2>&1; then ok=1; break; fi
+      sleep 2
+    done
+    [ "$ok" = 1 ] || { echo "the Celery worker did not answer a ping; see $LOGS/worker.log" >&2; stop; exit 1; }
+  fi
+  echo "Airflow is up: http://127.0.0.1:$PORT (${AIRFLOW__CORE__EXECUTOR}; database: ${AIRFLOW__DATABASE__SQL_ALCHEMY_CONN%%:*})"
   echo "  pids:   $(for c in "${COMPONENTS[@]}"; do printf '%s=%s ' "$c" "$(cat "$RUN/$c.pid")"; done)"
   echo "  logs:   $LOGS"
   echo "  login:  admin, password in $AIRFLOW_HOME/simple_auth_manager_passwords.json.generated"
@@ -193,9 +318,11 @@ stop_pids() {  # SIGTERM to the named components at once, up to $1 seconds for t
 
 stop() {
   # the scheduler, triggerer and dag-processor together (the scheduler's LocalExecutor
-  # workers exit with it), the api-server last (tasks report to it); under 15 s in all
-  stop_pids 8 scheduler triggerer dag-processor
+  # workers exit with it; a Celery worker's warm shutdown lets its running tasks end
+  # within the grace), the api-server last (tasks report to it); under 15 s in all
+  stop_pids 8 worker scheduler triggerer dag-processor
   stop_pids 4 api-server
+  stop_redis
   local bin
   bin="$(pg_bin || true)"
   if [ -n "$bin" ] && [ -f "$PGDIR/data/PG_VERSION" ]; then
@@ -208,6 +335,9 @@ status() {
   for c in "${COMPONENTS[@]}"; do
     if alive "$c"; then echo "$c: running (pid $(cat "$RUN/$c.pid"))"; else echo "$c: stopped"; fi
   done
+  if [ "$EXECUTOR" = celery ]; then
+    if alive redis; then echo "redis: running (pid $(cat "$RUN/redis.pid"))"; else echo "redis: stopped"; fi
+  fi
 }
 
 print_env() {  # for `eval "$(scripts/airflow-local.sh env)"`: the CLI then talks to this Airflow
@@ -219,12 +349,19 @@ print_env() {  # for `eval "$(scripts/airflow-local.sh env)"`: the CLI then talk
     exit 1
   fi
   db="$(cat "$RUN/database" 2>/dev/null || echo "sqlite:///$AIRFLOW_HOME/airflow.db")"
-  for v in AIRFLOW_HOME AIRFLOW__CORE__DAGS_FOLDER \
-           AIRFLOW__CORE__LOAD_EXAMPLES AIRFLOW__CORE__EXECUTOR AIRFLOW__API__BASE_URL \
-           AIRFLOW__CORE__EXECUTION_API_SERVER_URL; do
+  export AIRFLOW__DATABASE__SQL_ALCHEMY_CONN="$db"
+  local vars=(AIRFLOW_HOME AIRFLOW__CORE__DAGS_FOLDER AIRFLOW__CORE__PLUGINS_FOLDER
+              AIRFLOW__CORE__LOAD_EXAMPLES AIRFLOW__CORE__EXECUTOR AIRFLOW__API__BASE_URL
+              AIRFLOW__CORE__EXECUTION_API_SERVER_URL AIRFLOW__DATABASE__SQL_ALCHEMY_CONN)
+  if [ "$EXECUTOR" = celery ]; then
+    celery_settings
+    vars+=(AIRFLOW__CELERY__BROKER_URL AIRFLOW__CELERY__RESULT_BACKEND
+           AIRFLOW__CELERY__WORKER_CONCURRENCY AIRFLOW__OPERATORS__DEFAULT_QUEUE
+           AIRFLOW__CELERY_BROKER_TRANSPORT_OPTIONS__VISIBILITY_TIMEOUT)
+  fi
+  for v in "${vars[@]}"; do
     printf 'export %s=%q\n' "$v" "${!v}"
   done
-  printf 'export AIRFLOW__DATABASE__SQL_ALCHEMY_CONN=%q\n' "$db"
 }
 
 case "${1:-}" in

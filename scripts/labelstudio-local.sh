@@ -11,7 +11,9 @@
 #
 # Settings (environment): LABEL_STUDIO_HOME (./.labelstudio: data/ holds the SQLite database
 # and uploads, run/ the pid, port and credentials, labelstudio.log), LABEL_STUDIO_PORT (a
-# free port when unset), LS_VENV_BIN (./.venv-labelstudio/bin). The admin is
+# free port when unset), LS_VENV_BIN (./.venv-labelstudio/bin), LS_PARENT_PID (a process
+# the server dies with: a watchdog stops it when that pid is gone, as the test session's
+# kit asks; unset, the server runs until `stop`, as `make labelstudio-start` wants). The admin is
 # admin@emerge.local; password and token are generated at the first start (run/, mode 600)
 # and kept with the data. Legacy tokens are enabled (the REST API's `Authorization: Token`,
 # which Label Studio 1.23 turns off by default, and only decides when the data is created);
@@ -56,6 +58,12 @@ start() {
     "$LS_BIN/label-studio" start --no-browser --internal-host 127.0.0.1 --port "$port" \
     --log-level WARNING >"$LOG" 2>&1 < /dev/null &
   echo $! > "$RUN/labelstudio.pid"
+  if [ -n "${LS_PARENT_PID:-}" ]; then  # the watchdog: the server's group goes with that pid
+    local server=$!
+    setsid bash -c 'while kill -0 "$1" 2>/dev/null && kill -0 "$2" 2>/dev/null; do sleep 1; done
+      kill -TERM -- "-$2" 2>/dev/null; sleep 10; kill -KILL -- "-$2" 2>/dev/null' \
+      watchdog "$LS_PARENT_PID" "$server" >/dev/null 2>&1 < /dev/null &
+  fi
   local started=$SECONDS
   for _ in $(seq 1 600); do
     alive || { echo "Label Studio exited; see $LOG:" >&2; tail -20 "$LOG" >&2; rm -f "$RUN/labelstudio.pid"; exit 1; }

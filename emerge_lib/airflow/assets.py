@@ -14,6 +14,12 @@ DUMPS = Asset(name="emerge_dumps", uri="emerge://mirror/history-dumps", group="e
 #: event's ``extra`` says which dump dates and files were committed
 TIMELINES = Asset(name="emerge_timelines", uri="emerge://warehouse/timelines", group="emerge")
 
-#: a published release; an event's ``extra`` holds ``snapshot`` (ISO t), ``release_dir``
-#: (the local folder), ``uri`` (where it was published) and ``version`` (the manifest's)
+#: a built release (the snapshot DAG's release task: one event per release, published or
+#: not; it schedules emerge_evaluate); an event's ``extra`` holds ``snapshot`` (ISO t),
+#: ``release_dir`` (the local folder), ``version`` (the manifest's), ``files`` and
+#: ``validation`` (the gate's verdict in words)
 RELEASE = Asset(name="emerge_release", uri="emerge://releases", group="emerge")
+
+#: a release published to S3 (the publish task); ``extra``: ``snapshot``, ``release_dir``,
+#: ``version``, ``uri`` (s3://… of the version) and ``manifest`` (its manifest.json)
+PUBLISHED = Asset(name="emerge_published", uri="emerge://releases/published", group="emerge")

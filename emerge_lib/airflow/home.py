@@ -13,6 +13,8 @@ from pathlib import Path
 #: the source checkout (the DAG files sit beside the library, not inside the package)
 REPO = Path(__file__).resolve().parents[2]
 DAGS = REPO / "dags"
+#: the UI's links of emerge's tasks (plugins/emerge.py)
+PLUGINS = REPO / "plugins"
 
 
 def airflow_command() -> Path:
@@ -27,9 +29,10 @@ def available() -> bool:
 
 def airflow_env(home: str | Path, **extra: str) -> dict[str, str]:
     """This process's environment without its ``AIRFLOW__*`` settings, pointed at a home
-    of its own with this checkout's DAGs and a SQLite database in that home."""
+    of its own with this checkout's DAGs and plugins and a SQLite database in that home."""
     base = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW__")}
     return {**base, "AIRFLOW_HOME": str(home),
             "AIRFLOW__CORE__DAGS_FOLDER": str(DAGS),
+            "AIRFLOW__CORE__PLUGINS_FOLDER": str(PLUGINS),
             "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
             "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home}/airflow.db", **extra}

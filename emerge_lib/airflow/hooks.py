@@ -36,10 +36,18 @@ S3_CONN = "emerge_s3"
 
 
 def _connection(conn_id: str) -> Any | None:
+    """The connection, its secrets (the password, any credential-named extra) masked in
+    every later line of the task's log."""
+    from emerge_lib.core.logs import SECRET_NAME, register_secrets
+
     try:
-        return BaseHook.get_connection(conn_id)
+        conn = BaseHook.get_connection(conn_id)
     except AirflowNotFoundException:
         return None
+    extra = conn.extra_dejson or {}
+    register_secrets([conn.password, *(str(v) for k, v in extra.items()
+                                       if SECRET_NAME.search(k) and isinstance(v, str))])
+    return conn
 
 
 class EngineHook(BaseHook):
@@ -127,17 +135,18 @@ class LLMWorkersHook(BaseHook):
 
 
 class EmergeS3:
-    """S3 through the amazon provider's ``emerge_s3`` connection."""
+    """S3 through the amazon provider's ``emerge_s3`` connection, asked once for all this
+    object's uses (its overrides, its session, its client)."""
 
     def __init__(self, conn_id: str = S3_CONN) -> None:
         self.conn_id = conn_id
+        self._hooked: tuple[Any | None] | None = None
 
     def _hook(self) -> Any | None:
-        if _connection(self.conn_id) is None:
-            return None
-        from airflow.providers.amazon.aws.hooks.s3 import S3Hook
-
-        return S3Hook(aws_conn_id=self.conn_id)
+        if self._hooked is None:
+            conn = _connection(self.conn_id)
+            self._hooked = (None if conn is None else _s3_hook(conn, self.conn_id),)
+        return self._hooked[0]
 
     def overrides(self) -> dict[str, Any]:
         """``{"s3": {...}}`` (endpoint, region, keys), or {} without the connection."""
@@ -167,9 +176,30 @@ class EmergeS3:
         return None if hook is None else hook.get_conn()
 
 
-def connection_overrides() -> dict[str, Any]:
+def _s3_hook(conn: Any, conn_id: str) -> Any:
+    """The amazon provider's S3Hook on a connection already fetched (it would ask
+    Airflow for it again)."""
+    from airflow.providers.amazon.aws.hooks.s3 import S3Hook
+
+    class FetchedS3Hook(S3Hook):
+        def get_connection(self, conn_id: str) -> Any:
+            return conn
+
+    return FetchedS3Hook(aws_conn_id=conn_id)
+
+
+def connection_overrides(s3: EmergeS3 | None = None) -> dict[str, Any]:
     """What every connection adds, merged (engine, curation endpoints, s3)."""
     out: dict[str, Any] = {}
-    for part in (EngineHook().overrides(), LLMWorkersHook().overrides(), EmergeS3().overrides()):
+    for part in (EngineHook().overrides(), LLMWorkersHook().overrides(),
+                 (s3 or EmergeS3()).overrides()):
         out.update(part)
     return out
+
+
+def connections() -> tuple[dict[str, Any], Any | None]:
+    """Each connection asked once: what they add to the configuration
+    (:func:`connection_overrides`) and the S3 connection's boto3 session (None without
+    it)."""
+    s3 = EmergeS3()
+    return connection_overrides(s3), s3.session()

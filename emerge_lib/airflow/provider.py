@@ -10,7 +10,7 @@ from typing import Any
 
 def get_provider_info() -> dict[str, Any]:
     return {
-        "package-name": "emerge",
+        "package-name": "emerge-tkgu",
         "name": "emerge",
         "description": "Builds, extends and publishes the EMERGE benchmark from Wikimedia "
                        "history dumps: the engine and LLM-worker connections of its DAGs.",

@@ -13,15 +13,19 @@ from airflow.triggers.base import BaseTrigger, TaskFailedEvent, TriggerEvent
 
 
 def pending(what: str, config: str | None, overrides: dict[str, Any],
-            snapshot: str | None = None, dump_date: str | None = None) -> str | None:
+            snapshot: str | None = None, dump_date: str | None = None,
+            cfg: Any | None = None) -> str | None:
     """None when ready, else what is still missing (blocking: run it in a thread).
     ``what``: ``dump`` (the mirror's dump of ``dump_date`` is done for both wikis) or
-    ``warehouse`` (the warehouse holds dumps reaching ``snapshot``'s last window)."""
+    ``warehouse`` (the warehouse holds dumps reaching ``snapshot``'s last window).
+    ``cfg``: the configuration ``config`` and ``overrides`` give, when the caller (the
+    wait's task) has it already; the trigger builds it from them."""
     from emerge_lib.catalog import Catalog
     from emerge_lib.core.config import load_config
     from emerge_lib.pipeline.waits import dump_pending, warehouse_pending
 
-    cfg = load_config(config, overrides=overrides)
+    if cfg is None:
+        cfg = load_config(config, overrides=overrides)
     if what == "dump":
         assert dump_date is not None
         return dump_pending(cfg, dump_date)

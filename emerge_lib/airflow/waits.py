@@ -31,7 +31,7 @@ from typing import Any
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowFailException
 
-from emerge_lib.airflow.runtime import SNAPSHOT_WAIT, run_type, snapshot_run, verdicts
+from emerge_lib.airflow.runtime import SNAPSHOT_WAIT, TaskRun, run_type, task_run, verdicts
 from emerge_lib.airflow.triggers import InputsTrigger, pending
 
 __all__ = ["SNAPSHOT_WAIT", "WaitForInputs"]
@@ -48,16 +48,14 @@ class WaitForInputs(BaseOperator):
         self.what, self.poll_s, self.wait_timeout = what, poll_s, wait_timeout
         self.warehouse_poll_s = warehouse_poll_s
 
-    def _trigger_args(self, context: Mapping[str, Any]) -> dict[str, Any] | None:
-        run = snapshot_run(context, snapshot=self.what == "snapshot")
+    def _trigger_args(self, tr: TaskRun) -> dict[str, Any] | None:
+        run, cfg = tr.run, tr.cfg
         if run.wikidata_files or run.wikipedia_files:
             self.log.info("the run names its dump files: nothing to wait for")
             return None
         if self.what == "dump" and not run.dump_date:
             self.log.info("no dump date: the configured dump dates are ingested as they are")
             return None
-        with verdicts():
-            cfg = run.settings()
         overrides = cfg.model_dump(mode="json", exclude_none=True)
         # model_dump masks secrets: hand the S3 keys over as they are
         overrides["s3"] = {k: (v.get_secret_value() if hasattr(v, "get_secret_value") else v)
@@ -68,18 +66,19 @@ class WaitForInputs(BaseOperator):
         return {**args, "what": "warehouse", "snapshot": run.snapshot}
 
     def execute(self, context: Mapping[str, Any]) -> str:
-        args = self._trigger_args(context)
+        tr = task_run(context, snapshot=self.what == "snapshot")
+        args = self._trigger_args(tr)
         if args is None:
             return "files given"
         with verdicts():
-            missing = pending(**args)
+            missing = pending(**args, cfg=tr.cfg)
         if missing is None:
             self.log.info("ready: %s", args.get("dump_date") or args.get("snapshot"))
             return "ready"
         if args["what"] == "warehouse" and run_type(context) != "scheduled":
-            args = self._own_dump(context, args, missing)
+            args = self._own_dump(tr, args, missing)
             with verdicts():
-                missing = pending(**args)
+                missing = pending(**args, cfg=tr.cfg)
             if missing is None:
                 self.log.info("ready: the run ingests the %s dump", args["dump_date"])
                 return "ready"
@@ -126,20 +125,17 @@ class WaitForInputs(BaseOperator):
                       "%.0fs)", backfill["id"], CANCEL_POLL_S)
         return {"backfill_id": backfill["id"], "every_s": CANCEL_POLL_S}
 
-    def _own_dump(self, context: Mapping[str, Any], args: dict[str, Any], missing: str) -> dict[str, Any]:
+    def _own_dump(self, tr: TaskRun, args: dict[str, Any], missing: str) -> dict[str, Any]:
         """A backfill or manual run whose warehouse has not caught up: the dump it ingests
         itself (handed to its ingest tasks), or a failure naming the dump it needs."""
-        from emerge_lib.core.config import load_config
         from emerge_lib.pipeline.waits import covering_dump
 
         with verdicts():
-            date, looked = covering_dump(load_config(args["config"],
-                                                     overrides=args["overrides"]),
-                                         args["snapshot"])
+            date, looked = covering_dump(tr.cfg, args["snapshot"])
         if date is None:
             raise AirflowFailException(f"no dump can cover this run: {looked} (the warehouse: "
                                        f"{missing})")
-        context["ti"].xcom_push(key="dump_date", value=date)
+        tr.context["ti"].xcom_push(key="dump_date", value=date)
         self.log.info("the warehouse has not caught up (%s): this run ingests the %s dump",
                       missing, date)
         return {**args, "what": "dump", "dump_date": date}

@@ -19,8 +19,8 @@ the import in one line, before anything is written. Then, in this order:
 2. ``agreement/`` (the table of ``emerge annotate agreement`` with the release's judges,
    once two annotators are there; annotators' comments in ``agreement/comments.jsonl``);
 3. validation: the Great Expectations suites of the human annotation (``validation``
-   room), results in ``validation/results.json``, Data Docs under
-   ``validation/docs/human_annotation/``, the verdict in the manifest;
+   room), results in ``validation/results.json`` (and on the checks page,
+   ``validation/index.html``), the verdict in the manifest;
 4. what states the release's version (its content hash, which the new files change)
    again, as the release writer writes it: croissant.json (checked again with
    mlcroissant), the card (README.md, card.html) with the agreement table, and

@@ -4,7 +4,8 @@ only for the tables whose declared write mode (``emerge_lib.catalog.specs``) it 
 - ``replace_partition``: replace exactly one partition, transactionally, with replaceWhere.
   Sail 0.7 accepts rows outside a replaceWhere predicate (and silently ignores dynamic
   partition overwrite, replacing the whole table), so every row is checked against the
-  partition as it is written, and a violating frame fails the write before its commit.
+  partition as it is written, and a violating frame fails the write before its commit
+  (Delta-Spark would refuse it too, with its own message: the guard's comes first).
 - ``merge``: MERGE INTO on a declared key (update matched, insert new), for incremental
   timelines.
 - ``overwrite``: replace the whole table in one transaction, for tables derived wholesale
@@ -15,8 +16,9 @@ only for the tables whose declared write mode (``emerge_lib.catalog.specs``) it 
 A commit that lost the race to a concurrent writer (Airflow runs mapped tasks and snapshot
 runs side by side) is retried a bounded number of times with jittered backoff.
 
-Writes go through Spark (any engine); reads go through Spark or, where a session is not
-wanted (CLI summaries, tests), through deltalake.
+Writes go through Spark (any engine: Sail or Apache Spark with Delta Lake, one code path;
+where they differ, the engine's traits decide: ``core.engine.EngineTraits``); reads go
+through Spark or, where a session is not wanted (CLI summaries, tests), through deltalake.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from emerge_lib.catalog.specs import (
     spec,
 )
 from emerge_lib.catalog.sql import literal, partition_predicate
-from emerge_lib.core.engine import engine_activity
+from emerge_lib.core.engine import EngineTraits, engine_activity, engine_traits
 
 if TYPE_CHECKING:
     from deltalake import DeltaTable
@@ -58,9 +60,11 @@ def _lost_commit_race(exc: BaseException) -> bool:
     """Did a Delta commit fail because another writer committed first?
 
     Sail 0.7 reports it as ``Failed to commit transaction: <version>`` (measured with four
-    writers replacing four partitions of one table at once; delta-spark says
-    ``ConcurrentAppendException`` and friends). Nothing of the failed write is visible, so
-    running the same idempotent write again is safe.
+    writers replacing four partitions of one table at once); Delta-Spark says
+    ``ConcurrentAppendException`` and friends (measured: two MERGEs into different
+    partitions of one table conflict unless their ON names the partitions' values).
+    Nothing of the failed write is visible, so running the same idempotent write again is
+    safe.
     """
     text = str(exc)
     return any(marker in text for marker in _CONFLICT_MARKERS)
@@ -107,6 +111,7 @@ class Catalog:
         self.storage_options = dict(storage_options or {})
         self.commit_attempts = max(1, commit_attempts)
         self._scratch: list[str] = []
+        self._checkpoints: list[DataFrame] = []  # materialized on Spark (materialize)
         self._upgraded: set[str] = set()  # tables checked for declared columns (_upgrade)
 
     @classmethod
@@ -129,6 +134,15 @@ class Catalog:
         return bool(DeltaTable.is_deltatable(self.path(name),
                                              storage_options=self.storage_options))
 
+    @property
+    def traits(self) -> EngineTraits:
+        """What the session's engine is (Sail or Spark), as it reports itself."""
+        return engine_traits(self.session())
+
+    def spark_path(self, name: str) -> str:
+        """The table's location as the engine names it (Spark: ``s3a://`` for S3)."""
+        return self.traits.path(self.path(name))
+
     def session(self) -> SparkSession:
         """The Spark session stages run on (reads via deltalake need none), started now
         when the catalog was given a way to start one."""
@@ -147,7 +161,7 @@ class Catalog:
         reader = spark.read.format("delta")
         if version is not None:
             reader = reader.option("versionAsOf", version)
-        return reader.load(self.path(name))
+        return reader.load(self.spark_path(name))
 
     def _delta(self, name: str, version: int | None = None) -> DeltaTable:
         from deltalake import DeltaTable
@@ -183,19 +197,54 @@ class Catalog:
         from pyarrow.parquet import filters_to_expression
 
         expression = filters_to_expression(filters) if filters else None
+        dataset = self._arrow_dataset(name, version, filters)
+        if columns is None:
+            # the declared order: Sail stores a partitioned table's partition columns last,
+            # Spark where the frame had them (first, as declared)
+            declared = spec(name).schema.names
+            if set(dataset.schema.names) == set(declared):
+                columns = declared
         # deltalake's own to_pyarrow_table, but single-threaded: its file system handler on
         # pyarrow's thread pool aborts the interpreter at exit ("terminate called without an
         # active exception", deltalake 1.6.6, pyarrow 26) when a process exits soon after a
         # threaded read, as a CLI does (tests/engine/catalog/test_catalog.py)
-        return self._delta(name, version).to_pyarrow_dataset().to_table(
-            columns=columns, filter=expression, use_threads=False)
+        return dataset.to_table(columns=columns, filter=expression, use_threads=False)
 
     def dataset(self, name: str, version: int | None = None,
                 pruning: list[tuple[str, str, Any]] | None = None) -> Any:
         """A pyarrow dataset of the table at ``version`` (for streaming reads), or None."""
         if not self.exists(name):
             return None
-        return self._delta(name, version).to_pyarrow_dataset(file_pruning_predicate=pruning)
+        return self._arrow_dataset(name, version, pruning)
+
+    def _arrow_dataset(self, name: str, version: int | None,
+                       filters: list[tuple[str, str, Any]] | None) -> Any:
+        """The table's files as a pyarrow dataset, each file known by its partition values
+        only. delta-rs picks the files (``filters`` against the partition values and the
+        column statistics of the Delta log, rightly keeping a file whose statistics lack a
+        column), but its pyarrow fragments also carry those statistics as bounds, and a
+        column without them gets null bounds, which pyarrow reads as "no row can match":
+        Delta-Spark keeps no minimum or maximum of a boolean column, so a filter on one
+        (the release's ``kept = false`` of selection) found no row in a table Spark wrote
+        (tests/engine/catalog/test_catalog_engines.py). The files' own Parquet statistics
+        still skip row groups."""
+        import pyarrow.dataset as pads
+
+        table = self._delta(name, version)
+        found = table.to_pyarrow_dataset(file_pruning_predicate=filters or None)
+        schema = found.schema
+        fragments = []
+        for fragment in found.get_fragments():
+            values = pads.get_partition_keys(fragment.partition_expression)
+            known = pads.scalar(True)
+            for column in table.metadata().partition_columns:
+                value = values.get(column)
+                known = known & (pads.field(column).is_null() if value is None else
+                                 pads.field(column) == pa.scalar(value,
+                                                                 schema.field(column).type))
+            fragments.append(found.format.make_fragment(
+                fragment.path, filesystem=found.filesystem, partition_expression=known))
+        return pads.FileSystemDataset(fragments, schema, found.format, found.filesystem)
 
     def partition_digest(self, name: str, version: int | None, snapshot: str) -> str | None:
         """A fingerprint of one snapshot's rows of a table at ``version``: the Delta data
@@ -268,14 +317,15 @@ class Catalog:
                                f"rebuild it (its stage recomputes it)")
         from pyspark.sql import functions as F
 
-        old = self.session().read.format("delta").load(self.path(name))
+        old = self.session().read.format("delta").load(self.spark_path(name))
         for f in missing:
             old = old.withColumn(f.name, F.lit(None).cast(spark_type(f.type)))
         df = self.materialize(self.conform(name, old))
         writer = df.write.format("delta").mode("overwrite").option("overwriteSchema", "true")
         if spec(name).partition_by:
             writer = writer.partitionBy(*spec(name).partition_by)
-        self._committed(name, "upgrade (add columns)", lambda: writer.save(self.path(name)))
+        self._committed(name, "upgrade (add columns)",
+                        lambda: writer.save(self.spark_path(name)))
         log.info("table %s: upgraded, added column(s) %s", name,
                  ", ".join(f.name for f in missing))
 
@@ -304,26 +354,37 @@ class Catalog:
         return self.session().createDataFrame(table, schema=s.ddl)
 
     def materialize(self, df: DataFrame) -> DataFrame:
-        """Run df's plan once into a scratch Delta table and read it back.
+        """Run df's plan once and hand back its result, for a frame used several times.
 
-        Sail does not cache, so a guarded write (check, count, write) would otherwise run
-        a stage's whole query three times. The folder is removed by the next guarded
-        write's cleanup (or ``clean_scratch``), after that write has read it.
+        On Spark, a local checkpoint: the rows kept by the executors (memory, then disk),
+        the plan cut there. Sail does not cache (``cache()`` is a no-op and
+        ``localCheckpoint`` fails), so there the rows go to a scratch Delta table, read
+        back. Either is released by the next guarded write's cleanup (or
+        ``clean_scratch``), after that write has read it.
         """
         import uuid
 
+        if self.traits.caches:
+            with engine_activity("a local checkpoint (materialize)"):
+                kept = df.localCheckpoint(eager=True)
+            # held until clean_scratch, as a scratch table is: Spark Connect releases a
+            # checkpoint when its DataFrame object is collected, and a frame of spark.sql
+            # over it holds only the plan's protobuf, not the object
+            self._checkpoints.append(kept)
+            return kept
         folder = f"{self.warehouse}/_scratch/{uuid.uuid4().hex}"
         if "://" not in folder:
             folder = str(Path(folder).resolve())
         # a scratch Delta table, not Parquet: Parquet renames list elements ("element"),
         # which Sail's replaceWhere union then refuses next to the table's own files
         with engine_activity("a scratch table (materialize)"):
-            df.write.format("delta").mode("overwrite").save(folder)
+            df.write.format("delta").mode("overwrite").save(self.traits.path(folder))
         self._scratch.append(folder)
-        return self.session().read.format("delta").load(folder)
+        return self.session().read.format("delta").load(self.traits.path(folder))
 
     def clean_scratch(self) -> None:
-        """Remove scratch folders of earlier guarded writes (their data is committed)."""
+        """Remove scratch folders of earlier guarded writes (their data is committed), and
+        let the engine release their checkpoints."""
         import shutil
 
         from pyarrow import fs as pafs
@@ -335,6 +396,7 @@ class Catalog:
             else:
                 shutil.rmtree(folder, ignore_errors=True)
         self._scratch.clear()
+        self._checkpoints.clear()
 
     def _committed(self, name: str, operation: str, write: Callable[[], T]) -> T:
         """Run one Delta commit (``operation`` of table ``name``, the words of a timeout's
@@ -362,19 +424,24 @@ class Catalog:
 
     def _create_or(self, name: str, operation: str, df: DataFrame,
                    write: Callable[[], None]) -> None:
-        """Create the table from df when it does not exist yet, else ``write``; one commit."""
+        """``write`` (a guarded replace or a MERGE), the table first created empty when it
+        does not exist yet. The rows never go in by a creating append: two writers that
+        both found no table (two builds of one snapshot into a fresh warehouse) both
+        appended, and every row was there twice. Two empty creates add no row, whichever
+        lands, and the idempotent write then runs on the table either way."""
         s = spec(name)
 
-        def commit() -> None:
+        def create() -> None:
             if self.exists(name):
-                write()
                 return
-            writer = df.write.format("delta").mode("append")
+            writer = df.limit(0).write.format("delta").mode("append")
             if s.partition_by:
                 writer = writer.partitionBy(*s.partition_by)
-            writer.save(self.path(name))
+            writer.save(self.spark_path(name))
 
-        self._committed(name, operation, commit)
+        if not self.exists(name):
+            self._committed(name, "create (empty)", create)
+        self._committed(name, operation, write)
 
     def overwrite(self, name: str, df: DataFrame) -> None:
         """Replace the whole table in one Delta transaction (derived tables only)."""
@@ -385,7 +452,7 @@ class Catalog:
             writer = df.write.format("delta").mode("overwrite").option("overwriteSchema", "true")
             if s.partition_by:
                 writer = writer.partitionBy(*s.partition_by)
-            writer.save(self.path(name))
+            writer.save(self.spark_path(name))
 
         self._committed(name, "overwrite", write)
 
@@ -455,12 +522,14 @@ class Catalog:
         commit (a table with a list column: see below)."""
         s = spec(name)
         df = self.conform(name, df)
-        if any(pa.types.is_list(f.type) or pa.types.is_large_list(f.type) for f in s.schema):
-            # a list column goes through a scratch Delta table first: Sail's replaceWhere
-            # puts the frame beside the table's own rows and refuses list elements named
-            # otherwise there ("UnionExec requires all inputs to have the same data type"),
-            # as a frame made from local data or cast by conform names them; read back
-            # from Delta they match (passages, the one such table, is written twice)
+        if not self.traits.replace_where_any_lists and any(
+                pa.types.is_list(f.type) or pa.types.is_large_list(f.type) for f in s.schema):
+            # on Sail a list column goes through a scratch Delta table first: Sail's
+            # replaceWhere puts the frame beside the table's own rows and refuses list
+            # elements named otherwise there ("UnionExec requires all inputs to have the
+            # same data type"), as a frame made from local data or cast by conform names
+            # them; read back from Delta they match (passages, the one such table, is
+            # written twice). Spark takes the frame as it is.
             df = self.materialize(df)
         df = self._guarded(name, df, inside, [*fixed, *([column] if column else [])])
         try:
@@ -470,7 +539,7 @@ class Catalog:
                     .mode("overwrite")
                     .option("replaceWhere", replace)
                     .partitionBy(*s.partition_by)
-                    .save(self.path(name))
+                    .save(self.spark_path(name))
                 )
 
             try:
@@ -480,7 +549,7 @@ class Catalog:
             except Exception as exc:
                 if _GUARD_MARK not in str(exc):
                     raise
-                detail = str(exc).split(_GUARD_MARK, 1)[1].split("\n", 1)[0].strip()
+                detail = _guard_detail(str(exc))
                 raise CatalogError(
                     f"table {name}: rows fall outside the partition(s) {inside}, "
                     f"e.g. a row with {detail}; nothing was written") from None
@@ -548,11 +617,19 @@ class Catalog:
         nothing. The partition columns join the match, so the engine can prune files.
         Returns the number of source rows.
         """
+        from pyspark.sql import functions as F
+
         s = self._writable(name, "merge")
         df = self.conform(name, df)
         with engine_activity(f"{name}: merge (check the new rows)"):
-            dup = df.groupBy(*s.key).count().filter("count > 1").limit(1).collect()
-            rows = df.count() if not dup else 0
+            # one query for the rows and the most rows of one key (every engine call costs
+            # Spark about a CPU-second of planning, however few the rows)
+            per_key = df.groupBy(*s.key).count()
+            seen = per_key.agg(F.sum("count").alias("rows"),
+                               F.max("count").alias("most")).collect()[0]
+            rows = int(seen["rows"] or 0)
+            dup = (per_key.filter("count > 1").limit(1).collect()
+                   if (seen["most"] or 0) > 1 else [])
         if dup:
             raise CatalogError(f"table {name}: duplicate merge key in the new rows: {dup[0]}")
         if not rows:
@@ -562,7 +639,7 @@ class Catalog:
 
         def write() -> None:
             self._sql(
-                f"MERGE INTO delta.`{self.path(name)}` AS t USING {{src}} AS s ON {on} "
+                f"MERGE INTO delta.`{self.spark_path(name)}` AS t USING {{src}} AS s ON {on} "
                 "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *",
                 src=df,
             )
@@ -582,7 +659,7 @@ class Catalog:
         keys = keys.select(*on).distinct()
         match = " AND ".join(f"t.`{c}` = k.`{c}`" for c in on)
         self._committed(name, "delete matching rows", lambda: self._sql(
-            f"MERGE INTO delta.`{self.path(name)}` AS t USING {{keys}} AS k ON {match} "
+            f"MERGE INTO delta.`{self.spark_path(name)}` AS t USING {{keys}} AS k ON {match} "
             "WHEN MATCHED THEN DELETE", keys=keys))
 
     def update_matching(self, name: str, updates: DataFrame, on: str,
@@ -598,13 +675,23 @@ class Catalog:
             raise CatalogError(f"table {name}: cannot set unknown columns {unknown}")
         sets = ", ".join(f"`{c}` = {expr}" for c, expr in assignments.items())
         self._committed(name, "update matching rows", lambda: self._sql(
-            f"MERGE INTO delta.`{self.path(name)}` AS t USING {{src}} AS s ON {on} "
+            f"MERGE INTO delta.`{self.spark_path(name)}` AS t USING {{src}} AS s ON {on} "
             f"WHEN MATCHED THEN UPDATE SET {sets}", src=updates))
 
     def _sql(self, query: str, **frames: DataFrame) -> None:
         """Run a command naming frames as ``{name}`` query arguments (never session-wide
         view names, which a later call could rebind). Sail runs a command when issued."""
         self.session().sql(query, **frames)
+
+
+def _guard_detail(message: str) -> str:
+    """The partition values a guard's error names: the rest of its line, without the
+    SQLSTATE Spark appends (``[USER_RAISED_EXCEPTION] <message> SQLSTATE: P0001``; Sail
+    gives the bare message)."""
+    import re
+
+    detail = message.split(_GUARD_MARK, 1)[1].split("\n", 1)[0]
+    return re.sub(r"\s*SQLSTATE: \w+\s*$", "", detail).strip()
 
 
 @dataclass(frozen=True)

@@ -430,7 +430,7 @@ RELATIONS = _register(
         write_mode="replace_partition",
         partition_by=("snapshot",),
         producers=("snapshot",),
-        consumers=("validate", "release"),
+        consumers=("align", "validate", "release"),
         released=True,
         description="R_t: properties with English label and description at t.",
     )

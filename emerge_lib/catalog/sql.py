@@ -1,4 +1,4 @@
-"""The SQL vocabulary the stages share: each rule of DESIGN.md §1.1 written once.
+"""The SQL vocabulary the stages share: each rule of docs/semantics.md §1.1 written once.
 
 - instants: ``sql_timestamp`` (a UTC literal), ``valid_at`` / ``valid_at_expr`` (an
   interval [valid_from, valid_to) contains an instant), ``windows_sql`` (the window ends of
@@ -44,7 +44,8 @@ def partition_predicate(partition: Mapping[str, Any]) -> str:
 
 
 def in_v(alias: str) -> str:
-    """SQL predicate: the item_timeline row ``alias`` is a state in V (DESIGN §1.1 V_τ)."""
+    """SQL predicate: the item_timeline row ``alias`` is a state in V (V_τ of
+    docs/semantics.md §1.1)."""
     return IN_V.format(a=alias)
 
 

@@ -1,18 +1,33 @@
 """Small files beside the tables, on the warehouse's own filesystem (a local folder or any
 pyarrow filesystem URI, ``s3://…``): ``filesystem_of`` a path, and a stage's state file
 (``_state/<name>.json``: what a global stage was last built from, so a rerun with the same
-inputs writes nothing)."""
+inputs writes nothing), and the locks of a snapshot's writers (:func:`snapshot_lock`)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import logging
 import os
+import re
+import tempfile
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pyarrow.fs as pafs
 
 if TYPE_CHECKING:
     from emerge_lib.catalog.catalog import Catalog
+
+log = logging.getLogger(__name__)
+
+#: the locks this process holds, by (lock file, thread): a build holds its snapshots' locks
+#: and each stage it runs asks again (a second ask in the same thread holds nothing more)
+_HELD: set[tuple[str, int]] = set()
+_HELD_GUARD = threading.Lock()
 
 
 def filesystem_of(uri: str) -> tuple[pafs.FileSystem, str]:
@@ -43,3 +58,65 @@ def write_state(catalog: Catalog, name: str, state: dict[str, Any]) -> None:
     filesystem.create_dir(path.rsplit("/", 1)[0], recursive=True)
     with filesystem.open_output_stream(path) as fh:
         fh.write(json.dumps(state, sort_keys=True).encode("utf-8"))
+
+
+def _lock_folder(warehouse: str) -> Path:
+    """Where a warehouse's locks live: its own ``_locks/`` when local; for an ``s3://`` one,
+    a folder of this machine's temporary directory named by the warehouse (so the runs of
+    one machine still take turns; the catalog's guarded writes keep the others correct)."""
+    if "://" not in warehouse:
+        return Path(warehouse) / "_locks"
+    digest = hashlib.sha256(warehouse.encode()).hexdigest()[:16]
+    return Path(tempfile.gettempdir()) / "emerge-locks" / digest
+
+
+@contextmanager
+def snapshot_lock(warehouse: str, snapshots: list[str]) -> Iterator[None]:
+    """Hold the write locks of ``snapshots`` in ``warehouse`` (taken in sorted order, so two
+    holders of overlapping sets cannot deadlock): one run builds a snapshot at a time.
+
+    Two builds of one snapshot side by side each rewrote the other's partitions between
+    its validation and its release (a release that was not publishable), and an Airflow
+    retry beside its stuck try the same: the second now waits for the first (a line
+    names the holder), then rebuilds the same rows. The lock dies with its process
+    (``flock``): a killed run never blocks the next one."""
+    import fcntl
+
+    folder = _lock_folder(warehouse)
+    with _HELD_GUARD:
+        todo = [s for s in sorted(set(snapshots))
+                if (str(folder / _lock_name(s)), threading.get_ident()) not in _HELD]
+    if not todo:
+        yield
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    held: list[tuple[Any, str]] = []
+    try:
+        for snap in todo:
+            path = folder / _lock_name(snap)
+            fh = open(path, "a+")  # noqa: SIM115 - closed in the finally below
+            held.append((fh, str(path)))
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                fh.seek(0)
+                holder = fh.read().strip() or "another run"
+                log.warning("snapshot %s in %s: %s is building it; waiting for it to finish",
+                            snap, warehouse, holder)
+                fcntl.flock(fh, fcntl.LOCK_EX)
+            fh.seek(0)
+            fh.truncate()
+            fh.write(f"emerge run pid {os.getpid()}\n")
+            fh.flush()
+            with _HELD_GUARD:
+                _HELD.add((str(path), threading.get_ident()))
+        yield
+    finally:
+        for fh, path in reversed(held):
+            with _HELD_GUARD:
+                _HELD.discard((path, threading.get_ident()))
+            fh.close()  # closing the file releases its flock
+
+
+def _lock_name(snapshot: str) -> str:
+    return "snapshot-" + re.sub(r"[^0-9A-Za-z_.-]+", "-", snapshot) + ".lock"

@@ -19,6 +19,27 @@ if TYPE_CHECKING:
     from emerge_lib.ingest.staging import FileSummary
 
 
+class HelpFormatter(argparse.HelpFormatter):
+    """argparse's formatter (descriptions re-wrapped to the terminal), but an ``examples:``
+    epilog keeps its lines: a command line wrapped in the middle could not be pasted."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if text.startswith(EXAMPLES):
+            return "".join(indent + line for line in text.splitlines(keepends=True))
+        return super()._fill_text(text, width, indent)
+
+
+EXAMPLES = "examples:"
+
+
+def examples(parser: argparse.ArgumentParser, *lines: str) -> None:
+    """Give ``parser`` an ``examples:`` epilog: one command line each (a test parses every
+    one, so an example cannot name a flag the command does not have)."""
+    parser.epilog = "\n".join([EXAMPLES, *(f"  {line}" for line in lines)])
+    if parser.formatter_class is argparse.HelpFormatter:
+        parser.formatter_class = HelpFormatter
+
+
 def config_flag(parser: argparse.ArgumentParser, what: str = "") -> None:
     """``-c FILE|PRESET``, repeatable: configuration files (or presets' names: ``paper``,
     ``paper-v1``, ``no-selection-rules``) laid over the defaults in order, the flags over

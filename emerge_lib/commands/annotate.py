@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 
-from emerge_lib.commands._common import config_flag, count
+from emerge_lib.commands._common import config_flag, count, examples
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -21,10 +21,22 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "JSONL), import the verdicts into its human_annotation/, and compute the "
                     "paper's agreement table (Cohen's, Fleiss' κ, Krippendorff's α). See "
                     "docs/annotation.md.")
+    examples(p, "emerge annotate export --release demo/release --per-op 20 --out tasks",
+             "emerge annotate import --release demo/release --from export.json "
+             "--annotator 1=annotator_1 --annotator 2=annotator_2",
+             "emerge annotate agreement --annotations demo/release --out agreement")
     acts = p.add_subparsers(dest="action", metavar="ACTION", required=True)
 
-    e = acts.add_parser("export", help="a stratified sample, N per operation, as Label "
-                        "Studio tasks and EMERGE JSONL")
+    e = acts.add_parser(
+        "export", help="a stratified sample, N per operation, as Label Studio tasks and "
+        "EMERGE JSONL",
+        description="Draw N questions per operation from a release (seeded, stratified "
+                    "as the authors drew theirs: round robin over the delta files) and write "
+                    "them as Label Studio tasks with their labeling configuration, and as "
+                    "EMERGE JSONL in the authors' annotation layout.")
+    examples(e, "emerge annotate export --release demo/release --per-op 20 --out tasks",
+             "emerge annotate export --release demo/release --split corpus --seed 7 "
+             "--out tasks-corpus")
     e.add_argument("--release", required=True, metavar="DIR", help="a release folder")
     e.add_argument("--per-op", type=count(1), default=100, metavar="N",
                    help="questions per operation (default 100, the authors' number)")
@@ -37,9 +49,19 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "sample.json")
     e.set_defaults(func=run_export)
 
-    i = acts.add_parser("import", help="verdicts (a Label Studio JSON export, or annotation "
-                        "JSONL) into the release's human_annotation/")
-    i.add_argument("--release", required=True, metavar="DIR")
+    i = acts.add_parser(
+        "import", help="verdicts (a Label Studio JSON export, or annotation JSONL) into the "
+        "release's human_annotation/",
+        description="Merge annotators' verdicts into the release's human_annotation/ "
+                    "(the authors' layout), validate them with their suites, write the "
+                    "agreement table when two annotators and a judge are there, and "
+                    "describe the release again (card, croissant.json, manifest).")
+    examples(i, "emerge annotate import --release demo/release --from export.json "
+             "--annotator 1=annotator_1 --annotator 2=annotator_2",
+             "emerge annotate import --release demo/release --from verdicts.jsonl "
+             "--annotator annotator_1")
+    i.add_argument("--release", required=True, metavar="DIR",
+                   help="the release folder to import into (written in place)")
     i.add_argument("--from", dest="source", required=True, metavar="FILE",
                    help="Label Studio JSON export, or JSONL in the authors' layout")
     i.add_argument("--annotator", action="append", default=[], metavar="NAME|ID=NAME",
@@ -49,11 +71,22 @@ def register(sub: argparse._SubParsersAction) -> None:
     config_flag(i, "the engine that runs the validation suites")
     i.set_defaults(func=run_import)
 
-    for name, helptext, func in (
-            ("agreement", "the agreement table per operation and overall", run_agreement),
+    for name, helptext, func, describe, out in (
+            ("agreement", "the agreement table per operation and overall", run_agreement,
+             "The paper's agreement table between two annotators and the LLM judge: "
+             "Cohen's κ per pair, Fleiss' κ and Krippendorff's α, per operation and "
+             "overall, as JSON, Markdown and LaTeX.",
+             "where agreement.json, agreement.md and agreement.tex are written"),
             ("disagreements", "the questions where the annotators and the LLM differ, as "
-             "tasks for a resolving annotator", run_disagreements)):
-        a = acts.add_parser(name, help=helptext)
+             "tasks for a resolving annotator", run_disagreements,
+             "The questions on which the two annotators, or an annotator and the LLM "
+             "judge, differ, written as Label Studio tasks for a third annotator to "
+             "resolve, and as JSONL and Markdown.",
+             "where the resolving annotator's tasks are written")):
+        a = acts.add_parser(name, help=helptext, description=describe)
+        examples(a, f"emerge annotate {name} --annotations demo/release --out {name}",
+                 f"emerge annotate {name} --annotations annotations.jsonl "
+                 f"--assessor Meta-Llama-3.1-405B --annotators alice,bob --out {name}")
         a.add_argument("--annotations", required=True, metavar="PATH",
                        help="an annotation JSONL file, a folder of them, or a release folder")
         a.add_argument("--assessor", default=None, metavar="LLM",
@@ -70,7 +103,7 @@ def register(sub: argparse._SubParsersAction) -> None:
             a.add_argument("--between", choices=("both", "humans", "llm"), default="both",
                            help="humans: H1 ≠ H2; llm: an annotator ≠ the LLM; both (default)")
         config_flag(a, "its curation judges, when PATH is no release")
-        a.add_argument("--out", required=True, metavar="DIR")
+        a.add_argument("--out", required=True, metavar="DIR", help=out)
         a.set_defaults(func=func)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from emerge_lib.commands._common import Renamed, config_flag
+from emerge_lib.commands._common import Renamed, config_flag, examples
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -25,6 +25,12 @@ def register(sub: argparse._SubParsersAction) -> None:
             "time; use a fresh --warehouse for unrelated dumps."
         ),
     )
+    examples(p, "emerge build -c world/config.yaml --out release",
+             "emerge build -c world/config.yaml --snapshot 2024-04-01T00:00:00Z --windows 3 "
+             "--out release --local-llm",
+             "emerge build --wikidata dumps/wikidatawiki-*-pages-meta-history*.bz2 "
+             "--wikipedia dumps/enwiki-*-pages-meta-history*.bz2 "
+             "--snapshot 2024-01-01T00:00:00Z --out release")
     config_flag(p, "flags override it")
     p.add_argument("--wikidata", nargs="+", metavar="PATH",
                    help="Wikidata history dump files (default: the configured mirror's)")
@@ -69,13 +75,16 @@ def run(args: argparse.Namespace) -> int:
 
     from emerge_lib.commands._common import load, run_with_bar
     from emerge_lib.commands.curate import llm_curation
-    from emerge_lib.ingest.plan import check_inputs
+    from emerge_lib.ingest.plan import check_inputs, refuse_uncovered_snapshots
     from emerge_lib.pipeline.context import open_context
 
     snapshots = {k: v for k, v in (("timestamps", args.snapshots), ("windows", args.windows),
                                    ("window_days", args.window_days)) if v is not None}
-    load(args, snapshots=snapshots)  # a bad configuration is told before anything starts
-    check_inputs([*(args.wikidata or []), *(args.wikipedia or [])])  # before any engine
+    # a bad configuration, a bad file or a snapshot the dumps cannot reach is told before
+    # anything starts
+    cfg = load(args, snapshots=snapshots)
+    check_inputs([*(args.wikidata or []), *(args.wikipedia or [])])
+    refuse_uncovered_snapshots(cfg, args.wikidata)
     with llm_curation(args) as curation:
         cfg = load(args, snapshots=snapshots, curation=curation)
         logging.getLogger("emerge_lib").info("building into warehouse %s", cfg.warehouse)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from emerge_lib.commands._common import config_flag
+from emerge_lib.commands._common import config_flag, examples
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -16,6 +16,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                      "defaults in order, apply EMERGE__* overrides, print the layers and the "
                      "result (secrets are shown as **********)."),
     )
+    examples(p, "emerge config", "emerge config -c paper",
+             "emerge config -c world/config.yaml -c no-selection-rules")
     config_flag(p, "default: the built-in defaults")
     p.set_defaults(func=run)
 

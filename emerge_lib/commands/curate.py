@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from emerge_lib.commands._common import config_flag
+from emerge_lib.commands._common import config_flag, examples
 
 
 def add_llm_flags(p: argparse.ArgumentParser) -> None:
@@ -57,6 +57,9 @@ def register(sub: argparse._SubParsersAction) -> None:
             "rewritten with llm_assessment filled in."
         ),
     )
+    examples(p, "emerge curate -c world/config.yaml --local-llm --out release",
+             "emerge curate --warehouse .emerge/warehouse --llm-url http://gpu-node:8000/v1 "
+             "--llm-model meta-llama/Llama-3.1-8B-Instruct --out release")
     config_flag(p)
     p.add_argument("--warehouse", help="warehouse root (default: the configuration's)")
     p.add_argument("--engine", help="embedded (default) or sc://host:port")

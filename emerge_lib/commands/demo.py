@@ -22,6 +22,10 @@ def register(sub: argparse._SubParsersAction) -> None:
             "are not asked again, and a release already published is not sent again."
         ),
     )
+    from emerge_lib.commands._common import examples
+
+    examples(p, "emerge demo", "emerge demo --out /tmp/demo --seed 2 --no-s3",
+             "emerge demo --no-airflow --no-llm")
     p.add_argument("--out", default="demo", help="output folder (default: ./demo)")
     p.add_argument("--seed", type=int, default=1, help="sample-world seed (default 1)")
     p.add_argument("--no-llm", action="store_true",

@@ -21,6 +21,13 @@ def register(sub: argparse._SubParsersAction) -> None:
             "--to (absolute, '..', a duplicate) is refused before anything is written. See docs/publishing.md."
         ),
     )
+    from emerge_lib.commands._common import examples
+
+    examples(p, "emerge download --from s3://my-bucket/emerge --to emerge-release",
+             "emerge download --from s3://my-bucket/emerge --to test-only "
+             "--snapshot 2024-01-01 --evaluation-set-only",
+             "emerge download --from s3://public-bucket/emerge --to emerge-release "
+             "--no-sign-request --expect-version 0123456789abcdef")
     p.add_argument("--from", dest="source", required=True, metavar="s3://BUCKET/PREFIX",
                    help="where the release was published")
     p.add_argument("--to", required=True, metavar="DIR", help="destination folder")
@@ -50,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     cfg = load(args, **s3_overrides(args))
     client = client_for(cfg, unsigned=args.no_sign_request)
     with bars(), byte_bar("download") as (on_total, on_bytes), \
-            _anonymous_hint(args.no_sign_request, S3AccessError):
+            anonymous_hint(args.no_sign_request, S3AccessError):
         report = download_release(args.source, args.to, client, version=args.version,
                                   expect_version=args.expect_version,
                                   manifest_sha256=args.manifest_sha256,
@@ -63,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 @contextmanager
-def _anonymous_hint(unsigned: bool, access_error: type[Exception]) -> Iterator[None]:
+def anonymous_hint(unsigned: bool, access_error: type[Exception]) -> Iterator[None]:
     """An access error of an anonymous request says the bucket is private, not which AWS
     key is wrong."""
     try:

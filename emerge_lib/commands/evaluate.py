@@ -19,6 +19,12 @@ def register(sub: argparse._SubParsersAction) -> None:
             "docs/evaluation.md."
         ),
     )
+    from emerge_lib.commands._common import examples
+
+    examples(p, "emerge evaluate --gold demo/release --predictions predictions.jsonl "
+             "--out scores",
+             "emerge evaluate --gold emerge-authors/data --predictions edc.jsonl --by delta "
+             "--metrics recall --out scores-by-delta")
     p.add_argument("--gold", action="append", required=True, metavar="PATH",
                    help="EMERGE JSONL file or folder (a release, or the authors' data/ with "
                         "evaluation_set/); repeatable")
@@ -63,7 +69,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--embedding-cache", default=None, metavar="DIR",
                    help="keep embeddings on disk here, keyed by model and text (a rerun "
                         "encodes only new texts)")
-    p.add_argument("--batch-size", type=int, default=128)
+    p.add_argument("--batch-size", type=int, default=128, metavar="N",
+                   help="completeness: labels embedded per batch (default 128)")
     p.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     p.add_argument("--out", default="evaluation", metavar="DIR",
                    help="output folder (default ./evaluation)")
@@ -90,10 +97,13 @@ def run(args: argparse.Namespace) -> int:
             only_predicted=args.only_predicted, models=tuple(args.model))
     except ValueError as exc:
         raise InputError(str(exc)) from None
-    result = evaluate(args.gold, args.predictions, settings, out=args.out,
-                      embedding_model=args.embedding_model, model_cache=args.model_cache,
-                      embedding_cache=args.embedding_cache, batch_size=args.batch_size,
-                      threads=args.threads, progress=True)
+    from emerge_lib.commands._common import bars
+
+    with bars():  # the model's loading line does not tear the embed bar
+        result = evaluate(args.gold, args.predictions, settings, out=args.out,
+                          embedding_model=args.embedding_model, model_cache=args.model_cache,
+                          embedding_cache=args.embedding_cache, batch_size=args.batch_size,
+                          threads=args.threads, progress=True)
     for m in settings.metrics:
         print(markdown(result.rows, m, result.hidden))
     print(f"{result.run['instances']} instances, {len(result.run['models'])} models, "

@@ -6,7 +6,7 @@ import argparse
 import logging
 from typing import TYPE_CHECKING
 
-from emerge_lib.commands._common import config_flag
+from emerge_lib.commands._common import config_flag, examples
 
 if TYPE_CHECKING:
     from emerge_lib.core.config import Config
@@ -28,6 +28,9 @@ def register(sub: argparse._SubParsersAction) -> None:
             "nothing. Rejected revisions go to ingest_rejects."
         ),
     )
+    examples(p, "emerge ingest -c world/config.yaml",
+             "emerge ingest --wiki wikidata --wikidata "
+             "dumps/wikidatawiki-20240101-pages-meta-history1.xml-p1p1000.bz2")
     p.add_argument("--wiki", choices=["wikidata", "wikipedia", "both"], default="both",
                    help="which history to ingest (default both)")
     config_flag(p)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from emerge_lib.commands._common import config_flag
+from emerge_lib.commands._common import config_flag, examples
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -13,6 +13,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="look inside dump files without building anything",
         description="Read dump files directly and print what the pipeline would see.",
     )
+    examples(p, "emerge inspect statements --wikidata dumps/wikidatawiki-*.bz2 "
+             "--at 2024-01-01T00:00:00Z")
     what = p.add_subparsers(dest="what", metavar="WHAT", required=True)
     st = what.add_parser(
         "statements",
@@ -24,6 +26,10 @@ def register(sub: argparse._SubParsersAction) -> None:
             "object are in V_τ (items with an enwiki sitelink at τ)."
         ),
     )
+    examples(st, "emerge inspect statements --wikidata dumps/wikidatawiki-*.bz2 "
+             "--at 2024-01-01T00:00:00Z > t.tsv",
+             "emerge inspect statements --wikidata dump.xml.bz2 --at 2024-01-01T00:00:00Z "
+             "--no-stability --all-items")
     st.add_argument("--wikidata", nargs="+", required=True, metavar="PATH",
                     help="Wikidata history dump files (bz2, gz, 7z or plain XML)")
     st.add_argument("--at", required=True, metavar="ISO_TS", type=_instant,

@@ -7,7 +7,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from emerge_lib.commands._common import config_flag
+from emerge_lib.commands._common import config_flag, examples
 
 
 def add_s3_flags(p: argparse.ArgumentParser) -> None:
@@ -64,10 +64,14 @@ def register(sub: argparse._SubParsersAction) -> None:
             "from files of this repository. See docs/publishing.md."
         ),
     )
+    examples(p, "emerge publish --release demo/release --to s3://my-bucket/emerge",
+             "emerge publish --release release --to s3://my-bucket/emerge "
+             "--endpoint-url http://127.0.0.1:8333 --profile publisher")
     p.add_argument("--release", required=True, metavar="DIR", help="the release folder")
     p.add_argument("--to", metavar="s3://BUCKET/PREFIX",
                    help="where to publish (default: publish.to)")
-    p.add_argument("--part-size-mb", type=int, help="multipart part size (default 16)")
+    p.add_argument("--part-size-mb", type=int, metavar="MB",
+                   help="multipart part size in MB (default: publish.part_size_mb, 16)")
     add_s3_flags(p)
     p.set_defaults(func=run)
 

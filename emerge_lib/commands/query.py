@@ -23,16 +23,18 @@ def open_source(args: argparse.Namespace, source: str, snapshots: list[str] | No
     """The release at ``source`` (a folder or an S3 URL, fetched verified into the cache)."""
     from emerge_lib.hub import open_release
 
-    client = None
-    if source.startswith("s3://"):
-        from emerge_lib.commands._common import load
-        from emerge_lib.commands.publish import s3_overrides
-        from emerge_lib.publish import client_for
+    if not source.startswith("s3://"):
+        return open_release(source, snapshots=snapshots or (), cache_dir=args.cache_dir)
+    from emerge_lib.commands._common import load
+    from emerge_lib.commands.download import anonymous_hint
+    from emerge_lib.commands.publish import s3_overrides
+    from emerge_lib.publish import S3AccessError, client_for
 
-        cfg = load(args, **s3_overrides(args))
+    cfg = load(args, **s3_overrides(args))
+    with anonymous_hint(args.no_sign_request, S3AccessError):
         client = client_for(cfg, unsigned=args.no_sign_request)
-    return open_release(source, snapshots=snapshots or (), cache_dir=args.cache_dir,
-                        client=client)
+        return open_release(source, snapshots=snapshots or (), cache_dir=args.cache_dir,
+                            client=client)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -44,12 +46,18 @@ def register(sub: argparse._SubParsersAction) -> None:
             "a cache) with DuckDB. Views: lines, evaluation (the lines, with snapshot and "
             "delta_end in front), triples (a row per TKGU triple), operations (a row per "
             "triple and operation), evaluation_triples, evaluation_operations, kg_triples, "
-            "entities, relations, instances. Example: emerge query --release DIR "
-            "\"SELECT operation, count(*) FROM operations GROUP BY ALL ORDER BY ALL\". "
-            "See docs/using-a-release.md."
+            "entities, relations, instances. See docs/using-a-release.md."
         ),
     )
-    p.add_argument("sql", help="the SQL statement")
+    from emerge_lib.commands._common import examples
+
+    examples(p, "emerge query --release demo/release \"SELECT operation, count(*) FROM "
+             "operations GROUP BY ALL ORDER BY ALL\"",
+             "emerge query --release demo/release --format csv \"SELECT hash_id, passage "
+             "FROM evaluation LIMIT 3\"",
+             "emerge query --release s3://my-bucket/emerge --snapshot 2024-01-01 "
+             "\"SELECT count(*) FROM lines\"")
+    p.add_argument("sql", help="the SQL statement (DuckDB's dialect, over the views above)")
     p.add_argument("--release", required=True, metavar="DIR|s3://BUCKET/PREFIX",
                    help="the release: a folder, or a published one")
     p.add_argument("--format", choices=("table", "csv", "json"), default="table",

@@ -10,9 +10,10 @@ from pathlib import Path
 DESCRIPTION = """\
 Stream out a synthetic Wikimedia dump mirror for both wikis (wikidatawiki, enwiki) with
 two or more dump dates, history files split by page-id range in bz2 and 7z (as
-Wikimedia publishes them), dumpstatus.json and md5/sha1 sums; plus DIR/truth.jsonl (the TKGU instances DESIGN.md implies for the
-planted events), DIR/traps.jsonl (what must not appear, and why), DIR/config.yaml (a
-ready configuration pointing at the mirror) and DIR/world.json (a manifest).
+Wikimedia publishes them), dumpstatus.json and md5/sha1 sums; plus DIR/truth.jsonl (the
+TKGU instances docs/semantics.md implies for the planted events), DIR/traps.jsonl (what
+must not appear, and why), DIR/config.yaml (a ready configuration pointing at the
+mirror) and DIR/world.json (a manifest).
 
 Sizes: --items and --articles count all items and articles (planted + filler; about a
 third as many redirects are added to enwiki); --revisions is the mean number of
@@ -23,7 +24,7 @@ items x revisions x 6 KB + articles x revisions x 8 KB per dump; e.g. --items 20
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from emerge_lib.commands._common import count
+    from emerge_lib.commands._common import count, examples
 
     p = sub.add_parser(
         "sample",
@@ -31,6 +32,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    examples(p, "emerge sample --out world",
+             "emerge sample --out world2 --seed 2 --snapshot 2024-01-01T00:00:00Z",
+             "emerge sample --out big --items 200000 --articles 50000 --revisions 20 --jobs 2")
     p.add_argument("--out", required=True, metavar="DIR", help="output folder")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument("--items", type=count(1), default=1000, help="Wikidata items in total (default 1000)")

@@ -19,6 +19,10 @@ def register(sub: argparse._SubParsersAction) -> None:
             "release (or snapshot_*/ of a folder, as the authors' corpus download has it)."
         ),
     )
+    from emerge_lib.commands._common import examples
+
+    examples(p, "emerge stats --release demo/release",
+             "emerge stats --release emerge-authors/corpus --json")
     p.add_argument("--release", required=True, metavar="DIR",
                    help="a release folder, or a folder of snapshot_*/delta_*.jsonl")
     p.add_argument("--assessor", metavar="LLM_NAME",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from emerge_lib.commands._common import config_flag
+from emerge_lib.commands._common import config_flag, examples
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -17,6 +17,8 @@ def register(sub: argparse._SubParsersAction) -> None:
             "read through deltalake without starting an engine."
         ),
     )
+    examples(p, "emerge tables", "emerge tables --warehouse demo/world/warehouse",
+             "emerge tables -c world/config.yaml")
     config_flag(p)
     p.add_argument("--warehouse", help="warehouse root (overrides the configuration)")
     p.set_defaults(func=run)

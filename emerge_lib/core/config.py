@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -36,7 +37,7 @@ from emerge_lib.core.schedule import SnapshotPlan, parse_utc
 ENV_PREFIX = "EMERGE__"
 log = logging.getLogger(__name__)
 
-# DESIGN.md §1: end qualifiers deprecate, start qualifiers are addition evidence.
+# docs/semantics.md §1: end qualifiers deprecate, start qualifiers are addition evidence.
 DEFAULT_END_QUALIFIERS = [
     "P582", "P1326", "P576", "P570", "P730", "P2032", "P2669", "P3999", "P7125",
 ]
@@ -157,13 +158,17 @@ class WikiDumps(_Strict):
         return [str(d) for d in v]
 
 
+#: the wiki each dumps section reads unless it names another
+DUMP_WIKIS = {"wikidata": "wikidatawiki", "wikipedia": "enwiki"}
+
+
 class DumpSettings(_Strict):
     """The dump mirror (Wikimedia's layout) and how to read it."""
 
     mirror: str = "https://dumps.wikimedia.org"
     download_dir: str = ".emerge/dumps"
-    wikidata: WikiDumps = Field(default_factory=lambda: WikiDumps(wiki="wikidatawiki"))
-    wikipedia: WikiDumps = Field(default_factory=lambda: WikiDumps(wiki="enwiki"))
+    wikidata: WikiDumps = Field(default_factory=lambda: WikiDumps(wiki=DUMP_WIKIS["wikidata"]))
+    wikipedia: WikiDumps = Field(default_factory=lambda: WikiDumps(wiki=DUMP_WIKIS["wikipedia"]))
     workers: int = Field(default=0, ge=0, description="0 = one per core")
     # share of revisions, and of pages, that may be rejected before an ingest fails
     # (deleted or suppressed revisions are counted but not held against it)
@@ -190,6 +195,19 @@ class DumpSettings(_Strict):
     def _mirror(cls, v: str) -> str:
         return _check_url(v, ("http", "https", "file"), "dumps.mirror")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _wiki_names(cls, data: Any) -> Any:
+        """A wiki's section given only its dump dates (a run's ``dump_date``,
+        ``EMERGE__DUMPS__WIKIDATA__DATES``) keeps its wiki."""
+        if isinstance(data, dict):
+            data = dict(data)
+            for kind, wiki in DUMP_WIKIS.items():
+                section = data.get(kind)
+                if isinstance(section, dict) and "wiki" not in section:
+                    data[kind] = {"wiki": wiki, **section}
+        return data
+
 
 class SnapshotSettings(_Strict):
     """Snapshot timestamps t and their windows τ_k = t + k·window_days."""
@@ -213,7 +231,8 @@ class StabilitySettings(_Strict):
 
 class PassageSettings(_Strict):
     # cumulative (the released data): a passage of delta k is new since t and first appeared
-    # in (t, τ_k]; first_appearance (DESIGN §1.1): it first appeared in (τ_{k-1}, τ_k]
+    # in (t, τ_k]; first_appearance (docs/semantics.md §1.1): it first appeared in
+    # (τ_{k-1}, τ_k]
     windows: Literal["cumulative", "first_appearance"] = "cumulative"
     min_tokens: int = Field(default=25, ge=1)
     max_tokens: int = Field(default=1000, ge=1)
@@ -244,7 +263,7 @@ PidList = Annotated[list[str], BeforeValidator(lambda v: _pid_list(list(v)))]
 
 class DeltaSettings(_Strict):
     """How additions and deprecations are classified (defaults: what the released data shows,
-    DESIGN.md §1.3; the §1.1-1.2 rule is ``not_in_snapshot`` without window additions)."""
+    docs/semantics.md §1.3; the §1.1-1.2 rule is ``not_in_snapshot`` without window additions)."""
 
     # created_after_snapshot: an entity is emerging when its item was created at or after t;
     # not_in_snapshot: when it is not in V_t
@@ -304,6 +323,9 @@ class LLMRoute(_Strict):
     # the weights' precision as served (bf16, fp8, a GGUF type such as Q4_1): the release's
     # card and croissant.json state it beside the model; unset, they say "not recorded"
     quantization: str | None = None
+    # the servers behind ``url`` (GPU workers of this model): the Airflow pool and Celery
+    # queue of this route's curate task get one slot per worker (emerge_lib.airflow.pools)
+    workers: int = Field(default=1, ge=1, le=256)
 
     @field_validator("url")
     @classmethod
@@ -375,7 +397,7 @@ class CurationSettings(_Strict):
     concurrency: int = Field(default=64, ge=1)
     timeout_s: float = Field(default=300.0, gt=0)
     retries: int = Field(default=3, ge=0)  # per request, transient failures and unparsed answers
-    max_requests: int | None = Field(default=None, ge=1)  # a budget per run
+    max_requests: int | None = Field(default=None, ge=1)  # a budget per run (DAG: per model's task)
     max_tokens_per_triple: int = Field(default=64, ge=8)
     temperature: float = Field(default=0.0, ge=0, le=2)
     flush_seconds: float = Field(default=5.0, gt=0)  # verdicts reach the table this often
@@ -497,7 +519,7 @@ class EvaluationSettings(_Strict):
 
 
 class Config(_Strict):
-    """The whole configuration. Every number of DESIGN.md §1.1 is a field here."""
+    """The whole configuration. Every number of docs/semantics.md §1.1 is a field here."""
 
     warehouse: str = ".emerge/warehouse"
     engine: EngineSettings = Field(default_factory=EngineSettings)
@@ -576,7 +598,16 @@ def _set_path(tree: dict[str, Any], path: list[str], value: Any) -> None:
 
 
 def env_overrides(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """``EMERGE__SNAPSHOTS__WINDOWS=3`` → ``{"snapshots": {"windows": 3}}`` (values are YAML)."""
+    """``EMERGE__SNAPSHOTS__WINDOWS=3`` → ``{"snapshots": {"windows": 3}}`` (values are YAML).
+
+    A secret (``EMERGE__S3__SECRET_ACCESS_KEY``, ``…__API_KEY``: a SecretStr setting) is
+    taken as the plain string it is, never as YAML, and masked in every later line: read
+    as YAML, a key starting with ``*`` showed in an error minus its first character, one
+    starting with ``[ { ! @ % "`` or a backtick failed every command, ``null`` and ``~``
+    unset it and `` #…`` cut it. Any other value that is not YAML is one line naming its
+    variable, the value masked."""
+    from emerge_lib.core.logs import register_secrets
+
     environ = os.environ if environ is None else environ
     tree: dict[str, Any] = {}
     for name, raw in environ.items():
@@ -585,8 +616,43 @@ def env_overrides(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
         path = [p.lower() for p in name[len(ENV_PREFIX):].split("__") if p]
         if not path:
             continue
-        _set_path(tree, path, yaml.safe_load(raw) if raw != "" else "")
+        if _is_secret(path[-1]):
+            register_secrets([raw])
+            _set_path(tree, path, raw)
+            continue
+        try:
+            value = yaml.safe_load(raw) if raw != "" else ""
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            # the parser quotes parts of the value: never shown
+            problem = re.sub(r"'[^']*'", "…", str(getattr(exc, "problem", "") or "invalid"))
+            where = f"column {mark.column + 1}: " if mark is not None else ""
+            raise ConfigError(f"{name}: not a YAML value ({where}{problem}; the value is not "
+                              "shown); quote it, '\"…\"', to give a string") from None
+        _set_path(tree, path, value)
     return tree
+
+
+def _is_secret(key: str) -> bool:
+    """Whether a setting's key names a secret (a SecretStr field; a key named like a
+    credential is not enough: ``max_tokens`` is a number)."""
+    return key in _SECRET_FIELDS
+
+
+def _secret_fields(model: type[BaseModel]) -> set[str]:
+    """The names of every SecretStr field of ``model`` and of the models it holds."""
+    import typing
+
+    names: set[str] = set()
+    for name, info in model.model_fields.items():
+        for arg in [info.annotation, *typing.get_args(info.annotation)]:
+            inner = [arg, *typing.get_args(arg)]
+            if SecretStr in inner:
+                names.add(name)
+            for item in inner:
+                if isinstance(item, type) and issubclass(item, BaseModel) and item is not model:
+                    names |= _secret_fields(item)
+    return names
 
 
 def deep_merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
@@ -799,3 +865,8 @@ def _resolve_relative(cfg: Config, base: Path) -> Config:
     if mirror.startswith("file://") and not mirror.startswith("file:///"):
         cfg.dumps.mirror = (base / mirror[len("file://"):]).resolve().as_uri()
     return cfg
+
+
+#: the keys of the configuration's secret settings (taken as plain strings from the
+#: environment: :func:`env_overrides`)
+_SECRET_FIELDS = _secret_fields(Config)

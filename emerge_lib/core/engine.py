@@ -1,9 +1,13 @@
-"""Spark sessions over Spark Connect: an embedded Sail server (default) or a remote cluster.
+"""Spark sessions over Spark Connect: an embedded Sail server (default) or a remote cluster
+(a Sail cluster, or Apache Spark 4 with Delta Lake).
 
-One code path for both: the stages only see a ``SparkSession`` from pyspark-client. The
+One code path for all: the stages only see a ``SparkSession`` from pyspark-client. The
 embedded server is started in-process on 127.0.0.1 with a free port and stopped on exit,
 so nothing is left running after a test or a command. Sail reads S3 settings from its
-process environment, so they are exported before the server starts.
+process environment, so they are exported before the server starts; Spark takes them as
+the session's Hadoop settings (``fs.s3a.*``). Where the engines differ in what emerge's
+writes rely on, :func:`engine_traits` says which one a session talks to, from what the
+engine reports (never from a setting), and the catalog asks it.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from emerge_lib.core.config import SESSION_TIMEOUT_S, Config, EngineSettings, S3Settings
@@ -38,8 +43,8 @@ class EngineCallTimeout(EngineError):
     Every stage's writes are idempotent, so running the stage again is safe."""
 
 
-#: Sail's answer to a call on a session it has ended
-_SESSION_GONE = re.compile(r"session \S+ is not running")
+#: the answer to a call on a session the server has ended: Sail's, Spark's
+_SESSION_GONE = re.compile(r"session \S+ is not running|INVALID_HANDLE\.SESSION_(CLOSED|NOT_FOUND)")
 
 #: what the engine is being asked for, outermost first (a stage, then a table's write):
 #: the words of a timeout's message
@@ -115,7 +120,9 @@ class CallDeadline:
             raise EngineError(
                 f"{where}: the engine ended this session (it sat idle longer than the "
                 f"server keeps one: engine.session_timeout_s for the embedded engine, "
-                f"Sail's spark.session_timeout_secs on a server); retry the task") from None
+                f"Sail's spark.session_timeout_secs on a server, Spark's "
+                f"spark.connect.session.manager.defaultSessionTimeout); retry the task"
+            ) from None
         if what is not None and error is not None:
             raise EngineCallTimeout(
                 f"{what}: the engine gave no answer within {self.timeout_s:g}s "
@@ -185,6 +192,80 @@ class CallDeadline:
             log.debug("closing the channel failed: %s", exc)
 
 
+@dataclass(frozen=True)
+class EngineTraits:
+    """The engine behind a session, as it reports itself, and what follows for emerge's
+    writes (docs/architecture.md, "Sail and Spark": each difference and the test that
+    holds it).
+
+    ``name`` is ``spark`` when the engine's ``version()`` begins with the Spark version it
+    reports (Apache Spark: ``4.2.1 <git revision>``), else ``sail`` (Sail reports Spark's
+    API version, 4.2.0, and its own in ``version()``: ``0.7.2``).
+    """
+
+    name: str  # "sail" or "spark"
+    version: str  # the engine's own: Sail's 0.7.2, Spark's 4.2.1
+
+    @property
+    def caches(self) -> bool:
+        """Whether ``localCheckpoint`` keeps a result where the engine runs (Spark). On
+        Sail ``cache()`` is a no-op and ``localCheckpoint`` fails: a result used several
+        times is written to a scratch Delta table instead (``Catalog.materialize``)."""
+        return self.name == "spark"
+
+    @property
+    def replace_where_any_lists(self) -> bool:
+        """Whether replaceWhere takes a list column from any frame (Spark). Sail's refuses
+        list elements named otherwise than in the table's files (a frame from local data,
+        or cast), so such a frame goes through a scratch Delta table first."""
+        return self.name == "spark"
+
+    def path(self, uri: str) -> str:
+        """A warehouse path as this engine names it: Spark reaches S3 through Hadoop's
+        S3A file system, ``s3a://`` (delta-rs and pyarrow read ``s3://``)."""
+        if self.name == "spark" and uri.startswith("s3://"):
+            return "s3a://" + uri[len("s3://"):]
+        return uri
+
+
+def engine_traits(spark: SparkSession) -> EngineTraits:
+    """What engine ``spark`` talks to (asked once per session, two calls)."""
+    traits = getattr(spark, "_emerge_traits", None)
+    if traits is None:
+        reported = str(spark.sql("SELECT version() AS v").collect()[0].v).strip()
+        own = reported.split()[0] if reported else ""
+        name = "spark" if own and own == spark.version else "sail"
+        traits = EngineTraits(name, own)
+        spark._emerge_traits = traits
+    return traits
+
+
+def _spark_settings(s3: S3Settings | None) -> dict[str, str]:
+    """The session settings emerge needs on Apache Spark with Delta Lake:
+
+    - no deletion vectors on new tables: emerge reads its tables through delta-rs too,
+      which cannot read them (deltalake 1.6), and a cluster may enable them by default;
+    - the S3 settings of ``s3``, if any, as Hadoop S3A settings of this session (Sail takes
+      the same from its process environment): the endpoint with path-style requests (a
+      MinIO or SeaweedFS server), the region, and the key pair.
+    """
+    conf = {"spark.databricks.delta.properties.defaults.enableDeletionVectors": "false"}
+    if s3 is None or not (s3.endpoint_url or s3.access_key_id):
+        return conf
+    conf["fs.s3a.endpoint.region"] = s3.region
+    if s3.endpoint_url:
+        conf["fs.s3a.endpoint"] = s3.endpoint_url
+        conf["fs.s3a.path.style.access"] = "true"
+        conf["fs.s3a.connection.ssl.enabled"] = str(
+            s3.endpoint_url.startswith("https://")).lower()
+    if s3.access_key_id and s3.secret_access_key:
+        conf["fs.s3a.aws.credentials.provider"] = \
+            "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider"
+        conf["fs.s3a.access.key"] = s3.access_key_id.get_secret_value()
+        conf["fs.s3a.secret.key"] = s3.secret_access_key.get_secret_value()
+    return conf
+
+
 @contextmanager
 def _exported(env: Mapping[str, str]) -> Iterator[None]:
     """Export variables for the lifetime of the embedded server, then restore them.
@@ -236,8 +317,12 @@ def embedded_server(s3: S3Settings | None = None, mode: str | None = None,
     env["SAIL_MODE"] = mode
     env["SAIL_SPARK__SESSION_TIMEOUT_SECS"] = str(int(session_timeout_s))
     # Sail logs every session at INFO to stderr; keep it quiet unless asked. Its cluster
-    # mode warns about routine task bookkeeping on every query ("worker N was not pending").
-    quiet = "warn" if mode == "local" else "warn,sail_execution=error"
+    # mode warns about routine task bookkeeping on every query ("worker N was not pending"),
+    # and every server warns when it stops ("aborting 23 task(s) for SessionManagerActor":
+    # its session manager's idle tasks), which a task's log (Airflow files stderr as
+    # ERROR) showed on every successful run
+    quiet = "warn,sail_common::actor=error" + ("" if mode == "local" else
+                                               ",sail_execution=error")
     env.setdefault("RUST_LOG", os.environ.get("RUST_LOG", quiet))
     with _exported(env):
         server = SparkConnectServer("127.0.0.1", 0)
@@ -267,9 +352,11 @@ def _stop_server(server: Any, timeout_s: float = 30.0) -> None:
         log.info("embedded Sail server stopped")
 
 
-def _connect(url: str, timeout_s: float, call_timeout_s: float | None = None) -> SparkSession:
+def _connect(url: str, timeout_s: float, call_timeout_s: float | None = None,
+             s3: S3Settings | None = None) -> SparkSession:
     """A session on ``url``, reachable within ``timeout_s``; each of its engine calls bounded
-    by ``call_timeout_s`` (:class:`CallDeadline`; None: unbounded)."""
+    by ``call_timeout_s`` (:class:`CallDeadline`; None: unbounded). On Apache Spark the
+    session gets emerge's settings (:func:`_spark_settings`, with ``s3``'s)."""
     from pyspark.sql import SparkSession
 
     deadline = time.monotonic() + timeout_s
@@ -279,10 +366,14 @@ def _connect(url: str, timeout_s: float, call_timeout_s: float | None = None) ->
             # create(), not getOrCreate(): the latter hands back any active session, even
             # one on another server, and stopping it would stop that one
             spark = SparkSession.builder.remote(url).create()
-            spark.sql("SELECT 1").collect()
+            traits = engine_traits(spark)
             # everything in emerge is UTC; naming it once keeps Sail from mixing "UTC" and
             # the machine's "Etc/UTC" in one plan (its replaceWhere union then fails)
             spark.conf.set("spark.sql.session.timeZone", "UTC")
+            if traits.name == "spark":
+                for key, value in _spark_settings(s3).items():
+                    spark.conf.set(key, value)
+            log.info("engine: %s %s at %s", traits.name, traits.version, url)
             if call_timeout_s is not None:
                 spark._emerge_deadline = CallDeadline(spark.client, call_timeout_s)
             return spark
@@ -305,13 +396,13 @@ def spark_session(
         engine = EngineSettings(url=engine or "embedded")
     if engine.url == "embedded":
         with embedded_server(s3, engine.mode, engine.session_timeout_s) as url:
-            spark = _connect(url, engine.startup_timeout_s, engine.call_timeout_s)
+            spark = _connect(url, engine.startup_timeout_s, engine.call_timeout_s, s3)
             try:
                 yield spark
             finally:
                 _stop(spark)
     else:
-        spark = _connect(engine.url, engine.startup_timeout_s, engine.call_timeout_s)
+        spark = _connect(engine.url, engine.startup_timeout_s, engine.call_timeout_s, s3)
         try:
             yield spark
         finally:

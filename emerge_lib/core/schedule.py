@@ -1,4 +1,4 @@
-"""Snapshot and window arithmetic (DESIGN.md §1.1), everything in UTC.
+"""Snapshot and window arithmetic (docs/semantics.md §1.1), everything in UTC.
 
 For a snapshot t with n windows of length w, window k (1..n) ends at τ_k = t + k·w and
 τ_0 = t. The KG delta of window k is cumulative, (t, τ_k]; a passage belongs to the

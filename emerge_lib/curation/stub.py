@@ -12,7 +12,9 @@ is dropped), ``"prose"`` (an answer without a list), ``"short"`` (one line too f
 but is degenerate), ``"cut"`` (the normal answer, but ``finish_reason: length``, as
 when ``max_tokens`` cut an answer that happens to parse), ``"400"``, or ``"ok"`` (the
 normal answer); ``script(…, prompt_with=text)`` aims faults at
-the requests whose prompt holds ``text``. A real model is the local llama.cpp server
+the requests whose prompt holds ``text``. ``hold()`` makes every request wait (a model
+busy elsewhere) until ``release()``; ``record=True`` keeps each request's body as it came
+over the wire (``bodies``). A real model is the local llama.cpp server
 (``curation.local_server``).
 """
 
@@ -57,12 +59,16 @@ class StubServer:
     faults_for: dict[str, deque[str]] = field(default_factory=dict)
     # served model names that answer every triple the other way: judges that disagree
     contrary: set[str] = field(default_factory=set)
+    record: bool = False  # keep the request bodies, raw bytes (``bodies``)
     # served model names whose every answer is prose without a list (never parses): a
     # judge that always answers garbage, whatever the retries
     garbled: set[str] = field(default_factory=set)
     requests: int = 0
+    waiting: int = 0  # requests held back now (``hold``)
+    bodies: list[bytes] = field(default_factory=list)
     url: str = ""
     _loop: asyncio.AbstractEventLoop | None = None
+    _open: asyncio.Event | None = None
     _thread: threading.Thread | None = None
     _server: asyncio.AbstractServer | None = None
 
@@ -72,6 +78,8 @@ class StubServer:
         def serve() -> None:
             loop = self._loop = asyncio.new_event_loop()
             asyncio.set_event_loop(loop)
+            self._open = asyncio.Event()
+            self._open.set()
             self._server = loop.run_until_complete(
                 asyncio.start_server(self._client, "127.0.0.1", 0, backlog=1024))
             port = self._server.sockets[0].getsockname()[1]
@@ -98,6 +106,17 @@ class StubServer:
             self._loop.call_soon_threadsafe(stop)
         if self._thread is not None:
             self._thread.join(10)
+
+    def hold(self) -> None:
+        """From now on, every request waits (unanswered, its connection open) until
+        :meth:`release`."""
+        assert self._loop is not None and self._open is not None
+        self._loop.call_soon_threadsafe(self._open.clear)
+
+    def release(self) -> None:
+        """Answer the held requests, and the next ones at once again."""
+        assert self._loop is not None and self._open is not None
+        self._loop.call_soon_threadsafe(self._open.set)
 
     def script(self, faults: Iterable[str], *, prompt_with: str | None = None) -> None:
         """Queue faults for the next requests, or for those whose prompt holds
@@ -130,6 +149,14 @@ class StubServer:
                         length = int(line.split(":", 1)[1])
                 body = await reader.readexactly(length) if length else b""
                 self.requests += 1
+                if self.record and method == "POST":
+                    self.bodies.append(body)
+                if self._open is not None and not self._open.is_set():
+                    self.waiting += 1
+                    try:
+                        await self._open.wait()
+                    finally:
+                        self.waiting -= 1
                 fault = self._fault(body)
                 if fault == "close":
                     writer.close()

@@ -153,13 +153,18 @@ def plan_requests(settings: CurationSettings, passages_settings: PassageSettings
 
 def build_verdicts(catalog: Catalog, plan: SnapshotPlan, settings: CurationSettings,
                    passages_settings: PassageSettings,
-                   on_progress: Callable[[CurateReport], None] | None) -> CurateReport:
-    """Curate one snapshot (see the module docstring); returns what was done."""
+                   on_progress: Callable[[CurateReport], None] | None,
+                   judges: tuple[str, ...] | None) -> CurateReport:
+    """Curate one snapshot (see the module docstring); returns what was done.
+    ``judges``: only the requests to these routes' models (the Airflow snapshot DAG asks
+    each model in a task of its own, in that model's pool); None: every request."""
     started = time.monotonic()
     snap = [("snapshot", "=", plan.key)]
     instances = catalog.read_arrow("instances", filters=snap).to_pylist()
     passages = catalog.read_arrow("passages", filters=snap).to_pylist()
     requests = plan_requests(settings, passages_settings, instances, passages)
+    if judges is not None:
+        requests = [r for r in requests if r.judge in judges]
     report = CurateReport(requests=len(requests), replayed=_replay(catalog, plan))
     stored = catalog.read_arrow("verdicts", filters=snap).to_pylist()
     have_rows = {(r["window"], r["passage_id"], r["s"], r["p"], r["o"], r["llm_name"],
@@ -282,13 +287,27 @@ class _VerdictWriter:
         self.last = time.monotonic()
 
 
+def client_for(settings: CurationSettings) -> ChatClient:
+    """The client the stage asks with (``curation.contract`` sends through the same)."""
+    return ChatClient(settings.concurrency, settings.timeout_s, settings.retries,
+                      max_requests=settings.max_requests,
+                      max_tokens_per_line=settings.max_tokens_per_triple,
+                      temperature=settings.temperature)
+
+
+def retry_temperature(settings: CurationSettings, attempt: int, ask_round: int
+                      ) -> float | None:
+    """The temperature of the ``attempt``-th ask of a request (0: the first, the
+    configured one) in its ``ask_round`` (1, or more for a re-ask of a stored answer by
+    answer QA); a retry of an unparsable answer samples, and so does a re-ask:
+    temperature 0 would repeat it."""
+    return None if attempt == 0 and ask_round == 1 else max(settings.temperature, 0.7)
+
+
 async def _ask_all(todo: list[Request], settings: CurationSettings, plan: SnapshotPlan,
                    writer: _VerdictWriter, report: CurateReport,
                    on_progress: Callable[[CurateReport], None] | None) -> None:
-    client = ChatClient(settings.concurrency, settings.timeout_s, settings.retries,
-                        max_requests=settings.max_requests,
-                        max_tokens_per_line=settings.max_tokens_per_triple,
-                        temperature=settings.temperature)
+    client = client_for(settings)
     flushing: asyncio.Task | None = None
 
     async def one(req: Request) -> None:
@@ -297,10 +316,7 @@ async def _ask_all(todo: list[Request], settings: CurationSettings, plan: Snapsh
         n = len(req.triples)
         answer, verdicts, attempts = None, None, 0
         for attempt in range(settings.retries + 1):
-            # a retry of an unparsable answer samples, and so does a re-ask of a stored
-            # one (answer QA): temperature 0 would repeat it
-            temperature = (None if attempt == 0 and req.ask_round == 1
-                           else max(settings.temperature, 0.7))
+            temperature = retry_temperature(settings, attempt, req.ask_round)
             answer = await client.ask(endpoint, req.prompt, n, settings.structured,
                                       temperature, single=req.single)
             attempts += answer.attempts

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from emerge_lib.airflow.home import DAGS, airflow_command, airflow_env
+from emerge_lib.core.children import dying_with_parent
 from emerge_lib.core.errors import EmergeError
 from emerge_lib.demo.world import DEMO_BUCKET, DEMO_RELEASES, DemoResult, world_for
 
@@ -83,7 +84,8 @@ def run_snapshot_dag(world: Path, out: Path, snapshot: str | None = None,
                         [airflow, "dags", "test", "emerge_snapshot", t[:10], "-c",
                          json.dumps(conf)]):
                 print("$", " ".join(cmd[:4]), "…", flush=True)
-                if subprocess.run(cmd, env=env, stdout=fh, stderr=subprocess.STDOUT).returncode:
+                if subprocess.run(dying_with_parent(cmd), env=env, stdout=fh,
+                                  stderr=subprocess.STDOUT).returncode:
                     raise AirflowDemoError(f"{' '.join(cmd[1:3])} failed; see {logfile}")
         if "state=success" not in logfile.read_text(errors="replace"):
             raise AirflowDemoError(f"the emerge_snapshot run did not succeed; see {logfile}")

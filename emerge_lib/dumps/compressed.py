@@ -37,6 +37,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO, Literal
 
+from emerge_lib.core.children import dying_with_parent
 from emerge_lib.core.errors import EmergeError
 from emerge_lib.core.resources import cpu_count
 
@@ -557,7 +558,8 @@ def _spawn(args: list[str]) -> subprocess.Popen[bytes]:
     """Start a decompressor; stderr goes to a temp file (``proc.errfile``), not a pipe, so a
     chatty tool can never block on it, and its message is still there for the error."""
     err = tempfile.TemporaryFile()
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=err, bufsize=_CHUNK)
+    proc = subprocess.Popen(dying_with_parent(args), stdout=subprocess.PIPE, stderr=err,
+                            bufsize=_CHUNK)
     proc.errfile = err  # type: ignore[attr-defined]
     return proc
 

@@ -7,7 +7,7 @@ without allocating a Python object for it (and keep the GC out of it). A generic
 orjson/json walker handles anything the typed schema rejects (odd historic values), so
 the fast path never costs correctness.
 
-Both serializations found in history dumps are read (DESIGN §1.1):
+Both serializations found in history dumps are read (docs/semantics.md §1.1):
 
 * current: ``id``/``type``/``labels``/``descriptions``/``sitelinks``/``claims`` (a map
   pid -> statements with ``mainsnak``, ``rank``, ``qualifiers``, ``id``);
@@ -518,7 +518,15 @@ class EntityParser:
         self.fallbacks = 0
 
     def parse(self, data: bytes | str) -> EntityState:
-        """Revision text (JSON bytes or str) -> :class:`EntityState`; raises EntityParseError."""
+        """Revision text (JSON bytes or str) -> :class:`EntityState`; raises EntityParseError,
+        also for JSON nested deeper than a decoder recurses (one revision whose objects
+        nested 100,000 deep failed its whole file with a RecursionError)."""
+        try:
+            return self._parse(data)
+        except RecursionError:
+            raise EntityParseError("too_deep", "JSON nested too deep to read") from None
+
+    def _parse(self, data: bytes | str) -> EntityState:
         try:
             ent = _entity_decoder.decode(data)
         except msgspec.ValidationError:
@@ -663,8 +671,12 @@ class EntityScan(msgspec.Struct, frozen=True, gc=False):
 
 def _scanned_group(pid: str, group: bytes) -> tuple[Statement, ...]:
     """One changed claims group (its JSON) for the scanner; its errors (ValueErrors) make
-    the scanner decline the text, which then takes :meth:`EntityParser.parse`."""
-    return tuple(_statements_of_group(_claim_group_decoder.decode(group)))
+    the scanner decline the text, which then takes :meth:`EntityParser.parse` (a group
+    nested too deep as well: its RecursionError failed the whole file)."""
+    try:
+        return tuple(_statements_of_group(_claim_group_decoder.decode(group)))
+    except RecursionError:
+        raise ValueError("claims nested too deep") from None
 
 
 def entity_scanner() -> Any:

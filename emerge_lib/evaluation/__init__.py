@@ -10,6 +10,7 @@ paper's baselines (``adapters``). See docs/evaluation.md.
 - :mod:`.report`: summary.json, the tables, the plot, per-instance scores;
 - :mod:`.run`: ``evaluate`` (what ``emerge evaluate`` calls).
 
-Nothing here imports Spark, Sail, Delta or Airflow (``pip install emerge[eval]``); torch
-and sentence-transformers are imported only when completeness is computed.
+Nothing here imports Spark, Sail, Delta or Airflow (the emerge-tkgu distribution's
+``eval`` extra is enough); torch and sentence-transformers are imported only when
+completeness is computed.
 """

@@ -176,7 +176,8 @@ def llm_filter_problem(instances: Sequence[Instance],
             needed.update(prompt_type(op) for op in t.ops)
     if by_field and not curated:
         return ("every asserted_operations in the gold is null: the release was not "
-                "curated (run emerge curate, then emerge release), or name the verdicts "
+                "curated (curate it: emerge curate --warehouse WH --out DIR rewrites it), or "
+                "name the verdicts "
                 "to use with --assertion-assessor/--deprecation-assessor")
     assessors = assessors or DEFAULT_ASSESSORS
     for kind in (ASSERTION, DEPRECATION):
@@ -202,22 +203,26 @@ def resolve_gold_filter(gold_filter: str, instances: Sequence[Instance],
 # --- files -------------------------------------------------------------------------------
 
 
-def _open_text(path: Path):
-    if path.suffix == ".gz":
-        return gzip.open(path, "rt", encoding="utf-8")
-    return path.open(encoding="utf-8")
-
-
 def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Each JSON object of a JSONL file (or .jsonl.gz) with its line number; a line that
+    is not UTF-8, not JSON or nested too deep is one error naming the file and the line
+    (they were a bare decode error and a RecursionError)."""
     decoder = msgspec.json.Decoder()
-    with _open_text(path) as fh:
-        for n, line in enumerate(fh, 1):
+    with gzip.open(path, "rb") if path.suffix == ".gz" else path.open("rb") as fh:
+        for n, raw in enumerate(fh, 1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise InputError(f"{path}:{n}: not UTF-8 text (byte {exc.start} of the line); "
+                                 "expected JSON lines") from None
             if not line.strip():
                 continue
             try:
                 obj = decoder.decode(line)
             except msgspec.DecodeError as exc:
                 raise InputError(f"{path}:{n}: not a JSON line ({exc})") from None
+            except RecursionError:
+                raise InputError(f"{path}:{n}: a JSON line nested too deep") from None
             if not isinstance(obj, dict):
                 raise InputError(f"{path}:{n}: expected a JSON object per line")
             yield n, obj

@@ -8,14 +8,18 @@ other work, and sentence-transformers on one thread is what the benchmark measur
 
 from __future__ import annotations
 
+import logging
 import os
 import sqlite3
+import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
 
 from emerge_lib.evaluation.models import ModelRef
+
+log = logging.getLogger(__name__)
 
 
 def triple_text(labels: Sequence[str]) -> str:
@@ -52,6 +56,11 @@ class Embedder:
 
     def _load(self):
         if self._st is None:
+            # importing torch and the model takes 10-20 s on a small machine: said before,
+            # not a silent wait (emerge evaluate printed nothing meanwhile)
+            log.info("loading the embedding model %s (torch, sentence-transformers: "
+                     "10-20 s on a small machine)", self.model.name)
+            started = time.monotonic()
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
             import torch
@@ -62,6 +71,8 @@ class Embedder:
 
             self._st = SentenceTransformer(str(self.model.path), device=self.device,
                                            local_files_only=True)
+            log.info("embedding model %s loaded in %.1fs", self.model.name,
+                     time.monotonic() - started)
         return self._st
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:

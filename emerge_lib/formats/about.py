@@ -141,3 +141,47 @@ MAINTENANCE = ("Extended quarterly with new snapshots (the emerge_dumps and emer
                "Airflow DAGs); each release's version is the hash of its data files "
                "(manifest.json), and `emerge diff --old OLD --new NEW` lists the lines a "
                "new release adds, removes or changes.")
+
+
+# --- what a release says about its validation (validation/results.json) -----------------
+#: a check's status, from its result: passed, failed (blocks the release), warning (failed,
+#: said, blocks nothing: what a quiet history may lack), could not run (the gate broke)
+STATUSES = ("failed", "could not run", "warning", "passed")
+
+
+def check_status(check: Mapping[str, Any]) -> str:
+    """One of :data:`STATUSES` for a check's result (``success``, ``raised``, ``severity``)."""
+    if check.get("raised"):
+        return "could not run"
+    if check.get("success"):
+        return "passed"
+    return "warning" if check.get("severity") == "warning" else "failed"
+
+
+def _row(snapshot: str, part: str, suite: str, check: Mapping[str, Any]) -> dict[str, Any]:
+    return {"snapshot": snapshot, "part": part, "suite": suite,
+            "check": str(check.get("check")), "status": check_status(check),
+            "unexpected": check.get("unexpected_count"), "observed": check.get("observed")}
+
+
+def suite_rows(suites: Mapping[str, Any], snapshot: str, part: str) -> list[dict[str, Any]]:
+    """The checks of a gate report's ``suites`` (``{suite: {"success", "checks"}}``) as
+    rows (see :func:`check_rows`)."""
+    return [_row(snapshot, part, suite, check)
+            for suite, body in sorted(suites.items()) for check in body.get("checks") or []]
+
+
+def check_rows(results: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Every check of a release's ``validation/results.json`` as a row: snapshot (empty for
+    the human annotation), part (``tables``: the snapshot's table suites; ``release
+    files``: the JSONL written; ``human annotation``), suite, check, status, unexpected
+    (rows that broke it), observed; in the file's order."""
+    rows: list[dict[str, Any]] = []
+    for snap, parts in sorted((results.get("snapshots") or {}).items()):
+        rows += [_row(snap, "tables", str(check.get("suite")), check)
+                 for check in (parts.get("tables") or {}).get("checks") or []]
+        rows += suite_rows((parts.get("release") or {}).get("suites") or {}, snap,
+                           "release files")
+    rows += suite_rows((results.get("human_annotation") or {}).get("suites") or {}, "",
+                       "human annotation")
+    return rows

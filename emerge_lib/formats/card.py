@@ -6,8 +6,11 @@ README.md is a Hub dataset card: YAML front matter written by huggingface_hub's
 creators, and ``configs``: every snapshot, the evaluation set, the triples and the KG
 tables mapped to their Parquet files and splits, so ``datasets.load_dataset(RELEASE)``
 and the Hub's viewer read typed files without inferring anything), then the sections of
-the Hub's dataset-card template filled from the release. card.html is the same Markdown
-rendered (markdown-it-py), for a browser.
+the Hub's dataset-card template filled from the release. card.html is that Markdown
+rendered (markdown-it-py) for a browser, under what the Hub's page shows above a card: the
+YAML's metadata (licence, tasks, size, configurations) and a preview of the first lines
+of each configuration, read from its Parquet files. Self-contained: no script, no
+stylesheet or font from elsewhere, so it opens offline.
 
 The figures are computed from the release files themselves (the JSONL lines and the KG
 Parquet), so the card says what a downloader gets: per snapshot, the paper's Table 2
@@ -546,7 +549,8 @@ def _structure(out: Path, prepared: Prepared, configs: Sequence[Mapping[str, Any
         [f"`{PARQUET_TRIPLES}/`", "the corpus lines' triples, one row each"],
         ["`parquet/instances.parquet`", "the instances: one row per (line, triple, operation)"],
         ["`human_annotation/`", "human verdicts, when annotated"],
-        ["`validation/`", "the validation results and Data Docs"],
+        ["`validation/`", "the validation results (`results.json`) and every check on a "
+         "page that opens offline (`index.html`)"],
         ["`croissant.json`", "Croissant 1.1 metadata with its responsible-AI fields"],
         ["`manifest.json`", "every file with its size and sha256; the version"],
     ]
@@ -608,18 +612,16 @@ def _validation(out: Path, line: str, facts: CardFacts) -> str:
     verdict = facts.validation or {}
     parts = [f'<div id="validation">\n\n{line}\n\n</div>']
     states = verdict.get("snapshots") or {}
-    docs = str(verdict.get("docs") or "validation/docs/")
+    page = verdict.get("page")  # validation/index.html: every check, offline
     if states:
-        def links(snap: str) -> str:
-            pages = [f"{docs}{snapshot_dir_name(snap)}/{suite}/index.html"
-                     for suite in ("tables", "release")]
-            return ", ".join(f"[{page.split('/')[-2]}]({page})" for page in pages
-                             if (out / page).is_file()) or "–"
+        def link(snap: str) -> str:
+            return f"[checks]({page}#snapshot-{snap[:10]})" if page else "–"
 
-        rows = [[label(snap), _cell(st.get("tables")), _cell(st.get("release")), links(snap)]
+        rows = [[label(snap), _cell(st.get("tables")), _cell(st.get("release")),
+                 _cell(st.get("validated_at") or "–"), link(snap)]
                 for snap, st in sorted(states.items())]
         parts.append(_markdown_table(["snapshot", "table suites", "release suites",
-                                      "Data Docs"], rows))
+                                      "tables checked at", "page"], rows))
         empty = [f"- {label(snap)}: {w}" for snap, st in sorted(states.items())
                  for w in st.get("warnings") or ()]
         if empty:  # warnings: what the history did not give (they block nothing)
@@ -758,9 +760,75 @@ def render(out: Path, prepared: Prepared, validation: str, facts: CardFacts | No
 <html lang="en"><head><meta charset="utf-8"><title>{html.escape(about.NAME)} release</title>
 <style>body{{font-family:sans-serif;max-width:960px;margin:2em auto}}
 table{{border-collapse:collapse;margin:1em 0}}td,th{{border:1px solid #999;padding:4px 8px}}
-img{{max-width:100%}}pre{{background:#f4f4f4;padding:8px;overflow-x:auto}}</style></head>
-<body>{body}</body></html>
+img{{max-width:100%}}pre{{background:#f4f4f4;padding:8px;overflow-x:auto}}
+#metadata{{background:#f4f6fa;border:1px solid #ccd;padding:4px 12px}}
+#metadata dt{{font-weight:bold;float:left;clear:left;width:11em}}
+#metadata dd{{margin:0 0 4px 11em}}.preview{{overflow-x:auto;font-size:85%}}
+.preview td{{vertical-align:top;max-width:28em}}</style></head>
+<body>{_metadata_html(data.to_dict(), configs)}{_preview_html(out, configs)}
+{body}</body></html>
 """
     (out / CARD_HTML).write_text(page, encoding="utf-8")
     return [CARD, CARD_HTML]
 
+
+
+#: card.html's preview: the first rows of each configuration, each cell cut at this length
+PREVIEW_ROWS = 3
+PREVIEW_CELL = 160
+
+
+def _metadata_html(data: Mapping[str, Any], configs: Sequence[Mapping[str, Any]]) -> str:
+    """The YAML front matter's metadata as the Hub shows it above a card."""
+    def item(name: str, value: Any) -> str:
+        shown = ", ".join(map(str, value)) if isinstance(value, list) else str(value)
+        return f"<dt>{html.escape(name)}</dt><dd>{html.escape(shown)}</dd>"
+
+    rows = [item("License", data.get("license", "")),
+            item("Language", data.get("language", [])),
+            item("Tasks", data.get("task_categories", [])),
+            item("Size", data.get("size_categories", [])),
+            item("Annotations", data.get("annotations_creators", [])),
+            item("Source", data.get("source_datasets", [])),
+            item("Tags", data.get("tags", [])),
+            item("Configurations", [
+                f"{c['config_name']}{' (default)' if c.get('default') else ''}: "
+                + " ".join(str(split["split"]) for split in c["data_files"])
+                for c in configs] or ["none (no Parquet file with rows)"])]
+    return f'<section id="metadata"><h2>Metadata</h2><dl>{"".join(rows)}</dl></section>\n'
+
+
+def _preview_cell(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, default=str,
+                                                           ensure_ascii=False)
+    if len(text) > PREVIEW_CELL:
+        text = text[:PREVIEW_CELL] + " …"
+    return f"<td>{html.escape(text)}</td>"
+
+
+def _preview_html(out: Path, configs: Sequence[Mapping[str, Any]]) -> str:
+    """The first :data:`PREVIEW_ROWS` rows of each configuration (its first split's first
+    file), as the Hub's viewer shows them: a table per configuration."""
+    import pyarrow.parquet as pq
+
+    parts = []
+    for c in configs:
+        first = c["data_files"][0]
+        path = out / first["path"][0]
+        batch = next(pq.ParquetFile(path).iter_batches(batch_size=PREVIEW_ROWS), None)
+        if batch is None:
+            continue
+        rows = batch.to_pylist()[:PREVIEW_ROWS]
+        head = "".join(f"<th>{html.escape(n)}</th>" for n in batch.schema.names)
+        body = "".join("<tr>" + "".join(_preview_cell(r[n]) for n in batch.schema.names)
+                       + "</tr>" for r in rows)
+        name = html.escape(str(c["config_name"]))
+        parts.append(f'<h3>{name} <small>({html.escape(str(first["split"]))}, '
+                     f"{html.escape(first['path'][0])})</small></h3>"
+                     f'<div class="preview" data-config="{name}"><table><tr>{head}</tr>'
+                     f"{body}</table></div>")
+    if not parts:
+        return ""
+    return ('<section id="preview"><h2>Data preview</h2><p>The first lines of each '
+            "configuration, as <code>load_release</code> and <code>datasets</code> read "
+            f"them.</p>{''.join(parts)}</section>\n")

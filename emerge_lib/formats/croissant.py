@@ -14,10 +14,13 @@ Parquet files (relative ``includes`` globs, resolved against the folder of this 
 
 mlcroissant 1.1.1 reads one level of nesting (a struct, or a list of structs, of
 scalars), so the lines' ``tkgu_triples`` (nested two levels deep) are described by the
-``triples`` record set instead of inside the lines. The version is the manifest's; the
-file itself states it, so it is one of the files the version's hash leaves out
-(``emerge_lib.formats.manifest.SELF_DESCRIBING``). No clock: the same release gives the
-same bytes. Pure (pyarrow for the schemas); checked with mlcroissant by the release's
+``triples`` record set instead of inside the lines. The version is the manifest's, as
+Semantic Versioning's build metadata behind the newest snapshot's date (``2024.4.1+
+b83f30fb47d81f95``: mlcroissant asks for MAJOR.MINOR.PATCH, and a quarter's extension
+counts up); the file itself states it, so it is one of the files the version's hash
+leaves out (``emerge_lib.formats.manifest.SELF_DESCRIBING``). ``datePublished`` is the
+date of the newest dump the release was built from (nothing in it is newer), else the end
+of its newest snapshot's last window. No clock: the same release gives the same bytes. Pure (pyarrow for the schemas); checked with mlcroissant by the release's
 validation (``emerge_lib.validation.validate.check_croissant``).
 """
 
@@ -33,6 +36,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from emerge_lib.formats import about
+from emerge_lib.formats.format import iso_date, window_end
 from emerge_lib.formats.layout import (
     CROISSANT,
     PARQUET_CORPUS,
@@ -196,6 +200,30 @@ def _matches(path: str, pattern: str) -> bool:
     return fnmatch(path, pattern)
 
 
+def semantic_version(version: str, snapshots: Sequence[str]) -> str:
+    """``2024.4.1+b83f30fb47d81f95``: the newest snapshot's date as MAJOR.MINOR.PATCH (what
+    mlcroissant accepts without a warning) and the release's content version as build
+    metadata, which alone names the content (``0.0.0+…`` without a snapshot)."""
+    day = max((s[:10] for s in snapshots), default=None)
+    numbers = ".".join(str(int(n)) for n in day.split("-")) if day else "0.0.0"
+    return f"{numbers}+{version}"
+
+
+def date_published(settings: Mapping[str, Any], dumps: Sequence[Mapping[str, Any]],
+                   snapshots: Sequence[str]) -> str | None:
+    """The newest dump's date the release was built from (``2024-05-20``), else the end
+    of the newest snapshot's last window; None with neither."""
+    dates = [str(d.get("dump_date")) for d in dumps if d.get("dump_date")]
+    if dates:
+        newest = max(dates)
+        return f"{newest[:4]}-{newest[4:6]}-{newest[6:8]}"
+    windows = about._setting(settings, "snapshots.windows")
+    days = about._setting(settings, "snapshots.window_days")
+    if not snapshots or windows is None or days is None:
+        return None
+    return iso_date(window_end(max(snapshots), int(windows), float(days)))
+
+
 def build_croissant(out: str | Path, files: Sequence[Mapping[str, Any]], *, version: str,
                     settings: Mapping[str, Any], dumps: Sequence[Mapping[str, Any]],
                     snapshots: Sequence[str], judges: Sequence[Mapping[str, Any]] = ()
@@ -235,7 +263,8 @@ def build_croissant(out: str | Path, files: Sequence[Mapping[str, Any]], *, vers
         "conformsTo": CONFORMS_TO,
         "name": about.NAME,
         "description": about.SUMMARY,
-        "version": version,
+        "version": semantic_version(version, snapshots),
+        "datePublished": date_published(settings, dumps, snapshots),
         "license": about.LICENSE_URL,
         "url": about.PAPER_URL,
         "citeAs": about.CITATION,

@@ -21,7 +21,7 @@ and ours beside them (typed copies for datasets, DuckDB, pandas, Croissant; the 
     parquet/triples/snapshot_D/delta_D.parquet         the corpus lines' triples, a row each
     parquet/<table>.parquet                            a released catalog table (instances)
     release.json                                       the files, snapshots, lines, operations
-    validation/                                        the validation results and Data Docs
+    validation/                                        the validation results and their page
     plots/*.png, README.md, card.html                  the dataset card
     croissant.json                                     the Croissant metadata
     manifest.json                                      every file with its sha256 (manifest)
@@ -50,7 +50,9 @@ PARQUET_TRIPLES = f"{PARQUET}/triples"
 #: (and, for the corpus, of its triples)
 PARQUET_TWINS = {CORPUS: (PARQUET_CORPUS, PARQUET_TRIPLES), EVALUATION_SET: (PARQUET_EVALUATION,)}
 LISTING = "release.json"  # the files, snapshots, lines and operations (release.json)
-VALIDATION = "validation"  # the validation results and their Data Docs
+VALIDATION = "validation"  # the validation results and their page
+VALIDATION_RESULTS = f"{VALIDATION}/results.json"  # every check with its observed values
+VALIDATION_PAGE = f"{VALIDATION}/index.html"  # the checks for a browser, offline
 CARD = "README.md"  # the Hub's dataset card
 CARD_HTML = "card.html"  # the same card for a browser
 PLOTS = "plots"  # the card's figures

@@ -6,11 +6,11 @@ ingested with their sha1, the snapshot, window and semantics settings, a hash of
 effective configuration and the code version (not the Delta versions read: a rerun makes
 new ones from the same rows).
 
-The manifest holds no clock time, so rebuilding the same tables gives a byte-identical
-manifest, and ``version`` (a hash of the file list) names the content: publishing the same
+The manifest holds no clock time of its writing (only when the tables' checks ran, a fact
+of the tables), so rebuilding the same tables gives a byte-identical manifest, and ``version`` (a hash of the file list) names the content: publishing the same
 release twice is the same version, and a reader can tell two releases apart by it alone.
-The files that state the version (the card, README.md and card.html, and croissant.json:
-``SELF_DESCRIBING``) cannot be part of its hash, which would have to contain itself: they
+The files that state the version (the card, README.md and card.html, croissant.json, and
+the validation page, validation/index.html: ``SELF_DESCRIBING``) cannot be part of its hash, which would have to contain itself: they
 are listed and verified like every file, but the version names the rest (the data, the
 validation results, the plots, release.json). A card-only change therefore keeps the
 version, as a change of ``code_version`` does: publishing it again keeps the first
@@ -30,12 +30,20 @@ from pathlib import Path
 from typing import Any
 
 from emerge_lib.core.errors import EmergeError  # standard library only, as this module
-from emerge_lib.formats.layout import CARD, CARD_HTML, CROISSANT
+from emerge_lib.formats.layout import (
+    CARD,
+    CARD_HTML,
+    CORPUS,
+    CROISSANT,
+    EVALUATION_SET,
+    VALIDATION_PAGE,
+)
 
 SCHEMA_VERSION = 1
 MANIFEST = "manifest.json"
-#: the files that state the release's version, hence outside its hash (see above)
-SELF_DESCRIBING = frozenset({CARD, CARD_HTML, CROISSANT})
+#: the files that state the release's version, hence outside its hash (see above); the
+#: validation page also states when the checks ran
+SELF_DESCRIBING = frozenset({CARD, CARD_HTML, CROISSANT, VALIDATION_PAGE})
 CHUNK = 1 << 20
 
 
@@ -46,6 +54,12 @@ class ManifestError(EmergeError):
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _DRIVE = re.compile(r"[A-Za-z]:")
+#: a release's deepest path has 9 components and 154 characters (the Data Docs'): the caps
+#: leave room, and refuse a forged path of thousands of components (it passed the rule,
+#: then failed a download after 88 files with RecursionError) or one no filesystem takes
+MAX_PATH_DEPTH = 32
+MAX_PATH_CHARS = 1024
+MAX_NAME_BYTES = 255  # a file name (NAME_MAX)
 
 
 def path_problem(path: object) -> str | None:
@@ -54,9 +68,17 @@ def path_problem(path: object) -> str | None:
     A release's paths come from its manifest, which whoever can write to a bucket can
     forge with self-consistent hashes; so a path is only ever a relative POSIX path that
     stays under the release root: no absolute or drive path, no empty, ``.`` or ``..``
-    component, no backslash or NUL, not the manifest itself."""
+    component, no backslash or NUL, not the manifest itself, at most ``MAX_PATH_DEPTH``
+    components and ``MAX_PATH_CHARS`` characters, each name at most ``MAX_NAME_BYTES``."""
     if not isinstance(path, str) or not path:
         return "not a non-empty string"
+    if len(path) > MAX_PATH_CHARS:
+        return f"is longer than {MAX_PATH_CHARS} characters ({len(path)})"
+    if path.count("/") >= MAX_PATH_DEPTH:
+        return f"is deeper than {MAX_PATH_DEPTH} folders ({path.count('/') + 1} components)"
+    if any(len(part.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES
+           for part in path.split("/")):
+        return f"has a name longer than {MAX_NAME_BYTES} bytes"
     if "\\" in path or "\0" in path:
         return "holds a backslash or NUL"
     if path.startswith("/") or _DRIVE.match(path):
@@ -154,6 +176,21 @@ def file_entries(out_dir: str | Path, paths: Iterable[str] | None = None,
         entries.append({"path": rel, "bytes": path.stat().st_size,
                         "sha256": sha256_file(path), "rows": _rows(path)})
     return entries
+
+
+def is_line_file(rel: str) -> bool:
+    """Whether ``rel`` is a file of lines the release suites check (a JSONL file of the
+    corpus or of the evaluation set)."""
+    return rel.endswith(".jsonl") and rel.split("/", 1)[0] in (CORPUS, EVALUATION_SET)
+
+
+def validated_files(out_dir: str | Path) -> dict[str, str]:
+    """The line files of a release being validated, with their sha256: what its validation
+    results record, so that the publish gate holds the files to what was checked, not to
+    a manifest that can be written again after an edit."""
+    root = Path(out_dir)
+    found = (p.relative_to(root).as_posix() for p in root.rglob("*.jsonl") if p.is_file())
+    return {rel: sha256_file(root / rel) for rel in sorted(found) if is_line_file(rel)}
 
 
 def content_version(files: Iterable[Mapping[str, Any]]) -> str:

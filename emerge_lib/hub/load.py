@@ -56,11 +56,32 @@ def _snapshot_dir(snapshot: str | None) -> str:
 
 
 def _read(files: Sequence[Path], schema: pa.Schema | None) -> pa.Table:
+    """The files as one table; with ``schema``, each file must hold exactly its columns
+    and types (:func:`_check_schema`)."""
+    for f in files if schema is not None else ():
+        _check_schema(f, schema)
     tables = [pq.read_table(f, schema=schema) if schema is not None else pq.read_table(f)
               for f in files]
     if not tables:
         return schema.empty_table() if schema is not None else pa.table({})
     return pa.concat_tables(tables)
+
+
+def _check_schema(path: Path, declared: pa.Schema) -> None:
+    """Refuse a file whose columns differ from the declared schema: reading it with that
+    schema would silently fill a missing column with nulls and cast a column of another
+    type, where ``emerge query`` fails on the same file."""
+    stored = pq.read_schema(path)
+    missing = [n for n in declared.names if n not in stored.names]
+    extra = [n for n in stored.names if n not in declared.names]
+    retyped = [f"{f.name} ({stored.field(f.name).type}, declared {f.type})" for f in declared
+               if f.name in stored.names and not stored.field(f.name).type.equals(f.type)]
+    if missing or extra or retyped:
+        parts = [f"{what}: {', '.join(names[:3])}" for what, names in
+                 (("missing", missing), ("not declared", extra), ("of another type", retyped))
+                 if names]
+        raise LoadError(f"{path}: its columns are not the release format's ({'; '.join(parts)})"
+                        "; download the release again, or rebuild it")
 
 
 def _snapshots(release: OpenRelease) -> list[str]:

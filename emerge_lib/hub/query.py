@@ -21,6 +21,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -92,6 +93,24 @@ def run(release: OpenRelease, sql: str, threads: int | None = None
         con.close()
 
 
+#: C0 controls but tab and newline, DEL, and the C1 controls: what a terminal acts on (ESC
+#: and CSI clear the screen, OSC sets the window title or, on some, writes the clipboard)
+_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+#: in a table cell a tab or a newline breaks the layout too
+_CELL_CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return {9: "\\t", 10: "\\n", 13: "\\r"}.get(code, f"\\x{code:02x}")
+
+
+def terminal_safe(text: str, cell: bool = False) -> str:
+    """``text`` with the control characters a terminal acts on written as escapes
+    (``\\x1b``): a release's cell text must not drive the reader's terminal."""
+    return (_CELL_CONTROLS if cell else _CONTROLS).sub(_escape, text)
+
+
 def _text(value: Any) -> str:
     if value is None:
         return "NULL"
@@ -100,20 +119,26 @@ def _text(value: Any) -> str:
     return str(value)
 
 
+def _json_line(row: dict[str, Any]) -> str:
+    """One JSON line; C1 controls and DEL (which JSON may hold raw) as \\u escapes."""
+    text = json.dumps(row, ensure_ascii=False, default=str)
+    return re.sub(r"[\x7f-\x9f]", lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
 def render(columns: Sequence[str], rows: Sequence[Sequence[Any]], fmt: str = "table",
            width: int = 60) -> str:
     """The result as a fixed-width table (cells cut at ``width`` characters), CSV, or JSON
-    lines."""
+    lines, with no control character a terminal would act on (``terminal_safe``)."""
     if fmt == "csv":
         buf = io.StringIO()
         writer = csv.writer(buf, lineterminator="\n")
-        writer.writerow(columns)
-        writer.writerows([[_text(v) for v in row] for row in rows])
+        writer.writerow([terminal_safe(c) for c in columns])
+        writer.writerows([[terminal_safe(_text(v)) for v in row] for row in rows])
         return buf.getvalue()
     if fmt == "json":
-        return "".join(json.dumps(dict(zip(columns, row, strict=True)), ensure_ascii=False,
-                                  default=str) + "\n" for row in rows)
-    cells = [list(columns)] + [[_text(v) for v in row] for row in rows]
+        return "".join(_json_line(dict(zip(columns, row, strict=True))) + "\n" for row in rows)
+    cells = [[terminal_safe(c, cell=True) for c in columns]] + [
+        [terminal_safe(_text(v), cell=True) for v in row] for row in rows]
     cells = [[c if len(c) <= width else c[: width - 1] + "…" for c in row] for row in cells]
     widths = [max(len(row[i]) for row in cells) for i in range(len(columns))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()

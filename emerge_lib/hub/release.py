@@ -22,10 +22,13 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from emerge_lib.core.errors import EmergeError
 from emerge_lib.formats.manifest import MANIFEST, ManifestError, read_manifest
+
+if TYPE_CHECKING:
+    from emerge_lib.publish.s3 import S3Location
 
 _PINNED = re.compile(r"^(?P<base>s3://.+?)/v/(?P<version>[0-9a-f]{16})/?$")
 
@@ -101,7 +104,7 @@ def open_release(source: str | Path, *, snapshots: Sequence[str] = (),
             return OpenRelease(root, read_manifest(root), text)
         except ManifestError as exc:
             raise ReleaseNotFound(str(exc)) from None
-    from emerge_lib.publish.download import download_release, resolve_version, select_files
+    from emerge_lib.publish.download import select_files
     from emerge_lib.publish.s3 import S3Location
 
     pinned = _PINNED.match(text)
@@ -117,9 +120,30 @@ def open_release(source: str | Path, *, snapshots: Sequence[str] = (),
                 return OpenRelease(folder, manifest, text)
         except (ManifestError, EmergeError):
             pass
-    client = client if client is not None else _client(unsigned)
-    version, manifest_bytes, manifest = resolve_version(client, location, version)
-    folder = parent / version
-    if not _complete(folder, manifest_bytes, select_files(manifest, list(snapshots))):
-        download_release(location, folder, client, version=version, snapshots=snapshots)
+    return _fetch(location, version, parent, snapshots, client, unsigned, text)
+
+
+def _fetch(location: S3Location, version: str | None, parent: Path, snapshots: Sequence[str],
+           client: Any, unsigned: bool, text: str) -> OpenRelease:
+    """The version of ``location`` (the latest when None) in the cache under ``parent``,
+    fetched when missing. Any S3 failure is the one line ``emerge download`` gives for it
+    (no credentials, an endpoint that does not answer, a wrong key, no such bucket), never
+    botocore's exception."""
+    from emerge_lib.publish.download import download_release, resolve_version, select_files
+    from emerge_lib.publish.s3 import s3_error
+
+    try:
+        client = client if client is not None else _client(unsigned)
+        version, manifest_bytes, manifest = resolve_version(client, location, version)
+        folder = parent / version
+        if not _complete(folder, manifest_bytes, select_files(manifest, list(snapshots))):
+            download_release(location, folder, client, version=version, snapshots=snapshots)
+    except EmergeError:
+        raise
+    except OSError as exc:
+        if exc.filename:  # this machine's cache folder, not the network
+            raise
+        raise s3_error(exc, text) from exc
+    except Exception as exc:
+        raise s3_error(exc, text) from exc
     return OpenRelease(folder, read_manifest(folder), text)

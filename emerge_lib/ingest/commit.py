@@ -134,5 +134,29 @@ def check_rejects(catalog: Catalog, plan: IngestPlan, max_reject_ratio: float) -
             raise IngestError(
                 f"{plan.wiki}: {bad} of {of} {what} rejected ({bad / of:.2%} > "
                 f"dumps.max_reject_ratio {max_reject_ratio:.2%}; {totals['deleted_revisions']} "
-                "deleted revisions not counted); see the ingest_rejects table")
+                f"deleted revisions not counted){_most_rejected(catalog, plan.wiki, names)}; "
+                "see the ingest_rejects table")
     return totals
+
+
+def _most_rejected(catalog: Catalog, wiki: str, names: set[str]) -> str:
+    """``; most: N reason, …`` of the files' rejects, a content model of the other wiki
+    named as such (a dump passed as the wrong wiki's)."""
+    counts: dict[str, int] = {}
+    models: set[str] = set()
+    for r in catalog.read_arrow("ingest_rejects", filters=[("wiki", "=", wiki)],
+                                columns=["dump_file", "reason", "detail"]).to_pylist():
+        if r["dump_file"] in names and r["reason"] != "text_deleted":
+            counts[r["reason"]] = counts.get(r["reason"], 0) + 1
+            if r["reason"] == "unknown_content_model":
+                models.add(str(r["detail"])[:40])
+    if not counts:
+        return ""
+    top = ", ".join(f"{n} {reason}" for reason, n in
+                    sorted(counts.items(), key=lambda kv: -kv[1])[:3])
+    hint = ""
+    if max(counts, key=lambda k: counts[k]) == "unknown_content_model":
+        other = "Wikidata" if any(m.startswith("wikibase") for m in models) else "Wikipedia"
+        hint = (f" (content model {', '.join(sorted(models))[:60]}: a {other} dump? pass it "
+                f"with --{other.lower()})")
+    return f"; most: {top}{hint}"

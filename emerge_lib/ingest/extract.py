@@ -8,6 +8,7 @@ tell whether another writer changed that state since.
 from __future__ import annotations
 
 import hashlib
+import os
 import uuid
 from dataclasses import dataclass, field
 
@@ -67,6 +68,11 @@ def basis(catalog: Catalog, kind: Kind, wiki: str, page_range: Range | None) -> 
 
 def extract(job: ExtractJob, threads: int | None = 1) -> FileSummary:
     """Extract one file (module-level and picklable: the process-pool and Spark entry point)."""
+    # a Spark executor's Python worker has none of this process's AWS_* variables: the
+    # warehouse's S3 settings are those the staging's pyarrow file system reads too
+    for key, value in job.storage_options.items():
+        if key.startswith("AWS_"):
+            os.environ.setdefault(key, value)
     catalog = Catalog(job.warehouse, storage_options=job.storage_options)
     ref = job.file.ref
     page_range = ref.page_range

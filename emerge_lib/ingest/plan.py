@@ -250,3 +250,38 @@ def plan_ingest(cfg: Config, catalog: Catalog, kind: Kind,
                         catalog.warehouse, row["bytes"], size)
         files.append(PlannedFile(ref, size, kept, is_done(ref.name, size, ref.sha1)))
     return IngestPlan(kind, wiki, files, needed, rewrite=cfg.dumps.reingest)
+
+
+def refuse_uncovered_snapshots(cfg: Config, wikidata: Sequence[str | Path] | None) -> None:
+    """Refuse, before an engine starts or a file is read, a configured snapshot whose last
+    window ends after the newest Wikidata dump the build will have: the files given (by
+    the date in their names), else the configured dump dates, and those the warehouse
+    holds. The snapshot stage refuses it too, with the same words, but only after the
+    ingest. Dumps without a date in their names, or a warehouse that cannot be read here,
+    say nothing: nothing is refused on a guess."""
+    from datetime import UTC, datetime
+
+    from emerge_lib.ingest.wikipedia.coverage import CoverageError
+
+    wiki = cfg.dumps.wikidata.wiki
+    dates = ([DumpFileRef.of(str(p).rsplit("/", 1)[-1]).dump_date for p in wikidata]
+             if wikidata else list(cfg.dumps.wikidata.dates))
+    try:
+        catalog = Catalog.for_config(cfg)
+        if catalog.exists("ingested_files"):
+            dates += catalog.read_arrow("ingested_files", filters=[("wiki", "=", wiki)],
+                                        columns=["dump_date"]).column(0).to_pylist()
+    except Exception:  # noqa: BLE001 (an S3 warehouse without credentials here: no guess)
+        return
+    known = [d for d in dates if d]
+    if not known:
+        return
+    newest = max(known)
+    reached = datetime.strptime(newest, "%Y%m%d").replace(tzinfo=UTC)
+    for plan in (cfg.plan(t) for t in cfg.snapshots.timestamps):
+        if reached < plan.horizon:
+            raise CoverageError(
+                f"the newest {wiki} dump of this build ({newest}) is older than "
+                f"{plan.horizon:%Y-%m-%d}, the end of the last window of snapshot "
+                f"{plan.key}: edits after the dump are unknown; give a newer dump, or "
+                "choose an earlier snapshot or fewer windows (nothing was started)")

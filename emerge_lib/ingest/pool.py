@@ -175,16 +175,23 @@ class WorkerPool:
                                              initargs=(os.getpid(),))
         return self._pool
 
-    def close(self) -> None:
+    def close(self, abandon: bool = False) -> None:
+        """Shut the pool down; ``abandon``: end its workers now instead of waiting for
+        the files they are on (an interrupted or terminated run)."""
         if self._pool is not None:
+            if abandon:
+                for proc in list((getattr(self._pool, "_processes", None) or {}).values()):
+                    proc.terminate()
             self._pool.shutdown(cancel_futures=True)
             self._pool = None
 
     def __enter__(self) -> WorkerPool:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, kind: type[BaseException] | None, *exc: object) -> None:
+        # Ctrl-C reaches the workers too (one process group); SIGTERM reaches this process
+        # only, and a shutdown that waited would keep a terminated run on for minutes
+        self.close(abandon=kind is not None and issubclass(kind, KeyboardInterrupt))
 
 
 def run_workers(

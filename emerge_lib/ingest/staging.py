@@ -138,8 +138,13 @@ class StagedOutputs:
 
 def read_staged(spark: SparkSession, summaries: Sequence[FileSummary], output: str) -> Any:
     """One staged output of every summary that has it, as one frame (None: none has it)."""
+    from emerge_lib.core.engine import engine_traits
+
     paths = [s.outputs[output] for s in summaries if output in s.outputs]
-    return spark.read.parquet(*paths) if paths else None
+    if not paths:
+        return None
+    traits = engine_traits(spark)  # Spark names S3 s3a://
+    return spark.read.parquet(*[traits.path(p) for p in paths])
 
 
 def missing_outputs(summaries: Sequence[FileSummary]) -> list[str]:
@@ -207,7 +212,7 @@ class Quarantine:
             if self.summary.revisions == 0:
                 raise NothingReadError(
                     f"{self.dump_file}: no revision could be read from {self.summary.pages} "
-                    "page(s): not a MediaWiki history dump, or every page is broken"
+                    f"page(s): {self._why_nothing()}"
                 )
         except (MalformedXMLError, DumpReadError, OSError, EOFError) as exc:
             self.fail_file(exc)  # truncated, corrupt, unreadable, or not a dump
@@ -219,8 +224,38 @@ class Quarantine:
         self.summary.cpu_seconds = cpu_seconds() - cpu_started
         return self.summary
 
+    def _why_nothing(self) -> str:
+        """Why a file gave no revision, from its rejects: a content model of the other
+        wiki is a file passed as the wrong wiki's (an enwiki export without <dbname>
+        given as Wikidata said "not a MediaWiki history dump, or every page is broken")."""
+        reasons: dict[tuple[str, str], int] = self.__dict__.get("_reject_reasons", {})
+        skipped = getattr(self.summary, "skipped_pages", 0)
+        if not self.summary.pages and skipped and not reasons:
+            wikidata = self.wiki.endswith("wikidatawiki")
+            return (f"all {skipped} page(s) skipped, none is "
+                    f"{'an entity page (Q…, Property:P…)' if wikidata else 'an article'}: "
+                    f"a {'Wikipedia' if wikidata else 'Wikidata'} dump? pass it with "
+                    f"{'--wikipedia' if wikidata else '--wikidata'}")
+        models = {detail for (reason, detail), n in reasons.items()
+                  if reason == "unknown_content_model"}
+        if models and sum(n for (r, _), n in reasons.items() if r == "unknown_content_model") \
+                == sum(reasons.values()):
+            other = "Wikipedia" if self.wiki.endswith("wikidatawiki") or "wikitext" in models \
+                else "Wikidata"
+            flag = "--wikipedia" if other == "Wikipedia" else "--wikidata"
+            return (f"every revision has content model {', '.join(sorted(models))[:80]}, "
+                    f"not {self.wiki}'s: a {other} dump? pass it with {flag}")
+        if reasons:
+            top = ", ".join(f"{n} {reason}" for (reason, _), n in
+                            sorted(reasons.items(), key=lambda kv: -kv[1])[:3])
+            return f"every revision was rejected ({top}); see the ingest_rejects table"
+        return "not a MediaWiki history dump, or every page is broken"
+
     def reject(self, page_id: int | None, title: str | None, rev_id: int | None,
                reason: str, detail: str = "") -> None:
+        reasons = self.__dict__.setdefault("_reject_reasons", {})
+        key = (reason, detail[:40] if reason == "unknown_content_model" else "")
+        reasons[key] = reasons.get(key, 0) + 1
         self.summary.rejects += 1
         self.out.add("ingest_rejects", {
             "wiki": self.wiki, "dump_file": self.dump_file, "page_id": page_id, "title": title,

@@ -7,6 +7,12 @@ declares), refuses a stage that has nothing to do (its ``skip`` says why), runs 
 stage or one of its mapped steps, measures wall and CPU seconds (this process and the
 workers it reaped), and logs the one-line brief. So timing, CPU figures and the log line
 exist once, here, for the mapped ingest's steps and the evaluation too.
+
+A snapshot is built by one run at a time (``catalog.storage.snapshot_lock``): a snapshot
+stage holds its snapshot's lock, a whole build holds its snapshots' locks from its first
+step to its last, so a second build of the same snapshot (or an Airflow retry beside its
+stuck try) waits, then rebuilds the same rows, instead of rewriting them between the
+first one's validation and its release.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+from emerge_lib.catalog.storage import snapshot_lock
 from emerge_lib.core.engine import engine_activity
 from emerge_lib.core.errors import EmergeError
 from emerge_lib.core.resources import cpu_seconds
@@ -56,7 +63,8 @@ def run_stage(ctx: StageContext, name: str,
                           + (f"; steps: {', '.join(st.steps)}" if st.steps else ""))
     started, cpu_started = time.monotonic(), cpu_seconds()
     label = " ".join(x for x in (f"stage {name}", step, plan.key if plan else None) if x)
-    with engine_activity(label):
+    locked = [plan.key] if plan is not None else []
+    with snapshot_lock(ctx.catalog.warehouse, locked), engine_activity(label):
         outcome = run(ctx, plan, **inputs)
     result = StageResult(name, plan.key if plan else None, outcome.rows,
                          time.monotonic() - started, outcome.metrics, outcome.note,
@@ -87,11 +95,13 @@ def build_dataset(ctx: StageContext,
                   on_result: Callable[[StageResult], None] | None = None) -> list[StageResult]:
     """Every step of :func:`build_steps`, in order; returns their results."""
     results = []
-    for name, plan in build_steps(ctx):
-        if on_step:
-            on_step(name, plan)
-        result = run_stage(ctx, name, plan)
-        results.append(result)
-        if on_result:
-            on_result(result)
+    steps = build_steps(ctx)
+    with snapshot_lock(ctx.catalog.warehouse, [p.key for _, p in steps if p is not None]):
+        for name, plan in steps:
+            if on_step:
+                on_step(name, plan)
+            result = run_stage(ctx, name, plan)
+            results.append(result)
+            if on_result:
+                on_result(result)
     return results

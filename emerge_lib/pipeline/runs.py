@@ -58,7 +58,8 @@ def param(default: Any = None, *, dags: tuple[str, ...] = ("snapshot", "ingest")
 
 
 _NULL_STRING = ["null", "string"]
-_FILES: dict[str, Any] = {"type": "array", "items": {"type": "string"}}
+# optional in the trigger form (Airflow marks a param required unless its type allows null)
+_FILES: dict[str, Any] = {"type": ["null", "array"], "items": {"type": "string"}}
 
 
 @dataclass(frozen=True)
@@ -98,11 +99,16 @@ class SnapshotRun:
     config: str | None = param(
         type=_NULL_STRING,
         description="YAML configuration file; empty: $EMERGE_CONFIG, else defaults")
+    # three states: the form's select (Airflow draws a boolean as a two-state toggle; the
+    # "string" in the type only makes it a select: the values are null, true and false)
     curate: bool | None = param(
-        dags=("snapshot",), type=["null", "boolean"],
+        dags=("snapshot",), type=["null", "string", "boolean"], enum=[None, True, False],
+        values_display={"null": "the configuration's (curation.enabled)",
+                        "true": "on: curate with the configured LLM workers",
+                        "false": "off"},
         description="LLM curation on the GPU workers; empty: the configuration's")
-    publish: bool = param(False, dags=("snapshot",), type="boolean",
-                          description="upload the release to S3")
+    publish: bool = param(False, dags=("snapshot",), type=["null", "boolean"],
+                          description="upload the release to S3 (empty: no)")
     release_to: str | None = param(
         dags=("snapshot",), type=_NULL_STRING, pattern=r"^s3://",
         description="s3://bucket/prefix; empty: the configuration's publish.to")
@@ -157,42 +163,50 @@ class SnapshotRun:
         return self.config or os.environ.get(CONFIG_ENV) or None
 
     def settings(self) -> Config:
-        """The run's configuration: the file, the environment, connections, then params."""
-        base = load_config(self.config_path())
+        """The run's configuration: the file, the environment, connections, then params.
+        The file is read once: what the params leave to it (the wikis a dump date is
+        read from, the configured snapshots, where to publish) stays its."""
+        snapshots: dict[str, Any] = {}
         if self.snapshot is not None:
-            timestamps = [self.snapshot]
+            snapshots["timestamps"] = [self.snapshot]
         elif self.snapshots:
-            timestamps = list(self.snapshots)
-        else:
-            timestamps = [_iso(t) for t in base.snapshots.timestamps]
-            if self.dump_date:
-                windows = self.windows or base.snapshots.windows
-                days = self.window_days or base.snapshots.window_days
-                newest = covered_quarter(self.dump_date, windows, days)
-                if newest and newest not in timestamps:
-                    timestamps.append(newest)
-        params: dict[str, Any] = {"snapshots": {"timestamps": timestamps}}
+            snapshots["timestamps"] = list(self.snapshots)
         if self.windows is not None:
-            params["snapshots"]["windows"] = self.windows
+            snapshots["windows"] = self.windows
         if self.window_days is not None:
-            params["snapshots"]["window_days"] = self.window_days
+            snapshots["window_days"] = self.window_days
+        params: dict[str, Any] = {"snapshots": snapshots}
         dumps: dict[str, Any] = {}
         if self.mirror:
             dumps["mirror"] = self.mirror
         if self.dump_date:
-            for kind in ("wikidata", "wikipedia"):
-                wiki = getattr(base.dumps, kind).wiki
-                dumps[kind] = {"wiki": wiki, "dates": [self.dump_date]}
+            dumps |= {kind: {"dates": [self.dump_date]} for kind in ("wikidata", "wikipedia")}
         if dumps:
             params["dumps"] = dumps
         if self.curate is not None:
             params["curation"] = {"enabled": self.curate}
         # publish.to is where this run publishes: the param's, else the configuration's,
         # and nowhere at all unless the run asks to publish
-        params["publish"] = {"to": (self.release_to or base.publish.to) if self.publish
-                             else None}
-        return load_config(self.config_path(),
-                           overrides=deep_merge(dict(self.overrides), params))
+        if not self.publish or self.release_to:
+            params["publish"] = {"to": self.release_to if self.publish else None}
+        cfg = load_config(self.config_path(),
+                          overrides=deep_merge(dict(self.overrides), params))
+        if self.snapshot is None and not self.snapshots and self.dump_date:
+            cfg = self._with_covered_quarter(cfg)
+        return cfg
+
+    def _with_covered_quarter(self, cfg: Config) -> Config:
+        """An ingest run of a dump date keeps the configured snapshots' ranges and the
+        newest quarter the dump covers (with the run's windows)."""
+        from emerge_lib.core.config import SnapshotSettings
+
+        s = cfg.snapshots
+        timestamps = [_iso(t) for t in s.timestamps]
+        newest = covered_quarter(str(self.dump_date), s.windows, s.window_days)
+        if newest is None or newest in timestamps:
+            return cfg
+        return cfg.model_copy(update={"snapshots": SnapshotSettings(
+            timestamps=[*timestamps, newest], windows=s.windows, window_days=s.window_days)})
 
     def release_folder(self, cfg: Config) -> Path:
         """``release_dir``, else ``$EMERGE_RELEASE_ROOT/snapshot_YYYY-MM-DD``, else

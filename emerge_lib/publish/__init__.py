@@ -42,6 +42,9 @@ def client_for(cfg: Config, handed: Any = None, *, unsigned: bool = False) -> An
     environment's credentials or ``publish.profile``; on ``s3.endpoint_url``."""
     settings = cfg.publish
     if handed is not None and hasattr(handed, "put_object"):
+        from emerge_lib.publish.s3 import watch_stalls
+
+        watch_stalls(handed)  # a stalled request is told on it too
         return handed
     return make_client(cfg.s3, session=handed, profile=settings.profile, unsigned=unsigned,
                        workers=settings.workers, retries=settings.retries)

@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from emerge_lib.formats.manifest import (
     MANIFEST,
@@ -308,8 +308,7 @@ def resolve_version(client: Any, source: S3Location, version: str | None, *,
 
         latest, _ = read_latest(client, source)
         if latest is None:
-            raise S3NotFoundError(f"{source.url(LATEST)}: nothing published there (no "
-                                  "latest pointer); check --from")
+            _no_latest(client, source)
         version, expected_sha = latest.get("version"), latest.get("manifest_sha256")
         if not isinstance(version, str) or not re.fullmatch(r"[0-9a-f]{16}", version):
             raise ChecksumMismatchError(f"{source.url(LATEST)}: names no version "
@@ -342,6 +341,28 @@ def resolve_version(client: Any, source: S3Location, version: str | None, *,
     if manifest.get("version") != version or content_version(files) != version:
         raise ChecksumMismatchError(f"{url}: its file list does not hash to {version}")
     return version, body, manifest
+
+
+def _no_latest(client: Any, source: S3Location) -> NoReturn:
+    """Why there is no ``latest``, as one error: the versions the prefix holds (a publish
+    that stopped before ``latest``), none, or an endpoint that is no S3 server."""
+    try:
+        known = published_versions(client, source)
+    except Exception as exc:
+        response: dict[str, Any] = getattr(exc, "response", None) or {}
+        status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        if status == 404 and error_code(exc) in (None, "404", "NotFound"):  # not an S3 API
+            raise S3NotFoundError(f"{source.url()}: the endpoint answers 404 Not Found to an "
+                                  "S3 listing: is s3.endpoint_url (--endpoint-url) an S3 "
+                                  "server?") from None
+        raise
+    if known:
+        raise S3NotFoundError(f"{source.url(LATEST)}: no latest pointer, but the prefix holds "
+                              f"version{'s' if len(known) > 1 else ''} {', '.join(known[:10])}"
+                              f"{' …' if len(known) > 10 else ''} (a publish stopped before "
+                              "latest?): download one with --version, or publish again")
+    raise S3NotFoundError(f"{source.url(LATEST)}: nothing published there (no latest "
+                          "pointer, no version); check --from")
 
 
 def published_versions(client: Any, source: S3Location) -> list[str]:

@@ -34,6 +34,7 @@ from typing import Any
 
 import httpx
 
+from emerge_lib.core.children import dying_with_parent
 from emerge_lib.core.errors import EmergeError
 
 log = logging.getLogger(__name__)
@@ -209,7 +210,8 @@ def start(directory: str | Path | None = None, *, buckets: Sequence[str] = (),
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(root), "TMPDIR": str(root)}
     log_path = root / "weed.log"
     with open(log_path, "wb") as fh:
-        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env,
+        proc = subprocess.Popen(dying_with_parent(cmd), stdout=fh, stderr=subprocess.STDOUT,
+                                env=env,
                                 stdin=subprocess.DEVNULL, cwd=root)
     server = LocalS3(proc, f"http://127.0.0.1:{ports['s3.port']}", root, credentials, log_path)
     try:

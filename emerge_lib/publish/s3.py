@@ -115,8 +115,62 @@ class RateLog:
                           self.total / 1e6, share, done / 1e6 / seconds)
 
 
+#: a request unanswered this long gets a line naming the endpoint, then one every
+#: STALL_REPEAT_S while it waits (a hung endpoint was 120 s of silence, then a timeout
+#: naming no endpoint, and up to 6 attempts of that)
+STALL_S = 10.0
+STALL_REPEAT_S = 30.0
+READ_TIMEOUT_S = 120
+
+
+class _Stalls:
+    """The S3 requests in flight, by thread (a request runs in one thread, start to end),
+    and one watcher thread that logs a line for each one unanswered for ``STALL_S``."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.flying: dict[int, list[Any]] = {}  # thread → [endpoint, operation, start, told]
+        self.watcher: threading.Thread | None = None
+        self.last_endpoint: str | None = None  # for a timeout whose error names none
+
+    def sent(self, request: Any = None, event_name: str = "", **_: Any) -> None:
+        url = str(getattr(request, "url", "") or "")
+        endpoint = "/".join(url.split("/", 3)[:3]) if "://" in url else url
+        with self.lock:
+            self.flying[threading.get_ident()] = [endpoint, event_name.rsplit(".", 1)[-1],
+                                                  time.monotonic(), 0.0]
+            self.last_endpoint = endpoint or self.last_endpoint
+            if self.watcher is None:
+                self.watcher = threading.Thread(target=self._watch, name="emerge-s3-stalls",
+                                                daemon=True)
+                self.watcher.start()
+
+    def answered(self, **_: Any) -> None:
+        with self.lock:
+            self.flying.pop(threading.get_ident(), None)
+
+    def _watch(self) -> None:
+        log = logging.getLogger(__name__)
+        while True:
+            time.sleep(1.0)
+            now = time.monotonic()
+            with self.lock:
+                due = [entry for entry in self.flying.values()
+                       if now - entry[2] >= STALL_S and now - entry[3] >= STALL_REPEAT_S]
+                for entry in due:
+                    entry[3] = now
+            for endpoint, operation, started, _ in due:
+                log.warning("S3 endpoint %s: no answer to %s for %.0f s (each attempt waits "
+                            "up to %d s); still waiting: check s3.endpoint_url and the network",
+                            endpoint, operation, now - started, READ_TIMEOUT_S)
+
+
+_STALLS = _Stalls()
+
+
 def make_client(s3: S3Settings, *, session: Any = None, profile: str | None = None,
-                unsigned: bool = False, workers: int = 8, retries: int = 5) -> Any:
+                unsigned: bool = False, workers: int = 8, retries: int = 5,
+                read_timeout_s: float = READ_TIMEOUT_S) -> Any:
     """A boto3 S3 client on the configured endpoint and region, with a connection pool
     for ``workers`` parallel requests and ``retries`` attempts per request (botocore's
     standard mode: throttling, 5xx and connection errors). ``session``: a boto3 session
@@ -125,19 +179,35 @@ def make_client(s3: S3Settings, *, session: Any = None, profile: str | None = No
     import boto3
     from botocore import UNSIGNED
     from botocore.config import Config
+    from botocore.exceptions import ProfileNotFound
 
     if session is None:
-        session = boto3.Session(profile_name=profile) if profile else boto3.Session()
+        try:
+            session = boto3.Session(profile_name=profile) if profile else boto3.Session()
+        except ProfileNotFound as exc:  # a line, not botocore's traceback
+            raise S3AccessError(f"{exc}: set AWS_PROFILE (publish.profile, --profile) to a "
+                                "profile of ~/.aws/config, or give AWS_ACCESS_KEY_ID and "
+                                "AWS_SECRET_ACCESS_KEY") from None
     config = Config(
         max_pool_connections=max(10, workers * 2),
         retries={"mode": "standard", "total_max_attempts": retries + 1},
-        connect_timeout=10, read_timeout=120, tcp_keepalive=True,
+        connect_timeout=10, read_timeout=read_timeout_s, tcp_keepalive=True,
         signature_version=UNSIGNED if unsigned else None,
         s3={"addressing_style": "path"} if s3.endpoint_url else None,
     )
     region = session.region_name or s3.region
-    return session.client("s3", endpoint_url=s3.endpoint_url, region_name=region,
-                          config=config)
+    client = session.client("s3", endpoint_url=s3.endpoint_url, region_name=region,
+                            config=config)
+    watch_stalls(client)
+    return client
+
+
+def watch_stalls(client: Any) -> None:
+    """Have ``client``'s requests told when unanswered (see ``_Stalls``); a client handed
+    in (Airflow's) too."""
+    events = client.meta.events
+    events.register("before-send.s3", _STALLS.sent, unique_id="emerge-stall-sent")
+    events.register("needs-retry.s3", _STALLS.answered, unique_id="emerge-stall-answered")
 
 
 _ACCESS_CODES = {"InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied",
@@ -150,10 +220,12 @@ def s3_error(exc: BaseException, where: str) -> PublishError:
     from botocore.exceptions import (
         BotoCoreError,
         ClientError,
+        ConnectTimeoutError,
         EndpointConnectionError,
         NoCredentialsError,
         PartialCredentialsError,
         ProfileNotFound,
+        ReadTimeoutError,
     )
 
     if isinstance(exc, PublishError):
@@ -168,6 +240,14 @@ def s3_error(exc: BaseException, where: str) -> PublishError:
     if isinstance(exc, EndpointConnectionError):
         return TransferError(f"{where}: cannot reach the S3 endpoint ({exc}); check "
                              "s3.endpoint_url")
+    if isinstance(exc, ConnectTimeoutError | ReadTimeoutError):
+        url = str(getattr(exc, "kwargs", {}).get("endpoint_url") or "")
+        endpoint = "/".join(url.split("/", 3)[:3]) if "://" in url else \
+            (_STALLS.last_endpoint or "(the configured one)")
+        return TransferError(f"{where}: the S3 endpoint {endpoint} did not answer "
+                             f"({'connecting' if isinstance(exc, ConnectTimeoutError) else 'reading'}"
+                             "; retried); check s3.endpoint_url and the network; run again to "
+                             "resume")
     if isinstance(exc, ClientError):
         err = exc.response.get("Error", {})
         code = str(err.get("Code", ""))
@@ -183,6 +263,12 @@ def s3_error(exc: BaseException, where: str) -> PublishError:
                     if code == "SignatureDoesNotMatch" else "access denied for these credentials")
             return S3AccessError(f"{where}: {hint} ({code}); check AWS_ACCESS_KEY_ID / "
                                  "AWS_SECRET_ACCESS_KEY or the profile")
+        if status == 404 and code in ("", "404", "NotFound") and \
+                exc.operation_name not in ("HeadObject", "HeadBucket"):
+            # a 404 with no S3 error in its body: a web server, not an S3 API
+            return S3NotFoundError(f"{where}: the endpoint answered 404 Not Found without an "
+                                   "S3 error: is s3.endpoint_url (--endpoint-url) an S3 "
+                                   "server?")
         if code in ("NoSuchKey", "404", "NotFound") or status == 404:
             return S3NotFoundError(f"{where}: not found")
         retryable = status is None or status >= 500 or code in (

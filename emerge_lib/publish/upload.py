@@ -19,6 +19,12 @@ Idempotent and resumable: files already in the bucket with the manifest's sha256
 sent again, a multipart upload left open by an interrupted run is continued (its parts of
 the right size are kept; the composite checksum, computed by the server from the stored
 part checksums, proves them), and republishing a published release sends nothing.
+
+A republish repairs: what the bucket holds of the version is checked against the manifest
+(each object's size and the SHA-256 checksum the server computed and stored when it was
+written, never the ``sha256`` metadata, which whoever writes an object writes), and what
+differs or is missing is sent again, the manifest too; a version whose object was changed
+or deleted downloads byte-identical again after one ``emerge publish``.
 """
 
 from __future__ import annotations
@@ -37,7 +43,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from emerge_lib.formats.manifest import MANIFEST, ManifestError, read_manifest, verify_release
+from emerge_lib.formats.manifest import (
+    MANIFEST,
+    ManifestError,
+    inside,
+    is_line_file,
+    read_manifest,
+    verify_release,
+)
 from emerge_lib.publish.s3 import (
     LATEST,
     PublishError,
@@ -78,6 +91,7 @@ class PublishReport:
                 if self.uploaded_bytes and self.seconds else "")
         what = ("already published, nothing uploaded" if self.already_published and
                 not self.uploaded_files else
+                f"{'already published, repaired: ' if self.already_published else ''}"
                 f"{self.uploaded_files} of {self.files} files uploaded "
                 f"({self.uploaded_bytes / 1e6:.1f} of {self.bytes / 1e6:.1f} MB)")
         latest = "latest → this version" if self.latest_changed else "latest unchanged"
@@ -100,7 +114,7 @@ def check_release(release_dir: str | Path) -> tuple[dict[str, Any], bytes]:
     validation = manifest.get("validation")
     if not isinstance(validation, Mapping):
         raise ReleaseGateError(f"refusing to publish {root}: its manifest has no validation "
-                               "results (run the validate stage before publishing)")
+                               "results (build it with the gate on: emerge build)")
     if validation.get("success") is not True:
         suites = validation.get("suites")
         failed = [name for name, suite in (suites.items() if isinstance(suites, Mapping) else ())
@@ -120,7 +134,32 @@ def check_release(release_dir: str | Path) -> tuple[dict[str, Any], bytes]:
             parts.append(f"{len(result.missing)} missing ({_some(result.missing)})")
         raise ReleaseGateError(f"refusing to publish {root}: files differ from its manifest: "
                                f"{'; '.join(parts)}; rebuild the release")
+    _check_validated(root, manifest, str(validation.get("results") or "validation/results.json"))
     return manifest, (root / MANIFEST).read_bytes()
+
+
+def _check_validated(root: Path, manifest: Mapping[str, Any], results: str) -> None:
+    """The release's line files must be those its validation checked (the sha256 of each
+    recorded in its results): the manifest's own verdict is not enough, since an edited
+    file with a rewritten manifest passed it."""
+    listed = {f["path"]: f for f in manifest["files"]}
+    if results not in listed:
+        raise ReleaseGateError(f"refusing to publish {root}: its validation results "
+                               f"({results}) are not among its files; rebuild the release")
+    try:
+        checked = json.loads(inside(root, results).read_text(encoding="utf-8")).get("files")
+    except (OSError, ValueError, AttributeError):
+        checked = None
+    if not isinstance(checked, Mapping):
+        raise ReleaseGateError(f"refusing to publish {root}: its validation results do not "
+                               "name the files they checked (a release of an older emerge, "
+                               "or edited): rebuild it with emerge build")
+    differ = sorted(rel for rel, f in listed.items()
+                    if is_line_file(rel) and checked.get(rel) != f["sha256"])
+    if differ:
+        raise ReleaseGateError(f"refusing to publish {root}: {len(differ)} files are not the "
+                               f"ones its validation checked ({_some(differ)}); rebuild the "
+                               "release")
 
 
 def _some(paths: list[str], n: int = 3) -> str:
@@ -206,8 +245,24 @@ class _Uploader:
         return sorted(todo, key=lambda f: -f["bytes"])
 
     def _same(self, f: Mapping[str, Any]) -> bool:
-        head = self.client.head_object(Bucket=self.bucket, Key=self.key(f["path"]))
-        return bool(head.get("Metadata", {}).get("sha256") == f["sha256"])
+        """Whether the object holds the manifest's bytes, by the checksum the server
+        stored (and checked) when it was written: a single upload's SHA-256, or a
+        multipart upload's composite (the SHA-256 of its parts' digests, ``-N``), computed
+        here from the local file, which the gate checked against the manifest. An object
+        without one (written by something else) is sent again."""
+        head = self.client.head_object(Bucket=self.bucket, Key=self.key(f["path"]),
+                                       ChecksumMode="ENABLED")
+        stored = str(head.get("ChecksumSHA256") or "")
+        if not stored:
+            return False
+        if "-" not in stored:
+            return stored == _b64(bytes.fromhex(f["sha256"]))
+        count = int(stored.rsplit("-", 1)[1] or 0)
+        if count < 1:
+            return False
+        first = self.client.head_object(Bucket=self.bucket, Key=self.key(f["path"]),
+                                        PartNumber=1)
+        return stored == _composite(self.root / f["path"], int(first["ContentLength"]), count)
 
     # sending
     def run(self, files: list[dict[str, Any]]) -> None:
@@ -351,6 +406,17 @@ class _Uploader:
             self.progress(nbytes)
 
 
+def _composite(path: Path, part_size: int, count: int) -> str:
+    """The composite SHA-256 of ``path`` sent in ``count`` parts of ``part_size`` bytes."""
+    digests = []
+    with open(path, "rb") as fh:
+        for _ in range(count):
+            digests.append(hashlib.sha256(fh.read(part_size)).digest())
+        if fh.read(1):
+            return ""  # more bytes than those parts: not this upload
+    return f"{_b64(hashlib.sha256(b''.join(digests)).digest())}-{count}"
+
+
 def _content_type(path: str) -> str:
     suffix = path.rsplit(".", 1)[-1].lower() if "." in path else ""
     return {"jsonl": "application/x-ndjson", "json": "application/json",
@@ -436,32 +502,41 @@ def publish_release(release_dir: str | Path, target: S3Location | str, client: A
     try:
         published = _get_bytes(client, target.bucket, manifest_key)
         manifest_sha256 = hashlib.sha256(manifest_bytes).hexdigest()
-        if published is not None:
-            report.already_published = True
-            if published != manifest_bytes:
-                # same files (the version says so), other provenance: the first one stays
-                report.notes.append("the published manifest of this version differs in its "
-                                    "metadata; kept the published one")
-                manifest_sha256 = hashlib.sha256(published).hexdigest()
-        else:
-            uploader = _Uploader(client, target, version, root, workers, part_size_mb * MiB,
-                                 progress)
-            todo = uploader.missing(files)
-            todo_bytes = sum(f["bytes"] for f in todo)
-            if on_total:
-                on_total(todo_bytes)
-            uploader.progress = RateLog(f"publish {version}", todo_bytes, progress, logger=log)
+        if published is not None and not _manifest_of(published, version):
+            report.notes.append("the published manifest of this version was damaged; "
+                                "sent again")
+            published = None
+        report.already_published = published is not None
+        uploader = _Uploader(client, target, version, root, workers, part_size_mb * MiB,
+                             progress)
+        todo = uploader.missing(files)
+        todo_bytes = sum(f["bytes"] for f in todo)
+        if on_total:
+            on_total(todo_bytes)
+        uploader.progress = RateLog(f"publish {version}", todo_bytes, progress, logger=log)
+        if published is not None and todo:
+            log.warning("publish %s → %s: the bucket's copy differs from the manifest in %d "
+                        "files (%s); sending them again", version, where, len(todo),
+                        ", ".join(f["path"] for f in todo[:3]))
+            report.notes.append(f"repaired {len(todo)} files the bucket held otherwise")
+        elif todo or published is None:
             log.info("publish %s → %s: %d of %d files to send (%.1f MB)", version, where,
-                     len(todo), len(files), sum(f["bytes"] for f in todo) / 1e6)
-            uploader.run(todo)
-            report.uploaded_files = uploader.uploaded_files
-            report.uploaded_bytes = uploader.uploaded_bytes
-            report.resumed_parts = uploader.resumed_parts
+                     len(todo), len(files), todo_bytes / 1e6)
+        uploader.run(todo)
+        report.uploaded_files = uploader.uploaded_files
+        report.uploaded_bytes = uploader.uploaded_bytes
+        report.resumed_parts = uploader.resumed_parts
+        if published is None:
             # the manifest last: its presence says every file above is complete
             client.put_object(Bucket=target.bucket, Key=manifest_key, Body=manifest_bytes,
                               ChecksumSHA256=_b64(hashlib.sha256(manifest_bytes).digest()),
                               Metadata={"sha256": manifest_sha256},
                               ContentType="application/json")
+        elif published != manifest_bytes:
+            # same files (the version says so), other provenance: the first one stays
+            report.notes.append("the published manifest of this version differs in its "
+                                "metadata; kept the published one")
+            manifest_sha256 = hashlib.sha256(published).hexdigest()
         report.manifest_sha256 = manifest_sha256
         report.latest_changed = point_latest(client, target, version, manifest_sha256)
     except ReleaseGateError:
@@ -471,6 +546,18 @@ def publish_release(release_dir: str | Path, target: S3Location | str, client: A
     report.seconds = time.monotonic() - started
     log.info("%s", report.brief())
     return report
+
+
+def _manifest_of(body: bytes, version: str) -> bool:
+    """Whether ``body`` is a manifest of ``version`` (its file list hashes to it)."""
+    from emerge_lib.formats.manifest import content_version
+
+    try:
+        manifest = json.loads(body)
+        return bool(manifest.get("version") == version
+                    and content_version(manifest["files"]) == version)
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return False
 
 
 def _get_bytes(client: Any, bucket: str, key: str) -> bytes | None:

@@ -6,7 +6,9 @@ re-description after files were added to a written release (``emerge annotate im
    included, so those are written first (the caller's :func:`~emerge_lib.formats.card.prepare`);
 2. ``croissant.json``;
 3. the validation verdict, which may check croissant.json with mlcroissant (``judge``);
-4. the card's text (README.md, card.html), which states the version and the verdict;
+4. the card's text (README.md, card.html) and the validation page (validation/index.html,
+   when validation/results.json is one of the files), which state the version and the
+   verdict;
 5. the manifest, last.
 """
 
@@ -27,6 +29,8 @@ from emerge_lib.formats.layout import (
     KG_SNAPSHOT_TABLES,
     LISTING,
     PLOTS,
+    VALIDATION_PAGE,
+    VALIDATION_RESULTS,
     kg_parquet_path,
 )
 from emerge_lib.formats.manifest import (
@@ -36,6 +40,7 @@ from emerge_lib.formats.manifest import (
     write_manifest,
 )
 from emerge_lib.release.windows import ReleaseError
+from emerge_lib.validation.page import write_release_page
 from emerge_lib.validation.validate import check_croissant, settle
 
 #: a file's manifest entry (path, bytes, sha256, rows), by path
@@ -50,7 +55,8 @@ def validation_line(verdict: Mapping[str, Any]) -> str:
     if verdict.get("success"):
         return ("Every snapshot passed its table suites on the rows released, the release "
                 "files passed theirs, and croissant.json validates with mlcroissant: "
-                "validation/results.json, Data Docs under validation/.")
+                "every check in validation/index.html (a page that opens offline) and "
+                "validation/results.json.")
     return f"Not publishable: {verdict.get('reason', 'a suite failed')}."
 
 
@@ -75,6 +81,8 @@ def describe(out: Path, prepared: Prepared, files: Sequence[str], record: Mappin
         version=version, code_version=meta.get("code_version"), settings=settings,
         settings_sha256=meta.get("settings_sha256"), dumps=dumps, judges=judges,
         validation=verdict))
+    if VALIDATION_PAGE in files:
+        write_release_page(out, verdict, version, validation_line(verdict))
     manifest = write_manifest(out, files, meta=meta, known=known)
     if manifest["version"] != version:  # the card and croissant.json state it
         raise ReleaseError(f"release {out}: its version changed while the card was written "
@@ -95,7 +103,8 @@ def describe_again(out: Path, paths: Sequence[str], meta: Mapping[str, Any]) -> 
                       for name in KG_SNAPSHOT_TABLES} for snap in keys}
     prepared = prepare(out, keys, kg_rows)
     files = sorted(set(paths) | {f"{PLOTS}/{p}" for p in prepared.plots}
-                   | {CROISSANT, CARD, CARD_HTML, LISTING})
+                   | {CROISSANT, CARD, CARD_HTML, LISTING}
+                   | ({VALIDATION_PAGE} if VALIDATION_RESULTS in paths else set()))
 
     def judge(known: Entries) -> dict[str, Any]:
         verdict = dict(meta.get("validation") or {})

@@ -45,6 +45,7 @@ from emerge_lib.formats.layout import (
     KG_SNAPSHOT_TABLES,
     LISTING,
     PLOTS,
+    VALIDATION_PAGE,
     corpus_path,
     delta_file_name,
     evaluation_path,
@@ -54,7 +55,13 @@ from emerge_lib.formats.layout import (
     table_parquet_path,
 )
 from emerge_lib.formats.manifest import code_version, config_hash
-from emerge_lib.release._atomic import atomic_file, recover, staging_of, swap_into_place
+from emerge_lib.release._atomic import (
+    atomic_file,
+    recover,
+    release_lock,
+    staging_of,
+    swap_into_place,
+)
 from emerge_lib.release.describe import Entries, describe
 from emerge_lib.release.foreign import carry_foreign, stale
 from emerge_lib.release.tables import dropped, write_kg_tsv, write_parquet
@@ -140,27 +147,28 @@ def write_release(catalog: Catalog, out_dir: str | Path, plans: Sequence[Snapsho
     (it says ``success: false``, so nothing publishes it).
     """
     final = Path(out_dir)
-    recover(final)
-    out, _ = staging_of(final)
-    out.mkdir(parents=True)
-    try:
-        # first: the human annotation is validated, shown on the card and listed
-        annotation = carry_foreign(final, out)
-        summary = ReleaseSummary(out_dir=out, snapshots=sorted(p.key for p in plans))
-        summary.versions = {name: catalog.version(name) for name in pinned}
-        log.info("release reads %s", ", ".join(f"{name}@{v}" for name, v in
-                                              summary.versions.items() if v is not None))
-        reads = Reads(catalog, summary.versions, settings, curation)
-        records = _write_data(reads, out, plans, summary, validation.enabled)
-        summary.files += annotation
-        report = validate_release(catalog, out, summary.snapshots, records, summary.versions) \
-            if validation.enabled else None
-        _describe(reads, out, summary, report, dataset_settings)
-        summary.removed = stale(final, set(summary.files))
-        swap_into_place(out, final)
-    except BaseException:
-        shutil.rmtree(out, ignore_errors=True)
-        raise
+    with release_lock(final):
+        recover(final)
+        out, _ = staging_of(final)
+        out.mkdir(parents=True)
+        try:
+            # first: the human annotation is validated, shown on the card and listed
+            annotation = carry_foreign(final, out)
+            summary = ReleaseSummary(out_dir=out, snapshots=sorted(p.key for p in plans))
+            summary.versions = {name: catalog.version(name) for name in pinned}
+            log.info("release reads %s", ", ".join(f"{name}@{v}" for name, v in
+                                                  summary.versions.items() if v is not None))
+            reads = Reads(catalog, summary.versions, settings, curation)
+            records = _write_data(reads, out, plans, summary, validation.enabled)
+            summary.files += annotation
+            report = validate_release(catalog, out, summary.snapshots, records,
+                                      summary.versions) if validation.enabled else None
+            _describe(reads, out, summary, report, dataset_settings)
+            summary.removed = stale(final, set(summary.files))
+            swap_into_place(out, final)
+        except BaseException:
+            shutil.rmtree(out, ignore_errors=True)
+            raise
     summary.out_dir = final
     if summary.removed:
         log.info("release: removed %d stale files of an earlier release", len(summary.removed))
@@ -220,8 +228,8 @@ def _describe(reads: Reads, out: Path, summary: ReleaseSummary,
               report: ReleaseValidation | None, dataset_settings: Mapping[str, Any]) -> None:
     """The validation results, the card's statistics and plots, release.json, then what
     states the version (``release.describe``) and the manifest."""
-    if report is not None:
-        summary.files += report.files
+    if report is not None:  # the results, and the page of its checks (written by describe)
+        summary.files += [*report.files, VALIDATION_PAGE]
     kg_rows = {snap: {name: summary.parquet_rows[kg_parquet_path(snap, name)]
                       for name in KG_SNAPSHOT_TABLES} for snap in summary.snapshots}
     prepared = prepare(out, summary.snapshots, kg_rows)

@@ -2,8 +2,8 @@
 
 ``generate_world(out, SampleSpec(...))`` writes a mirror laid out like dumps.wikimedia.org
 (two dump dates, history files split by page-id range in bz2 and 7z, dumpstatus.json,
-md5/sha1 sums), ``truth.jsonl`` (the instances DESIGN.md §1.1-1.2 implies), ``traps.jsonl`` (what
-must not appear, and why), ``config.yaml`` and ``world.json``. See docs/dumps.md.
+md5/sha1 sums), ``truth.jsonl`` (the instances docs/semantics.md §1.1-1.2 implies),
+``traps.jsonl`` (what must not appear, and why), ``config.yaml`` and ``world.json``. See docs/dumps.md.
 """
 
 from __future__ import annotations

@@ -16,7 +16,8 @@ from emerge_lib.core.presets import preset_settings
 InstanceKey = tuple[str, int, int, str, str, str, str, str | None]
 
 
-#: Configuration overrides that select the DESIGN §1.1-1.2 semantics (truth-design.jsonl),
+#: Configuration overrides that select the docs/semantics.md §1.1-1.2 semantics
+#: (truth-design.jsonl),
 #: and the released semantics without the authors' selection rules (truth-unselected.jsonl);
 #: the defaults are what the released data shows, their rules included (truth.jsonl).
 #: The authors' rules off is the no-selection-rules preset, these settings laid over it.

@@ -336,7 +336,7 @@ class Expectation:
     signal: str | None = None
     tags: tuple[str, ...] = ()
     # which semantics promise the row: "both", "released" (the defaults: what the released
-    # data shows, DESIGN §1.3) or "design" (DESIGN §1.1-1.2)
+    # data shows, docs/semantics.md §1.3) or "design" (docs/semantics.md §1.1-1.2)
     settings: str = "both"
 
 

@@ -433,7 +433,7 @@ class Cast:
                signal: str | None = None, tags: tuple[str, ...] = (),
                settings: str = "both") -> None:
         """A row the truth must hold: under both semantics, or only "released" (the
-        defaults, DESIGN §1.3) or "design" (DESIGN §1.1-1.2)."""
+        defaults, docs/semantics.md §1.3) or "design" (docs/semantics.md §1.1-1.2)."""
         if not self.new_text:
             return  # no paragraph, no row
         self.b.plan.expectations.append(
@@ -452,7 +452,7 @@ class Cast:
     def left_out(self, rule: str, why: str, window: int, op: str, s: str, p: str, o: str,
                  page: str, **kw: object) -> None:
         """A row of a line the authors' selection rules leave out: expected without them
-        (the DESIGN and unselected semantics), a trap with them (released)."""
+        (the §1.1-1.2 and unselected semantics, docs/semantics.md), a trap with them (released)."""
         self.expect(window, op, s, p, o, page, settings="design,unselected", **kw)  # type: ignore[arg-type]
         self.trap(rule, why, window=window, op=op, s=s, p=p, o=o, page=page,
                   settings="released")
@@ -1056,7 +1056,8 @@ class Cast:
 
     def s_window_addition_ended(self) -> None:
         """An addition whose end qualifier lies inside the window: a two-operation triple
-        (E and D) in the released data; only E by the DESIGN §1.1 rule (D comes from T_t)."""
+        (E and D) in the released data; only E by the docs/semantics.md §1.1 rule (D comes
+        from T_t)."""
         b, k = self.b, self.k
         end = Qualifier("P582", day_time(self.at(5)), 11)
         b.edit(k("oskar"), self.at(2, 6), lambda s: s.add(st("P54", k("club"), qualifiers=(
@@ -1074,7 +1075,7 @@ class Cast:
             self.expect(w, "E", "oskar", "P54", "club", "page:oskar", settings="released,unselected")
             self.expect(w, "D", "oskar", "P54", "club", "page:oskar", signal="qualifier:P582",
                         tags=("two-operations",), settings="released,unselected")
-        self.trap("window-addition-ended", "D comes from T_t only by the DESIGN rule",
+        self.trap("window-addition-ended", "D comes from T_t only by the §1.1 rule",
                   window=1, op="D", s="oskar", p="P54", o="club", settings="design")
 
     # ---- the authors' selection rules (R1-R5, docs/data-model.md): what each removes and

@@ -1,4 +1,4 @@
-"""DESIGN.md §1.1-1.2 applied to the planted world: the truth by construction.
+"""docs/semantics.md §1.1-1.2 applied to the planted world: the truth by construction.
 
 This is a direct, unoptimised reading of the semantics over the plan's objects (not over
 XML): state at τ = the revision with the greatest (timestamp, revision id) at or before τ
@@ -35,7 +35,7 @@ END_QUALIFIERS = ("P582", "P1326", "P576", "P570", "P730", "P2032", "P2669", "P3
 @dataclass(frozen=True)
 class TruthSettings:
     """The semantics the truth follows; the defaults are what the released data shows
-    (DESIGN.md §1.3, emerge's defaults), ``DESIGN`` is the §1.1-1.2 rule."""
+    (docs/semantics.md §1.3, emerge's defaults), ``DESIGN`` is the §1.1-1.2 rule."""
 
     name: str = "released"
     windows: int = 5

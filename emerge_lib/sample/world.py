@@ -12,6 +12,7 @@ from __future__ import annotations
 import calendar
 import json
 import multiprocessing
+import os
 import sys
 import time
 from collections import Counter
@@ -19,6 +20,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from emerge_lib.core.children import die_with
 from emerge_lib.sample import render
 from emerge_lib.sample.filler import Filler, FillerSettings, IdSpace, RevOut
 from emerge_lib.sample.mirror import FORMATS, DumpRun, HistoryWriter, WrittenFile, publish
@@ -209,7 +211,8 @@ class World:
     # ---- truth
     def truth(self, settings: TruthSettings = RELEASED) -> tuple[list[dict], list[dict]]:
         """truth rows and traps under ``settings`` (RELEASED: the defaults, what the
-        released data shows; DESIGN: DESIGN §1.1-1.2), after checking the plan's promises."""
+        released data shows; DESIGN: docs/semantics.md §1.1-1.2), after checking the plan's
+        promises."""
         calc = PlanTruth(self.plan, settings)
         rows = []
         for t in self.snapshots:
@@ -422,7 +425,7 @@ def generate_world(out: str | Path, spec: SampleSpec | None = None, *, progress:
     try:
         if spec.jobs > 1:
             ctx = multiprocessing.get_context("fork")
-            with ctx.Pool(spec.jobs) as pool:
+            with ctx.Pool(spec.jobs, initializer=die_with, initargs=(os.getpid(),)) as pool:
                 for task, result in zip(tasks, pool.imap(_write_chunk, tasks), strict=True):
                     _collect(runs, task[0], result, bar, task)
         else:

@@ -1,4 +1,5 @@
-"""Wikitext -> plain-text paragraphs with link mentions (DESIGN §1.1 Passages, §1.2 item 6).
+"""Wikitext -> plain-text paragraphs with link mentions (docs/semantics.md §1.1 Passages,
+§1.2 item 6).
 
 A fast scanner, not a full MediaWiki parser: three linear passes over the page find
 opaque regions (comments, extension tags, templates, tables, file links), then logical

@@ -1,4 +1,4 @@
-"""passages + delta_triples + kg_triples → instances (DESIGN.md §1.1 Alignment).
+"""passages + delta_triples + kg_triples → instances (docs/semantics.md §1.1 Alignment).
 
 For a passage of window k with mentioned set M (resolved QIDs, the article's own item
 included when configured):

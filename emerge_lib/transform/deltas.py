@@ -1,10 +1,11 @@
-"""Timelines → delta_triples: the cumulative KG delta of each window (DESIGN.md §1.1–1.2).
+"""Timelines → delta_triples: the cumulative KG delta of each window (docs/semantics.md
+§1.1–1.2).
 
 For snapshot t and window k (τ_k = t + k·window):
 
 - added: in T_{τ_k} and not in T_t; op EE when an end is emerging, else E. Emerging
   (``deltas.emerging``): the item was created at or after t (``created_after_snapshot``,
-  the released data), or it is not in V_t (``not_in_snapshot``, DESIGN §1.1).
+  the released data), or it is not in V_t (``not_in_snapshot``, docs/semantics.md §1.1).
 - deprecated (D): in T_t, s and o still in V_{τ_k} (a key that leaves T because an entity
   left V is neither D nor X), and either a statement for the key in s's state at τ_k
   carries an end qualifier dated in (t, τ_k] (signal ``qualifier:Pxxx``), or the key is

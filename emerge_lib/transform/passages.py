@@ -1,8 +1,9 @@
-"""paragraph_timeline + page_timeline + item_timeline → passages (DESIGN.md §1.1–1.2).
+"""paragraph_timeline + page_timeline + item_timeline → passages (docs/semantics.md §1.1–1.2).
 
 A paragraph of an article belongs to window k of snapshot t when it is absent at t, first
 appears after t inside (t, τ_k] (``passages.windows: cumulative``, the released data) or
-inside (τ_{k-1}, τ_k] (``first_appearance``, DESIGN §1.1), is present at τ_k, and is still
+inside (τ_{k-1}, τ_k] (``first_appearance``, docs/semantics.md §1.1), is present at τ_k,
+and is still
 present ``passage_minutes`` after it first appeared (vandalism reverted quickly never
 counts). Its
 text, index and links are those of the revision where it first appeared. Links are
@@ -35,7 +36,7 @@ def new_paragraphs_sql(plan: SnapshotPlan, settings: PassageSettings,
 
     ``passages.windows``: ``cumulative`` (the released data) puts a paragraph first seen in
     window j into every window k >= j where it is present at τ_k; ``first_appearance``
-    (DESIGN §1.1) into window j only."""
+    (docs/semantics.md §1.1) into window j only."""
     t = sql_timestamp(plan.t)
     survive = int(stability.passage_minutes * 60)
     window_match = ("w.window >= c.first_window" if settings.windows == "cumulative"

@@ -1,4 +1,4 @@
-"""Timelines → the KG as of any instant (DESIGN.md §1.1): V_τ, T_τ, R_τ.
+"""Timelines → the KG as of any instant (docs/semantics.md §1.1): V_τ, T_τ, R_τ.
 
 These are interval filters on the timelines; the snapshot stage (kg_triples, entities,
 relations per snapshot t) and the delta stage are built from them. Each helper returns a

@@ -1,4 +1,4 @@
-"""statement_timeline → stable_statements: the KG stability rule (DESIGN.md §1.1–1.2).
+"""statement_timeline → stable_statements: the KG stability rule (docs/semantics.md §1.1–1.2).
 
 A key (s, p, o) is present at τ when some statement with that key and a rank other than
 deprecated exists in s's state at τ (several statements count once; a normal/preferred

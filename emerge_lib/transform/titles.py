@@ -1,6 +1,7 @@
 """Title resolution: (title, τ) → QID through enwiki redirects and Wikidata sitelinks as of τ.
 
-DESIGN §1.1 Mentions and §1.2 item 7: a link target is followed through redirects as they
+docs/semantics.md §1.1 Mentions and §1.2 item 7: a link target is followed through
+redirects as they
 were at τ (page_timeline), then the item whose enwiki sitelink at τ is the final title
 (an item_timeline state in V_τ, ``_sql.in_v``) gives the QID. Nothing is guessed; every title
 gets one status:

@@ -1,26 +1,24 @@
 """Run checks on Spark Connect DataFrames with Great Expectations 1.x; plain results back.
 
 A check is a GX expectation class name with its arguments and a readable name (its
-``description``, which is what Data Docs and our summaries show). Facts this relies on
+``description``, which is what our summaries and the checks page show). Facts this relies on
 (checked on Sail 0.7, docs/validation.md): GX picks up the active Spark Connect session;
 ``persist`` is a no-op on Sail, so suites run on materialized tables (Delta, or scratch
 Delta tables of joined frames) with ``persist=False``; median, quantile and histogram
 metrics are unsupported on Sail and come back as ``success=False`` with
 ``exception_info`` instead of raising: any such check fails the gate itself
-(:class:`ValidationGateError`), never passes for bad data or good.
+(:class:`ValidationGateError`), never passes for bad data or good. GX's Data Docs are not
+built: the checks page (``emerge_lib.validation.page``) is rendered from the results.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import re
-import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from emerge_lib.core.errors import EmergeError
@@ -31,7 +29,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SAMPLE_ROWS = 5  # unexpected rows kept per failed check
-RUN_TIME = datetime(2000, 1, 1, tzinfo=UTC)  # GX names pages by run time: a fixed one
+RUN_TIME = datetime(2000, 1, 1, tzinfo=UTC)  # GX names its runs by time: a fixed one
 
 
 class ValidationFailed(EmergeError):
@@ -98,7 +96,6 @@ class CheckResult:
 @dataclass
 class GateReport:
     results: list[CheckResult] = field(default_factory=list)
-    docs: Path | None = None  # the Data Docs site (index.html inside)
 
     @property
     def success(self) -> bool:
@@ -189,17 +186,13 @@ def _raised(exception_info: Any) -> str | None:
     return None
 
 
-def run_gate(suites: Sequence[Suite], docs_dir: str | Path | None = None,
-             run_name: str = "emerge") -> GateReport:
-    """Run every suite; Data Docs go to ``docs_dir`` (a temporary folder when None).
-
-    The run is named ``run_name`` at a fixed time, so the pages of the same results are
-    the same files with the same bytes (a release rebuilt is byte-identical, pages too)."""
+def run_gate(suites: Sequence[Suite], run_name: str = "emerge") -> GateReport:
+    """Run every suite, as one GX run named ``run_name``; the results, plain."""
     sessions = {id(suite.frame.sparkSession): suite.frame.sparkSession for suite in suites}
     if len(sessions) > 1:
         raise ValidationGateError("the suites' frames belong to different Spark sessions")
     with _active_session(next(iter(sessions.values()), None)):
-        return _run(suites, docs_dir, run_name)
+        return _run(suites, run_name)
 
 
 @contextmanager
@@ -219,7 +212,7 @@ def _active_session(session: Any) -> Iterator[None]:
         local.session = before
 
 
-def _run(suites: Sequence[Suite], docs_dir: str | Path | None, run_name: str) -> GateReport:
+def _run(suites: Sequence[Suite], run_name: str) -> GateReport:
     gx_log = logging.getLogger("great_expectations")
     if gx_log.level == logging.NOTSET:  # its INFO lines are about itself, not the data
         gx_log.setLevel(logging.WARNING)
@@ -232,21 +225,12 @@ def _run(suites: Sequence[Suite], docs_dir: str | Path | None, run_name: str) ->
         ProgressBarsConfig,
     )
 
-    # GX wants an absolute folder (a relative --out gave "base_directory must be an absolute
-    # path")
-    docs = (Path(docs_dir) if docs_dir else Path(tempfile.mkdtemp(prefix="emerge-gx-"))).resolve()
-    docs.mkdir(parents=True, exist_ok=True)
+    # a project_config gives no Data Docs site unless one is added: none is
     context = gx.get_context(mode="ephemeral", project_config=DataContextConfig(
         store_backend_defaults=InMemoryStoreBackendDefaults(),
         progress_bars=ProgressBarsConfig(globally=False), analytics_enabled=False))
-    # a project_config gives no docs site unless one is added (docs/validation.md)
-    context.add_data_docs_site("emerge", {
-        "class_name": "SiteBuilder",
-        "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"},
-        "store_backend": {"class_name": "TupleFilesystemStoreBackend",
-                          "base_directory": str(docs)}})
     source = context.data_sources.add_or_update_spark("emerge", persist=False)
-    report = GateReport(docs=docs)
+    report = GateReport()
     for suite in suites:
         expectations = [getattr(gxe, c.kind)(**c.args, description=c.name, severity=c.severity)
                         for c in suite.checks]
@@ -282,55 +266,4 @@ def _run(suites: Sequence[Suite], docs_dir: str | Path | None, run_name: str) ->
                     suite.name, name, bool(r.success) and raised is None, raised is not None,
                     None if count is None else int(count), observed, check.severity))
         log.debug("validation suite %s: %d checks", suite.name, len(suite.checks))
-    # the pages are built once, after the last suite (an UpdateDataDocsAction per
-    # checkpoint rebuilt the whole site each time: half of a snapshot's validation went
-    # to compiling GX's page templates again)
-    with _listings_in_order():
-        context.build_data_docs(site_names=["emerge"])
-    _steady_pages(docs)
     return report
-
-
-CACHE_BUSTER = re.compile(r"\?d=[0-9]{8}T[0-9]{6}\.[0-9]+Z")
-INSTANT = re.compile(r"[0-9]{8}T[0-9]{6}\.[0-9]{6}Z")
-UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
-
-
-@contextmanager
-def _listings_in_order() -> Iterator[None]:
-    """GX lists its stores with os.walk, in the filesystem's directory order, and the
-    index page lists suites in that order: the same results gave other bytes on another
-    filesystem. While the pages are built, every listing comes sorted."""
-    from great_expectations.data_context.store.tuple_store_backend import (
-        TupleFilesystemStoreBackend,
-    )
-
-    unsorted = TupleFilesystemStoreBackend.list_keys
-
-    def list_keys(self: Any, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
-        return sorted(unsorted(self, prefix))
-
-    TupleFilesystemStoreBackend.list_keys = list_keys
-    try:
-        yield
-    finally:
-        TupleFilesystemStoreBackend.list_keys = unsorted
-
-
-def _steady_pages(docs: Path) -> None:
-    """Make GX's pages a function of the results: its build times (a logo URL's cache
-    buster, the validation time) become the fixed run time, and the random ids of its
-    collapsible blocks are numbered in order of appearance; images no page names go."""
-    fixed = RUN_TIME.strftime("%Y%m%dT%H%M%S.%fZ")
-    pages = sorted(docs.rglob("*.html"))
-    referenced = "".join(p.read_text(encoding="utf-8") for p in pages)
-    for image in docs.glob("static/images/*"):  # GX ships 4 MB of images its pages never use
-        if image.is_file() and image.name not in referenced:
-            image.unlink()
-    for page in pages:
-        text = page.read_text(encoding="utf-8")
-        steady = INSTANT.sub(fixed, CACHE_BUSTER.sub("", text))
-        ids = {u: f"block-{n}" for n, u in enumerate(dict.fromkeys(UUID.findall(steady)), 1)}
-        steady = UUID.sub(lambda m: ids[m.group()], steady)  # noqa: B023 (used at once)
-        if steady != text:
-            page.write_text(steady, encoding="utf-8")

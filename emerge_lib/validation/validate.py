@@ -6,7 +6,8 @@ every table the release reads, at pinned Delta versions, with the suites of
 ``emerge_lib.validation.suites`` (audit); the release then publishes a snapshot only when
 its results passed at exactly the versions it reads (publish), and S3 publishing refuses a
 release whose manifest does not say so. Results go to the ``validation_results`` table
-(one row per check) and, as Data Docs HTML, to ``<warehouse>/_validation/snapshot_*/``.
+(one row per check) and, as ``results.json`` and a page of the checks (``index.html``,
+``emerge_lib.validation.page``), to ``<warehouse>/_validation/snapshot_*/``.
 
 A failing suite fails the stage with a summary of what failed (after writing the results,
 so they can be read); a check that could not run at all (an expectation the engine does
@@ -34,7 +35,9 @@ from typing import TYPE_CHECKING, Any
 from emerge_lib.catalog import Catalog
 from emerge_lib.core.errors import EmergeError
 from emerge_lib.core.schedule import SnapshotPlan
-from emerge_lib.formats.layout import snapshot_dir_name
+from emerge_lib.formats.about import suite_rows
+from emerge_lib.formats.layout import VALIDATION_PAGE, VALIDATION_RESULTS, snapshot_dir_name
+from emerge_lib.formats.manifest import validated_files
 from emerge_lib.validation.gate import GateReport, ValidationFailed, ValidationGateError
 from emerge_lib.validation.suites import SuiteSettings
 
@@ -84,17 +87,23 @@ def validate_snapshot(catalog: Catalog, plan: SnapshotPlan, settings: SuiteSetti
     local_docs = Path(tempfile.mkdtemp(prefix="emerge-validation-"))
     try:
         from emerge_lib.validation.gate import run_gate
+        from emerge_lib.validation.page import render_page
 
         report = run_gate(snapshot_suites(spark, catalog, settings, plan, frames, versions),
-                          local_docs / "docs", run_name=f"tables {plan.key}")
+                          run_name=f"tables {plan.key}")
+        now = datetime.now(UTC)
+        results = {"snapshot": plan.key, "versions": versions, **report.to_dict()}
         (local_docs / "results.json").write_text(json.dumps(
-            {"snapshot": plan.key, "versions": versions, **report.to_dict()},
-            indent=1, sort_keys=True) + "\n", encoding="utf-8")
+            results, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        (local_docs / "index.html").write_text(render_page(
+            title=f"Validation of snapshot {plan.key}'s tables",
+            verdict="every check passed" if report.success else report.summary(),
+            ok=report.success, rows=suite_rows(results["suites"], plan.key, "tables"),
+            run_times={plan.key: now.isoformat()}), encoding="utf-8")
         _upload_dir(local_docs, docs_uri(catalog.warehouse, plan.key))
     finally:
         catalog.clean_scratch()
         shutil.rmtree(local_docs, ignore_errors=True)
-    now = datetime.now(UTC)
     validated = json.dumps(fingerprints(catalog, plan.key, versions), sort_keys=True)
     rows = [{"snapshot": plan.key, "suite": r.suite, "expectation": r.check,
              "success": r.success, "raised": r.raised, "severity": r.severity,
@@ -175,32 +184,20 @@ class ReleaseValidation:
                                             "manifest says so and nothing will publish it")
 
 
-def _stored_results(catalog: Catalog, snapshot: str) -> list[dict[str, Any]]:
+def _stored_results(catalog: Catalog, snapshot: str) -> tuple[list[dict[str, Any]], str | None]:
+    """The snapshot's stored checks, sorted, and when they ran (None when never)."""
     version = catalog.version("validation_results")
     if version is None:
-        return []
+        return [], None
     rows = catalog.read_arrow("validation_results", filters=[("snapshot", "=", snapshot)],
                               version=version).to_pylist()
-    return sorted(({"suite": r["suite"], "check": r["expectation"], "success": r["success"],
-                    "raised": r["raised"], "severity": r.get("severity") or "critical",
-                    "unexpected_count": r["unexpected_count"],
-                    "observed": json.loads(r["observed"])} for r in rows),
-                  key=lambda r: (r["suite"], r["check"]))
-
-
-def _download_dir(uri: str, local: Path) -> bool:
-    """Copy the folder ``uri`` (local path or filesystem URI) to ``local``; False if absent."""
-    from pyarrow import fs as pafs
-
-    from emerge_lib.catalog.storage import filesystem_of
-
-    filesystem, root = filesystem_of(uri)
-    if filesystem.get_file_info(root).type != pafs.FileType.Directory:
-        return False
-    local.mkdir(parents=True, exist_ok=True)
-    pafs.copy_files(root, str(local), source_filesystem=filesystem,
-                    destination_filesystem=pafs.LocalFileSystem())
-    return True
+    checks = sorted(({"suite": r["suite"], "check": r["expectation"], "success": r["success"],
+                      "raised": r["raised"], "severity": r.get("severity") or "critical",
+                      "unexpected_count": r["unexpected_count"],
+                      "observed": json.loads(r["observed"])} for r in rows),
+                    key=lambda r: (r["suite"], r["check"]))
+    times = [r["validated_at"] for r in rows if r.get("validated_at") is not None]
+    return checks, (min(times).isoformat() if times else None)
 
 
 def validate_release(catalog: Catalog, out: Path, snapshots: list[str],
@@ -208,7 +205,8 @@ def validate_release(catalog: Catalog, out: Path, snapshots: list[str],
                      versions: dict[str, int | None]) -> ReleaseValidation:
     """Audit a release being written: every snapshot must have passed its table suites on
     exactly the rows released, and the JSONL lines written must pass the release suites.
-    Writes ``validation/results.json`` and the Data Docs under ``validation/docs/``."""
+    Writes ``validation/results.json``; the page of its checks (``validation/index.html``)
+    states the version, so the release's description writes it (``release.describe``)."""
     from emerge_lib.formats.format import RELEASE_FIELDS
     from emerge_lib.validation.gate import run_gate
     from emerge_lib.validation.suites import flatten_release, release_suites
@@ -221,24 +219,23 @@ def validate_release(catalog: Catalog, out: Path, snapshots: list[str],
     states: dict[str, dict[str, str | list[str]]] = {}
     problems: list[str] = []  # bad data: the release fails
     unvalidated: list[str] = []  # not checked on these rows: written, not publishable
+    stale: list[str] = []  # checked on other rows: changed by a concurrent writer
     raised: list[str] = []
     for snap in snapshots:
-        name = snapshot_dir_name(snap)
-        stored = _stored_results(catalog, snap)
+        stored, validated_at = _stored_results(catalog, snap)
         if passed_for(catalog, snap, versions):
             tables = "passed"
         elif stored and any(_blocks(r) for r in stored):
             tables = "failed"
         else:
-            tables = "not validated on the rows released (run the validate stage)"
-        if stored:
-            _download_dir(f"{docs_uri(catalog.warehouse, snap)}/docs",
-                          folder / "docs" / name / "tables")
+            tables = "not validated on the rows released"
         lines, mentions, triples = flatten_release(records.get(snap, []))
         report = run_gate(release_suites(spark, lines, mentions, triples, RELEASE_FIELDS),
-                          folder / "docs" / name / "release", run_name=f"release {snap}")
+                          run_name=f"release {snap}")
         release = "passed" if report.success else "failed"
         states[snap] = {"tables": tables, "release": release}
+        if validated_at:  # the real run time, a fact of the tables: a rebuild keeps it
+            states[snap]["validated_at"] = validated_at
         # what this snapshot lacks (warnings of its table suites): said, not blocking
         empty = [f"{r['suite']}: {r['check']} ({r['observed']})" for r in stored
                  if not r["success"] and r["severity"] == "warning"]
@@ -250,6 +247,8 @@ def validate_release(catalog: Catalog, out: Path, snapshots: list[str],
             problems.append(f"{snap}: tables failed their suites")
         elif tables != "passed":
             unvalidated.append(snap)
+            if stored:
+                stale.append(snap)
         if not report.success:
             problems.append(f"{snap}: release files: {report.summary()}")
         raised += [r.line() for r in report.raised]
@@ -262,13 +261,13 @@ def validate_release(catalog: Catalog, out: Path, snapshots: list[str],
         if not annotation.success:
             problems.append(annotation_verdict(annotation)["reason"])
     success = not problems and not unvalidated
-    (folder / "results.json").write_text(json.dumps(
-        {"success": success, "snapshots": results,
+    (out / VALIDATION_RESULTS).write_text(json.dumps(
+        {"success": success, "snapshots": results, "files": validated_files(out),
          **({"human_annotation": annotation.to_dict()} if annotation else {})},
         indent=1, sort_keys=True, default=str) + "\n", encoding="utf-8")
     files = sorted(p.relative_to(out).as_posix() for p in folder.rglob("*") if p.is_file())
-    verdict: dict[str, Any] = {"success": success, "results": "validation/results.json",
-                               "docs": "validation/docs/", "snapshots": states}
+    verdict: dict[str, Any] = {"success": success, "results": VALIDATION_RESULTS,
+                               "page": VALIDATION_PAGE, "snapshots": states}
     if annotation is not None:
         verdict["human_annotation"] = annotation_verdict(annotation)
     failure: EmergeError | None = None
@@ -282,9 +281,19 @@ def validate_release(catalog: Catalog, out: Path, snapshots: list[str],
                                    "manifest says so and nothing will publish it")
     elif unvalidated:
         verdict["reason"] = (f"snapshots {', '.join(unvalidated)} were not validated on the "
-                             "rows released (run the validate stage)")
-        log.warning("release: %s; the release is written but not publishable",
-                    verdict["reason"])
+                             "rows released")
+        if stale:
+            # validated, then rewritten before the release read them (a concurrent build of
+            # the snapshot): a release nothing will publish is a failed run, not a warning
+            failure = ValidationFailed(
+                f"release: snapshots {', '.join(stale)} changed after their validation (as "
+                "a concurrent build of the same snapshot does); the release is written but "
+                "not publishable: run `emerge build` again (under Airflow: the snapshot's "
+                "validate and release tasks)", retryable=True)
+        else:
+            log.warning("release: %s (the validate stage never ran on them: `emerge build` "
+                        "runs it); the release is written but not publishable",
+                        verdict["reason"])
     return ReleaseValidation(files, verdict, failure)
 
 
@@ -297,14 +306,26 @@ CROISSANT_READ_LIMIT = 256 << 20
 
 @contextmanager
 def _quiet_absl() -> Iterator[None]:
-    """mlcroissant logs every warning through absl; its findings come back as values."""
+    """mlcroissant logs every warning through absl, and a line on the root logger for
+    every record set it reads ("Setting up generation for dataset: _:N…", six in a
+    release's task log); its findings come back as values."""
     logger = logging.getLogger("absl")
     level = logger.level
     logger.setLevel(logging.ERROR)
+    chatter = _MlcroissantChatter()
+    logging.getLogger().addFilter(chatter)
     try:
         yield
     finally:
         logger.setLevel(level)
+        logging.getLogger().removeFilter(chatter)
+
+
+class _MlcroissantChatter(logging.Filter):
+    """mlcroissant's own INFO lines on the root logger."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.WARNING or "mlcroissant" not in record.pathname
 
 
 def _root_cause(exc: BaseException) -> BaseException:
@@ -383,6 +404,7 @@ def check_croissant(out: Path, files: Mapping[str, Mapping[str, Any]],
 
 # --- the human annotation ------------------------------------------------------------------
 
+#: where an earlier emerge wrote the human annotation's Data Docs (removed on import)
 ANNOTATION_DOCS = "validation/docs/human_annotation"
 
 
@@ -396,9 +418,8 @@ def annotation_files(out: Path) -> list[Path]:
 def validate_annotation(spark: SparkSession, out: Path,
                         released: list[tuple[str, str, str, str]]) -> GateReport:
     """Run the human annotation's suites on ``out/human_annotation/*.jsonl`` against the
-    release's triples ``released`` ((hash_id, s, p, o)); Data Docs under
-    ``validation/docs/human_annotation/``. A line that is not JSON is a failed check, not
-    a crash: the report says which file."""
+    release's triples ``released`` ((hash_id, s, p, o)). A line that is not JSON is a
+    failed check, not a crash: the report says which file."""
     from emerge_lib.formats.format import HUMAN_ASSESSMENT_FIELDS
     from emerge_lib.validation.gate import run_gate
     from emerge_lib.validation.suites import annotation_suites, flatten_annotation
@@ -415,17 +436,15 @@ def validate_annotation(spark: SparkSession, out: Path,
                 records.append((rel, {"hash_id": None, "tkgu_triples": [],
                                       "_bad_line": f"{rel}:{n}"}))
     lines, entries = flatten_annotation(records)
-    docs = (out / ANNOTATION_DOCS).resolve()  # GX wants an absolute folder
-    shutil.rmtree(docs, ignore_errors=True)
+    shutil.rmtree(out / ANNOTATION_DOCS, ignore_errors=True)  # the page shows the checks
     return run_gate(annotation_suites(spark, lines, entries, released, HUMAN_ASSESSMENT_FIELDS),
-                    docs, run_name="human annotation")
+                    run_name="human annotation")
 
 
 def annotation_verdict(report: GateReport) -> dict[str, Any]:
     """The manifest's ``validation.human_annotation`` entry."""
     verdict: dict[str, Any] = {"success": report.success, "checks": len(report.results),
-                               "results": "validation/results.json",
-                               "docs": ANNOTATION_DOCS + "/"}
+                               "results": VALIDATION_RESULTS, "page": VALIDATION_PAGE}
     if not report.success:
         verdict["reason"] = f"human annotation: {report.summary()}"
     return verdict

@@ -1,9 +1,11 @@
 """A real local Airflow for tests: the `make airflow` script (api-server, scheduler,
-dag-processor, triggerer as separate processes, LocalExecutor) on a free port, driven
-through the REST API as the UI drives it, and stopped by PID."""
+dag-processor, triggerer as separate processes; the LocalExecutor, or the CeleryExecutor
+with a worker, Redis and Postgres) on a free port, driven through the REST API as the UI
+drives it, and stopped by PID."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -29,22 +31,40 @@ def free_port() -> int:
 
 
 class LocalAirflow:
-    def __init__(self, home: Path, env: dict[str, str]) -> None:
+    """``executor``: ``local`` or ``celery`` (AIRFLOW_EXECUTOR). ``login``: the REST API
+    as docs/operations.md shows it, a token from ``/auth/token`` for the admin user (else
+    every caller is an admin: the UI and the API without logging in)."""
+
+    def __init__(self, home: Path, env: dict[str, str], executor: str = "local",
+                 login: bool = False) -> None:
         self.home = home
         self.port = free_port()
+        self.executor, self.login = executor, login
         bin_dir = str(Path(sys.executable).parent)
         base = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW__")}
         self.env = {**base, "AIRFLOW_HOME": str(home), "AIRFLOW_PORT": str(self.port),
+                    "AIRFLOW_EXECUTOR": executor,
                     "VENV_BIN": bin_dir, "PATH": f"{bin_dir}:{os.environ.get('PATH', '')}",
-                    # tests drive the API and the UI without logging in; DAGs start
-                    # paused, as in a deployment, and a test unpauses what it runs
-                    "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "True",
+                    # DAGs start paused, as in a deployment, and a test unpauses what it runs
                     "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "True",
                     "AIRFLOW__CORE__PARALLELISM": "3",
                     # a PostgreSQL cluster (when installed) of this test alone, removed after
                     "EMERGE_PG_DIR": f"/tmp/emerge-airflow-pg/test-{self.port}", **env}
+        if not login:  # tests drive the API and the UI without logging in
+            self.env["AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS"] = "True"
         self.url = f"http://127.0.0.1:{self.port}"
         self.client = httpx.Client(base_url=self.url + "/api/v2", timeout=120)
+
+    def token(self, user: str = "admin") -> str:
+        """A JWT for ``user`` from ``POST /auth/token`` (docs/operations.md): its password
+        is in the file the simple auth manager generated on the first start."""
+        passwords = json.loads((self.home /
+                                "simple_auth_manager_passwords.json.generated").read_text())
+        resp = httpx.post(f"{self.url}/auth/token", json={"username": user,
+                                                          "password": passwords[user]},
+                          timeout=60)
+        resp.raise_for_status()
+        return resp.json()["access_token"]
 
     def _script(self, action: str) -> str:
         proc = subprocess.run(["bash", str(SCRIPT), action], env=self.env, capture_output=True,
@@ -55,6 +75,8 @@ class LocalAirflow:
 
     def start(self) -> LocalAirflow:
         self._script("start")
+        if self.login:
+            self.client.headers["Authorization"] = f"Bearer {self.token()}"
         deadline = time.monotonic() + 300
         dag_files = len(list((REPO / "dags").glob("emerge_*.py")))
         while time.monotonic() < deadline:  # the dag-processor has parsed every DAG
@@ -170,3 +192,124 @@ class LocalAirflow:
                 for log in sorted(folder.rglob("*.log"))[-1:]:
                     lines.append(log.read_text(errors="replace")[-3000:])
         return "\n".join(lines)
+
+
+def states(airflow: LocalAirflow, dag_id: str, run_id: str) -> dict[str, str]:
+    """Every task instance's state in a run: ``task_id`` (``task_id[i]`` when mapped)."""
+    return {(t["task_id"] if t["map_index"] < 0 else f"{t['task_id']}[{t['map_index']}]"):
+            t["state"] for t in airflow.tasks(dag_id, run_id)}
+
+
+def task_log(airflow: LocalAirflow, dag_id: str, run_id: str, task_id: str) -> list[dict]:
+    """A task's log records (its last try), as the UI shows them."""
+    folder = (airflow.home / "logs" / f"dag_id={dag_id}" / f"run_id={run_id}" /
+              f"task_id={task_id}")
+    logs = sorted(folder.rglob("attempt=*.log"))
+    assert logs, f"no log in {folder}"
+    out = []
+    for line in logs[-1].read_text(errors="replace").splitlines():
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            out.append({"level": "info", "event": line})
+    return out
+
+
+#: the snapshot runs of the newcomer path (docs/operations.md): the backfill's two
+#: quarters and the custom run
+NEWCOMER_RELEASES = ("snapshot_2024-01-01", "snapshot_2024-04-01", "snapshot_2024-01-15")
+
+
+def release_digests(releases: Path) -> dict[str, dict[str, Any]]:
+    """Each newcomer release as its manifest states it: the content version and every
+    file's sha256."""
+    from buildkit import RUN_TIME_FILES  # they show the validation's run time
+
+    out = {}
+    for name in NEWCOMER_RELEASES:
+        manifest = json.loads((releases / name / "manifest.json").read_text())
+        out[name] = {"version": manifest["version"],
+                     "files": {f["path"]: f["sha256"] for f in manifest["files"]
+                               if f["path"] not in RUN_TIME_FILES}}
+    return out
+
+
+def code_key(*extra: str) -> str:
+    """What a release depends on here: the library, the DAGs, the plugin."""
+    import hashlib
+
+    digest = hashlib.sha256("\n".join(extra).encode())
+    for root in ("emerge_lib", "dags", "plugins"):
+        for p in sorted((REPO / root).rglob("*")):
+            if p.suffix in (".py", ".c") and p.is_file():
+                digest.update(p.relative_to(REPO).as_posix().encode())
+                digest.update(p.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def same_release_as_the_other_executor(cache: Path, executor: str,
+                                       digests: dict[str, Any], key: str
+                                       ) -> tuple[str, dict[str, Any]] | None:
+    """The newcomer path under the LocalExecutor (test_dags_scheduler.py) and under the
+    CeleryExecutor (test_dags_celery.py) build the same releases: each module files its
+    releases' digests here (the session's cache, shared by pytest-xdist's workers) for
+    this code, and the second to finish compares them with the first's. Returns (the
+    other executor, its digests), or None when it has not filed any for this code yet
+    (then it compares when it finishes)."""
+    import fcntl
+
+    cache.mkdir(parents=True, exist_ok=True)
+    other = "celery" if executor == "local" else "local"
+    with open(cache / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        (cache / f"{executor}.json").write_text(json.dumps({"key": key, "releases": digests}))
+        theirs = cache / f"{other}.json"
+        if theirs.is_file():
+            filed = json.loads(theirs.read_text())
+            if filed["key"] == key:
+                return other, filed["releases"]
+    return None
+
+
+def step_times(airflow: LocalAirflow, dag_id: str, run_ids: list[str]) -> dict[str, Any]:
+    """What Airflow's task instances of these runs record: per task, ``run`` (its
+    duration; mapped instances and runs summed) and ``wait`` (queued until started: the
+    executor's hand-over), and ``wall``, the runs as a whole (first start to last end)."""
+    from datetime import datetime
+
+    def secs(a: str, b: str) -> float:
+        return (datetime.fromisoformat(b) - datetime.fromisoformat(a)).total_seconds()
+
+    tasks: dict[str, dict[str, float]] = {}
+    runs = [r for r in airflow.runs(dag_id) if r["dag_run_id"] in run_ids]
+    for run_id in run_ids:
+        for ti in airflow.tasks(dag_id, run_id):
+            if ti["state"] != "success":
+                continue
+            row = tasks.setdefault(ti["task_id"], {"run": 0.0, "wait": 0.0})
+            row["run"] += ti["duration"] or 0.0
+            if ti.get("queued_when") and ti.get("start_date"):
+                row["wait"] += max(0.0, secs(ti["queued_when"], ti["start_date"]))
+    wall = secs(min(r["start_date"] for r in runs), max(r["end_date"] for r in runs))
+    return {"wall": wall, "tasks": tasks}
+
+
+def file_step_times(cache: Path, executor: str, phases: dict[str, Any], key: str) -> str:
+    """File the newcomer path's step times (:func:`step_times` per phase) beside the
+    releases' digests, and say them beside the other executor's for this code where
+    filed (their figures depend on the machine's load then: read, not asserted)."""
+    cache.mkdir(parents=True, exist_ok=True)
+    (cache / f"{executor}-steps.json").write_text(json.dumps({"key": key, "phases": phases}))
+    other = "celery" if executor == "local" else "local"
+    theirs = cache / f"{other}-steps.json"
+    filed = json.loads(theirs.read_text()) if theirs.is_file() else {}
+    both = {executor: phases, other: filed.get("phases") if filed.get("key") == key else None}
+    lines = [f"step times (s, run / queued-to-start), {executor} | {other}:"]
+    for phase, mine in phases.items():
+        other_phase = (both[other] or {}).get(phase) or {"wall": float("nan"), "tasks": {}}
+        lines.append(f"  {phase}: wall {mine['wall']:.0f} | {other_phase['wall']:.0f}")
+        for task, row in mine["tasks"].items():
+            o = other_phase["tasks"].get(task, {"run": float("nan"), "wait": float("nan")})
+            lines.append(f"    {task}: {row['run']:.1f}/{row['wait']:.1f} | "
+                         f"{o['run']:.1f}/{o['wait']:.1f}")
+    return "\n".join(lines)

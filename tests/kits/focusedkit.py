@@ -1,5 +1,5 @@
 """The hand-made KG and Wikipedia history of the focused tests (tests/engine/transform:
-deltas, passages, align), row by row under DESIGN.md §1.1-1.2 (``DESIGN``) and what the
+deltas, passages, align), row by row under docs/semantics.md §1.1-1.2 (``DESIGN``) and what the
 released data shows (``RELEASED``), the authors' selection rules off (their own cases:
 test_align_rules.py). The KGs are built once per worker (tests/engine/transform/conftest.py)."""
 

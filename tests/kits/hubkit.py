@@ -105,8 +105,10 @@ def check_croissant(release: Path, truth: Truth, records: int = 3) -> dict[str, 
     import mlcroissant as mlc
 
     doc = json.loads((release / "croissant.json").read_text())
-    assert doc["version"] == read_manifest(release)["version"]
+    assert doc["version"].endswith("+" + read_manifest(release)["version"])
+    assert doc["datePublished"]
     dataset = mlc.Dataset(jsonld=str(release / "croissant.json"))
+    assert not dataset.metadata.ctx.issues.warnings, dataset.metadata.ctx.issues.warnings
     got = {}
     for record_set in doc["recordSet"]:
         name = record_set["@id"]
@@ -231,6 +233,13 @@ def build_release(root: Path, lines: dict[tuple[str, int], list[dict[str, Any]]]
         pq.write_table(pa.table({"snapshot": [snap] * 2, "s": ["Q1", "Q2"], "p": ["P1", "P1"],
                                  "o": ["Q2", "Q3"]}), root / rel)
         paths.append(rel)
+    if meta and "validation" in meta:  # the results the publish gate holds the files to
+        from emerge_lib.formats.manifest import validated_files
+
+        (root / "validation").mkdir(exist_ok=True)
+        (root / "validation" / "results.json").write_text(json.dumps(
+            {"success": True, "files": validated_files(root)}) + "\n")
+        paths.append("validation/results.json")
     known = {e["path"]: e for e in file_entries(root, paths)}
     version = content_version(known.values())
     write_croissant(root, list(known.values()), version=version,
@@ -255,3 +264,65 @@ def small_release(folder: Path) -> Path:
     return build_release(folder, {(SNAPS[0], 1): [A1, B1], (SNAPS[0], 2): [A2],
                                   (SNAPS[1], 1): [C4]},
                          {(SNAPS[0], 1): [B1], (SNAPS[1], 1): []})
+
+
+# -- a release with its validation written (the checks page, emerge validate) ---------------
+CHECKED_AT = "2026-12-01T10:00:00.123456+00:00"
+
+
+def _check(check: str, success: bool, severity: str = "critical", unexpected: int | None = 0,
+           observed: Any = None, **more: Any) -> dict[str, Any]:
+    return {"check": check, "success": success, "raised": False, "severity": severity,
+            "unexpected_count": unexpected, "observed": observed, **more}
+
+
+def validation_results(failed: bool = True) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(results.json, the manifest's verdict) of a two-snapshot release: every status
+    planted in the first snapshot (a check passed, a warning, a release-file check failed
+    unless ``failed`` is False), the second all passed, a human annotation."""
+    snap1, snap2 = SNAPS
+    tables1 = [_check("s is an item id", True, suite="kg_triples"),
+               _check("every required op is present (X, E, EE, EE-KG, D)", False, "warning",
+                      None, "missing D; present E, X", suite="instances")]
+    release1 = [_check("hash_id is unique per file", not failed, unexpected=2 if failed else 0,
+                       observed=[{"hash_id": "a", "file": "corpus/x.jsonl"}] if failed else None),
+                _check("revision_date is a full ISO 8601 UTC instant", True)]
+    results = {"success": not failed, "snapshots": {
+        snap1: {"tables": {"state": "passed", "checks": tables1},
+                "release": {"success": not failed, "suites": {"lines": {
+                    "success": not failed, "checks": release1}}}},
+        snap2: {"tables": {"state": "passed",
+                           "checks": [_check("s is an item id", True, suite="kg_triples")]},
+                "release": {"success": True, "suites": {"lines": {"success": True, "checks": [
+                    _check("hash_id is unique per file", True)]}}}}},
+        "human_annotation": {"success": True, "suites": {"human_lines": {
+            "success": True, "checks": [_check("every line has a verdict", True)]}}}}
+    warning = "instances: every required op is present (X, E, EE, EE-KG, D) (missing D)"
+    verdict: dict[str, Any] = {
+        "success": not failed, "results": "validation/results.json",
+        "page": "validation/index.html",
+        "snapshots": {snap1: {"tables": "passed", "release": "failed" if failed else "passed",
+                              "validated_at": CHECKED_AT, "warnings": [warning]},
+                      snap2: {"tables": "passed", "release": "passed",
+                              "validated_at": CHECKED_AT}}}
+    if failed:
+        verdict["reason"] = f"{snap1}: release files: 1 of 2 checks failed"
+    return results, verdict
+
+
+def validated_release(folder: Path, failed: bool = True) -> Path:
+    """The small release with its validation as the writer leaves it: results.json, the
+    checks page (validation/index.html) and the verdict in the manifest."""
+    from emerge_lib.release.describe import validation_line
+    from emerge_lib.validation.page import write_release_page
+
+    root = small_release(folder)
+    results, verdict = validation_results(failed)
+    (root / "validation").mkdir()
+    (root / "validation" / "results.json").write_text(json.dumps(results, indent=1) + "\n")
+    paths = [f["path"] for f in read_manifest(root)["files"]] + ["validation/results.json"]
+    version = write_manifest(root, paths, meta={"validation": verdict})["version"]
+    write_release_page(root, verdict, version, validation_line(verdict))
+    assert write_manifest(root, [*paths, "validation/index.html"],
+                          meta={"validation": verdict})["version"] == version
+    return root

@@ -38,7 +38,9 @@ def starting(home: Path) -> subprocess.Popen:
         if os.environ.get("CI"):
             pytest.fail("Label Studio is missing: make test installs it (make labelstudio)")
         pytest.skip("Label Studio is not installed here: make labelstudio")
-    env = {**os.environ, "LABEL_STUDIO_HOME": str(home), "LS_VENV_BIN": str(VENV_BIN)}
+    # the server dies with this test process, however it ends (a watchdog of the script)
+    env = {**os.environ, "LABEL_STUDIO_HOME": str(home), "LS_VENV_BIN": str(VENV_BIN),
+           "LS_PARENT_PID": str(os.getpid())}
     env.pop("LABEL_STUDIO_PORT", None)
     return subprocess.Popen([str(SCRIPT), "start"], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)

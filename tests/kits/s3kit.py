@@ -8,6 +8,7 @@ A test module declares its session fixture with ``yield from s3kit.serve(...)``.
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import random
 from collections import Counter
@@ -86,10 +87,32 @@ def make_release(root: Path, seed: int = 1, *, big_mb: float = 11,
         body = bytearray(line * int(big_mb * (1 << 20) // len(line)))
         body[:16] = rng.randbytes(16).hex().encode()  # each seed its own content
         put("corpus/snapshot_all/passages.jsonl", bytes(body))
-    put("validation/results.json", b'{"success": true}\n')
+    from emerge_lib.formats.manifest import validated_files
+
+    put("validation/results.json", json.dumps(  # what the publish gate holds the files to
+        {"success": True, "files": validated_files(root)}).encode() + b"\n")
     put("README.md", f"# EMERGE release {seed}\n".encode())
     meta = {} if validation is None else {"validation": dict(validation)}
     return write_manifest(root, paths, meta=meta)
+
+
+# -- a command's environment -----------------------------------------------------------------
+def cli_env(monkeypatch: pytest.MonkeyPatch, server: Any, identity: str | None) -> None:
+    """The environment a user's shell would give ``emerge``: the server's endpoint and
+    ``identity``'s keys (None: no credentials anywhere, no shared files, no instance
+    metadata)."""
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
+                 "AWS_PROFILE", "AWS_ENDPOINT_URL"):
+        monkeypatch.delenv(name, raising=False)
+    # no shared files, no instance metadata: credentials only from what the test sets
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    env = server.environment(identity or "publisher")
+    for name, value in env.items():
+        if identity is not None or not name.startswith("AWS_") or name.endswith("REGION"):
+            monkeypatch.setenv(name, value)
+    monkeypatch.setenv("EMERGE__S3__ENDPOINT_URL", server.endpoint_url)
 
 
 # -- watching a client's requests ----------------------------------------------------------

@@ -1,7 +1,7 @@
 """An independent check of a sample world's truth.jsonl and traps.jsonl against its dumps.
 
 Independent means: it reads only the generated mirror (mwxml + json + bz2 + stdlib) and
-re-implements DESIGN.md §1.1-1.2 naively here, sharing no code with emerge_lib (neither
+re-implements docs/semantics.md §1.1-1.2 naively here, sharing no code with emerge_lib (neither
 the generator nor the pipeline). What it verifies, honestly scoped:
 
 KG side (full): for every truth row, from the Wikidata history alone -- the state at τ
@@ -21,7 +21,7 @@ to exactly the listed mentioned QIDs.
 Three semantics are checked: "released" (the defaults, what the released data shows:
 cumulative windows, emerging = the item was created at or after t, an addition ended by an
 in-window end qualifier is also D, and the authors' selection rules R1-R5; truth.jsonl),
-"unselected" (the same without those rules; truth-unselected.jsonl) and "design" (DESIGN
+"unselected" (the same without those rules; truth-unselected.jsonl) and "design" (docs/semantics.md
 §1.1-1.2: first appearance, emerging = not in V_t, D only from T_t; truth-design.jsonl).
 The selection rules, re-read from docs/data-model.md: R1 a listed passage has an E, EE or
 D triple between two of its entities; R2a a removal added back within 15 years of τ_k is

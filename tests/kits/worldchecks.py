@@ -23,7 +23,8 @@ def seeds(released: tuple[int, ...], design: tuple[int, ...] = (),
           unselected: tuple[int, ...] = ()) -> list[Any]:
     """The (seed, semantics) parameters of a world file: "released" is the default
     configuration (what the released data shows, the authors' selection rules included:
-    truth.jsonl), "design" the DESIGN §1.1-1.2 rule (truth-design.jsonl), "unselected" the
+    truth.jsonl), "design" the docs/semantics.md §1.1-1.2 rule (truth-design.jsonl),
+    "unselected" the
     no-selection-rules preset (truth-unselected.jsonl)."""
     return [pytest.param((s, "released"), id=f"seed{s}") for s in released] + [
         pytest.param((s, "design"), id=f"seed{s}-design") for s in design] + [

@@ -43,6 +43,11 @@ SMALL = SampleSpec(seed=3, items=120, articles=60, revisions=2)
 TINY = SampleSpec(seed=3, items=30, articles=8, revisions=1, snapshots=("2024-01-01T00:00:00Z",))
 #: the same little filler and both default snapshots
 TINY2 = SampleSpec(seed=3, items=30, articles=8, revisions=1)
+#: TINY with one dump date (the first that covers its snapshot): the smallest world that
+#: still exercises every stage, for the Spark 4 cluster, where every Delta operation costs
+#: a second or more (a snapshot run of the Airflow DAG ingests that same dump)
+TINY1 = SampleSpec(seed=3, items=30, articles=8, revisions=1,
+                   snapshots=("2024-01-01T00:00:00Z",), dump_dates=("20240220",))
 
 #: no dump dates: a build from the warehouse alone (nothing to ingest)
 NO_INGEST = {"dumps": {"wikidata": {"wiki": "wikidatawiki", "dates": []},

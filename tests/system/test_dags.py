@@ -42,25 +42,35 @@ def test_the_cli_lists_no_import_errors(airflow_db) -> None:
 def test_the_snapshot_dag_is_the_registry_in_order(dagbag) -> None:
     from airflow.sdk import CronTriggerTimetable
 
-    from emerge_lib.airflow.assets import RELEASE, TIMELINES
+    from emerge_lib.airflow.assets import PUBLISHED, RELEASE, TIMELINES
     from emerge_lib.pipeline.registry import STAGES
 
     dag = dagbag.dags["emerge_snapshot"]
     stages = [name for name in STAGES if name not in ("publish", "evaluate")]
-    order = ["wait_for_inputs", *stages, "publish"]
-    assert set(dag.task_ids) == set(order)
-    for upstream, downstream in zip(order, order[1:], strict=False):
-        assert dag.get_task(downstream).upstream_task_ids == {upstream}
     assert stages[:3] == ["ingest_wikidata", "ingest_wikipedia", "stability"]
     assert stages.index("snapshot") < stages.index("curate") < stages.index("release")
-    for name in [*stages, "publish"]:
+    # curate is two tasks side by side, one per model, each in its model's pool and queue
+    curate = ["curate_additions", "curate_deprecations"]
+    order = ["wait_for_inputs", *stages, "publish"]
+    at = order.index("curate")
+    steps = [{name} for name in order[:at]] + [set(curate)] + [{n} for n in order[at + 1:]]
+    assert set(dag.task_ids) == set().union(*steps)
+    for upstream, downstream in zip(steps, steps[1:], strict=False):
+        for name in downstream:
+            assert dag.get_task(name).upstream_task_ids == upstream, name
+    for name in [*stages[:at - 1], *curate, *stages[at:], "publish"]:
         task = dag.get_task(name)
         assert task.trigger_rule == "none_failed", name  # a skipped curate does not stop it
         assert task.retries == 3 and task.retry_exponential_backoff, name
         assert task.execution_timeout and task.execution_timeout <= timedelta(days=3), name
-    assert dag.get_task("curate").pool == "emerge_llm"
-    assert {t.pool for t in dag.tasks if t.task_id != "curate"} == {"default_pool"}
-    assert dag.get_task("publish").outlets == [RELEASE]
+    for judge in ("additions", "deprecations"):
+        task = dag.get_task(f"curate_{judge}")
+        assert task.pool == task.queue == f"emerge_llm_{judge}"
+    assert {t.pool for t in dag.tasks if t.task_id not in curate} == {"default_pool"}
+    assert {t.queue for t in dag.tasks if t.task_id not in curate} == {"default"}
+    # every built release is an event (emerge_evaluate follows it), every published one too
+    assert dag.get_task("release").outlets == [RELEASE]
+    assert dag.get_task("publish").outlets == [PUBLISHED]
     assert dag.get_task("wait_for_inputs").inlets == [TIMELINES]
     assert isinstance(dag.timetable, CronTriggerTimetable)
     assert (dag.timetable.expression, str(dag.timetable.timezone)) == ("0 0 1 1,4,7,10 *", "UTC")
@@ -116,7 +126,7 @@ def test_params_have_valid_defaults_and_refuse_bad_values(dagbag) -> None:
                                 "release_to": "s3://emerge/releases"})
     assert ok.validate()["windows"] == 3
     for bad in ({"dump_date": "2024-06"}, {"windows": 0}, {"release_to": "/tmp/x"},
-                {"wikidata_files": "a.bz2"}, {"publish": "yes"}):
+                {"wikidata_files": "a.bz2"}, {"publish": "yes"}, {"curate": "yes"}):
         with pytest.raises(ParamValidationError):
             merged(dag.params, bad).validate()
     ingest = dagbag.dags["emerge_ingest"]
@@ -255,6 +265,82 @@ def test_connections_become_configuration(monkeypatch) -> None:
                                                          "mode": "local-cluster"}}
     conns.clear()
     assert hooks.connection_overrides() == {}  # no connections: the configuration decides
+
+
+def test_a_task_resolves_its_run_once(tmp_path: Path, monkeypatch) -> None:
+    """The publish, release and stability tasks (a publish task read the YAML four times
+    and asked the connections twice): the run is built once from the context
+    (runtime.task_run: each connection asked once, the configuration file read once) and
+    the task bodies take it; the stage itself is stood in for here."""
+    import yaml
+    from airflow.sdk import BaseHook, Connection
+    from airflow.sdk.exceptions import AirflowNotFoundException
+
+    from emerge_lib.airflow import runtime
+    from emerge_lib.airflow.assets import PUBLISHED, RELEASE, TIMELINES
+    from emerge_lib.airflow.operators import ReleaseStep
+
+    config = tmp_path / "emerge.yaml"
+    config.write_text(f"# the run's file\nwarehouse: {tmp_path / 'wh'}\n")
+    monkeypatch.setenv("EMERGE_CONFIG", str(config))
+    monkeypatch.setenv("EMERGE_RELEASE_ROOT", str(tmp_path / "releases"))
+    asked: list[str] = []
+    reads: list[str] = []
+
+    def get(cls, conn_id):
+        asked.append(conn_id)
+        if conn_id != "emerge_s3":
+            raise AirflowNotFoundException(conn_id)
+        return Connection(conn_id="emerge_s3", conn_type="aws", login="key", password="secret",
+                          extra=json.dumps({"endpoint_url": "http://127.0.0.1:8333"}))
+
+    safe_load = yaml.safe_load
+
+    def counted(text, *a, **k):
+        if isinstance(text, str) and text.startswith("# the run's file"):
+            reads.append(text)
+        return safe_load(text, *a, **k)
+
+    monkeypatch.setattr(BaseHook, "get_connection", classmethod(get))
+    monkeypatch.setattr(yaml, "safe_load", counted)
+    stepped: list[tuple[str, runtime.TaskRun]] = []
+    summary = SimpleNamespace(out_dir=tmp_path / "releases" / "snapshot_2024-04-01",
+                              manifest={"version": "v1"}, files=["a", "b"], validation={
+                                  "success": True}, version="v1", target="s3://b/p",
+                              uploaded_files=2, files_count=2, already_published=False)
+
+    def step(name, tr, **kwargs):
+        stepped.append((name, tr))
+        summary.files = 2 if name == "publish" else ["a", "b"]
+        return SimpleNamespace(detail=summary, rows=1, seconds=0.5,
+                               to_dict=lambda: {"stage": name})
+
+    monkeypatch.setattr(runtime, "_step", step)
+    events = {a: SimpleNamespace(extra=None) for a in (PUBLISHED, RELEASE, TIMELINES)}
+    snap = {"params": {"snapshot": "2024-04-01T00:00:00Z", "publish": True,
+                       "release_to": "s3://b/p"}, "outlet_events": events}
+    for stage, asset in (("publish", PUBLISHED), ("release", RELEASE)):
+        asked.clear(), reads.clear(), stepped.clear()
+        ReleaseStep(task_id=stage, emerge_stage=stage, outlets=[asset]).execute(snap)
+        assert sorted(asked) == ["emerge_engine", "emerge_llm", "emerge_s3"], stage
+        assert len(reads) == 1, stage
+        ((name, tr),) = stepped
+        assert name == stage and tr.cfg.s3.endpoint_url == "http://127.0.0.1:8333"
+        assert tr.s3_session is not None and tr.run.snapshot == "2024-04-01T00:00:00Z"
+        assert events[asset].extra["release_dir"] == str(
+            tmp_path / "releases" / "snapshot_2024-04-01")
+    asked.clear(), reads.clear(), stepped.clear()
+
+    class TI:
+        def xcom_pull(self, task_ids, key):
+            return [] if isinstance(task_ids, list) else {"metrics": {"files": 2}}
+
+    ingest = {"params": {"dump_date": "20240601"}, "ti": TI(), "outlet_events": events}
+    runtime.stability_task(runtime.task_run(ingest, snapshot=False), TIMELINES)
+    assert sorted(asked) == ["emerge_engine", "emerge_llm", "emerge_s3"] and len(reads) == 1
+    ((name, tr),) = stepped
+    assert name == "stability" and tr.cfg.dumps.wikidata.dates == ["20240601"]
+    assert events[TIMELINES].extra["files"] == {"wikidata": 4, "wikipedia": 4}
 
 
 def test_the_wait_defers_to_a_trigger_that_never_blocks_the_event_loop(tmp_path: Path) -> None:
@@ -400,7 +486,7 @@ def test_a_backfill_on_a_fresh_warehouse_ingests_the_covering_dump(tmp_path: Pat
     config = tmp_path / "config.yaml"
     config.write_text(f"warehouse: {tmp_path / 'wh'}\ndumps:\n  mirror: file://mirror\n")
     monkeypatch.setenv("EMERGE_CONFIG", str(config))
-    monkeypatch.setattr("emerge_lib.airflow.hooks.connection_overrides", lambda: {})
+    monkeypatch.setattr("emerge_lib.airflow.hooks.connections", lambda: ({}, None))
 
     class TI:
         task_id = "wait_for_inputs"
@@ -425,3 +511,66 @@ def test_a_backfill_on_a_fresh_warehouse_ingests_the_covering_dump(tmp_path: Pat
     with pytest.raises(TaskDeferred) as deferred:  # the ingest DAG brings the warehouse
         wait.execute(context("2024-01-01T00:00:00Z", "scheduled"))
     assert (deferred.value.trigger.what, deferred.value.trigger.poll_s) == ("warehouse", 60)
+
+
+def test_celery_hands_no_running_task_to_a_second_worker(dagbag) -> None:
+    """Redis hands a task not acknowledged within the visibility timeout to another
+    worker (task_acks_late does not stop it): the deployment's timeout (and `make
+    airflow`'s, the same) exceeds every task's execution_timeout."""
+    import yaml
+
+    compose = yaml.safe_load((REPO / "docker-compose.yaml").read_text())
+    timeout = int(compose["x-airflow-env"][
+        "AIRFLOW__CELERY_BROKER_TRANSPORT_OPTIONS__VISIBILITY_TIMEOUT"])
+    script = (REPO / "scripts" / "airflow-local.sh").read_text()
+    assert f"AIRFLOW__CELERY_BROKER_TRANSPORT_OPTIONS__VISIBILITY_TIMEOUT={timeout}\n" in script
+    longest = max(t.execution_timeout for dag in dagbag.dags.values() for t in dag.tasks
+                  if t.execution_timeout is not None)
+    assert longest.total_seconds() < timeout, (longest, timeout)
+
+
+def test_curations_pools_have_a_slot_per_server() -> None:
+    from emerge_lib.airflow.pools import LLM_POOLS, pools
+    from emerge_lib.core.config import load_config
+
+    cfg = load_config(None, overrides={"curation": {"additions": {"workers": 3}}})
+    got = pools(cfg)
+    assert set(got) == set(LLM_POOLS.values()) == {"emerge_llm_additions",
+                                                   "emerge_llm_deprecations"}
+    assert got["emerge_llm_additions"]["slots"] == 3
+    assert got["emerge_llm_deprecations"]["slots"] == 1  # the default: one server
+    assert "Meta-Llama-3.1-405B" in got["emerge_llm_deprecations"]["description"]
+
+
+def test_the_trigger_form_requires_nothing_and_curate_has_three_states(dagbag) -> None:
+    """Airflow's form marks a param required unless its type allows null, and draws a
+    boolean as a two-state toggle: every param of a snapshot run is optional (empty: the
+    configuration's, or nothing), and curate is a select of three (the configuration's,
+    on, off) that the REST API also takes as null, true or false."""
+    from emerge_lib.pipeline.runs import SnapshotRun
+
+    dag = dagbag.dags["emerge_snapshot"]
+    for name in dag.params:
+        schema = dag.params.get_param(name).schema
+        assert "null" in schema["type"], (name, schema["type"])
+    curate = dag.params.get_param("curate").schema
+    assert curate["enum"] == [None, True, False]
+    assert set(curate["values_display"]) == {"null", "true", "false"}
+    for value in (None, True, False):
+        params = copy.deepcopy(dag.params)
+        params["curate"] = value
+        assert params.validate()["curate"] is value
+    for conf, expect in (({"curate": None}, None), ({"curate": True}, True),
+                         ({"curate": False}, False)):
+        assert SnapshotRun.from_params({**conf, "wikidata_files": None, "publish": None},
+                                       "2024-01-01").curate is expect
+    run = SnapshotRun.from_params({"wikidata_files": None, "publish": None}, "2024-01-01")
+    assert run.wikidata_files == () and run.publish is False
+
+
+def test_the_release_steps_are_the_plugins_operator(dagbag) -> None:
+    from emerge_lib.airflow.operators import RELEASE_STEPS, ReleaseStep
+
+    dag = dagbag.dags["emerge_snapshot"]
+    steps = {t.task_id for t in dag.tasks if isinstance(t, ReleaseStep)}
+    assert steps == set(RELEASE_STEPS) == {"validate", "release", "publish"}

@@ -33,6 +33,8 @@ from emerge_lib.sample.compare import planted as expected
 SNAPSHOTS = ("2024-01-01T00:00:00Z", "2024-04-01T00:00:00Z")  # two quarter starts
 SUCCESS_ICON = "M20 6 9 17l-5-5"  # the grid's check mark (lucide "check") on a successful task
 RELEASED = ("instances", "passages", "kg_triples", "entities", "relations", "delta_triples")
+#: the newcomer path's runs, by step: (DAG, run ids), for their task instances' times
+RUNS: dict[str, tuple[str, list[str]]] = {}
 
 
 @pytest.fixture(scope="module")
@@ -106,6 +108,7 @@ def test_an_ingest_run_triggered_through_the_rest_api(airflow: LocalAirflow,
     run_id = airflow.trigger("emerge_ingest")  # the default configuration's dump dates
     airflow.wait("emerge_ingest", [run_id], timeout=1500)
     print(f"newcomer path: the first ingest took {time.monotonic() - started:.0f}s")
+    RUNS["first ingest"] = ("emerge_ingest", [run_id])
     # the ingest uses every core inside Airflow: the stage lines of its tasks (one per
     # extract task and commit) report the cores each used
     lines = [ln for log in (airflow.home / "logs" / "dag_id=emerge_ingest" /
@@ -182,6 +185,7 @@ def test_a_backfill_of_two_quarters_side_by_side(airflow: LocalAirflow, warehous
     (a, b) = sorted((r["start_date"], r["end_date"]) for r in runs)
     assert b[0] < a[1], "the two backfill runs did not run side by side"
     print(f"newcomer path: the two-quarter backfill took {seconds(a[0], b[1]):.0f}s")
+    RUNS["backfill"] = ("emerge_snapshot", [r["dag_run_id"] for r in runs])
     assert warehouse.version("stable_statements") == stability  # the ingest DAG's alone
     # what the two runs built side by side is the world's planted truth, exactly (that the
     # DAG's tasks build `emerge build`'s bytes is system/demo/test_dagtest.py's), and each
@@ -219,11 +223,40 @@ def test_a_custom_run_goes_on_beside_the_waiting_scheduled_run(airflow: LocalAir
                                                  "windows": 2})
     (run,) = airflow.wait("emerge_snapshot", [run_id], timeout=900)
     print(f"newcomer path: the custom run took {seconds(run['start_date'], run['end_date']):.0f}s")
+    RUNS["custom run"] = ("emerge_snapshot", [run_id])
     release = world / "releases" / "snapshot_2024-01-15"
     deltas = sorted(p.name for p in release.glob("corpus/snapshot_2024-01-15/delta_*.jsonl"))
     assert deltas == ["delta_2024-01-22.jsonl", "delta_2024-01-29.jsonl"]
     assert [t["state"] for t in airflow.tasks("emerge_snapshot", scheduled[0]["dag_run_id"])
             if t["task_id"] == "wait_for_inputs"] == ["deferred"]
+
+
+def test_the_releases_are_the_celery_executors(airflow: LocalAirflow, world: Path,
+                                               request) -> None:
+    """The same world, configuration and code under the CeleryExecutor
+    (test_dags_celery.py) gives the same three releases, file for file: whichever of
+    the two modules finishes second compares (and says the step times beside)."""
+    from airflowkit import (
+        code_key,
+        file_step_times,
+        release_digests,
+        same_release_as_the_other_executor,
+        step_times,
+    )
+
+    mine = release_digests(world / "releases")
+    cache = Path(request.config.cache.mkdir("emerge-executors"))
+    print(file_step_times(cache, "local", {
+        phase: step_times(airflow, dag_id, ids) for phase, (dag_id, ids) in RUNS.items()},
+        code_key(repr(SMALL))))
+    other = same_release_as_the_other_executor(cache, "local", mine, code_key(repr(SMALL)))
+    if other is None:
+        print("newcomer path: the CeleryExecutor's releases of this code are not filed yet: "
+              "test_dags_celery.py compares when it finishes")
+        return
+    name, theirs = other
+    assert mine == theirs, f"the {name} executor's releases differ"
+    print(f"newcomer path: the releases are the {name} executor's, file for file")
 
 
 def test_rerunning_one_task_leaves_the_tables_unchanged(airflow: LocalAirflow,
@@ -281,6 +314,41 @@ def test_the_grid_view_shows_the_runs(airflow: LocalAirflow, world: Path, tmp_pa
     print(f"grid view: {kept}")
     if os.environ.get("EMERGE_SCREENSHOTS"):  # docs/images/, refreshed by hand (docs/operations.md)
         shutil.copy(png, Path(os.environ["EMERGE_SCREENSHOTS"]) / "airflow-snapshot-grid.png")
+
+
+def test_the_release_task_links_to_its_card_and_validation_results(
+        airflow: LocalAirflow, tmp_path: Path) -> None:
+    """plugins/emerge.py under the real api-server: the release task's page (the grid
+    beside it) shows the Dataset card and Validation results links, which open the
+    release's card.html and validation/results.json; a screenshot in headless Chromium."""
+    import httpx
+
+    run_id = "backfill__2024-01-01T00:00:00+00:00"
+    links = airflow.get(f"/dags/emerge_snapshot/dagRuns/{run_id}/taskInstances/release/"
+                        "links")["extra_links"]
+    assert links["Published manifest"] is None  # nothing was published
+    for name, check in (("Dataset card", "EMERGE"), ("Validation results", '"snapshots"')):
+        assert links[name] and links[name].startswith("/emerge/runs/emerge_snapshot/"), links
+        page = httpx.get(airflow.url + links[name], timeout=60)
+        assert page.status_code == 200 and check in page.text, (name, page.status_code)
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        pytest.skip("Debian's chromium is not installed (.ci/run installs it)")
+    # the task's Details tab draws its Extra Links (its first tab is the log)
+    url = f"{airflow.url}/dags/emerge_snapshot/runs/{run_id}/tasks/release/details"
+    flags = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+             "--window-size=1600,1000", "--virtual-time-budget=25000"]
+    dom = subprocess.run([*flags, "--dump-dom", url], capture_output=True, text=True,
+                         timeout=240).stdout
+    for name in ("Dataset card", "Validation results"):  # the buttons, with their targets
+        assert re.search(rf'<a [^>]*href="{re.escape(links[name])}"[^>]*>{name}</a>', dom), name
+    assert "Published manifest" not in dom  # a link without a target is not drawn
+    png = tmp_path / "emerge_snapshot-release-links.png"
+    shot = subprocess.run([*flags, f"--screenshot={png}", url], capture_output=True, text=True,
+                          timeout=240)
+    assert png.is_file() and png.stat().st_size > 10_000, shot.stderr[-2000:]
+    if os.environ.get("EMERGE_SCREENSHOTS"):  # docs/images/, refreshed by hand
+        shutil.copy(png, Path(os.environ["EMERGE_SCREENSHOTS"]) / "airflow-release-links.png")
 
 
 def test_published_releases_are_evaluated(airflow: LocalAirflow, world: Path) -> None:

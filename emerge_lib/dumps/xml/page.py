@@ -78,6 +78,8 @@ class PageReject(msgspec.Struct, frozen=True):
 
 
 
+#: the namespace of every MediaWiki export (export-0.3 … export-0.11; http or https)
+MEDIAWIKI_NS = b"www.mediawiki.org/xml/export-"
 _HEADER_WINDOW = 1 << 16
 
 
@@ -257,6 +259,14 @@ class Dump:
             raise TruncatedXMLError("stream ends inside <mediawiki>", lt)
         attrs = _attrs(sc.slice(lt + 1, gt))
         self._pos = gt + 1
+        namespace = attrs.get(b"xmlns")
+        if namespace is not None and not namespace.split(b"://", 1)[-1].startswith(MEDIAWIKI_NS):
+            # a root of another vocabulary that happens to be named mediawiki was read as a
+            # dump without a word
+            raise MalformedXMLError(f"the root element's namespace is "
+                                    f"{_ustr(namespace)[:200]!r}, not MediaWiki's export "
+                                    f"namespace (http://{MEDIAWIKI_NS.decode()}…): not a "
+                                    "MediaWiki export", lt)
         version = attrs.get(b"version")
         lang = attrs.get(b"xml:lang")
         info: dict[str, str | None] = {}

@@ -92,12 +92,12 @@ def test_two_annotators_import_in_the_authors_format_and_agree(made, spark, tmp_
     after = _digests(release)
     changed = {p for p in before if before[p] != after.get(p)}
     assert changed == {"README.md", "card.html", "croissant.json", "manifest.json",
-                       "validation/results.json"}
+                       "validation/results.json", "validation/index.html"}
     new = set(after) - set(before)
     assert {FILE, "agreement/agreement.json", "agreement/agreement.md",
             "agreement/agreement.tex"} <= new
-    assert all(p.startswith(("human_annotation/", "agreement/", "validation/docs/human_annotation/"))
-               for p in new)
+    assert all(p.startswith(("human_annotation/", "agreement/")) for p in new)
+    assert "human annotation" in (release / "validation" / "index.html").read_text()
     check = verify_release(release)
     assert check.ok and not check.unlisted
     manifest = read_manifest(release)

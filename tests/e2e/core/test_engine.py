@@ -1,6 +1,7 @@
 """One code path from the embedded engine to a cluster: a world built on Sail's
 local-cluster mode (driver and workers over RPC, as on a cluster) gives byte-identical
-release files to the local mode; two builds of different snapshots into one warehouse,
+release files and the same tables as the local mode (one of the six builds of one release:
+tests/system/core/test_engine_*.py build it on S3 and on Spark 4); two builds of different snapshots into one warehouse,
 side by side, both succeed and equal the builds one after the other."""
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from worlds import TINY, TINY2
+from buildkit import GATE, assert_same_release, assert_same_tables, release_files
+from worlds import TINY1, TINY2
 
 from emerge_lib.catalog import Catalog
 from emerge_lib.core.config import load_config
@@ -19,22 +21,13 @@ from emerge_lib.core.engine import resolve_mode, spark_session
 from emerge_lib.core.stage import StageContext
 from emerge_lib.pipeline.runner import build_dataset
 
-#: the Great Expectations gate is not what these tests are about (its own tests run it)
-NO_GATE = {"validation": {"enabled": False}}
 
-
-def release_files(folder: Path) -> dict[str, bytes]:
-    return {p.relative_to(folder).as_posix(): p.read_bytes()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
-
-
-def build_in(world: Path, mode: str, warehouse: Path, out: Path) -> dict[str, bytes]:
+def build_in(world: Path, mode: str, warehouse: Path, out: Path) -> None:
     cfg = load_config(world / "config.yaml", overrides={
-        **NO_GATE, "warehouse": str(warehouse), "engine": {"mode": mode}})
+        **GATE, "warehouse": str(warehouse), "engine": {"mode": mode}})
     with spark_session(cfg.engine, cfg.s3) as spark:
         assert spark.conf.get("spark.sql.session.timeZone") == "UTC"
         build_dataset(StageContext(cfg, Catalog.for_config(cfg, spark), release_dir=out))
-    return release_files(out)
 
 
 def test_engine_mode_comes_from_the_config_or_the_environment(monkeypatch) -> None:
@@ -49,16 +42,15 @@ def test_engine_mode_comes_from_the_config_or_the_environment(monkeypatch) -> No
 
 
 def test_local_cluster_mode_builds_byte_identical_release_files(tmp_path: Path, worlds) -> None:
-    """The tiny world (every planted case, one snapshot) built end to end, ingest
-    included, on Sail's local-cluster mode equals its build on the local mode (the
-    session's, from the same ingest steps)."""
-    local = release_files(worlds.built(TINY, NO_GATE).release)
-    cluster = build_in(worlds.world(TINY), "local-cluster", tmp_path / "wh-cluster",
-                       tmp_path / "rel-cluster")
-    assert any(name.endswith(".jsonl") and data for name, data in local.items())
-    assert sorted(cluster) == sorted(local)
-    differ = [name for name in local if cluster[name] != local[name]]
-    assert differ == []
+    """The tiny world of one dump date (every planted case, every stage, the gate on) built
+    end to end, ingest included, on Sail's local-cluster mode equals its build on the
+    local mode (the session's, from the same ingest steps): every release file, every
+    table."""
+    local = worlds.built(TINY1, GATE)
+    build_in(worlds.world(TINY1), "local-cluster", tmp_path / "wh-cluster",
+             tmp_path / "rel-cluster")
+    assert_same_release(tmp_path / "rel-cluster", local.release)
+    assert_same_tables(Catalog(tmp_path / "wh-cluster"), Catalog(local.warehouse))
 
 
 def _emerge(*args: str) -> subprocess.Popen[bytes]:

@@ -304,6 +304,8 @@ def test_the_demo_release_loads_in_datasets_duckdb_croissant_and_the_hub(
     assert judges == {(SMALL, "triple_assertion"), (SMALL, "triple_deprecation"),
                       (LARGE, "triple_deprecation")}
     card = (demo["release"] / "README.md").read_text()
-    assert "(validation/docs/snapshot_2024-01-01/tables/index.html)" in card  # the Data Docs
+    assert "[checks](validation/index.html#snapshot-2024-01-01)" in card  # the checks page
+    page = (demo["release"] / "validation" / "index.html").read_text()
+    assert 'id="snapshot-2024-01-01"' in page and manifest["version"] in page
     assert f"| {LARGE} | deprecations | {LARGE} | vllm | not recorded | triple_deprecation" \
         in card

@@ -3,7 +3,7 @@
 Seeds 1 and 2 of `emerge sample` are built on the embedded engine (ingest of both dump
 dates, stability, snapshots, deltas, passages, alignment, release) through the stage
 registry; every instance of truth.jsonl must come out, nothing else, and nothing from
-traps.jsonl: both seeds with the defaults (truth.jsonl), seed 1 also under the DESIGN
+traps.jsonl: both seeds with the defaults (truth.jsonl), seed 1 also under the docs/semantics.md
 §1.1-1.2 rule (truth-design.jsonl; the rules differ after the ingest only, and every
 seed plants every kind of case, which the checks assert). Each seed's world is generated
 and ingested once (kits/worlds.py); each semantics is built from a copy of it. Seeds 3

@@ -181,7 +181,8 @@ def test_the_selection_rules_leave_out_lines_and_nothing_else(world: Path) -> No
 
 
 def test_the_two_semantics_differ_where_the_released_data_does(world: Path) -> None:
-    """Released (the default) against DESIGN §1.1: cumulative windows repeat a passage in
+    """Released (the default) against docs/semantics.md §1.1: cumulative windows repeat a
+    passage in
     every later delta; an item older than t is not emerging; an addition ended inside the
     window is also D."""
     released = {(r["snapshot"], r["window"], r["page_id"], r["op"], r["s"], r["p"], r["o"])

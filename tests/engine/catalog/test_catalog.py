@@ -1,4 +1,7 @@
-"""The catalog on the real embedded engine (Sail) with real Delta tables."""
+"""The catalog on the real embedded engine (Sail) with real Delta tables; its guarded writes
+(the replace guard, counts from the log, merges, matched deletes and updates, nested
+columns, concurrent writers) on each engine the project supports (``on_each_engine``:
+the Spark 4 cluster too)."""
 
 from __future__ import annotations
 
@@ -8,6 +11,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from sparkkit import on_each_engine
 
 from emerge_lib.catalog import TABLES, Catalog, CatalogError, TableSpec, spark_type, spec
 
@@ -67,6 +71,7 @@ def test_partition_replace_touches_only_its_partition(catalog: Catalog) -> None:
     assert catalog.read_arrow("kg_triples").num_rows == 3
 
 
+@on_each_engine
 def test_rows_outside_the_partition_are_refused_and_nothing_is_written(catalog: Catalog) -> None:
     jan, apr = "2024-01-01", "2024-04-01"
     catalog.replace_partition(
@@ -89,7 +94,8 @@ def test_rows_outside_the_partition_are_refused_and_nothing_is_written(catalog: 
 
 
 def test_sail_trap_dynamic_overwrite_replaces_whole_table(catalog: Catalog, spark) -> None:
-    """Characterizes the Sail 0.7 trap the catalog avoids (DESIGN.md §4).
+    """Characterizes the Sail 0.7 trap the catalog avoids (docs/architecture.md, "The
+    catalog and its write modes").
 
     If this starts failing, Sail fixed dynamic partition overwrite; the catalog's guard
     stays correct either way.
@@ -108,6 +114,7 @@ def test_sail_trap_dynamic_overwrite_replaces_whole_table(catalog: Catalog, spar
     assert as_set(catalog.read_arrow("kg_triples")) == {("a", "Q5", "P1", "Q6")}
 
 
+@on_each_engine
 def test_merge_updates_and_inserts_on_the_key(catalog: Catalog) -> None:
     ts = datetime(2024, 1, 1, tzinfo=UTC)
     first = [{"wiki": "wikidatawiki", "page_id": 1, "title": "Q1", "last_rev_id": 10, "last_timestamp": ts}]
@@ -128,6 +135,7 @@ def test_merge_updates_and_inserts_on_the_key(catalog: Catalog) -> None:
         catalog.merge("page_watermarks", catalog.frame("page_watermarks", dup))
 
 
+@on_each_engine
 def test_nested_qualifiers_round_trip(catalog: Catalog) -> None:
     q = {"pid": "P580", "kind": "time", "time": "+2001-00-00T00:00:00Z", "precision": 9,
          "instant": datetime(2001, 1, 1, tzinfo=UTC), "item": None}
@@ -157,6 +165,7 @@ def test_embedded_engine_leaves_nothing_running() -> None:
         pass
 
 
+@on_each_engine
 def test_replace_partitions_of_a_snapshot_in_one_transaction(catalog: Catalog) -> None:
     def inst(snapshot: str, window: int, s: str) -> dict:
         return {"snapshot": snapshot, "window": window, "passage_id": "p", "op": "E",
@@ -229,7 +238,9 @@ def _marks(*pairs: tuple[int, int]) -> list[dict]:
             for p, r in pairs]
 
 
-def test_delete_and_update_matching(catalog: Catalog, spark) -> None:
+@on_each_engine
+def test_delete_and_update_matching(catalog: Catalog, engine) -> None:
+    spark = engine
     catalog.merge("page_watermarks", catalog.frame("page_watermarks", _marks((1, 10), (2, 20), (3, 30))))
     keys = spark.createDataFrame([("w", 2), ("w", 9)], "wiki string, page_id bigint")
     catalog.delete_matching("page_watermarks", keys, on=["wiki", "page_id"])
@@ -284,6 +295,7 @@ def test_a_lost_commit_race_is_retried_and_the_last_loss_is_retryable(catalog: C
         catalog._committed("kg_triples", "test", lambda: (_ for _ in ()).throw(ValueError("other")))
 
 
+@on_each_engine
 def test_concurrent_writers_to_disjoint_partitions_all_land_once(catalog: Catalog) -> None:
     """Sail 0.7 lets one of several simultaneous commits win and fails the others
     ("Failed to commit transaction"); the catalog retries them, so every writer lands."""
@@ -326,3 +338,36 @@ def test_a_process_that_reads_and_exits_exits_cleanly(tmp_path: Path) -> None:
         done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                               timeout=120)
         assert (done.returncode, done.stdout.strip()) == (0, "2000"), done.stderr[-500:]
+
+
+@pytest.mark.parametrize("how", ["replace", "merge"])
+def test_two_first_writes_of_a_new_table_side_by_side_land_once(catalog: Catalog,
+                                                                how: str) -> None:
+    """Two writers of one partition into a table that does not exist yet (two builds of
+    one snapshot into a fresh warehouse): both found no table and both appended, so every
+    row was there twice. The table is created empty first (two empty creates add no row),
+    then each writer's guarded replace or MERGE runs: the table holds the rows once."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    name = "kg_triples" if how == "replace" else "verdicts"
+    for attempt in range(3):  # the race is narrow: a few rounds, each on a fresh table
+        warehouse = Path(catalog.warehouse) / f"round{attempt}"
+
+        def write(_: int, warehouse: Path = warehouse) -> None:
+            own = Catalog(warehouse, catalog.spark)
+            if how == "replace":
+                frame = own.frame(name, rows("s1", *[("Q1", "P1", f"Q{j}") for j in range(50)]))
+                own.replace_partition(name, frame, {"snapshot": "s1"})
+            else:
+                frame = own.frame(name, [_verdict(j) for j in range(50)])
+                own.merge(name, frame)
+
+        with ThreadPoolExecutor(2) as pool:
+            list(pool.map(write, range(2)))
+        assert Catalog(warehouse).read_arrow(name).num_rows == 50
+
+
+def _verdict(j: int) -> dict:
+    return {"snapshot": "s1", "window": 1, "passage_id": f"p{j}", "s": "Q1", "p": "P1",
+            "o": "Q2", "llm_name": "m", "prompt_type": "triple_assertion", "prompt_sha": "x",
+            "verdict": "YES"}

@@ -1,7 +1,8 @@
-"""Every write the catalog makes returns, whatever the frame holds: zero rows into a new
-table and into an existing partition, partitioned and unpartitioned tables, every write
-mode (the first write's create, the guarded replace, merge, overwrite, the matched delete
-and update), from local rows and from a query that finds nothing. And an engine call that
+"""Every write the catalog makes returns, whatever the frame holds, on each engine the
+project supports (Sail embedded and the Spark 4 cluster): zero rows into a new table and
+into an existing partition, partitioned and unpartitioned tables, every write mode (the
+first write's create, the guarded replace, merge, overwrite, the matched delete and
+update), from local rows and from a query that finds nothing. And an engine call that
 gets no answer fails within its deadline, naming the stage, the table and the operation."""
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from sparkkit import on_each_engine
 from tablekit import item_row, stmt
 
 from emerge_lib.catalog import Catalog
@@ -31,6 +33,7 @@ def kg_row(snapshot: str, s: str) -> dict:
     return {"snapshot": snapshot, "s": s, "p": "P1", "o": "Q2"}
 
 
+@on_each_engine
 @pytest.mark.parametrize("source", ["local", "query"])
 def test_zero_rows_into_a_new_partitioned_table(catalog: Catalog, source: str) -> None:
     assert catalog.replace_partition("kg_triples", empty(catalog, "kg_triples", source),
@@ -46,6 +49,7 @@ def test_zero_rows_into_a_new_partitioned_table(catalog: Catalog, source: str) -
         assert catalog.read(name).count() == 0
 
 
+@on_each_engine
 @pytest.mark.parametrize("source", ["local", "query"])
 def test_zero_rows_into_an_existing_partition_clears_only_it(catalog: Catalog,
                                                             source: str) -> None:
@@ -62,6 +66,7 @@ def test_zero_rows_into_an_existing_partition_clears_only_it(catalog: Catalog,
     assert catalog.read_arrow("kg_triples").num_rows == 1
 
 
+@on_each_engine
 @pytest.mark.parametrize("source", ["local", "query"])
 def test_zero_rows_through_overwrite_merge_delete_and_update(catalog: Catalog,
                                                             source: str) -> None:

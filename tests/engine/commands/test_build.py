@@ -144,13 +144,26 @@ def test_a_browser_saved_export_fails_loudly_and_covers_nothing(tmp_path: Path, 
     assert not (tmp_path / "rel").exists()
 
 
-def test_a_snapshot_past_the_newest_wikidata_dump_is_refused(tmp_path: Path, capsys) -> None:
-    """Two wikis that do not overlap the snapshot's windows: refused, not empty windows."""
+def test_a_snapshot_past_the_newest_wikidata_dump_is_refused(tmp_path: Path, capsys,
+                                                            spark) -> None:
+    """Two wikis that do not overlap the snapshot's windows: refused, not empty windows;
+    by `emerge build` before anything starts (the dump's name has its date), and by the
+    snapshot stage itself for whoever runs it on an ingested warehouse (Airflow)."""
+    from stagekit import ingest, run
+
+    from emerge_lib.ingest.wikipedia.coverage import CoverageError
+
     old = wikidata_file(tmp_path, "wikidatawiki-20240105-pages-meta-history1.xml-p1p9.bz2")
     rc, line = cli(capsys, "build", "--wikidata", str(old), "--out", str(tmp_path / "rel"),
                    "--warehouse", str(tmp_path / "wh"), "--snapshot", "2024-01-01T00:00:00Z")
-    assert rc == 1
-    assert "newest ingested wikidatawiki dump (20240105) is older than 2024-02-05" in line
+    assert rc == 1 and not (tmp_path / "wh").exists()
+    assert "wikidatawiki dump of this build (20240105) is older than 2024-02-05" in line
+    catalog = Catalog(tmp_path / "wh2", spark)
+    ingest(catalog, "wikidata", [old])
+    with pytest.raises(CoverageError, match=r"newest ingested wikidatawiki dump \(20240105\) "
+                                            "is older than 2024-02-05"):
+        run(catalog, "stability")
+        run(catalog, "snapshot", "2024-01-01T00:00:00Z")
 
 
 def test_secrets_are_never_printed_or_logged(tmp_path: Path, capsys, caplog,

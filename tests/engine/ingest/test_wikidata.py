@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from dumpbuilder import PageSpec, Rev, claim, item, legacy_item, redirect, write_bz2
 from ingestkit import ingest_wikidata, items, snapshot_of, statements, ts
+from sparkkit import on_each_engine
 
 from emerge_lib.catalog import Catalog
 from emerge_lib.ingest.files import IngestError
@@ -283,11 +284,15 @@ def test_inspect_statements_prints_t_tau(tmp_path: Path, capsys: pytest.CaptureF
     assert capsys.readouterr().out == "Q1\tP31\tQ2\nQ2\tP279\tQ1\n"
 
 
-def test_spark_map_in_arrow_executor_gives_the_same_tables(tmp_path: Path, spark) -> None:
+@on_each_engine
+def test_spark_map_in_arrow_executor_gives_the_same_tables(tmp_path: Path, engine) -> None:
+    """``dumps.executor: spark``: the extraction in the engine's Python workers (Sail's
+    threads; the Spark cluster's executors, another process and interpreter) gives the
+    process pool's tables."""
     f = write_bz2(tmp_path / "wikidatawiki-20240201-pages-meta-history1.xml-p1p10.bz2", pages_v1())
-    local = Catalog(tmp_path / "local", spark)
+    local = Catalog(tmp_path / "local", engine)
     ingest_wikidata(local, [f], max_reject_ratio=1.0)
-    in_spark = Catalog(tmp_path / "spark", spark)
+    in_spark = Catalog(tmp_path / "spark", engine)
     ingest_wikidata(in_spark, [f], max_reject_ratio=1.0, executor="spark")
     assert snapshot_of(in_spark) == snapshot_of(local)
 
@@ -447,3 +452,43 @@ def test_the_ingest_stage_logs_one_summary_line(tmp_path: Path, catalog: Catalog
     assert ", 1 files, 10 revisions, 2 rejects in " in line
     # the cores it kept busy follow when the stage took a second or more (a loaded machine)
     assert re.search(r" MB/s(, [0-9.]+ cores)?$", line), line
+
+
+@pytest.mark.parametrize("nest", ["objects", "arrays", "top level"])
+def test_a_revision_nested_too_deep_is_one_reject(tmp_path: Path, catalog: Catalog,
+                                                   nest: str) -> None:
+    """A revision whose JSON nests 100,000 deep (objects inside a claims group failed the
+    whole file with a RecursionError: none of its pages committed) is one reject; the
+    page's other revisions and the other pages are ingested."""
+    n = 100_000
+    deep = '{"a":' * n + "1" + "}" * n if nest != "arrays" else "[" * n + "1" + "]" * n
+    good = item("Q2", [claim("P31", "Q5", "q2$a")], "Two")
+    text = (good[:-1] + f',"x":{deep}}}' if nest == "top level"
+            else good.replace('"claims":{', f'"claims":{{"P9":{deep},', 1))
+    f = write_bz2(tmp_path / "wikidatawiki-20240201-pages-meta-history1.xml-p1p10.bz2", [
+        PageSpec(1, "Q1", q1_history()),
+        PageSpec(2, "Q2", [Rev(20, "2024-01-01T00:00:00Z", good),
+                           Rev(21, "2024-01-02T00:00:00Z", text),
+                           Rev(22, "2024-01-03T00:00:00Z", good)]),
+    ])
+    report = ingest_wikidata(catalog, [f], max_reject_ratio=1.0)
+    assert report.pages == 2
+    rejects = {(r["rev_id"], r["reason"]) for r in catalog.read_arrow("ingest_rejects").to_pylist()}
+    assert rejects == {(21, "too_deep")}
+    assert {s for s, *_ in statements(catalog)} == {"Q1", "Q2"}
+
+
+def test_a_wikipedia_export_without_dbname_given_as_wikidata_says_so(tmp_path: Path,
+                                                                    catalog: Catalog) -> None:
+    """It said "not a MediaWiki history dump, or every page is broken"."""
+    from dumpbuilder import HEADER
+
+    header = HEADER.replace("    <dbname>{dbname}</dbname>\n", "").format()
+    f = write_bz2(tmp_path / "wikidatawiki-20240201-pages-meta-history1.xml-p1p10.bz2", [
+        PageSpec(1, "Alma Keller", [Rev(10, "2024-01-01T00:00:00Z", "'''Alma''' is.",
+                                        model="wikitext")])], header=header)
+    with pytest.raises(IngestError):
+        ingest_wikidata(catalog, [f], max_reject_ratio=1.0)
+    (row,) = [r for r in catalog.read_arrow("ingest_rejects").to_pylist()
+              if r["reason"] == "file_error"]
+    assert "none is an entity page" in row["detail"] and "--wikipedia" in row["detail"]

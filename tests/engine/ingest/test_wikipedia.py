@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from ingestkit import T, ingest_wikipedia, pages, runs, state, ts
+from sparkkit import on_each_engine
 from wikipedia_builder import MOVE, A, C, D, WPage, WRev, article, render, world_v1, write_bz2
 
 from emerge_lib.catalog import Catalog
@@ -334,11 +335,15 @@ def test_real_small_histories_skip_talk_pages(realdata: Path, catalog: Catalog) 
     assert titles == {"Çullu, Agdam", "Foo"}
 
 
-def test_spark_map_in_arrow_executor_gives_the_same_tables(tmp_path: Path, spark) -> None:
+@on_each_engine
+def test_spark_map_in_arrow_executor_gives_the_same_tables(tmp_path: Path, engine) -> None:
+    """``dumps.executor: spark``: the extraction in the engine's Python workers (Sail's
+    threads; the Spark cluster's executors, another process and interpreter) gives the
+    process pool's tables."""
     f = v1_file(tmp_path)
-    local = Catalog(tmp_path / "local", spark)
+    local = Catalog(tmp_path / "local", engine)
     ingest_wikipedia(local, [f], max_reject_ratio=0.1)
-    in_spark = Catalog(tmp_path / "spark", spark)
+    in_spark = Catalog(tmp_path / "spark", engine)
     ingest_wikipedia(in_spark, [f], max_reject_ratio=0.1, executor="spark")
     assert state(in_spark) == state(local)
 
@@ -387,3 +392,18 @@ def test_extract_and_commit_as_separate_steps(tmp_path: Path, catalog: Catalog) 
     ingest_wikipedia(catalog, [high], ["2023-06-01T00:00:00Z", T], max_reject_ratio=0.1)
     assert marks() == before
     assert commit(catalog, later_plan, [behind]) == [behind]
+
+
+def test_a_wikidata_export_without_dbname_given_as_wikipedia_says_so(tmp_path: Path,
+                                                                    catalog: Catalog) -> None:
+    """Every revision a Wikibase entity: the content model names the other wiki."""
+    import dumpbuilder
+
+    header = dumpbuilder.HEADER.replace("    <dbname>{dbname}</dbname>\n", "").format()
+    f = tmp_path / "enwiki-20240201-pages-meta-history1.xml-p1p10.bz2"
+    dumpbuilder.write_bz2(f, [dumpbuilder.PageSpec(1, "Q1", [dumpbuilder.Rev(
+        10, "2024-01-01T00:00:00Z", dumpbuilder.item("Q1", [], "One"))])], header=header)
+    with pytest.raises(IngestError, match="1 unknown_content_model .content model "
+                                          "wikibase-item: a Wikidata dump. pass it with "
+                                          "--wikidata"):
+        ingest_wikipedia(catalog, [f])

@@ -1,6 +1,6 @@
 """Alignment (emerge_lib/transform/align.py) on small hand-made tables (kits/focusedkit.py): each rule on a case a
 reader can check by eye (the generated worlds test them together, at scale), under both settings:
-DESIGN.md §1.1-1.2 (``DESIGN``) and what the released data shows (the defaults, §1.3).
+docs/semantics.md §1.1-1.2 (``DESIGN``) and what the released data shows (the defaults, §1.3).
 
 The snapshot is t = 2024-01-01 with two windows of 7 days (τ_1 = day 7, τ_2 = day 14);
 the KG stability span is one hour here, so presence is the raw timeline's, with touching

@@ -1,4 +1,4 @@
-"""The KG stability rule on hand-made statement intervals (DESIGN.md §1.2 item 2)."""
+"""The KG stability rule on hand-made statement intervals (docs/semantics.md §1.2 item 2)."""
 
 from __future__ import annotations
 

@@ -17,6 +17,7 @@ from s3kit import (
     LEAKED_KEYS,
     PASSED,
     PUBLIC_BUCKET,
+    cli_env,
     client_of,
     keys,
     make_release,
@@ -47,21 +48,6 @@ def publish(release: Path, to: str, client: Any, tmp_path: Path, **settings: Any
     ctx = StageContext(cfg, Catalog(tmp_path / "warehouse"), release_dir=release,
                        s3_client=client)
     return run_stage(ctx, "publish").detail
-
-
-def cli_env(monkeypatch: pytest.MonkeyPatch, server: Any, identity: str | None) -> None:
-    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
-                 "AWS_PROFILE", "AWS_ENDPOINT_URL"):
-        monkeypatch.delenv(name, raising=False)
-    # no shared files, no instance metadata: credentials only from what the test sets
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
-    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")
-    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
-    env = server.environment(identity or "publisher")
-    for name, value in env.items():
-        if identity is not None or not name.startswith("AWS_") or name.endswith("REGION"):
-            monkeypatch.setenv(name, value)
-    monkeypatch.setenv("EMERGE__S3__ENDPOINT_URL", server.endpoint_url)
 
 
 def files_of(root: Path) -> dict[str, bytes]:
@@ -116,7 +102,39 @@ def test_republishing_sends_nothing(s3_server: Any, tmp_path: Path) -> None:
     second = publish(release, f"s3://{BUCKET}/again", client, tmp_path)
     assert second.already_published and not second.latest_changed
     assert second.uploaded_files == 0 and requests.writes == []
-    assert sum(requests.ops.values()) <= 4  # bucket, manifest, latest
+    # bucket, manifest, latest, and the check of what the bucket holds: a listing, a HEAD
+    # per file (its stored checksum), one more per multipart file (its first part's size)
+    assert sum(requests.ops.values()) <= 4 + 11 + 2
+
+
+def test_a_republish_repairs_a_damaged_publication(s3_server: Any, tmp_path: Path,
+                                                   monkeypatch, capsys) -> None:
+    """An object of a published version changed (same size, its ``sha256`` metadata
+    forged to the manifest's) and another deleted: every download failed on them while a
+    republish said "already published, nothing uploaded". The republish checks each
+    object's stored checksum, sends those two again, and the download is byte-identical."""
+    release = tmp_path / "release"
+    manifest = make_release(release, seed=6)
+    target = f"s3://{BUCKET}/damaged"
+    publish(release, target, client_of(s3_server), tmp_path)
+    admin = s3_server.client("admin")
+    changed, deleted = "corpus/snapshot_2024-01-01/delta_2024-01-08.jsonl", \
+        "corpus/snapshot_all/passages.jsonl"  # a small file, and a multipart one
+    entry = next(f for f in manifest["files"] if f["path"] == changed)
+    data = bytearray((release / changed).read_bytes())
+    data[100] ^= 0x01
+    admin.put_object(Bucket=BUCKET, Key=f"damaged/v/{manifest['version']}/{changed}",
+                     Body=bytes(data), Metadata={"sha256": entry["sha256"]})
+    admin.delete_object(Bucket=BUCKET, Key=f"damaged/v/{manifest['version']}/{deleted}")
+    again = publish(release, target, client_of(s3_server), tmp_path)
+    assert again.already_published and again.uploaded_files == 2
+    assert "repaired" in again.brief() and "repaired 2 files" in " ".join(again.notes)
+    cli_env(monkeypatch, s3_server, "reader")
+    out = tmp_path / "download"
+    assert main(["download", "--from", target, "--to", str(out)]) == 0
+    assert files_of(out) == files_of(release)
+    third = publish(release, target, client_of(s3_server), tmp_path)
+    assert third.uploaded_files == 0  # repaired once and for all
 
 
 def test_an_interrupted_upload_resumes_with_what_is_missing(s3_server: Any,
@@ -266,7 +284,8 @@ def test_a_missing_bucket_is_an_error_not_a_new_bucket(s3_server: Any, tmp_path:
     assert "no-such-bucket" not in buckets
 
 
-@pytest.mark.parametrize("case", ["no validation", "failed", "changed file"])
+@pytest.mark.parametrize("case", ["no validation", "failed", "changed file",
+                                  "edited, manifest rewritten"])
 def test_the_gate_refuses_and_sends_nothing(s3_server: Any, tmp_path: Path, monkeypatch,
                                             capsys, case: str) -> None:
     release = tmp_path / "release"
@@ -276,13 +295,24 @@ def test_the_gate_refuses_and_sends_nothing(s3_server: Any, tmp_path: Path, monk
         "no validation": None, "failed": failed}.get(case, {"success": True}))
     if case == "changed file":
         (release / "README.md").write_text("# edited after the build\n")
+    if case == "edited, manifest rewritten":  # the manifest's own verdict said publishable
+        from emerge_lib.formats.manifest import write_manifest
+
+        path = "corpus/snapshot_2024-01-01/delta_2024-01-08.jsonl"
+        (release / path).write_bytes(b'{"hash_id": "forged", "passage": "x"}\n')
+        manifest = read_manifest(release)
+        write_manifest(release, [f["path"] for f in manifest["files"]],
+                       meta={"validation": manifest["validation"]})
     prefix = f"gate-{case.replace(' ', '-')}"
     cli_env(monkeypatch, s3_server, "publisher")
     assert main(["publish", "--release", str(release), "--to", f"s3://{BUCKET}/{prefix}"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("emerge: refusing to publish")
     assert {"no validation": "no validation results", "failed": "failed: instances",
-            "changed file": "1 changed (README.md)"}[case] in err[0]
+            "changed file": "1 changed (README.md)",
+            "edited, manifest rewritten": "1 files are not the ones its validation checked "
+                                          "(corpus/snapshot_2024-01-01/delta_2024-01-08.jsonl)"
+            }[case] in err[0]
     assert keys(s3_server, BUCKET, f"{prefix}/") == []
     with pytest.raises(ReleaseGateError):
         publish(release, f"s3://{BUCKET}/{prefix}", client_of(s3_server), tmp_path)
@@ -368,6 +398,12 @@ def test_filters_and_versions(s3_server: Any, tmp_path: Path) -> None:
         download_release(target, tmp_path / "d6", client, version="0123456789abcdef")
     with pytest.raises(S3NotFoundError, match="nothing published there"):
         download_release(f"s3://{BUCKET}/nothing-here", tmp_path / "d7", client)
+    # latest gone (a publish stopped before it, or deleted): the versions the prefix holds
+    prefix = target.removeprefix(f"s3://{BUCKET}/")
+    s3_server.client("admin").delete_object(Bucket=BUCKET, Key=f"{prefix}/latest")
+    with pytest.raises(S3NotFoundError, match=f"no latest pointer, but the prefix holds "
+                                              f"versions .*{v_old}.*--version"):
+        download_release(target, tmp_path / "d8", client)
 
 
 def test_a_public_bucket_needs_no_credentials(s3_server: Any, tmp_path: Path, monkeypatch,

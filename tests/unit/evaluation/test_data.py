@@ -141,3 +141,24 @@ def test_an_assessor_that_judged_nothing_is_refused(authors: Path, tmp_path: Pat
         evaluate(authors, [p], Settings(metrics=("recall",), gold_filter="llm-asserted",
                                         assessors={ASSERTION: "Meta-Llama-3.1-405B_prompt_v3",
                                                    DEPRECATION: "Meta-Llama-3.1-405B"}))
+
+
+@pytest.mark.parametrize("bad, why", [
+    (b'{"hash_id": "a", "model": "m", "predicted": []}\n\xff\xfe binary\n', "not UTF-8"),
+    (b'{"hash_id": "a", "model": "m", "predicted": []}\n' + b"[" * 100_000 + b"\n",
+     "nested too deep"),
+    (b'{"hash_id": "a", "model": "m", "predicted": []}\n' + b'{"a":' * 100_000 + b"\n",
+     "nested too deep"),
+])
+def test_predictions_not_utf8_or_too_deep_are_one_line_with_file_and_line(
+        tmp_path, bad: bytes, why: str) -> None:
+    """Binary predictions gave a decode error naming no file; deep ones a RecursionError."""
+    from emerge_lib.evaluation.data import read_predictions
+
+    for name, data in (("p.jsonl", bad), ("p.jsonl.gz", __import__("gzip").compress(bad))):
+        path = tmp_path / name
+        path.write_bytes(data)
+        with pytest.raises(InputError) as info:
+            read_predictions(path)
+        text = str(info.value)
+        assert text.startswith(f"{path}:2: ") and why in text and "\n" not in text

@@ -274,7 +274,7 @@ def test_the_default_scores_the_authors_files_as_their_evaluation_does(authors: 
 
 
 def _blocked_evaluate(gold: Path, tmp_path: Path) -> None:
-    """`pip install emerge[eval]` is enough: the scorer and the command, completeness
+    """The eval extra is enough: the scorer and the command, completeness
     included, run with Spark, Sail, Delta, Airflow and GX blocked."""
     script = f"""
 import importlib.abc, json, sys
@@ -306,6 +306,9 @@ assert not BLOCKED & {{m.split(".")[0] for m in sys.modules}}, sorted(
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert any(r["value"] > 0 for r in rows) and {r["model"] for r in rows} == {"m"}
+    # the 10-20 s of torch's import are announced, not silent
+    loading = proc.stderr.find("loading the embedding model all-MiniLM-L6-v2")
+    assert 0 <= loading < proc.stderr.find("embedding model all-MiniLM-L6-v2 loaded in")
 
 
 def test_the_evaluate_path_imports_no_engine_and_no_airflow(tmp_path: Path) -> None:

@@ -96,6 +96,34 @@ def test_the_stats_command_prints_table_2(realdata: Path, tmp_path: Path, capsys
     assert "is not a folder" in capsys.readouterr().err
 
 
+def test_card_html_shows_the_metadata_and_the_first_lines_of_each_config(tmp_path: Path
+                                                                         ) -> None:
+    """What the Hub's page shows above a card: the YAML's licence, tasks, size and
+    configurations, and a preview of each configuration's first lines; nothing loaded
+    from elsewhere (it opens offline)."""
+    import re
+
+    from hubkit import A1, SNAPS, small_release
+
+    from emerge_lib.formats.card import prepare, render
+    from emerge_lib.formats.layout import CARD_HTML
+
+    release = small_release(tmp_path / "release")
+    snapshots = sorted(SNAPS)
+    render(release, prepare(release, snapshots, {s: {} for s in snapshots}), "Validated.")
+    page = (release / CARD_HTML).read_text()
+    metadata = page[page.index('<section id="metadata">'):page.index("</section>")]
+    for shown in ("cc-by-sa-4.0", "text-generation, graph-ml", "n&lt;1K",
+                  "corpus (default): snapshot_2024_01_01 snapshot_2024_04_01 test",
+                  "kg_triples: snapshot_2024_01_01"):
+        assert shown in metadata, shown
+    previews = dict(re.findall(r'data-config="([^"]+)"><table>(.*?)</table>', page))
+    assert set(previews) == {"corpus", "evaluation_set", "triples", "kg_triples"}
+    assert A1["hash_id"] in previews["corpus"] and "<th>passage</th>" in previews["corpus"]
+    assert previews["corpus"].count("<tr>") == 1 + 2  # the header, the first file's lines
+    assert not re.search(r'<(script|link)\b|src="(https?:)?//', page)  # nothing fetched
+
+
 def test_figure_3_counts_the_supported_triples_under_their_first_operation(
         tmp_path: Path) -> None:
     """Their figure_tkgu_distribution_v2_405bv1.py: rule C's triples, each under its first

@@ -25,11 +25,16 @@ def test_croissant_validates_and_yields_every_record_set(release: Path) -> None:
     import mlcroissant as mlc
 
     doc = json.loads((release / CROISSANT).read_text())
-    assert doc["version"] == read_manifest(release)["version"]
+    # MAJOR.MINOR.PATCH from the newest snapshot, the content version as build metadata;
+    # datePublished: the end of the newest snapshot's last window (no dump recorded here)
+    assert doc["version"] == f"2024.4.1+{read_manifest(release)['version']}"
+    assert doc["datePublished"] == "2024-04-15"
     assert {k for k in doc if k.startswith("rai:")} <= RAI_PROPERTIES  # unknown keys pass mlc
     assert "M (triple_assertion; served as m, quantization bf16)" in doc[
         "rai:machineAnnotationTools"]
     dataset = mlc.Dataset(jsonld=str(release / CROISSANT))
+    assert dataset.metadata.ctx.issues.warnings == set()  # it warned twice on every load
+    assert dataset.metadata.ctx.issues.errors == set()
     got = {rs["@id"]: list(islice(dataset.records(rs["@id"]), 10)) for rs in doc["recordSet"]}
     assert {k: len(v) for k, v in got.items()} == {
         "corpus": 4, "evaluation_set": 1, "triples": 7, "kg_triples": 4}
@@ -75,3 +80,16 @@ def test_the_gate_refuses_a_croissant_that_does_not_hold(release: Path, change,
     assert report.manifest["success"] is False and "croissant.json" in report.manifest["reason"]
     with pytest.raises(ValidationFailed, match="croissant.json does not validate"):
         report.raise_for_failure()
+
+
+def test_date_published_is_the_newest_dump_the_release_was_built_from() -> None:
+    from emerge_lib.formats.croissant import date_published, semantic_version
+
+    dumps = [{"wiki": "wikidatawiki", "dump_date": "20240520"},
+             {"wiki": "enwiki", "dump_date": "20240601"}]
+    assert date_published({}, dumps, ["2024-04-01T00:00:00Z"]) == "2024-06-01"
+    assert date_published({}, [], []) is None
+    assert semantic_version("0123456789abcdef", []) == "0.0.0+0123456789abcdef"
+    assert semantic_version("0123456789abcdef", ["2019-01-01T00:00:00Z",
+                                                 "2024-10-01T00:00:00Z"]) == \
+        "2024.10.1+0123456789abcdef"

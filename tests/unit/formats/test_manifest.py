@@ -63,13 +63,15 @@ def test_the_version_names_the_content(tmp_path: Path) -> None:
 
 
 def test_the_files_that_state_the_version_are_outside_its_hash(tmp_path: Path) -> None:
-    """The card and croissant.json state the version, so they cannot be part of its hash:
-    changing them keeps the version, yet they are listed and verified like every file."""
+    """The card, croissant.json and the validation page state the version (the page also
+    when the checks ran), so they cannot be part of its hash: changing them keeps the
+    version, yet they are listed and verified like every file."""
     root = release(tmp_path)
     (root / "croissant.json").write_text("{}\n")
     files = [*FILES, "croissant.json"]
     first = write_manifest(root, files, meta={})
-    assert {"README.md", "card.html", "croissant.json"} == SELF_DESCRIBING
+    assert {"README.md", "card.html", "croissant.json",
+            "validation/index.html"} == SELF_DESCRIBING
     (root / "README.md").write_text("# card, version 0123 stated\n")
     (root / "croissant.json").write_text('{"version": "0123"}\n')
     second = write_manifest(root, files, meta={})
@@ -122,12 +124,21 @@ def _entry(path: object) -> dict[str, object]:
     ("", "non-empty string"),
     (123, "non-empty string"),
     (MANIFEST, "manifest itself"),
+    ("/".join(["d"] * 2000), "longer than 1024"),  # passed, then RecursionError
+    ("a/" * 32 + "b", "deeper than 32 folders"),
+    ("x" * 1025, "longer than 1024 characters"),
+    ("a/" + "é" * 128, "name longer than 255 bytes"),
 ])
 def test_the_path_rule_refuses_paths_that_leave_the_root(path: object, why: str) -> None:
     files = [_entry("README.md"), _entry(path)]
     with pytest.raises(ManifestError, match="refusing the release") as err:
         check_files(files, "m.json")
     assert why in str(err.value) and "\n" not in str(err.value)
+
+
+def test_the_path_rule_takes_the_deepest_and_longest_a_release_may_need() -> None:
+    deep = "/".join(["d"] * 31) + "/f.html"  # 32 components
+    assert check_files([_entry(deep), _entry("x" * 255), _entry("/".join(["b" * 200] * 5))], "m.json")
 
 
 def test_the_path_rule_refuses_duplicates_folders_and_malformed_entries() -> None:

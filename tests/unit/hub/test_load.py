@@ -39,3 +39,27 @@ def test_load_release_in_every_kind_split_and_format(release: Path) -> None:
         load_release(release, kind="graph")  # type: ignore[arg-type]
     with pytest.raises(ReleaseNotFound, match="no such release folder"):
         load_release(release / "nope")
+
+
+@pytest.mark.parametrize("drift", ["a column missing", "a column of another type"])
+def test_a_file_whose_schema_drifted_is_refused_in_one_line(release: Path, drift: str) -> None:
+    """load_release read a file with the declared schema: a missing column came back as
+    nulls and a column of another type was cast, where `emerge query` failed."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = sorted(release.glob("parquet/corpus/snapshot_2024-01-01/delta_*.parquet"))[0]
+    table = pq.read_table(path)
+    if drift == "a column missing":
+        table = table.drop_columns(["passage"])
+    else:
+        i = table.schema.get_field_index("paragraph_offset")
+        table = table.set_column(i, "paragraph_offset",
+                                 pa.array([str(v) for v in table.column(i).to_pylist()]))
+    pq.write_table(table, path)
+    with pytest.raises(LoadError) as info:
+        load_release(release, format="arrow")
+    text = str(info.value)
+    assert str(path) in text and "\n" not in text
+    assert ("missing: passage" if drift == "a column missing" else "paragraph_offset (string")\
+        in text

@@ -44,3 +44,19 @@ def test_query_answers_counts_per_operation_and_a_passage(release: Path, capsys)
     assert main(["query", "--release", str(release), "SELECT * FROM nope"]) == 1
     err = capsys.readouterr().err
     assert err.startswith("emerge: ") and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("fmt", ["table", "csv", "json"])
+def test_cell_text_cannot_drive_the_terminal(fmt: str) -> None:
+    """A published release's text with ESC/CSI/OSC sequences (clear the screen, set the
+    window title, OSC 52: write the clipboard) and C1 controls prints them as escapes."""
+    from emerge_lib.hub.query import render
+
+    evil = "a\x1b]52;c;ZXZpbA==\x07b\x1b[2J\x9b2J\x85\x7f\r"
+    out = render(["text", "nested"], [[evil, {"k": evil}]], fmt)
+    assert not [c for c in out if (ord(c) < 32 and c not in "\n\t") or 0x7f <= ord(c) <= 0x9f]
+    assert "ZXZpbA==" in out  # the text itself is still there, readable
+    if fmt == "json":
+        import json
+
+        assert json.loads(out)["text"] == evil  # and JSON still decodes to the same text

@@ -82,3 +82,45 @@ def test_workers_exit_within_seconds_of_their_parent_being_killed(tmp_path: Path
         parent.wait()
     gone, alive = psutil.wait_procs(children, timeout=10)
     assert alive == [], f"{len(alive)} of {len(children)} children outlived their parent"
+
+
+def test_a_task_forked_from_a_celery_prefork_worker_starts_its_pool(tmp_path: Path) -> None:
+    """The CeleryExecutor's worker runs a task in a fork of a daemonic billiard process:
+    without ``allow_children`` the pool cannot start there (the daemon flag, then
+    billiard's authkey); with it, it does (tests/system/test_dags_celery.py runs the
+    mapped ingest under a real Celery worker)."""
+    script = tmp_path / "prefork.py"
+    script.write_text(textwrap.dedent(f"""\
+        import os, sys
+        sys.path.insert(0, {str(KITS)!r})
+        import billiard
+        import poolkit
+        from emerge_lib.ingest.pool import run_workers
+
+        def task(allow):  # what Airflow's supervisor does in a Celery pool process: fork
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    if allow:
+                        from emerge_lib.airflow.runtime import allow_children
+                        allow_children()
+                    done = run_workers(poolkit.whoami, [(1,), (2,)], workers=2)
+                    print("pool ran", sorted(n for n, _ in done), flush=True)
+                    os._exit(0)
+                except BaseException as exc:
+                    print("refused:", type(exc).__name__, exc, flush=True)
+                    os._exit(1)
+            os.waitpid(pid, 0)
+
+        if __name__ == "__main__":
+            for allow in (False, True):
+                p = billiard.Process(target=task, args=(allow,), daemon=True)
+                p.start()
+                p.join(120)
+        """))
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         timeout=300)
+    lines = [ln for ln in run.stdout.splitlines() if ln.startswith(("refused", "pool ran"))]
+    assert len(lines) == 2, run.stdout + run.stderr[-2000:]
+    assert lines[0].startswith("refused:") and "daemonic" in lines[0], lines
+    assert lines[1] == "pool ran [1, 2]", lines

@@ -34,6 +34,11 @@ def test_params_override_the_file_the_environment_and_connections(tmp_path: Path
     assert cfg.warehouse == str((tmp_path / "wh").resolve())
     assert run.inputs("wikidata") == ["a.bz2"] and run.inputs("wikipedia") is None
     assert SnapshotRun.from_params({"curate": None}, "2024-04-01").settings().curation.enabled
+    # a run's dump date is read from the wikis the file names (the file is read once)
+    config.write_text("dumps:\n  wikipedia:\n    wiki: simplewiki\n    dates: ['20200101']\n")
+    dumps = SnapshotRun.from_params({"dump_date": "20240601"}, "2024-04-01").settings().dumps
+    assert (dumps.wikidata.wiki, dumps.wikipedia.wiki) == ("wikidatawiki", "simplewiki")
+    assert dumps.wikidata.dates == dumps.wikipedia.dates == ["20240601"]
 
 
 def test_release_folders_are_per_snapshot(tmp_path: Path, monkeypatch) -> None:

@@ -1,4 +1,4 @@
-"""Packaging: extras per part, so `pip install emerge[eval]` brings no Spark and no Airflow,
+"""Packaging: extras per part, so `pip install emerge-tkgu[eval]` brings no Spark and no Airflow,
 and what the library imports is declared."""
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def names(requirements: list[str]) -> set[str]:
 def extra(name: str) -> set[str]:
     out: set[str] = set()
     for req in PROJECT["optional-dependencies"][name]:
-        m = re.fullmatch(r"emerge\[([a-z0-9,]+)\]", req)
+        m = re.fullmatch(r"emerge-tkgu\[([a-z0-9,-]+)\]", req)
         if m:
             for inner in m.group(1).split(","):
                 out |= extra(inner)

@@ -1,4 +1,5 @@
-"""Wikitext -> paragraphs with mentions (DESIGN §1.1 Passages/Mentions, §1.2 item 6)."""
+"""Wikitext -> paragraphs with mentions (docs/semantics.md §1.1 Passages/Mentions, §1.2
+item 6)."""
 
 from __future__ import annotations
 

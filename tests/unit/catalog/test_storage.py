@@ -1,0 +1,86 @@
+"""The locks of a snapshot's writers: one run builds a snapshot at a time, the lock dies
+with its holder, and a run that holds it already asks again for free."""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from emerge_lib.catalog.storage import snapshot_lock
+
+SNAP = "2024-01-01T00:00:00Z"
+
+
+def _holder(warehouse: Path) -> subprocess.Popen[str]:
+    """A process that takes the snapshot's lock and keeps it until killed."""
+    code = ("import sys, time\n"
+            "from emerge_lib.catalog.storage import snapshot_lock\n"
+            f"with snapshot_lock({str(warehouse)!r}, [{SNAP!r}]):\n"
+            "    print('held', flush=True)\n"
+            "    time.sleep(120)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
+    return proc
+
+
+def test_a_second_run_waits_and_a_killed_holder_frees_the_lock(tmp_path: Path,
+                                                               caplog) -> None:
+    holder = _holder(tmp_path)
+    got = threading.Event()
+
+    def second() -> None:
+        with snapshot_lock(str(tmp_path), [SNAP, "2024-04-01T00:00:00Z"]):
+            got.set()
+
+    caplog.set_level(logging.WARNING)
+    thread = threading.Thread(target=second, daemon=True)
+    thread.start()
+    assert not got.wait(1.5), "the second run did not wait for the first"
+    assert f"pid {holder.pid} is building it; waiting" in caplog.text
+    holder.kill()  # kill -9: the kernel drops its flock
+    holder.wait()
+    assert got.wait(10), "a killed holder still blocks the snapshot"
+    thread.join(5)
+
+
+def test_the_holder_asks_again_for_free_and_other_snapshots_are_free(tmp_path: Path) -> None:
+    with snapshot_lock(str(tmp_path), [SNAP]):
+        with snapshot_lock(str(tmp_path), [SNAP]):  # a stage inside its build
+            pass
+        done = threading.Event()
+
+        def other() -> None:  # another snapshot of the same warehouse is not held
+            with snapshot_lock(str(tmp_path), ["2024-04-01T00:00:00Z"]):
+                done.set()
+
+        threading.Thread(target=other, daemon=True).start()
+        assert done.wait(5)
+        blocked = threading.Event()
+
+        def same() -> None:  # another thread is another run: it waits
+            with snapshot_lock(str(tmp_path), [SNAP]):
+                blocked.set()
+
+        thread = threading.Thread(target=same, daemon=True)
+        thread.start()
+        assert not blocked.wait(1)
+    assert blocked.wait(5)  # released at the end of the outer hold
+    thread.join(5)
+
+
+@pytest.mark.parametrize("warehouse", ["s3://bucket/wh", "s3://bucket/other"])
+def test_an_s3_warehouse_is_locked_on_this_machine(warehouse: str) -> None:
+    from emerge_lib.catalog.storage import _lock_folder
+
+    folder = _lock_folder(warehouse)
+    assert "://" not in str(folder) and folder != _lock_folder(warehouse + "x")
+    started = time.monotonic()
+    with snapshot_lock(warehouse, [SNAP]):
+        assert any(folder.glob("snapshot-*.lock"))
+    assert time.monotonic() - started < 5
