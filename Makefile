@@ -31,6 +31,8 @@ $(DEMO_STAMP): requirements-demo.txt requirements-llm.txt constraints.txt pyproj
 	# the distribution's old name, emerge (and PyPI's unrelated emerge, whose `emerge`
 	# command would shadow ours): two providers of one package would stop Airflow
 	$(PY) -m pip uninstall --quiet --yes emerge
+	# (and its metadata that an editable install left in the checkout, which Python still finds)
+	rm -rf emerge.egg-info
 	# also builds the C part of the dump scanner (setup.py; optional, needs gcc)
 	$(PY) -m pip install --quiet --no-deps -e .
 	# pyspark-client 4.2 exits the interpreter unless SPARK_HOME names a folder: point it

@@ -184,7 +184,7 @@ ITEM_TIMELINE = _register(
         key=("qid", "rev_from"),
         partition_by=("qid_bucket",),
         producers=("ingest_wikidata",),
-        consumers=("snapshot", "deltas", "passages", "align"),
+        consumers=("stability", "snapshot", "deltas", "passages", "align"),
         description="Per item: enwiki sitelink, English label/description, redirect, over time.",
     )
 )

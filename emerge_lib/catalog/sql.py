@@ -4,6 +4,7 @@
   interval [valid_from, valid_to) contains an instant), ``windows_sql`` (the window ends of
   a snapshot as an inline table);
 - ``IN_V``: an item_timeline row whose state is in V (an enwiki sitelink, not a redirect);
+  ``NOT_A_REDIRECT``, the half of it that item merges read alone;
 - ``created_sql``: each item's creation time (its first revision);
 - ``window_of_sql``: the window k with an instant in (τ_{k-1}, τ_k], the SQL twin of
   ``schedule.window_of`` (a test checks them equal);
@@ -22,8 +23,10 @@ from typing import Any
 
 from emerge_lib.core.schedule import SnapshotPlan, as_utc
 
+#: An item_timeline row (alias ``i``-style prefix given) whose state is not a redirect.
+NOT_A_REDIRECT = "{a}.redirect_to IS NULL"
 #: An item_timeline row (alias ``i``-style prefix given) whose state puts the item in V.
-IN_V = "{a}.enwiki_title IS NOT NULL AND {a}.redirect_to IS NULL"
+IN_V = "{a}.enwiki_title IS NOT NULL AND " + NOT_A_REDIRECT
 
 
 def literal(value: Any) -> str:
@@ -47,6 +50,12 @@ def in_v(alias: str) -> str:
     """SQL predicate: the item_timeline row ``alias`` is a state in V (V_τ of
     docs/semantics.md §1.1)."""
     return IN_V.format(a=alias)
+
+
+def not_a_redirect(alias: str) -> str:
+    """SQL predicate: the item_timeline row ``alias`` is an item's own state, not a
+    redirect to another item."""
+    return NOT_A_REDIRECT.format(a=alias)
 
 
 def literal_list(values: Iterable[Any]) -> str:

@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from emerge_lib.catalog import Catalog
-from emerge_lib.catalog.sql import in_v
+from emerge_lib.catalog.sql import in_v, not_a_redirect
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -89,7 +89,7 @@ def items(catalog: Catalog, resolve: bool) -> DataFrame:
                  i.qid = t.survivor AS own,
                  CASE WHEN {in_v('i')} THEN 1 ELSE 0 END AS in_v
           FROM {{raw}} i JOIN {{touched}} t ON t.qid = i.qid
-          WHERE i.qid = t.survivor OR i.redirect_to IS NULL
+          WHERE i.qid = t.survivor OR {not_a_redirect('i')}
         ),
         bounds AS (
           SELECT DISTINCT qid, b FROM (
