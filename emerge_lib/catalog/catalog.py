@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute  # noqa: F401  (pa.compute in row_count)
@@ -353,18 +353,21 @@ class Catalog:
             table = pa.Table.from_pylist(list(data), schema=s.schema)
         return self.session().createDataFrame(table, schema=s.ddl)
 
-    def materialize(self, df: DataFrame) -> DataFrame:
+    def materialize(self, df: DataFrame, *,
+                    keep: Literal["checkpoint", "table"] = "checkpoint") -> DataFrame:
         """Run df's plan once and hand back its result, for a frame used several times.
 
         On Spark, a local checkpoint: the rows kept by the executors (memory, then disk),
         the plan cut there. Sail does not cache (``cache()`` is a no-op and
         ``localCheckpoint`` fails), so there the rows go to a scratch Delta table, read
-        back. Either is released by the next guarded write's cleanup (or
+        back; ``keep="table"`` does that on Spark too, for a plan Spark 4.2 cannot
+        checkpoint (a union beside a checkpoint fails its constraint rewrite: "key not
+        found: qid#…"). Either is released by the next guarded write's cleanup (or
         ``clean_scratch``), after that write has read it.
         """
         import uuid
 
-        if self.traits.caches:
+        if self.traits.caches and keep == "checkpoint":
             with engine_activity("a local checkpoint (materialize)"):
                 kept = df.localCheckpoint(eager=True)
             # held until clean_scratch, as a scratch table is: Spark Connect releases a

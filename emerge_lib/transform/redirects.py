@@ -80,8 +80,8 @@ def items(catalog: Catalog, resolve: bool) -> DataFrame:
     # the items a merge touches: the merged ones and the ones they end at; every other
     # item's timeline is taken as it is
     touched = catalog.materialize(spark.sql(
-        "SELECT qid, target AS survivor FROM {t} UNION "
-        "SELECT DISTINCT target AS qid, target AS survivor FROM {t}", t=targets))
+        "SELECT DISTINCT explode(array(qid, target)) AS qid, target AS survivor FROM {t}",
+        t=targets))
     merged = catalog.materialize(spark.sql(f"""
         WITH m AS (  -- a merged item's states before its redirect, under the survivor
           SELECT t.survivor AS qid, i.valid_from, i.valid_to, i.rev_from, i.enwiki_title,
@@ -121,4 +121,5 @@ def items(catalog: Catalog, resolve: bool) -> DataFrame:
     """, raw=raw, touched=touched))
     rest = spark.sql("SELECT i.* FROM {raw} i LEFT ANTI JOIN {touched} t ON t.qid = i.qid",
                      raw=raw, touched=touched)
-    return catalog.materialize(rest.unionByName(merged))
+    # kept as a table: Spark 4.2 fails to checkpoint this union (Catalog.materialize)
+    return catalog.materialize(rest.unionByName(merged), keep="table")

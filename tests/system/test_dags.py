@@ -84,7 +84,7 @@ def test_emerge_is_a_provider_whose_connection_types_airflow_lists() -> None:
     from airflow.providers_manager import ProvidersManager
     from airflow.sdk.providers_manager_runtime import ProvidersManagerTaskRuntime
 
-    assert "emerge" in ProvidersManager().providers
+    assert "emerge-tkgu" in ProvidersManager().providers
     hooks = ProvidersManagerTaskRuntime().hooks
     assert hooks["emerge_engine"].hook_class_name == "emerge_lib.airflow.hooks.EngineHook"
     assert hooks["emerge_llm"].hook_class_name == "emerge_lib.airflow.hooks.LLMWorkersHook"
