@@ -1,7 +1,8 @@
 """Small files beside the tables, on the warehouse's own filesystem (a local folder or any
 pyarrow filesystem URI, ``s3://…``): ``filesystem_of`` a path, and a stage's state file
 (``_state/<name>.json``: what a global stage was last built from, so a rerun with the same
-inputs writes nothing), and the locks of a snapshot's writers (:func:`snapshot_lock`)."""
+inputs writes nothing), the locks of a snapshot's writers (:func:`snapshot_lock`) and of a
+wiki's timelines (:func:`timelines_lock`)."""
 
 from __future__ import annotations
 
@@ -12,10 +13,10 @@ import os
 import re
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import pyarrow.fs as pafs
 
@@ -115,6 +116,39 @@ def snapshot_lock(warehouse: str, snapshots: list[str]) -> Iterator[None]:
         for fh, path in reversed(held):
             with _HELD_GUARD:
                 _HELD.discard((path, threading.get_ident()))
+            fh.close()  # closing the file releases its flock
+
+
+@contextmanager
+def timelines_lock(warehouse: str, wikis: Sequence[str], *,
+                   mode: Literal["write", "read"]) -> Iterator[None]:
+    """Hold the locks of ``wikis``' timelines in ``warehouse``: ``write`` (exclusive) for
+    the ingest of a wiki, one at a time; ``read`` (shared) for a stage that reads what it
+    writes. An ingest's commit rewrites a page's rows and a dump file's coverage as a
+    delete then a merge, so a stage of another build reading between the two saw pages
+    without coverage ("paragraphs are not ingested", two builds of different snapshots
+    side by side) or without paragraphs; now it waits for the commit, and an ingest waits
+    for the stages reading. Taken in sorted order; released when the process dies
+    (``flock``)."""
+    import fcntl
+
+    folder = _lock_folder(warehouse)
+    folder.mkdir(parents=True, exist_ok=True)
+    flag = fcntl.LOCK_EX if mode == "write" else fcntl.LOCK_SH
+    held = []
+    try:
+        for wiki in sorted(set(wikis)):
+            fh = open(folder / f"ingest-{re.sub(r'[^0-9A-Za-z_.-]+', '-', wiki)}.lock", "a+")  # noqa: SIM115 - closed below
+            held.append(fh)
+            try:
+                fcntl.flock(fh, flag | fcntl.LOCK_NB)
+            except BlockingIOError:
+                log.info("%s's timelines in %s: %s; waiting for it", wiki, warehouse,
+                         "a stage reads them" if mode == "write" else "an ingest writes them")
+                fcntl.flock(fh, flag)
+        yield
+    finally:
+        for fh in reversed(held):
             fh.close()  # closing the file releases its flock
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from emerge_lib.catalog import Catalog
+from emerge_lib.catalog.storage import timelines_lock
 from emerge_lib.core.config import Config
 from emerge_lib.ingest.commit import check_rejects, commit
 from emerge_lib.ingest.extract import extract, job_for
@@ -225,30 +226,12 @@ def _kept(catalog: Catalog, plan: IngestPlan, f: PlannedFile) -> tuple[Range, ..
 
 @contextmanager
 def ingest_lock(catalog: Catalog, wiki: str) -> Iterator[None]:
-    """One ingest of a wiki into a local warehouse at a time (two builds started side by
-    side: the second waits, then finds the files done). An ``s3://`` warehouse has no lock
-    here; the commit's basis check still refuses to commit an extraction that is stale."""
-    if "://" in catalog.warehouse:
+    """One ingest of a wiki at a time, and none while a stage reads its timelines (two
+    builds started side by side: the second waits, then finds the files done). On an
+    ``s3://`` warehouse the lock is this machine's; the commit's basis check still refuses
+    to commit an extraction that went stale under another machine's writer."""
+    with timelines_lock(catalog.warehouse, [wiki], mode="write"):
         yield
-        return
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - not POSIX
-        yield
-        return
-    folder = Path(catalog.warehouse) / "_locks"
-    folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / f"ingest-{wiki}.lock", "w") as fh:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            log.info("another ingest of %s into %s is running; waiting for it", wiki,
-                     catalog.warehouse)
-            fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def describe(report: IngestReport) -> str:

@@ -23,7 +23,8 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from emerge_lib.catalog.storage import snapshot_lock
+from emerge_lib.catalog.specs import TABLES
+from emerge_lib.catalog.storage import snapshot_lock, timelines_lock
 from emerge_lib.core.engine import engine_activity
 from emerge_lib.core.errors import EmergeError
 from emerge_lib.core.resources import cpu_seconds
@@ -50,6 +51,7 @@ def run_stage(ctx: StageContext, name: str,
         raise EmergeError(f"stage {name} is not per snapshot; it takes no snapshot")
     else:
         plan = None
+    wikis = [] if st.scope == "ingest" else read_wikis(ctx, st.reads)
     ctx = st.view(ctx)  # the stage sees only the settings sections it declares
     if step is None:
         why = st.skip(ctx)
@@ -64,13 +66,22 @@ def run_stage(ctx: StageContext, name: str,
     started, cpu_started = time.monotonic(), cpu_seconds()
     label = " ".join(x for x in (f"stage {name}", step, plan.key if plan else None) if x)
     locked = [plan.key] if plan is not None else []
-    with snapshot_lock(ctx.catalog.warehouse, locked), engine_activity(label):
+    with snapshot_lock(ctx.catalog.warehouse, locked), \
+            timelines_lock(ctx.catalog.warehouse, wikis, mode="read"), engine_activity(label):
         outcome = run(ctx, plan, **inputs)
     result = StageResult(name, plan.key if plan else None, outcome.rows,
                          time.monotonic() - started, outcome.metrics, outcome.note,
                          outcome.detail, cpu_seconds() - cpu_started, step)
     log.info("stage %s", result.brief())
     return result
+
+
+def read_wikis(ctx: StageContext, reads: tuple[str, ...]) -> list[str]:
+    """The wikis whose ingest writes a table of ``reads``: a stage reading them holds
+    their timelines' read lock while it runs (``timelines_lock``)."""
+    wiki = {"ingest_wikidata": ctx.cfg.dumps.wikidata.wiki,
+            "ingest_wikipedia": ctx.cfg.dumps.wikipedia.wiki}
+    return sorted({wiki[p] for name in reads for p in TABLES[name].producers if p in wiki})
 
 
 def build_steps(ctx: StageContext) -> list[tuple[str, SnapshotPlan | None]]:

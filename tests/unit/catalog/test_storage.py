@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from emerge_lib.catalog.storage import snapshot_lock
+from emerge_lib.catalog.storage import snapshot_lock, timelines_lock
 
 SNAP = "2024-01-01T00:00:00Z"
 
@@ -84,3 +84,52 @@ def test_an_s3_warehouse_is_locked_on_this_machine(warehouse: str) -> None:
     with snapshot_lock(warehouse, [SNAP]):
         assert any(folder.glob("snapshot-*.lock"))
     assert time.monotonic() - started < 5
+
+
+def _waits(warehouse: str, wikis: list[str], mode: str) -> tuple[threading.Event, threading.Event]:
+    """Take the timelines lock in a thread; (got it, let it go)."""
+    got, release = threading.Event(), threading.Event()
+
+    def take() -> None:
+        with timelines_lock(warehouse, wikis, mode=mode):  # type: ignore[arg-type]
+            got.set()
+            release.wait(10)
+
+    threading.Thread(target=take, daemon=True).start()
+    return got, release
+
+
+def test_stages_read_the_timelines_together_and_never_beside_their_ingest(tmp_path: Path) -> None:
+    """An ingest's commit is a delete then a merge: a stage reading between them saw pages
+    without coverage. Readers share; the ingest waits for them, and they for it; another
+    wiki's ingest is free."""
+    wh = str(tmp_path)
+    with timelines_lock(wh, ["enwiki", "wikidatawiki"], mode="read"):
+        other_reader, let_go = _waits(wh, ["enwiki"], "read")
+        assert other_reader.wait(5), "two readers did not share"
+        let_go.set()
+        ingest, let_ingest_go = _waits(wh, ["enwiki"], "write")
+        assert not ingest.wait(1.0), "an ingest wrote beside a reading stage"
+    assert ingest.wait(5), "the ingest did not start once the stage finished"
+    reader, let_reader_go = _waits(wh, ["enwiki"], "read")
+    assert not reader.wait(1.0), "a stage read beside an ingest's commit"
+    elsewhere, let_elsewhere_go = _waits(wh, ["wikidatawiki"], "write")
+    assert elsewhere.wait(5), "another wiki's ingest waited"
+    let_ingest_go.set()
+    assert reader.wait(5)
+    let_reader_go.set()
+    let_elsewhere_go.set()
+
+
+def test_a_stage_holds_the_read_lock_of_the_wikis_whose_tables_it_reads() -> None:
+    from types import SimpleNamespace
+
+    from emerge_lib.core.config import Config
+    from emerge_lib.pipeline.registry import STAGES
+    from emerge_lib.pipeline.runner import read_wikis
+
+    ctx = SimpleNamespace(cfg=Config())
+    wikis = {name: read_wikis(ctx, st.reads) for name, st in STAGES.items()}  # type: ignore[arg-type]
+    assert wikis["stability"] == ["wikidatawiki"]
+    assert wikis["passages"] == ["enwiki", "wikidatawiki"]
+    assert wikis["curate"] == wikis["publish"] == []
