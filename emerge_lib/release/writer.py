@@ -23,11 +23,9 @@ swapped into place at the end (``release._atomic``), so no reader ever sees a mi
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import shutil
-from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,7 +34,6 @@ from typing import Any
 from emerge_lib.catalog import TABLES, Catalog
 from emerge_lib.core.config import CurationSettings, PassageSettings, ValidationSettings
 from emerge_lib.core.schedule import SnapshotPlan
-from emerge_lib.curation.prompts import TEMPLATES
 from emerge_lib.formats.card import prepare
 from emerge_lib.formats.layout import (
     CARD,
@@ -64,6 +61,7 @@ from emerge_lib.release._atomic import (
 )
 from emerge_lib.release.describe import Entries, describe
 from emerge_lib.release.foreign import carry_foreign, stale
+from emerge_lib.release.provenance import dumps, judges
 from emerge_lib.release.tables import dropped, write_kg_tsv, write_parquet
 from emerge_lib.release.windows import Reads, Record, ReleaseError, Window, Written, write_window
 from emerge_lib.validation.validate import ReleaseValidation, check_croissant, validate_release
@@ -241,8 +239,8 @@ def _describe(reads: Reads, out: Path, summary: ReleaseSummary,
                        encoding="utf-8")
     record = {"code_version": code_version(), "settings": dict(dataset_settings),
               "settings_sha256": config_hash(dataset_settings),
-              "dumps": _dumps(reads.catalog, reads.versions.get("ingested_files")),
-              "curation": {"judges": _judges(reads, summary.snapshots)}}
+              "dumps": dumps(reads.catalog, reads.versions.get("ingested_files")),
+              "curation": {"judges": judges(reads, summary.snapshots)}}
 
     def judge(known: Entries) -> dict[str, Any]:
         if report is None:
@@ -253,56 +251,3 @@ def _describe(reads: Reads, out: Path, summary: ReleaseSummary,
 
     summary.manifest = describe(out, prepared, summary.files, record, judge)
     summary.validation = summary.manifest["validation"]
-
-
-def _dumps(catalog: Catalog, version: int | None) -> list[dict[str, Any]]:
-    """The dump files the warehouse was built from, with their sha1."""
-    return [] if version is None else sorted(
-        ({"wiki": r["wiki"], "dump_date": r["dump_date"], "file": r["dump_file"],
-          "bytes": r["bytes"], "sha1": r["sha1"]}
-         for r in catalog.read_arrow("ingested_files", version=version).to_pylist()),
-        key=lambda d: (d["wiki"], d["dump_date"], d["file"]))
-
-
-def _judges(reads: Reads, snapshots: Sequence[str]) -> list[dict[str, Any]]:
-    """Who judged the released snapshots' triples: per model, route, prompt type and
-    served model, the verdicts recorded (YES, NO, UNPARSED), how many of them answer QA
-    asked again (``asked_again``: an UNPARSED or a degenerate answer replaced), the prompt
-    template's sha256, and, for a configured route, its backend and quantization."""
-    version = reads.versions.get("verdicts")
-    if version is None:
-        return []
-    columns = ["snapshot", "llm_name", "judge", "prompt_type", "served_model", "verdict"]
-    try:  # answer QA's columns (a warehouse curated before them has none)
-        rows = reads.catalog.read_arrow("verdicts", columns=[*columns, "ask_round", "replaced"],
-                                        version=version).to_pylist()
-    except (KeyError, ValueError):  # pyarrow: a column the stored schema lacks
-        rows = reads.catalog.read_arrow("verdicts", columns=columns, version=version).to_pylist()
-    counts: dict[tuple[str, str, str, str], Counter[str]] = defaultdict(Counter)
-    again: dict[tuple[str, str, str, str], Counter[str]] = defaultdict(Counter)
-    for r in rows:
-        if r["snapshot"] in snapshots:
-            key = (r["llm_name"], r["judge"] or "", r["prompt_type"], r["served_model"] or "")
-            counts[key][r["verdict"]] += 1
-            if (r.get("ask_round") or 1) > 1:  # answer QA: asked again, and why
-                why = json.loads(r.get("replaced") or "{}").get("why", "")
-                again[key]["unparsed" if why == "unparsed" else "degenerate"] += 1
-    out = []
-    for (name, judge, prompt_type, served), verdicts in sorted(counts.items()):
-        route = reads.curation.route("additions") if judge == "additions" else \
-            reads.curation.route("deprecations") if judge == "deprecations" else None
-        mine = route is not None and route.name == name
-        template = TEMPLATES.get(prompt_type)
-        out.append({"llm_name": name, "judge": judge or None, "prompt_type": prompt_type,
-                    "served_model": served or None,
-                    "backend": route.backend if route is not None and mine else None,
-                    "quantization": route.quantization if route is not None and mine
-                    else None,
-                    "template_sha256": hashlib.sha256(template.encode()).hexdigest()
-                    if template else None,
-                    "verdicts": dict(sorted(verdicts.items())),
-                    "asked_again": {"unparsed": again[(name, judge, prompt_type, served)][
-                        "unparsed"], "degenerate": again[(name, judge, prompt_type, served)][
-                        "degenerate"]}})
-    return out
-

@@ -1,0 +1,67 @@
+"""Where a release came from, for its manifest: the dump files the warehouse was built
+from (``dumps``) and who judged the released triples (``judges``)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+from emerge_lib.catalog import Catalog
+from emerge_lib.curation.prompts import TEMPLATES
+from emerge_lib.release.windows import Reads
+
+
+def dumps(catalog: Catalog, version: int | None) -> list[dict[str, Any]]:
+    """The dump files the warehouse was built from, with their sha1."""
+    return [] if version is None else sorted(
+        ({"wiki": r["wiki"], "dump_date": r["dump_date"], "file": r["dump_file"],
+          "bytes": r["bytes"], "sha1": r["sha1"]}
+         for r in catalog.read_arrow("ingested_files", version=version).to_pylist()),
+        key=lambda d: (d["wiki"], d["dump_date"], d["file"]))
+
+
+def judges(reads: Reads, snapshots: Sequence[str]) -> list[dict[str, Any]]:
+    """Who judged the released snapshots' triples: per model, route, prompt type and
+    served model, the verdicts recorded (YES, NO, UNPARSED), how many of them answer QA
+    asked again (``asked_again``: an UNPARSED or a degenerate answer replaced), the prompt
+    template's sha256, and, for a configured route, its backend and quantization."""
+    version = reads.versions.get("verdicts")
+    if version is None:
+        return []
+    columns = ["snapshot", "llm_name", "judge", "prompt_type", "served_model", "verdict"]
+    try:  # answer QA's columns (a warehouse curated before them has none)
+        rows = reads.catalog.read_arrow("verdicts", columns=[*columns, "ask_round", "replaced"],
+                                        version=version).to_pylist()
+    except (KeyError, ValueError):  # pyarrow: a column the stored schema lacks
+        rows = reads.catalog.read_arrow("verdicts", columns=columns, version=version).to_pylist()
+    counts: dict[tuple[str, str, str, str], Counter[str]] = defaultdict(Counter)
+    again: dict[tuple[str, str, str, str], Counter[str]] = defaultdict(Counter)
+    for r in rows:
+        if r["snapshot"] in snapshots:
+            key = (r["llm_name"], r["judge"] or "", r["prompt_type"], r["served_model"] or "")
+            counts[key][r["verdict"]] += 1
+            if (r.get("ask_round") or 1) > 1:  # answer QA: asked again, and why
+                why = json.loads(r.get("replaced") or "{}").get("why", "")
+                again[key]["unparsed" if why == "unparsed" else "degenerate"] += 1
+    out = []
+    for (name, judge, prompt_type, served), verdicts in sorted(counts.items()):
+        route = reads.curation.route("additions") if judge == "additions" else \
+            reads.curation.route("deprecations") if judge == "deprecations" else None
+        mine = route is not None and route.name == name
+        template = TEMPLATES.get(prompt_type)
+        out.append({"llm_name": name, "judge": judge or None, "prompt_type": prompt_type,
+                    "served_model": served or None,
+                    "backend": route.backend if route is not None and mine else None,
+                    "quantization": route.quantization if route is not None and mine
+                    else None,
+                    "template_sha256": hashlib.sha256(template.encode()).hexdigest()
+                    if template else None,
+                    "verdicts": dict(sorted(verdicts.items())),
+                    "asked_again": {"unparsed": again[(name, judge, prompt_type, served)][
+                        "unparsed"], "degenerate": again[(name, judge, prompt_type, served)][
+                        "degenerate"]}})
+    return out
+
