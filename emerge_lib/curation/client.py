@@ -130,6 +130,11 @@ class ChatClient:
         }
         if structured:
             body.update(constraint(endpoint.backend, n_lines, self.vllm_constraint, single))
+        if endpoint.backend == "llamacpp":
+            # llama-server reuses the KV cache of the previous prompt's common prefix, and an
+            # answer then depends on which prompt came before (two runs asking in another
+            # order answered otherwise); each prompt evaluated whole answers the same
+            body["cache_prompt"] = False
         return body
 
     def token_budget(self, n_lines: int, structured: bool, single: bool = False) -> int:

@@ -582,10 +582,9 @@ def test_a_consumer_pins_the_version_they_reviewed(s3_server: Any, tmp_path: Pat
 def test_load_release_fetches_a_published_release_once(s3_server: Any, tmp_path: Path,
                                                        capsys) -> None:
     """``load_release("s3://…")``: the latest version fetched verified into the cache, read
-    as the local folder reads; later calls ask only for ``latest`` and the manifest, and
-    take well under 2 s; a pinned version already cached sends no request; a snapshot asks
+    as the local folder reads; later calls ask only for ``latest`` and the manifest (their
+    time is benchmarks/load_release.py's); a pinned version already cached sends no request; a snapshot asks
     for that snapshot's files only; ``emerge query`` reads the same release."""
-    import time
 
     from hubkit import SNAPS, build_release, check_load_release, jsonl_truth, line
 
@@ -606,14 +605,11 @@ def test_load_release_fetches_a_published_release_once(s3_server: Any, tmp_path:
     # latest, the manifest (read again by the download it hands the version to), each file
     assert verify_release(folder).ok and requests.ops["GetObject"] == 3 + len(
         read_manifest(release)["files"])
-    timings = []
-    for _ in range(3):
+    for _ in range(3):  # from the cache: only latest and the manifest are asked for
         before = requests.ops["GetObject"]
-        started = time.perf_counter()
         again = load_release(url, cache_dir=cache, client=client)
-        timings.append(time.perf_counter() - started)
-        assert requests.ops["GetObject"] - before == 2  # latest and the manifest
-    assert again.num_rows == 3 and version_of(again) == version and max(timings) < 2.0
+        assert requests.ops["GetObject"] - before == 2
+    assert again.num_rows == 3 and version_of(again) == version
     before = sum(requests.ops.values())
     pinned = load_release(f"{url}/v/{version}", kind="triples", format="pandas",
                           cache_dir=cache, client=client)
