@@ -187,10 +187,15 @@ def _tree(proc) -> list:
 
 def _tree_cpu(proc) -> float:
     """CPU seconds of a process tree: every live process and the children each reaped."""
+    return processes_cpu(_tree(proc))
+
+
+def processes_cpu(procs) -> float:
+    """CPU seconds of these processes and the children each reaped (gone ones count 0)."""
     import psutil
 
     total = 0.0
-    for p in _tree(proc):
+    for p in procs:
         try:
             t = p.cpu_times()
         except psutil.Error:

@@ -39,7 +39,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from _harness import REPO, ensure_world, watch_emerge
+from _harness import REPO, ensure_world, processes_cpu, watch_emerge
 from scale import (
     CLUSTER_ENV,
     DERIVED,
@@ -106,12 +106,7 @@ class SparkCluster:
                          else daemon.children(recursive=True))
             except (psutil.Error, ValueError):
                 continue
-            for p in procs:
-                try:
-                    t = p.cpu_times()
-                except psutil.Error:
-                    continue
-                total += t.user + t.system + t.children_user + t.children_system
+            total += processes_cpu(procs)
         return total
 
 
