@@ -72,7 +72,8 @@ def _lock_folder(warehouse: str) -> Path:
 
 
 @contextmanager
-def snapshot_lock(warehouse: str, snapshots: list[str]) -> Iterator[None]:
+def snapshot_lock(warehouse: str, snapshots: list[str], *,
+                  step: str | None = None) -> Iterator[None]:
     """Hold the write locks of ``snapshots`` in ``warehouse`` (taken in sorted order, so two
     holders of overlapping sets cannot deadlock): one run builds a snapshot at a time.
 
@@ -80,35 +81,28 @@ def snapshot_lock(warehouse: str, snapshots: list[str]) -> Iterator[None]:
     its validation and its release (a release that was not publishable), and an Airflow
     retry beside its stuck try the same: the second now waits for the first (a line
     names the holder), then rebuilds the same rows. The lock dies with its process
-    (``flock``): a killed run never blocks the next one."""
-    import fcntl
+    (``flock``): a killed run never blocks the next one.
 
+    ``step``: a step of a stage whose steps run side by side (curate's, one per model):
+    it shares the snapshot's lock with the other steps and holds its own step's alone, so
+    a run's two curate tasks go on together (one of them waiting on a busy model must not
+    hold the other, and with it the other model's pool slot), while a retry of the same
+    step, or a build of the snapshot, waits."""
     folder = _lock_folder(warehouse)
+    snaps = sorted(set(snapshots))
+    wanted = [(folder / _lock_name(s), step is not None, s) for s in snaps]
+    wanted += [(folder / _lock_name(f"{s}.{step}"), False, f"{s} (its {step} step)")
+               for s in snaps if step is not None]
     with _HELD_GUARD:
-        todo = [s for s in sorted(set(snapshots))
-                if (str(folder / _lock_name(s)), threading.get_ident()) not in _HELD]
+        todo = [w for w in wanted if (str(w[0]), threading.get_ident()) not in _HELD]
     if not todo:
         yield
         return
     folder.mkdir(parents=True, exist_ok=True)
     held: list[tuple[Any, str]] = []
     try:
-        for snap in todo:
-            path = folder / _lock_name(snap)
-            fh = open(path, "a+")  # noqa: SIM115 - closed in the finally below
-            held.append((fh, str(path)))
-            try:
-                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                fh.seek(0)
-                holder = fh.read().strip() or "another run"
-                log.warning("snapshot %s in %s: %s is building it; waiting for it to finish",
-                            snap, warehouse, holder)
-                fcntl.flock(fh, fcntl.LOCK_EX)
-            fh.seek(0)
-            fh.truncate()
-            fh.write(f"emerge run pid {os.getpid()}\n")
-            fh.flush()
+        for path, shared, what in todo:
+            held.append((_take(path, shared, f"snapshot {what} in {warehouse}"), str(path)))
             with _HELD_GUARD:
                 _HELD.add((str(path), threading.get_ident()))
         yield
@@ -117,6 +111,32 @@ def snapshot_lock(warehouse: str, snapshots: list[str]) -> Iterator[None]:
             with _HELD_GUARD:
                 _HELD.discard((path, threading.get_ident()))
             fh.close()  # closing the file releases its flock
+
+
+def _take(path: Path, shared: bool, what: str) -> Any:
+    """``path``'s flock, shared or alone, waiting (with a line naming the holder) while
+    another run holds it; an exclusive holder writes its pid there for the next one."""
+    import fcntl
+
+    fh = open(path, "a+")  # noqa: SIM115 - the caller closes it
+    flag = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
+    try:
+        fcntl.flock(fh, flag | fcntl.LOCK_NB)
+    except BlockingIOError:
+        fh.seek(0)
+        holder = fh.read().strip() or "another run"
+        log.warning("%s: %s is building it; waiting for it to finish", what, holder)
+        try:
+            fcntl.flock(fh, flag)
+        except BaseException:
+            fh.close()
+            raise
+    if not shared:
+        fh.seek(0)
+        fh.truncate()
+        fh.write(f"emerge run pid {os.getpid()}\n")
+        fh.flush()
+    return fh
 
 
 @contextmanager

@@ -9,8 +9,9 @@ workers it reaped), and logs the one-line brief. So timing, CPU figures and the 
 exist once, here, for the mapped ingest's steps and the evaluation too.
 
 A snapshot is built by one run at a time (``catalog.storage.snapshot_lock``): a snapshot
-stage holds its snapshot's lock, a whole build holds its snapshots' locks from its first
-step to its last, so a second build of the same snapshot (or an Airflow retry beside its
+stage holds its snapshot's lock (curate's two steps, one per model, share it and each
+holds its own step's), a whole build holds its snapshots' locks from its first step to
+its last, so a second build of the same snapshot (or an Airflow retry beside its
 stuck try) waits, then rebuilds the same rows, instead of rewriting them between the
 first one's validation and its release.
 """
@@ -66,7 +67,7 @@ def run_stage(ctx: StageContext, name: str,
     started, cpu_started = time.monotonic(), cpu_seconds()
     label = " ".join(x for x in (f"stage {name}", step, plan.key if plan else None) if x)
     locked = [plan.key] if plan is not None else []
-    with snapshot_lock(ctx.catalog.warehouse, locked), \
+    with snapshot_lock(ctx.catalog.warehouse, locked, step=step), \
             timelines_lock(ctx.catalog.warehouse, wikis, mode="read"), engine_activity(label):
         outcome = run(ctx, plan, **inputs)
     result = StageResult(name, plan.key if plan else None, outcome.rows,

@@ -74,6 +74,43 @@ def test_the_holder_asks_again_for_free_and_other_snapshots_are_free(tmp_path: P
     thread.join(5)
 
 
+def _hold(warehouse: str, step: str | None) -> tuple[threading.Event, threading.Event]:
+    """Take the snapshot's lock (for ``step``) in a thread; (got it, let it go)."""
+    got, release = threading.Event(), threading.Event()
+
+    def take() -> None:
+        with snapshot_lock(warehouse, [SNAP], step=step):
+            got.set()
+            release.wait(10)
+
+    threading.Thread(target=take, daemon=True).start()
+    return got, release
+
+
+def test_two_steps_of_a_snapshot_go_together_and_a_build_or_the_same_step_waits(
+        tmp_path: Path) -> None:
+    """Curate's two models' steps share the snapshot (one waiting on a busy model must not
+    hold the other); the same step again, or the whole snapshot, waits for them."""
+    wh = str(tmp_path)
+    additions, let_additions = _hold(wh, "additions")
+    assert additions.wait(5)
+    deprecations, let_deprecations = _hold(wh, "deprecations")
+    assert deprecations.wait(5), "the other model's step waited for this one"
+    again, let_again = _hold(wh, "additions")
+    build, let_build = _hold(wh, None)
+    assert not again.wait(1) and not build.wait(0.1)
+    let_additions.set()
+    assert again.wait(5) and not build.wait(0.5)  # a step still holds the snapshot
+    let_deprecations.set()
+    let_again.set()
+    assert build.wait(5)
+    step, let_step = _hold(wh, "deprecations")
+    assert not step.wait(1), "a step went on inside a build of its snapshot"
+    let_build.set()
+    assert step.wait(5)
+    let_step.set()
+
+
 @pytest.mark.parametrize("warehouse", ["s3://bucket/wh", "s3://bucket/other"])
 def test_an_s3_warehouse_is_locked_on_this_machine(warehouse: str) -> None:
     from emerge_lib.catalog.storage import _lock_folder
