@@ -97,12 +97,21 @@ def load(args: argparse.Namespace, **sections: Any) -> Config:
 
 
 def require_warehouse(cfg: Config, command: str) -> None:
-    """Refuse, with one line, a local warehouse that does not exist or holds no table: a
-    command that reads one would otherwise succeed on nothing."""
+    """Refuse, with one line, a warehouse that does not exist or holds no table (on S3: one
+    that cannot be reached, read or holds nothing, in publish's words): a command that
+    reads one would otherwise succeed on nothing."""
     from pathlib import Path
 
     from emerge_lib.core.errors import EmergeError
 
+    if cfg.warehouse.startswith("s3://"):
+        from emerge_lib.publish.s3 import probe_prefix
+
+        if not probe_prefix(cfg.warehouse, cfg.s3):
+            raise EmergeError(f"{command}: the warehouse {cfg.warehouse} is empty; give "
+                              "--warehouse (or -c) of a built one, or build it first with "
+                              "`emerge build`")
+        return
     if "://" in cfg.warehouse:
         return
     root = Path(cfg.warehouse)

@@ -279,6 +279,27 @@ def s3_error(exc: BaseException, where: str) -> PublishError:
     return PublishError(f"{where}: {type(exc).__name__}: {exc}")
 
 
+def probe_prefix(url: str, s3: S3Settings, *, retries: int = 1) -> bool:
+    """Whether anything lies under ``url`` (an ``s3://`` folder such as a warehouse), asked
+    with the credentials delta-rs would use (``s3.access_key_id`` when set, else boto3's
+    chain): one listing request, its failure as :func:`s3_error`'s one line. Readers that
+    go through delta-rs see an unreachable or forbidden store as "no table" instead."""
+    import boto3
+
+    where = S3Location.parse(url)
+    session = None
+    if s3.access_key_id and s3.secret_access_key:
+        session = boto3.Session(aws_access_key_id=s3.access_key_id.get_secret_value(),
+                                aws_secret_access_key=s3.secret_access_key.get_secret_value())
+    client = make_client(s3, session=session, workers=1, retries=retries)
+    try:
+        listed = client.list_objects_v2(Bucket=where.bucket, MaxKeys=1,
+                                        Prefix=where.key() + "/" if where.prefix else "")
+    except Exception as exc:  # noqa: BLE001 - every boto3 failure becomes one line
+        raise s3_error(exc, url) from None
+    return bool(listed.get("KeyCount") or listed.get("Contents"))
+
+
 def error_code(exc: BaseException) -> str | None:
     from botocore.exceptions import ClientError
 

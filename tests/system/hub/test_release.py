@@ -1,6 +1,6 @@
 """A release on S3 that cannot be read says why in one line, the line ``emerge download``
 gives for the same failure, in ``load_release("s3://…")`` and in every command that reads
-``s3://`` (``emerge query``, ``emerge diff``): no credentials, an endpoint nothing answers,
+``s3://`` (``emerge query``, ``emerge diff``, ``emerge tables`` of a warehouse there): no credentials, an endpoint nothing answers,
 a wrong secret key, a bucket that does not exist. Against the real S3 server (SeaweedFS)."""
 
 from __future__ import annotations
@@ -71,11 +71,25 @@ def test_an_unreadable_s3_release_is_one_line_everywhere(case: str, s3_server: A
         assert str(raised.value).startswith(url)
         for argv in (["query", "--release", url, "SELECT 1"],
                      ["diff", "--old", str(local), "--new", url],
-                     ["download", "--from", url, "--to", str(tmp_path / "down")]):
-            assert main([*argv, "--cache-dir", str(cache)] if argv[0] != "download"
+                     ["download", "--from", url, "--to", str(tmp_path / "down")],
+                     ["tables", "--warehouse", url]):
+            assert main([*argv, "--cache-dir", str(cache)] if argv[0] in ("query", "diff")
                         else argv) == 1, argv
             err = capsys.readouterr().err
             lines = err.strip().splitlines()
             assert len(lines) == 1 and lines[0].startswith(f"emerge: {url}: "), (argv, err)
             assert says in err and "unexpected" not in err and "Traceback" not in err, err
     assert not any(cache.rglob("*.json"))  # nothing half-fetched was left as a release
+
+
+def test_tables_of_an_empty_s3_warehouse_says_so(s3_server: Any, capsys) -> None:
+    """A reachable warehouse folder with nothing in it: one line, not a list of empty
+    tables with rc 0 (what delta-rs's "not a table" made of any S3 failure)."""
+    with pytest.MonkeyPatch.context() as mp:
+        cli_env(mp, s3_server, "reader")
+        url = f"s3://{BUCKET}/no-warehouse-here"
+        assert main(["tables", "--warehouse", url]) == 1
+        err = capsys.readouterr().err
+        assert err.strip() == (f"emerge: tables: the warehouse {url} is empty; give "
+                               "--warehouse (or -c) of a built one, or build it first with "
+                               "`emerge build`"), err
