@@ -366,7 +366,10 @@ def test_a_busy_deprecations_model_holds_its_pool_not_another_snapshots_addition
         time.sleep(3)
     # B's additions are done while A still holds the deprecations model's slot, and B's
     # deprecations wait for it, scheduled (not queued: the pool is full)
+    # (A's own additions too: its two curate tasks share the snapshot; one lock had A's
+    # additions wait for A's deprecations, holding the additions slot B needed)
     assert states(airflow, "emerge_snapshot", a)["curate_deprecations"] == "running"
+    assert states(airflow, "emerge_snapshot", a)["curate_additions"] == "success"
     assert states(airflow, "emerge_snapshot", b)["curate_deprecations"] == "scheduled"
     pool = airflow.get("/pools/emerge_llm_deprecations")
     assert pool["running_slots"] == 1 and pool["scheduled_slots"] >= 1, pool
