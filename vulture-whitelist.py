@@ -33,7 +33,7 @@ _.s_x_move, _.s_end_outside, _.s_merge, _.s_vandalism, _.s_no_english, _.s_after
 _.s_single_entity, _.s_rank_restored, _.s_window_addition_ended, _.s_removal_kept
 _.s_rank_kept, _.s_removal_added_back, _.s_passage_before_removal, _.s_ee_kg_transient
 _.s_merged_into_new, _.s_sparse_line, _.s_ee_kg_only, _.s_new_relation
-_.s_removal_start_qualifier, _.s_title_colon, _.s_merged_before
+_.s_removal_start_qualifier, _.s_title_colon, _.s_merged_before, _.s_repeat_mention
 
 # Each table is declared once as a module constant; the declaration registers it in TABLES
 STATEMENT_TIMELINE, ITEM_TIMELINE, PROPERTY_TIMELINE, PAGE_WATERMARKS, INGESTED_FILES

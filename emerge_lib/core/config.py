@@ -241,6 +241,10 @@ class PassageSettings(_Strict):
     article_entity_counts: bool = True
     title_prefix: bool = True
     max_redirect_hops: int = Field(default=5, ge=0)  # redirects followed per link target
+    # unlinked repeats (their s03 coreference_regex, on in their run): a plain-text
+    # occurrence of an anchor that the revision's earlier new paragraphs linked is a
+    # mention too (emerge_lib.text.repeats)
+    repeat_mentions: bool = True
 
     @model_validator(mode="after")
     def _range(self) -> PassageSettings:

@@ -145,6 +145,8 @@ CAST_NAMES = {
     "saga": "Harbour Lights: Chronicle",
     # item merges (their s02): an item merged into another before t
     "finn": "Finn Calloway", "mill": "Harrow Mill", "mill2": "Harrow Mill (company)",
+    # an unlinked repeat of an anchor (their s03 coreference_regex)
+    "vera": "Vera Ostrow",
 }
 _CAST_SUFFIX = ("", " II", " III", " IV", " V", " VI", " VII", " VIII", " IX", " X")
 
@@ -1426,6 +1428,37 @@ class Cast:
         self._cumulative(1, "E", "saga", "P127", "soc", "page:saga", tags=("guard-title-colon",))
         self._cumulative(1, "E", "saga", "P131", "pel", "page:saga", tags=("title-colon-kept",))
 
+    def s_repeat_mention(self) -> None:
+        """Their s03 coreference_regex: a new article's second paragraph names the birth
+        place its lead linked, in plain text; that repeat is a mention, so the birth place
+        is EE in the second paragraph's line (without it, EE-KG there)."""
+        b, k = self.b, self.k
+        name = self.n("vera")
+        lead = prose(
+            Bold(name), " is a Velorian harbour engineer born in ", Link(self.n("pel")),
+            ". She trained at ", Link(self.n("nu")), " and designed the breakwater that ",
+            "protects the old fishing quarter, a project followed closely by engineers along ",
+            "the whole coast.",
+        )
+        body = prose(
+            "Her later work took her to ", Link(self.n("bw")), ", where she led the harbour ",
+            "modelling team after the storms of 2023, but she kept a workshop in ",
+            self.n("pel"), " and taught there every summer, drawing students from all over ",
+            "the region.",
+        )
+        art = Article((infobox("engineer", name, [("birth_place", f"[[{self.n('pel')}]]")]),
+                       lead, heading("Career"), body, heading("References"),
+                       template("{{Reflist}}"), categories("Velorian engineers")))
+        created = self.at(23, 5)
+        b.page(k("page:vera"), name, created, art, item=k("vera"), user="NewPageAuthor")
+        self.scenario("vera", lead, "repeat-mention-lead")
+        self.scenario("vera", body, "repeat-mention")
+        b.entity(k("vera"), name, "person", created + HOUR, enwiki=name,
+                 statements=(st("P31", "core:human"), st("P19", k("pel")), st("P69", k("nu")),
+                             st("P108", k("bw"))))
+        self.expect(4, "EE", "vera", "P19", "pel", "page:vera")
+        self.expect(4, "EE", "vera", "P108", "bw", "page:vera")
+
 
 #: every scenario a cast plants around its t, in the order they run (``Cast.s_<name>``)
 SCENARIOS: tuple[str, ...] = (
@@ -1434,7 +1467,8 @@ SCENARIOS: tuple[str, ...] = (
     "x_move", "end_outside", "merge", "vandalism", "no_english", "after_last",
     "single_entity", "rank_restored", "removal_kept", "rank_kept", "removal_added_back",
     "passage_before_removal", "ee_kg_transient", "merged_into_new", "sparse_line",
-    "ee_kg_only", "new_relation", "removal_start_qualifier", "title_colon", "merged_before")
+    "ee_kg_only", "new_relation", "removal_start_qualifier", "title_colon", "merged_before",
+    "repeat_mention")
 
 
 #: histories that give a stage nothing, each as the scenarios it plants and whether its

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import bisect
 import calendar
+import re
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
 
@@ -60,6 +61,7 @@ class TruthSettings:
     interesting_ratio: float = 0.2
     relations_in_snapshot: bool = True  # s07: a triple's relation must be in R_t
     resolve_redirects: bool = True  # their s02: QIDs read through the final redirects
+    repeat_mentions: bool = True  # their s03 coreference_regex: unlinked repeats of anchors
 
 
 #: the selection before the authors' rules (the no-selection-rules preset)
@@ -142,6 +144,38 @@ def _normalize(intervals: list[list[int | None]], span: int) -> list[list[int | 
         else:
             merged.append([start, end])
     return [iv for iv in merged if iv[1] is None or iv[1] - iv[0] >= span]  # type: ignore[operator]
+
+
+_LINK = re.compile(r"\[\[([^\]|]*)(?:\|([^\]]*))?\]\]")
+_REF = re.compile(r"<ref>.*?</ref>", re.S)
+
+
+def _repeated(revision: object, block: Block, first_seen: dict[str, int], first: int,
+              title: str, s: TruthSettings) -> list[str]:
+    """The link targets the authors' coreference_regex (their EXTR:563-623, literally: the
+    anchors as alternatives in the order first seen, a title first, not inside a link)
+    adds to ``block``'s wikitext (citations removed, as their cleaning does), given the
+    new prose blocks of ``revision`` (the one ``block`` first appeared in) before it that
+    pass the passage filter."""
+    if not isinstance(revision, Article):
+        return []
+    pool: dict[str, str] = {}
+    for earlier in revision.blocks:
+        if earlier is block or earlier.identity == block.identity:
+            break
+        if earlier.kind != "prose" or first_seen.get(earlier.identity) != first or not (
+                s.min_tokens <= earlier.tokens <= s.max_tokens) or \
+                earlier.markup_ratio > s.max_markup_ratio:
+            continue
+        pool.setdefault(title, title)
+        for target, label in _LINK.findall(_REF.sub("", earlier.raw)):
+            anchor = label or target
+            if anchor:
+                pool[anchor] = target
+    if not pool:
+        return []
+    pattern = r"(?<!\[\[)(" + "|".join(re.escape(a) for a in pool) + r")(?![^\[]*\]\])"
+    return [pool[m.group(0)] for m in re.finditer(pattern, _REF.sub("", block.raw))]
 
 
 class PlanTruth:
@@ -358,7 +392,10 @@ class PlanTruth:
                     continue
                 if not (s.min_tokens <= b.tokens <= s.max_tokens) or b.markup_ratio > s.max_markup_ratio:
                     continue
-                mentioned = {q for q in (self.resolve(x, titles, sitelinks) for x in b.links) if q}
+                targets = list(b.links)
+                if s.repeat_mentions:
+                    targets += _repeated(tl.at(first), b, first_seen, first, page.title_at(hi), s)
+                mentioned = {q for q in (self.resolve(x, titles, sitelinks) for x in targets) if q}
                 own = sitelinks.get(page.title_at(hi))
                 if own:
                     mentioned.add(own)

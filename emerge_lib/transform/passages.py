@@ -15,8 +15,11 @@ whitespace tokens, markup ratio ≤ ``max_markup_ratio``, ≥ ``min_entities`` d
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from datetime import timedelta
 
+import pyarrow as pa
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from emerge_lib.catalog import Catalog
@@ -28,19 +31,10 @@ from emerge_lib.transform.titles import resolve_titles, status_counts
 log = logging.getLogger(__name__)
 
 
-def new_paragraphs_sql(plan: SnapshotPlan, settings: PassageSettings,
-                       stability: StabilitySettings) -> str:
-    """SQL over ``{runs}`` (paragraph_timeline): each paragraph new in a window of the plan,
-    with the text, index and links of the revision where it first appeared, kept only when
-    its tokens and markup ratio pass the passage filter (the entity count comes later).
-
-    ``passages.windows``: ``cumulative`` (the released data) puts a paragraph first seen in
-    window j into every window k >= j where it is present at τ_k; ``first_appearance``
-    (docs/semantics.md §1.1) into window j only."""
+def _first_appearances(plan: SnapshotPlan) -> str:
+    """The CTEs ``per_par`` and ``cand`` over ``{runs}``: each paragraph absent at t and its
+    first appearance after t (by τ_n), with that appearance's window."""
     t = sql_timestamp(plan.t)
-    survive = int(stability.passage_minutes * 60)
-    window_match = ("w.window >= c.first_window" if settings.windows == "cumulative"
-                    else "w.window = c.first_window")
     horizon = sql_timestamp(plan.horizon)
     # per_par reads only the runs alive after t and begun by τ_n: a run removed by t
     # counts in no "at t" and starts no appearance after t, and a run begun after τ_n
@@ -49,7 +43,7 @@ def new_paragraphs_sql(plan: SnapshotPlan, settings: PassageSettings,
     # paragraphs, not every range ever ingested (the timeline grows by a range per
     # snapshot asked for)
     return f"""
-        WITH per_par AS (
+        per_par AS (
           SELECT page_id, paragraph_hash,
                  MAX(CASE WHEN first_seen_at <= {t}
                            AND (removed_at IS NULL OR removed_at > {t})
@@ -64,7 +58,28 @@ def new_paragraphs_sql(plan: SnapshotPlan, settings: PassageSettings,
                  {window_of_sql('first_after', plan)} AS first_window
           FROM per_par
           WHERE at_t = 0 AND first_after IS NOT NULL AND first_after <= {horizon}
-        ),
+        )"""
+
+
+def _passage_filter(settings: PassageSettings, r: str = "r") -> str:
+    return (f"{r}.tokens BETWEEN {settings.min_tokens} AND {settings.max_tokens} "
+            f"AND {r}.markup_ratio <= {settings.max_markup_ratio}")
+
+
+def new_paragraphs_sql(plan: SnapshotPlan, settings: PassageSettings,
+                       stability: StabilitySettings) -> str:
+    """SQL over ``{runs}`` (paragraph_timeline): each paragraph new in a window of the plan,
+    with the text, index and links of the revision where it first appeared, kept only when
+    its tokens and markup ratio pass the passage filter (the entity count comes later).
+
+    ``passages.windows``: ``cumulative`` (the released data) puts a paragraph first seen in
+    window j into every window k >= j where it is present at τ_k; ``first_appearance``
+    (docs/semantics.md §1.1) into window j only."""
+    survive = int(stability.passage_minutes * 60)
+    window_match = ("w.window >= c.first_window" if settings.windows == "cumulative"
+                    else "w.window = c.first_window")
+    return f"""
+        WITH {_first_appearances(plan)},
         with_end AS (  -- the windows the passage belongs to (first appearance, or every later one)
           SELECT c.page_id, c.paragraph_hash, c.first_after, w.window, w.tau
           FROM cand c JOIN {windows_sql(plan)} w ON {window_match}
@@ -88,9 +103,33 @@ def new_paragraphs_sql(plan: SnapshotPlan, settings: PassageSettings,
         FROM checks c JOIN {{runs}} r
           ON r.page_id = c.page_id AND r.paragraph_hash = c.paragraph_hash
          AND r.first_seen_at = c.first_after
-        WHERE c.at_tau = 1 AND c.survived = 1
-          AND r.tokens BETWEEN {settings.min_tokens} AND {settings.max_tokens}
-          AND r.markup_ratio <= {settings.max_markup_ratio}
+        WHERE c.at_tau = 1 AND c.survived = 1 AND {_passage_filter(settings)}
+    """
+
+
+def read_before_sql(plan: SnapshotPlan, settings: PassageSettings) -> str:
+    """SQL over ``{runs}`` and ``{new}``: for each new paragraph, the mentions of the new
+    paragraphs its revision showed before it (``earlier``, by paragraph index) that pass
+    the passage filter, surviving or not: what the authors' extraction had read of the
+    revision when it reached the paragraph (their anchors for unlinked repeats,
+    ``text.repeats``)."""
+    return f"""
+        WITH {_first_appearances(plan)},
+        pool AS (
+          SELECT r.page_id, r.first_seen_rev, r.paragraph_idx, r.mentions
+          FROM cand c JOIN {{runs}} r
+            ON r.page_id = c.page_id AND r.paragraph_hash = c.paragraph_hash
+           AND r.first_seen_at = c.first_after
+          WHERE {_passage_filter(settings)}
+        ),
+        keys AS (SELECT DISTINCT page_id, first_seen_rev, paragraph_idx FROM {{new}})
+        SELECT k.page_id, k.first_seen_rev, k.paragraph_idx,
+               collect_list(named_struct('idx', p.paragraph_idx, 'mentions', p.mentions))
+                 AS earlier
+        FROM keys k JOIN pool p
+          ON p.page_id = k.page_id AND p.first_seen_rev = k.first_seen_rev
+         AND p.paragraph_idx < k.paragraph_idx
+        GROUP BY k.page_id, k.first_seen_rev, k.paragraph_idx
     """
 
 
@@ -122,6 +161,8 @@ def build_passages(
          AND NOT pg.is_redirect
         GROUP BY n.window, n.tau, n.page_id, n.paragraph_hash
     """, new=new, pages=pages)
+    if settings.repeat_mentions:
+        new = catalog.materialize(_with_repeats(catalog, plan, settings, new, new_titles))
     links = spark.sql("""
         SELECT window, tau, page_id, paragraph_hash, m.start AS m_start, m.`end` AS m_end,
                m.anchor, m.target
@@ -177,3 +218,45 @@ def build_passages(
         "passages", rows, {"snapshot": plan.key}, "window", [w.k for w in plan.windows],
         clear_others=True,
     )
+
+
+def _with_repeats(catalog: Catalog, plan: SnapshotPlan, settings: PassageSettings,
+                  new: DataFrame, new_titles: DataFrame) -> DataFrame:
+    """``new`` with the unlinked repeats of earlier anchors added to each paragraph's
+    mentions (``passages.repeat_mentions``; ``text.repeats``), on the engine's workers."""
+    spark = catalog.session()
+    earlier = spark.sql(read_before_sql(plan, settings),
+                        runs=catalog.read("paragraph_timeline"), new=new)
+    joined = spark.sql("""
+        SELECT n.*, t.page_title AS _title, e.earlier AS _earlier
+        FROM {new} n
+        LEFT JOIN {titles} t ON t.window = n.window AND t.page_id = n.page_id
+                            AND t.paragraph_hash = n.paragraph_hash
+        LEFT JOIN {earlier} e ON e.page_id = n.page_id AND e.first_seen_rev = n.first_seen_rev
+                             AND e.paragraph_idx = n.paragraph_idx
+    """, new=new, titles=new_titles, earlier=earlier)
+    return joined.mapInArrow(add_repeats, new.schema)
+
+
+def add_repeats(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """mapInArrow's function: each row's mentions with its repeats added (in text order),
+    the helper columns ``_title`` and ``_earlier`` dropped."""
+    from emerge_lib.text.repeats import Span, anchor_pool, repeat_mentions
+
+    for batch in batches:
+        rows = batch.to_pydict()
+        mentions = []
+        for text, own, title, earlier in zip(rows["text"], rows["mentions"], rows["_title"],
+                                             rows["_earlier"], strict=True):
+            own = own or []
+            spans = [Span(m["start"], m["end"], m["anchor"], m["target"]) for m in own]
+            reads = [[Span(m["start"], m["end"], m["anchor"], m["target"])
+                      for m in e["mentions"] or []]
+                     for e in sorted(earlier or [], key=lambda e: e["idx"])]
+            added = repeat_mentions(text or "", spans, anchor_pool(title, reads))
+            mentions.append([m._asdict() for m in sorted([*spans, *added])])
+        columns = [n for n in batch.schema.names if n not in ("_title", "_earlier")]
+        out = batch.select(columns)
+        index = columns.index("mentions")
+        yield out.set_column(index, "mentions",
+                             pa.array(mentions, type=batch.schema.field("mentions").type))

@@ -442,12 +442,41 @@ class Checker:
         return out
 
     def mentions(self, page_id: int, block: str, tau: int) -> set[str]:
-        out = {self.resolve(m, tau) for m in re.findall(r"\[\[([^\]|]+)(?:\|[^\]]*)?\]\]", block)
+        links = re.findall(r"\[\[([^\]|]+)(?:\|[^\]]*)?\]\]", block)
+        out = {self.resolve(m, tau) for m in [*links, *self.repeats(page_id, block)]
                if not re.match(r"(?i)(file|image|category):", m)}
         own = self.resolve(self.pages[page_id][0], tau)
         out.add(own)
         out.discard(None)
         return out  # type: ignore[return-value]
+
+    def repeats(self, page_id: int, block: str) -> list[str]:
+        """The authors' coreference_regex, read from their EXTR:563-623 again: the targets
+        of plain-text repeats in ``block`` of the anchors (the title first) of the new
+        paragraphs of 25+ tokens before it in the revision it first appeared in."""
+        plain = clean(block)
+        first = self.first_seen(page_id, plain)
+        if first is None:
+            return []
+        text = next(text for ts, _, text in self.pages[page_id][1]
+                    if ts == first and plain in {clean(b) for b in re.split(r"\n\s*\n", text)})
+        unref = lambda b: re.sub(r"<ref[^>]*>.*?</ref>", "", b, flags=re.S)  # noqa: E731
+        pool: dict[str, str] = {}
+        for earlier in re.split(r"\n\s*\n", text):
+            words = clean(earlier)
+            if words == plain:
+                break
+            if earlier.strip().startswith("{{") or re.search(r"(Category|File|Image):", earlier) \
+                    or not 25 <= len(words.split()) <= 1000 \
+                    or self.first_seen(page_id, words) != first:
+                continue
+            pool.setdefault(self.pages[page_id][0], self.pages[page_id][0])
+            for target, label in re.findall(r"\[\[([^\]|]+)(?:\|([^\]]*))?\]\]", unref(earlier)):
+                pool[label or target] = target
+        if not pool:
+            return []
+        pattern = r"(?<!\[\[)(" + "|".join(map(re.escape, pool)) + r")(?![^\[]*\]\])"
+        return [pool[m.group(0)] for m in re.finditer(pattern, unref(block))]
 
     def passage_problems(self, t: int, k: int, page_id: int, plain: str) -> list[str]:
         """Why this paragraph is not a passage of window k ([] = it is one)."""

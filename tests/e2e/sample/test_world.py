@@ -262,6 +262,19 @@ def test_truth_covers_every_operation_signal_and_trap(world: Path) -> None:
     assert all(t["reason"] for t in traps)
 
 
+def test_an_unlinked_repeat_of_an_earlier_anchor_is_a_mention(world: Path) -> None:
+    """Their coreference_regex, planted: the second paragraph of a new article names the
+    birth place its lead linked only in plain text; the place is mentioned there, so the
+    birth place triple is EE in that line (without the repeat it would be EE-KG)."""
+    rows = [r for r in _rows(world / "truth.jsonl") if r["scenario"] == "repeat-mention"]
+    assert rows and {r["window"] for r in rows} == {4, 5}
+    for snap in {r["snapshot"] for r in rows}:
+        mine = [r for r in rows if r["snapshot"] == snap and r["window"] == 4]
+        born = [r for r in mine if r["p"] == "P19"]
+        assert [r["op"] for r in born] == ["EE"] and born[0]["o"] in born[0]["mentioned"]
+        assert {r["op"] for r in mine if r["p"] == "P69"} == {"EE-KG"}  # not repeated
+
+
 def test_filler_size_and_seed_do_not_change_truth(world: Path, tmp_path: Path) -> None:
     other = tmp_path / "other"
     generate_world(other, SampleSpec(seed=99, items=150, articles=70, revisions=5))

@@ -53,3 +53,51 @@ def test_passage_filters_follow_the_configuration(kg: Catalog) -> None:
     got = {key for _, key, _ in passages_of(catalog)}
     # "short" and "long" and "markup" now pass; the single-link ones do not
     assert got == {"new-w1", "new-w2", "short", "long", "markup", "pair-q1-q5"}
+
+
+def _revision_of_title_4() -> list[dict]:
+    """Page 4's paragraphs, several new in one revision (by paragraph index): the
+    earlier ones' anchors (and the title) name later unlinked repeats."""
+    from tablekit import paragraph, words
+
+    def para(key: str, idx: int, first: float, removed: float | None, names: tuple[str, ...],
+             linked: tuple[str, ...], n: int = 30) -> dict:
+        return paragraph(4, key, words(n, *names), first, removed,
+                         [(x, x) for x in linked], idx=idx)
+
+    return [
+        para("intro", 0, 3, None, ("Title 5", "Title 6"), ("Title 5", "Title 6")),
+        para("repeat", 1, 3, None, ("Title 5", "Title 7"), ("Title 7",)),
+        para("repeat-title", 2, 3, None, ("Title 4", "Title 6"), ()),
+        para("other-revision", 1, 4, None, ("Title 5", "Title 7"), ("Title 7",)),
+        para("short", 0, 5, None, ("Title 8",), ("Title 8",), n=10),  # not read: < 25 tokens
+        para("after-short", 1, 5, None, ("Title 8", "Title 9"), ("Title 9",)),
+        para("reverted-intro", 0, 6, 6.01, ("Title 1",), ("Title 1",)),  # read, then reverted
+        para("after-reverted", 1, 6, None, ("Title 1", "Title 3"), ("Title 3",)),
+    ]
+
+
+def test_unlinked_repeats_of_the_revisions_earlier_anchors_are_mentions(kg: Catalog) -> None:
+    """Their s03 coreference_regex: a plain "Title 5" after a paragraph of the same
+    revision linked it names Q5; the page's title names its own item; a paragraph of
+    another revision, or one the passage filter drops, lends no anchor; one reverted
+    within minutes was read all the same. Off: only the links."""
+    mine = {(w, key): qids for w, key, qids in (
+        (1, "intro", ("Q5", "Q6")), (1, "repeat", ("Q5", "Q7")),
+        (1, "repeat-title", ("Q4", "Q6")), (1, "other-revision", ("Q7",)),
+        (1, "after-short", ("Q9",)), (1, "after-reverted", ("Q1", "Q3")))}
+    catalog = with_passages(kg, DESIGN, "repeats", paragraphs=_revision_of_title_4())
+    page_4 = {p["paragraph_hash"] for p in _revision_of_title_4()}
+    got = {(w, key): qids for w, key, qids in passages_of(catalog) if key in page_4}
+    assert got == mine  # "short" and "reverted-intro" are no passages themselves
+    rows = {r["passage_id"].split("-", 1)[1]: r for r in catalog.read_arrow("passages").to_pylist()}
+    text = rows["repeat"]["text"]
+    assert [(text[m["start"]:m["end"]], m["anchor"], m["target"], m["qid"])
+            for m in rows["repeat"]["mentions"]] == [
+        ("Title 5", "Title 5", "Title 5", "Q5"), ("Title 7", "Title 7", "Title 7", "Q7")]
+    off = with_passages(kg, {**DESIGN, "passages": {**DESIGN["passages"],
+                                                    "repeat_mentions": False}},
+                        "no-repeats", paragraphs=_revision_of_title_4())
+    got = {(w, key): qids for w, key, qids in passages_of(off) if key in page_4}
+    del mine[1, "repeat-title"]  # Q6 and no more: too few entities
+    assert got == {**mine, (1, "repeat"): ("Q7",), (1, "after-reverted"): ("Q3",)}
