@@ -220,11 +220,19 @@ def release_assessors(manifest: Mapping[str, Any]) -> dict[str, str]:
 def import_annotations(release: str | Path, source: str | Path, spark: SparkSession,
                        annotator: Sequence[str] = ()) -> ImportSummary:
     """Import ``source`` into ``release`` (see the module docstring); ``spark`` runs the
-    validation suites."""
+    validation suites. Holds the release folder's lock throughout (a second import, or a
+    build writing the same folder, waits)."""
+    from emerge_lib.release.describe import rewriting
+
+    with rewriting(Path(release)):
+        return _import(Path(release), source, spark, annotator)
+
+
+def _import(root: Path, source: str | Path, spark: SparkSession,
+            annotator: Sequence[str]) -> ImportSummary:
     from emerge_lib.release.describe import describe_again
     from emerge_lib.validation.validate import annotation_verdict, validate_annotation
 
-    root = Path(release)
     index = ReleaseIndex.open(root)
     verdicts = read_verdicts(source, annotator)
     if not verdicts:

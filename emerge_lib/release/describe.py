@@ -15,7 +15,8 @@ re-description after files were added to a written release (``emerge annotate im
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -88,6 +89,17 @@ def describe(out: Path, prepared: Prepared, files: Sequence[str], record: Mappin
         raise ReleaseError(f"release {out}: its version changed while the card was written "
                            f"({version} → {manifest['version']})")
     return manifest
+
+
+@contextmanager
+def rewriting(out: Path) -> Iterator[None]:
+    """Hold the release folder's lock (the one a build's writer holds while it swaps a
+    release into place) while a command rewrites files of ``out`` in place: an import
+    beside a rebuild or another import would otherwise lose one of the two writes."""
+    from emerge_lib.release._atomic import release_lock
+
+    with release_lock(out):
+        yield
 
 
 def describe_again(out: Path, paths: Sequence[str], meta: Mapping[str, Any]) -> dict[str, Any]:

@@ -135,6 +135,40 @@ def test_two_annotators_import_in_the_authors_format_and_agree(made, spark, tmp_
     assert changed.changed == 2 and changed.added == 0 and verify_release(release).ok
 
 
+def test_two_imports_side_by_side_both_land(made, spark, tmp_path) -> None:
+    """Each import rewrites the annotation file, the validation results and the manifest in
+    place; side by side (two annotators' files imported at once) the second waits for
+    the first (the release folder's lock), so neither one's verdicts are lost and the
+    release verifies."""
+    import threading
+
+    from emerge_lib.formats.manifest import verify_release
+
+    cur, tasks, _ = made
+    release = _copy(made, tmp_path)
+    files = [_file(tmp_path, f"a{n}", tasks, {n + 1: f"annotator_{n}"}) for n in (1, 2)]
+    errors: list[BaseException] = []
+
+    def run(n: int) -> None:
+        try:
+            import_annotations(release, files[n - 1], spark, [f"{n + 1}=annotator_{n}"])
+        except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(n,)) for n in (1, 2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(600)
+    assert errors == []
+    lines = [json.loads(x) for x in (release / FILE).read_text().splitlines()]
+    names = {e["annotator_name"] for rec in lines for t in rec["tkgu_triples"]
+             for e in t["human_assessment"]}
+    assert {"annotator_1", "annotator_2"} <= names, names
+    assert (release / "agreement" / "agreement.json").is_file()  # both were there for it
+    assert verify_release(release).ok
+
+
 def test_a_task_not_in_the_release_stops_the_import_before_anything_is_written(
         made, spark, tmp_path) -> None:
     cur, tasks, _ = made
