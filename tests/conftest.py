@@ -58,6 +58,7 @@ LONGEST_FIRST = ("system/core/test_engine_spark.py", "system/test_dags_celery.py
                  "system/core/test_engine_sail.py", "system/test_dags_scheduler.py",
                  "system/demo/test_dagtest.py",
                  "system/annotation/test_labelstudio.py",
+                 "system/catalog/test_storage_two_machines.py",
                  "e2e/core/test_engine.py", "e2e/commands/test_build_concurrent.py",
                  "e2e/commands/test_build.py",
                  "e2e/pipeline/test_runner_more_seeds.py", "e2e/pipeline/test_runner.py",
