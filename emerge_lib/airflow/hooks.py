@@ -24,11 +24,17 @@ the YAML file and the ``EMERGE__*`` environment decide, as for the CLI.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseHook
 from airflow.sdk.exceptions import AirflowNotFoundException
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from emerge_lib.core.config import Config
 
 ENGINE_CONN = "emerge_engine"
 LLM_CONN = "emerge_llm"
@@ -86,7 +92,7 @@ class EngineHook(BaseHook):
         return {"engine": engine}
 
     @contextmanager
-    def session(self, cfg: Any):
+    def session(self, cfg: Config) -> Iterator[SparkSession]:
         """A Spark session for ``cfg`` (whose engine these overrides already set)."""
         from emerge_lib.core.engine import session_for
 

@@ -18,10 +18,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from emerge_lib.core.config import Config, Judge
 
 #: curation's routes (``curation.additions``, ``curation.deprecations``), each a task
-JUDGES = ("additions", "deprecations")
+JUDGES: tuple[Judge, ...] = ("additions", "deprecations")
 #: the pool, and the Celery queue, of each route's curate task
 LLM_POOLS = {judge: f"emerge_llm_{judge}" for judge in JUDGES}
 #: the Celery queue every other task goes to (Airflow's ``[operators] default_queue``)
@@ -30,7 +33,7 @@ DEFAULT_QUEUE = "default"
 ALL_QUEUES = (DEFAULT_QUEUE, *LLM_POOLS.values())
 
 
-def pools(cfg: Any) -> dict[str, dict[str, Any]]:
+def pools(cfg: Config) -> dict[str, dict[str, Any]]:
     """``airflow pools import``'s JSON: each route's pool with one slot per server."""
     out = {}
     for judge, pool in LLM_POOLS.items():

@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 if TYPE_CHECKING:
+    from airflow.sdk import Asset
+
     from emerge_lib.core.config import Config
     from emerge_lib.core.stage import StageContext, StageResult
     from emerge_lib.pipeline.runs import SnapshotRun
@@ -299,7 +301,7 @@ def ingest_commit_newer_task(kind: str, plan: dict[str, Any] | None, summaries: 
     return result
 
 
-def stability_task(tr: TaskRun, asset: Any) -> dict[str, Any]:
+def stability_task(tr: TaskRun, asset: Asset) -> dict[str, Any]:
     """The ingest DAG's last step: the stability stage, then the timelines Asset's event
     (the dump date and the files each wiki's commits committed)."""
     ti = tr.context["ti"]
@@ -319,7 +321,7 @@ def stability_task(tr: TaskRun, asset: Any) -> dict[str, Any]:
     return result
 
 
-def announce_dump_task(tr: TaskRun, asset: Any) -> dict[str, Any]:
+def announce_dump_task(tr: TaskRun, asset: Asset) -> dict[str, Any]:
     """The dumps DAG's last step: the dumps Asset's event with the dump date, which
     starts an emerge_ingest run of it."""
     tr.context["outlet_events"][asset].extra = {"dump_date": tr.run.dump_date}
@@ -336,7 +338,7 @@ def verdict_words(verdict: Mapping[str, Any]) -> str:
     return f"failed: {verdict.get('reason') or 'a suite failed'}"
 
 
-def release_task(tr: TaskRun, asset: Any) -> dict[str, Any]:
+def release_task(tr: TaskRun, asset: Asset) -> dict[str, Any]:
     """The release stage, one line saying what it built (folder, version, files, the
     gate's verdict), the same returned, and the release Asset's event: one per built
     release, published or not (emerge_evaluate follows it)."""
@@ -351,7 +353,7 @@ def release_task(tr: TaskRun, asset: Any) -> dict[str, Any]:
     return {**built, "rows": result.rows, "seconds": round(result.seconds, 1)}
 
 
-def publish_task(tr: TaskRun, asset: Any) -> dict[str, Any]:
+def publish_task(tr: TaskRun, asset: Asset) -> dict[str, Any]:
     """The publish stage (only when ``params.publish``), then the published Asset's event:
     the snapshot, the local folder, the version and where it went."""
     result = _step("publish", tr)
@@ -376,7 +378,7 @@ def release_location(extra: Mapping[str, Any]) -> Path:
     return Path(folder)
 
 
-def evaluate_task(context: Mapping[str, Any], asset: Any) -> list[dict[str, Any]]:
+def evaluate_task(context: Mapping[str, Any], asset: Asset) -> list[dict[str, Any]]:
     """Score every release this run stands for: each triggering event of ``asset`` (events
     that arrive between two runs are merged into one run), or, in a manual run,
     ``params.releases`` ([{snapshot, release_dir, version}]), each through the evaluate

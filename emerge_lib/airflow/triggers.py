@@ -7,14 +7,17 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.triggers.base import BaseTrigger, TaskFailedEvent, TriggerEvent
+
+if TYPE_CHECKING:
+    from emerge_lib.core.config import Config
 
 
 def pending(what: str, config: str | None, overrides: dict[str, Any],
             snapshot: str | None = None, dump_date: str | None = None,
-            cfg: Any | None = None) -> str | None:
+            cfg: Config | None = None) -> str | None:
     """None when ready, else what is still missing (blocking: run it in a thread).
     ``what``: ``dump`` (the mirror's dump of ``dump_date`` is done for both wikis) or
     ``warehouse`` (the warehouse holds dumps reaching ``snapshot``'s last window).

@@ -16,7 +16,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 import pyarrow.fs as pafs
 
@@ -113,7 +113,7 @@ def snapshot_lock(warehouse: str, snapshots: list[str], *,
             fh.close()  # closing the file releases its flock
 
 
-def _take(path: Path, shared: bool, what: str) -> Any:
+def _take(path: Path, shared: bool, what: str) -> TextIO:
     """``path``'s flock, shared or alone, waiting (with a line naming the holder) while
     another run holds it; an exclusive holder writes its pid there for the next one."""
     import fcntl

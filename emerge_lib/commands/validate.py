@@ -4,7 +4,12 @@ in a table, from its manifest and ``validation/results.json`` (nothing is run ag
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from emerge_lib.formats.manifest import Verification
 
 OBSERVED = 60  # characters of an observed value in the table (results.json has it whole)
 
@@ -78,7 +83,8 @@ def run(args: argparse.Namespace) -> int:
     return 0 if publishable else 1
 
 
-def _summary(root: Any, manifest: dict[str, Any], verdict: dict[str, Any], files: Any,
+def _summary(root: Path, manifest: dict[str, Any], verdict: dict[str, Any],
+             files: Verification,
              rows: list[dict[str, Any]], publishable: bool) -> str:
     """The verdict's lines: publishable or why not, the snapshots, croissant.json, the
     human annotation, the files, the checks counted by status."""

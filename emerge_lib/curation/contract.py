@@ -27,11 +27,14 @@ import json
 import string
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from emerge_lib.curation.answers import EXPLANATION_CHARS, parse_answer
 from emerge_lib.curation.prompts import ASSERTION, DEPRECATION, render
 from emerge_lib.curation.stub import StubServer, answer_for
+
+if TYPE_CHECKING:
+    from emerge_lib.core.config import CurationSettings, Judge
 
 #: the counts of triples a request holds in the contract's bodies (20: docs/curation.md's
 #: largest request)
@@ -76,14 +79,14 @@ def prompt(prompt_type: str, n: int) -> str:
     return render(prompt_type, _passage(n), _labels(n))
 
 
-async def _send(settings: Any, urls: Mapping[str, str]
-                ) -> list[tuple[str, str, str, int, int]]:
+async def _send(settings: CurationSettings, urls: Mapping[Judge, str]
+                ) -> list[tuple[Judge, str, str, int, int]]:
     from emerge_lib.curation.verdicts import client_for, endpoint_of, retry_temperature
 
     cfg = settings.model_copy(update={
         judge: settings.route(judge).model_copy(update={"url": url, "backend": "vllm"})
         for judge, url in urls.items()})
-    sent: list[tuple[str, str, str, int, int]] = []
+    sent: list[tuple[Judge, str, str, int, int]] = []
     for form in ("regex", "grammar"):
         client = client_for(cfg)
         client.vllm_constraint = form  # the library option; the stage sends regex
@@ -100,14 +103,15 @@ async def _send(settings: Any, urls: Mapping[str, str]
     return sent
 
 
-def request_bodies(settings: Any = None) -> list[Body]:
-    """The bodies the curate stage's client sends (``settings``: CurationSettings; the
-    defaults), caught on the wire by two recording stubs, one per route."""
+def request_bodies(settings: CurationSettings | None = None) -> list[Body]:
+    """The bodies the curate stage's client sends (``settings``: the defaults when None),
+    caught on the wire by two recording stubs, one per route."""
     from emerge_lib.core.config import CurationSettings
 
     settings = settings or CurationSettings()
     with StubServer(record=True) as additions, StubServer(record=True) as deprecations:
-        stubs = {"additions": additions, "deprecations": deprecations}
+        stubs: dict[Judge, StubServer] = {"additions": additions,
+                                          "deprecations": deprecations}
         sent = asyncio.run(_send(settings, {k: s.url for k, s in stubs.items()}))
         raw = {k: list(s.bodies) for k, s in stubs.items()}
     out = []
