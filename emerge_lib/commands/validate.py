@@ -90,9 +90,16 @@ def _summary(root: Path, manifest: dict[str, Any], verdict: dict[str, Any],
     human annotation, the files, the checks counted by status."""
     from collections import Counter
 
+    if publishable:
+        why = ""
+    elif not verdict:
+        why = "the manifest records no validation (a release built without the gate)"
+    elif not files.ok:
+        why = verdict.get("reason") or "its files no longer match the manifest"
+    else:
+        why = verdict.get("reason") or "validation did not pass"
     lines = [f"release {manifest.get('version')} ({root}): "
-             + ("validated, publishable" if publishable else
-                f"NOT publishable: {verdict.get('reason') or 'the files changed'}")]
+             + ("validated, publishable" if publishable else f"NOT publishable: {why}")]
     states = verdict.get("snapshots") or {}
     if states:
         lines.append(_table(["snapshot", "table suites", "release suites", "tables checked at"],

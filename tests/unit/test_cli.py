@@ -183,7 +183,8 @@ def _echoing_endpoint():
 def test_planted_secrets_appear_in_no_output_channel(tmp_path) -> None:
     """Every channel (stdout, stderr with --verbose, every file written) of the commands
     that meet each secret source: `predict edc --api-key-env` against an endpoint that
-    echoes the key, `config` and a failing `tables` with EMERGE__* secrets that YAML
+    echoes the key, `config`, a failing `tables` and the release readers (`query`,
+    `validate`, `stats`, `diff`) with EMERGE__* secrets that YAML
     mangled (a `*` one showed minus its first character; a `[` one failed every command
     with "please report it"), and a non-secret override that is not YAML: one line naming
     its variable, the value not shown."""
@@ -205,7 +206,12 @@ def test_planted_secrets_appear_in_no_output_channel(tmp_path) -> None:
         runs = [emerge("predict", "edc", "--endpoint", url, "--llm", "m", "--api-key-env",
                        "MY_ENDPOINT_KEY", "--gold", str(gold), "--out", str(tmp_path / "p.jsonl")),
                 emerge("config"),
-                emerge("tables", "--warehouse", str(tmp_path / "none"))]
+                emerge("tables", "--warehouse", str(tmp_path / "none")),
+                # the commands that read a release, with the secrets in their environment
+                emerge("query", "--release", str(gold), "SELECT count(*) AS n FROM lines"),
+                emerge("validate", "--release", str(gold)),
+                emerge("stats", "--release", str(gold)),
+                emerge("diff", "--old", str(gold), "--new", str(gold))]
         bad = emerge("config", EMERGE__DUMPS__MIRROR="*planted-not-a-secret-0123")
     finally:
         server.shutdown()

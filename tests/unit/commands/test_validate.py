@@ -41,6 +41,19 @@ def test_a_publishable_release_and_a_changed_file(tmp_path: Path, capsys) -> Non
     report = json.loads(capsys.readouterr().out)
     assert report["publishable"] is False and report["files"]["changed"] == [
         corpus_path("2024-01-01", 1, 7)]
+    assert main(["validate", "--release", str(root)]) == 1
+    assert "NOT publishable: its files no longer match the manifest" in capsys.readouterr().out
     assert main(["validate", "--release", str(tmp_path / "nowhere")]) == 1
     err = capsys.readouterr().err
     assert err.startswith("emerge: validate: ") and err.count("\n") == 1
+
+
+def test_a_release_built_without_the_gate_says_so(tmp_path: Path, capsys) -> None:
+    from hubkit import SNAPS, build_release, line
+
+    root = build_release(tmp_path / "release", {(SNAPS[0], 1): [line(SNAPS[0], 1, "a", [
+        ("E", "Q1", "Q2")])]}, {})
+    assert main(["validate", "--release", str(root)]) == 1
+    out = capsys.readouterr().out
+    assert "NOT publishable: the manifest records no validation" in out
+    assert any(x.startswith("files: ") and "match manifest.json" in x for x in out.splitlines())
