@@ -216,6 +216,8 @@ def test_planted_secrets_appear_in_no_output_channel(tmp_path) -> None:
     finally:
         server.shutdown()
     assert runs[1].returncode == 0 and "**********" in runs[1].stdout, runs[1].stderr[-2000:]
+    # the release readers did their work (validate: no gate ran on this release)
+    assert [r.returncode for r in runs[3:]] == [0, 1, 0, 0], [r.stderr[-500:] for r in runs[3:]]
     for r in [*runs, bad]:  # (--verbose logs a traceback at DEBUG: by design)
         assert "please report it" not in r.stderr, r.stderr[-3000:]
     assert "401" in runs[0].stderr  # the endpoint's refusal was told, key masked
