@@ -227,12 +227,25 @@ class Catalog:
         Delta-Spark keeps no minimum or maximum of a boolean column, so a filter on one
         (the release's ``kept = false`` of selection) found no row in a table Spark wrote
         (tests/engine/catalog/test_catalog_engines.py). The files' own Parquet statistics
-        still skip row groups."""
+        still skip row groups.
+
+        A local table's files are read through pyarrow's own file system, not deltalake's
+        Python file system handler: pyarrow's I/O threads calling back into Python aborted
+        the interpreter at exit ("terminate called without an active exception", SIGABRT)
+        in a process that exited soon after a read, even single-threaded (1 run in ~1,000
+        under CI's load; the workaround the Polars maintainers give, pola-rs/polars#24169).
+        Object stores keep deltalake's handler, which holds their credentials."""
         import pyarrow.dataset as pads
 
         table = self._delta(name, version)
         found = table.to_pyarrow_dataset(file_pruning_predicate=filters or None)
         schema = found.schema
+        filesystem, root = found.filesystem, ""
+        local = self._local_root(name)
+        if local is not None:
+            from pyarrow.fs import LocalFileSystem
+
+            filesystem, root = LocalFileSystem(), local + "/"
         fragments = []
         for fragment in found.get_fragments():
             values = pads.get_partition_keys(fragment.partition_expression)
@@ -243,8 +256,17 @@ class Catalog:
                                  pads.field(column) == pa.scalar(value,
                                                                  schema.field(column).type))
             fragments.append(found.format.make_fragment(
-                fragment.path, filesystem=found.filesystem, partition_expression=known))
-        return pads.FileSystemDataset(fragments, schema, found.format, found.filesystem)
+                root + fragment.path, filesystem=filesystem, partition_expression=known))
+        return pads.FileSystemDataset(fragments, schema, found.format, filesystem)
+
+    def _local_root(self, name: str) -> str | None:
+        """The table's folder on this machine's disk, or None for an object store."""
+        path = self.path(name)
+        if path.startswith("file://"):
+            from urllib.parse import unquote, urlparse
+
+            return unquote(urlparse(path).path).rstrip("/")
+        return None if "://" in path else path.rstrip("/")
 
     def partition_digest(self, name: str, version: int | None, snapshot: str) -> str | None:
         """A fingerprint of one snapshot's rows of a table at ``version``: the Delta data

@@ -338,6 +338,11 @@ def test_a_process_that_reads_and_exits_exits_cleanly(tmp_path: Path) -> None:
         done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                               timeout=120)
         assert (done.returncode, done.stdout.strip()) == (0, "2000"), done.stderr[-500:]
+    # the rare abort left (1 run in ~1,000 under load) came from deltalake's Python file
+    # system handler on pyarrow's I/O threads: a local table is read without it
+    from pyarrow.fs import LocalFileSystem
+
+    assert isinstance(Catalog(tmp_path).dataset("kg_triples").filesystem, LocalFileSystem)
 
 
 @pytest.mark.parametrize("how", ["replace", "merge"])
