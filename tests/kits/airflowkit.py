@@ -94,6 +94,16 @@ class LocalAirflow:
         shutil.rmtree(self.env["EMERGE_PG_DIR"], ignore_errors=True)
         return took
 
+    def cli_env(self) -> dict[str, str]:
+        """The environment in which the `airflow` command talks to this Airflow (its
+        database, DAG folder and API: `airflow-local.sh env`, docs/operations.md)."""
+        import shlex
+
+        exports = dict(shlex.split(line.removeprefix("export "))[0].split("=", 1)
+                       for line in self._script("env").splitlines()
+                       if line.startswith("export "))
+        return {**self.env, **exports}
+
     def pids(self) -> dict[str, int]:
         return {p.stem: int(p.read_text()) for p in (self.home / "run").glob("*.pid")}
 

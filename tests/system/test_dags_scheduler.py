@@ -5,7 +5,7 @@ with the default settings: the newcomer path of docs/operations.md. Every DAG un
 the first ingest (mapped extraction, the timelines Asset); a backfill of two quarters with
 two runs side by side (their instances are the planted truth, exactly; stability is not
 rewritten); a custom manual run beside the waiting scheduled run; a
-rerun of one task (tables unchanged); the grid view in headless Chromium; the evaluation
+rerun of one task (tables unchanged); a retry beside its stuck try; the grid view in headless Chromium; the evaluation
 DAG on two release Asset events; a backfill no dump covers, failing at once. Slow: one
 Airflow for the module."""
 
@@ -275,6 +275,40 @@ def test_rerunning_one_task_leaves_the_tables_unchanged(airflow: LocalAirflow,
     assert deltas["try_number"] == 2 and deltas["state"] == "success"
     assert warehouse.version("delta_triples") > version  # it did write again...
     assert table_rows(warehouse) == before  # ...the same rows
+    assert {p: p.read_bytes() for p in files} == files
+
+
+def test_a_retry_beside_its_stuck_try(airflow: LocalAirflow, warehouse: Catalog,
+                                     world: Path) -> None:
+    """A try Airflow gave up on (its worker lost its heartbeat) that goes on running beside
+    the retry the scheduler starts. The stuck try is the task run outside the scheduler's
+    books: `airflow tasks test` on the same run (the same DAG file, run, configuration and
+    warehouse; no state recorded), started first; the retry is the scheduler's, through
+    the REST API. Both finish, each having written, and the tables and the release are
+    those of one run."""
+    run_id = "backfill__2024-04-01T00:00:00+00:00"
+    before = table_rows(warehouse)
+    release = world / "releases" / "snapshot_2024-04-01"
+    files = {p: p.read_bytes() for p in release.rglob("*") if p.is_file()}
+    version = warehouse.version("instances")
+    tries = {t["task_id"]: t["try_number"] for t in airflow.tasks("emerge_snapshot", run_id)}
+    stuck = subprocess.Popen(["airflow", "tasks", "test", "emerge_snapshot", "align", run_id],
+                             env=airflow.cli_env(), stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True)
+    try:
+        airflow.post("/dags/emerge_snapshot/clearTaskInstances", {
+            "dry_run": False, "dag_run_id": run_id, "task_ids": ["align"],
+            "only_failed": False, "reset_dag_runs": True, "include_downstream": False})
+        airflow.wait("emerge_snapshot", [run_id], timeout=900)
+        output, _ = stuck.communicate(timeout=900)
+    finally:
+        stuck.kill()
+    assert stuck.returncode == 0, output[-3000:]
+    assert "stage align" in output, output[-3000:]  # the stuck try ran the stage itself
+    align = next(t for t in airflow.tasks("emerge_snapshot", run_id) if t["task_id"] == "align")
+    assert (align["try_number"], align["state"]) == (tries["align"] + 1, "success")
+    assert warehouse.version("instances") >= version + 2  # both wrote...
+    assert table_rows(warehouse) == before  # ...and the tables hold one run's rows
     assert {p: p.read_bytes() for p in files} == files
 
 
