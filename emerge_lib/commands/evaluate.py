@@ -72,6 +72,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--batch-size", type=int, default=128, metavar="N",
                    help="completeness: labels embedded per batch (default 128)")
     p.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
+    p.add_argument("--after", default=None, metavar="DATE",
+                   help="score only the lines whose passage appeared after DATE (a date or "
+                   "ISO 8601 instant: a model's training cutoff, so that no scored passage "
+                   "can be in its training data); says how many lines were left")
     p.add_argument("--out", default="evaluation", metavar="DIR",
                    help="output folder (default ./evaluation)")
     p.set_defaults(func=run)
@@ -94,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
             metrics=metrics, threshold=args.threshold, gold_filter=args.gold_filter,
             assessors=assessors,
             annotator=args.annotator, snapshot_key=args.by,
-            only_predicted=args.only_predicted, models=tuple(args.model))
+            only_predicted=args.only_predicted, models=tuple(args.model), after=args.after)
     except ValueError as exc:
         raise InputError(str(exc)) from None
     from emerge_lib.commands._common import bars
@@ -106,6 +110,9 @@ def run(args: argparse.Namespace) -> int:
                           threads=args.threads, progress=True)
     for m in settings.metrics:
         print(markdown(result.rows, m, result.hidden))
+    if args.after:
+        print(f"--after {args.after}: {result.run['instances']} of "
+              f"{result.run['instances_read']} lines appeared after it")
     print(f"{result.run['instances']} instances, {len(result.run['models'])} models, "
           f"{result.run['seconds']:.1f}s; written to {args.out}/")
     return 0

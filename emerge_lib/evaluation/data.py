@@ -128,6 +128,8 @@ class Instance:
     #: in-record predictions blocks (the authors' format): model → predicted triples
     predictions: dict[str, list[Predicted]] = field(default_factory=dict)
     delta_end: str | None = None
+    #: when the line's passage appeared: the revision's instant (ISO 8601, as written)
+    revision_date: str | None = None
 
     @property
     def year(self) -> str:
@@ -312,8 +314,9 @@ def instance_from_record(record: Mapping[str, Any], where: str,
     else:
         raise InputError(f"{where}: no delta_dates (and the file is not in a snapshot_* folder)")
     triples = [_gold_triple(t, where) for t in record.get("tkgu_triples") or ()]
+    revised = record.get("revision_date")
     inst = Instance(hid, snapshot, str(record.get("passage") or ""), triples, where,
-                    delta_end=end)
+                    delta_end=end, revision_date=revised if isinstance(revised, str) else None)
     blocks = record.get("predictions")
     if isinstance(blocks, Mapping):
         for model, block in blocks.items():

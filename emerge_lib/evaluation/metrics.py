@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 import numpy as np
 
@@ -54,6 +55,9 @@ class Settings:
     snapshot_key: str = "year"  # or "date", or "delta" (a snapshot's window: t→τ_k)
     only_predicted: bool = False
     models: tuple[str, ...] = ()  # empty: every model found
+    #: a model's training cutoff (a date or instant): only lines whose passage appeared
+    #: after it are scored (a contamination filter; None: every line)
+    after: str | None = None
 
     def __post_init__(self) -> None:
         bad = [m for m in self.metrics if m not in METRICS]
@@ -65,6 +69,18 @@ class Settings:
             raise ValueError(f"snapshot_key must be one of {SNAPSHOT_KEYS}")
         if not 0 <= self.threshold <= 1:
             raise ValueError("the threshold is a cosine similarity in [0, 1]")
+        if self.after is not None:
+            instant(self.after)
+
+
+def instant(value: str) -> datetime:
+    """A date (``2024-01-01``, midnight UTC) or an ISO 8601 instant, as an aware datetime;
+    ValueError naming the value otherwise."""
+    try:
+        when = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except (TypeError, ValueError):
+        raise ValueError(f"not a date or ISO 8601 instant: {value!r}") from None
+    return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
 @dataclass(slots=True)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from emerge_lib.core.errors import InputError
 from emerge_lib.evaluation.data import (
     DEFAULT_ASSESSORS,
+    Instance,
     llm_filter_problem,
     read_gold,
     read_predictions,
@@ -21,6 +22,7 @@ from emerge_lib.evaluation.data import (
 from emerge_lib.evaluation.metrics import (
     InstanceScore,
     Settings,
+    instant,
     model_predictions,
     score,
     summarize,
@@ -81,6 +83,9 @@ def evaluate(gold: str | Path | Sequence[str | Path],
     instances = read_gold(gold)
     if not instances:
         raise InputError(f"gold: {gold} holds no instance")
+    read = len(instances)
+    if settings.after is not None:
+        instances = appeared_after(instances, settings.after)
     external = read_predictions(predictions) if predictions else {}
     try:
         preds = model_predictions(instances, external, settings.models)
@@ -128,6 +133,7 @@ def evaluate(gold: str | Path | Sequence[str | Path],
         "gold": [str(g) for g in ([gold] if isinstance(gold, str | Path) else gold)],
         "predictions": [str(p) for p in predictions],
         "instances": len(instances),
+        "after": settings.after, "instances_read": read,
         "models": {m: {"predicted_instances": sum(h in known for h in by),
                        "not_in_gold": unmatched[m]} for m, by in preds.items()},
         "metrics": list(settings.metrics), "threshold": settings.threshold,
@@ -149,6 +155,32 @@ def evaluate(gold: str | Path | Sequence[str | Path],
         result.written = write_outputs(out, rows, scores, settings.metrics, run, png=png,
                                        hide=hidden)
     return result
+
+
+def appeared_after(instances: list[Instance], after: str) -> list[Instance]:
+    """The instances whose passage appeared after ``after`` (a model's training cutoff:
+    §4.1's reason for temporal data), said in one line; a line without a revision date
+    cannot be placed after anything and is left out, counted."""
+    cutoff = instant(after)
+    undated = [i for i in instances if not i.revision_date]
+    kept = []
+    for inst in instances:
+        if inst.revision_date:
+            try:
+                when = instant(inst.revision_date)
+            except ValueError:
+                raise InputError(f"{inst.source}: revision_date {inst.revision_date!r} is "
+                                 "not an ISO 8601 instant") from None
+            if when > cutoff:
+                kept.append(inst)
+    log.info("--after %s: %d of %d lines appeared after it%s", after, len(kept),
+             len(instances), f" ({len(undated)} without a revision_date, left out)"
+             if undated else "")
+    if not kept:
+        latest = max((i.revision_date for i in instances if i.revision_date), default=None)
+        raise InputError(f"--after {after}: no gold line's passage appeared after it (of "
+                         f"{len(instances)} lines; the latest revision_date is {latest})")
+    return kept
 
 
 def _check_annotations(instances, settings: Settings) -> None:

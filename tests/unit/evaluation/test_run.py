@@ -337,3 +337,41 @@ def test_a_hash_id_of_the_wrong_type_is_named_as_such(tmp_path: Path) -> None:
             read_predictions(path)
     with pytest.raises(InputError, match=r"w: hash_id \[1\] is a JSON array"):
         instance_from_record({"hash_id": [1]}, "w")
+
+
+def test_after_scores_only_the_lines_whose_passage_appeared_after_the_cutoff(
+        tmp_path: Path, capsys) -> None:
+    """`emerge evaluate --after DATE` (a model's training cutoff): the lines revised after
+    it are scored, the rest are not, and the run says how many were left; a cutoff past
+    every line is one clear line, not an empty table."""
+    from emerge_lib.cli import main
+
+    gold, preds, _ = synthetic_gold(tmp_path / "gold")
+    revised = {"s23a": "2022-12-30T10:00:00Z", "s23b": "2023-01-03T09:00:00Z",
+               "s24a": "2024-01-02T00:00:00Z"}
+    for path in gold.rglob("*.jsonl"):
+        lines = [json.loads(x) for x in path.read_text().splitlines()]
+        path.write_text("".join(json.dumps({**x, "revision_date": revised[x["hash_id"]]})
+                                + "\n" for x in lines))
+    out = tmp_path / "out"
+    assert main(["evaluate", "--gold", str(gold), "--predictions", str(preds), "--model",
+                 "oracle", "--metrics", "recall", "--gold-filter", "all", "--after",
+                 "2023-01-01", "--out", str(out)]) == 0
+    assert "--after 2023-01-01: 2 of 3 lines appeared after it" in capsys.readouterr().out
+    run = json.loads((out / "run.json").read_text())
+    assert (run["after"], run["instances"], run["instances_read"]) == ("2023-01-01", 2, 3)
+    scored = {json.loads(x)["hash_id"] for x in (out / "instances.jsonl").read_text().splitlines()}
+    assert scored == {"s23b", "s24a"}
+    # an instant works too, to the second
+    assert main(["evaluate", "--gold", str(gold), "--predictions", str(preds), "--metrics",
+                 "recall", "--gold-filter", "all", "--after", "2024-01-01T23:59:59Z",
+                 "--out", str(tmp_path / "o2")]) == 0
+    assert json.loads((tmp_path / "o2" / "run.json").read_text())["instances"] == 1
+    assert main(["evaluate", "--gold", str(gold), "--predictions", str(preds), "--metrics",
+                 "recall", "--after", "2025-06-01", "--out", str(tmp_path / "o3")]) == 1
+    err = capsys.readouterr().err
+    assert "no gold line's passage appeared after it" in err and \
+        "2024-01-02T00:00:00Z" in err and "Traceback" not in err
+    assert main(["evaluate", "--gold", str(gold), "--predictions", str(preds), "--after",
+                 "soon", "--out", str(tmp_path / "o4")]) != 0
+    assert "not a date or ISO 8601 instant: 'soon'" in capsys.readouterr().err
