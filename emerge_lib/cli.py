@@ -29,6 +29,7 @@ COMMAND_MODULES = [
     "emerge_lib.commands.validate",
     "emerge_lib.commands.config",
     "emerge_lib.commands.evaluate",
+    "emerge_lib.commands.leaderboard",
     "emerge_lib.commands.annotate",
     "emerge_lib.commands.predict",
     "emerge_lib.commands.publish",

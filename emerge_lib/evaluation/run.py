@@ -132,7 +132,7 @@ def evaluate(gold: str | Path | Sequence[str | Path],
     run = {
         "gold": [str(g) for g in ([gold] if isinstance(gold, str | Path) else gold)],
         "predictions": [str(p) for p in predictions],
-        "instances": len(instances),
+        "instances": len(instances), "gold_digest": gold_digest(instances),
         "after": settings.after, "instances_read": read,
         "models": {m: {"predicted_instances": sum(h in known for h in by),
                        "not_in_gold": unmatched[m]} for m, by in preds.items()},
@@ -155,6 +155,19 @@ def evaluate(gold: str | Path | Sequence[str | Path],
         result.written = write_outputs(out, rows, scores, settings.metrics, run, png=png,
                                        hide=hidden)
     return result
+
+
+def gold_digest(instances: Sequence[Instance]) -> str:
+    """A fingerprint of the gold scored (each instance's id, snapshot, triples and their
+    operations): two runs with the same one scored the same gold (``emerge leaderboard``)."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for inst in sorted(instances, key=lambda i: i.hash_id):
+        triples = sorted(f"{' '.join(t.triple)}:{','.join(sorted(t.ops))}"
+                         for t in inst.triples)
+        h.update(f"{inst.hash_id}\t{inst.snapshot}\t{';'.join(triples)}\n".encode())
+    return h.hexdigest()[:16]
 
 
 def appeared_after(instances: list[Instance], after: str) -> list[Instance]:
