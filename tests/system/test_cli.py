@@ -182,13 +182,20 @@ def _workers(n: int):
 
 
 #: each command that starts a child: its arguments (under a world and a folder) and what,
-#: among its descendants' command lines, shows that its children are up
+#: among its descendants' command lines, shows that its children are up (`annotate` starts
+#: none: Label Studio is a service of its own that reads and writes files, and the
+#: release readers and `evaluate` run in-process; the external decompressors of
+#: dumps.compressed are launched by dumps.compressed._spawn, dying with their parent)
 CHILDREN = {
     "ingest (the worker pool)": (
         lambda world, tmp: ["ingest", "-c", str(world / "config.yaml"), "--warehouse",
                             str(tmp / "wh")], _workers(2)),
     "build --local-llm (llama.cpp)": (
         lambda world, tmp: ["build", "-c", str(world / "config.yaml"), "--warehouse",
+                            str(tmp / "wh"), "--out", str(tmp / "rel"), "--local-llm"],
+        lambda lines: any("emerge_lib.curation.local_server" in c for c in lines)),
+    "curate --local-llm (llama.cpp)": (
+        lambda world, tmp: ["curate", "-c", str(world / "config.yaml"), "--warehouse",
                             str(tmp / "wh"), "--out", str(tmp / "rel"), "--local-llm"],
         lambda lines: any("emerge_lib.curation.local_server" in c for c in lines)),
     "demo (weed, llama.cpp, airflow)": (
