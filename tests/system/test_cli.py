@@ -300,3 +300,77 @@ def test_kill_9_in_each_layer_then_a_rerun_gives_the_same_release(worlds, tmp_pa
                  "delta_triples", "passages", "instances"):
         assert sorted(map(repr, killed.read_arrow(name).to_pylist())) == \
             sorted(map(repr, clean.read_arrow(name).to_pylist())), name
+
+
+#: secrets planted in EMERGE__* variables: the S3 keys and both curation routes' API keys
+EMERGE_SECRETS = {"EMERGE__S3__ACCESS_KEY_ID": "planted-s3-key-id-0123456789",
+                  "EMERGE__S3__SECRET_ACCESS_KEY": "planted-s3-secret-0123456789",
+                  "EMERGE__CURATION__ADDITIONS__API_KEY": "planted-additions-key-0123456789",
+                  "EMERGE__CURATION__DEPRECATIONS__API_KEY": "planted-deprecations-key-01234"}
+
+
+def test_planted_secrets_appear_in_no_channel_of_build_curate_evaluate_annotate(
+        worlds, tmp_path: Path) -> None:
+    """`build`, `curate`, `evaluate` and `annotate` (export, import, agreement) with
+    --verbose and the EMERGE__* secrets in their environment: a build whose LLM endpoint
+    refuses each request quoting the key it was sent (the stub's "401"), then a curate
+    that the same endpoint answers, writing the release the other commands read. No
+    secret in stdout, stderr, or any file under the test's folder (the warehouse, the
+    release, the tasks, the agreement, the logs the commands write)."""
+    import json
+
+    from annotatekit import answers
+
+    from emerge_lib.curation.stub import StubServer
+
+    world = worlds.world(TINY)
+    config, warehouse, release = world / "config.yaml", tmp_path / "wh", tmp_path / "release"
+    env = {**EMERGE_SECRETS, "EMERGE__VALIDATION__ENABLED": "false"}
+    runs: list[subprocess.CompletedProcess[str]] = []
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        runs.append(emerge("--verbose", *args, env=env, timeout=600))
+        return runs[-1]
+
+    with StubServer() as stub:
+        stub.faults.extend(["401"] * 10_000)  # every request refused, the key quoted
+        refused = run("build", "-c", str(config), "--warehouse", str(warehouse), "--out",
+                      str(tmp_path / "refused"), "--llm-url", stub.url)
+        # the key was sent, and the refusal's body was told with the key masked
+        assert refused.returncode == 1 and "invalid api key *** (key=***)" in \
+            refused.stderr, refused.stderr[-3000:]
+        stub.faults.clear()
+        curated = run("curate", "-c", str(config), "--warehouse", str(warehouse), "--out",
+                      str(release), "--llm-url", stub.url)
+        assert curated.returncode == 0, curated.stderr[-3000:]
+    lines = [json.loads(x) for f in sorted(release.glob("**/delta_*.jsonl"))
+             for x in f.read_text().splitlines()]
+    assert lines, "the release holds no line"
+    predictions = tmp_path / "predictions.jsonl"
+    predictions.write_text("".join(json.dumps({
+        "hash_id": x["hash_id"], "model": "echo", "predicted": [
+            {"triple": t["triple"], "triple_labels": t["triple_labels"], "operation": None}
+            for t in x["tkgu_triples"]]}) + "\n" for x in lines))
+    scored = run("evaluate", "--gold", str(release), "--predictions", str(predictions),
+                 "--metrics", "recall", "--gold-filter", "all", "--out", str(tmp_path / "eval"))
+    assert scored.returncode == 0, scored.stderr[-3000:]
+    tasks = tmp_path / "tasks"
+    exported = run("annotate", "export", "--release", str(release), "--per-op", "3",
+                   "--out", str(tasks))
+    assert exported.returncode == 0, exported.stderr[-3000:]
+    export = tmp_path / "export.json"
+    export.write_text(json.dumps(answers(json.loads((tasks / "tasks.json").read_text()),
+                                         {1: "annotator_1", 2: "annotator_2"})))
+    imported = run("annotate", "import", "--release", str(release), "--from", str(export),
+                   "--annotator", "1=annotator_1", "--annotator", "2=annotator_2")
+    assert imported.returncode == 0, imported.stderr[-3000:]
+    agreed = run("annotate", "agreement", "--annotations", str(release), "--out",
+                 str(tmp_path / "agreement"))
+    assert agreed.returncode == 0, agreed.stderr[-3000:]
+    assert any("DEBUG" in r.stderr for r in runs)  # --verbose was on
+    for r, secret in ((r, s) for r in runs for s in EMERGE_SECRETS.values()):
+        assert secret not in r.stdout + r.stderr, f"{r.args[3:5]}: {secret[:12]}… printed"
+    for path in (p for p in tmp_path.rglob("*") if p.is_file()):
+        data = path.read_bytes()
+        for secret in EMERGE_SECRETS.values():
+            assert secret.encode() not in data, f"{secret[:12]}… written in {path}"
