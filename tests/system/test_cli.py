@@ -181,11 +181,31 @@ def _workers(n: int):
     return lambda lines: sum("multiprocessing" in c or "spawn_main" in c for c in lines) >= n
 
 
+def _ppmd_7z(folder: Path) -> Path:
+    """A Wikidata history file (16,000 revisions) in a 7z archive compressed with PPMd,
+    which the lzma module does not decode: emerge reads it through the program 7z (which
+    also ends on its broken pipe once its reader is gone, death signal or not)."""
+    from dumpbuilder import PageSpec, Rev, claim, item, render
+
+    pages = [PageSpec(n, f"Q{n}", [
+        Rev(n * 100 + r, f"2023-12-{1 + r % 28:02d}T00:00:00Z",
+            item(f"Q{n}", [claim("P31", f"Q{r + 2}", f"s{n}-{r}")], label=f"Item {n}"))
+        for r in range(40)]) for n in range(1, 401)]
+    folder.mkdir(parents=True, exist_ok=True)
+    xml = folder / "wikidatawiki-20240101-pages-meta-history1.xml-p1p400"
+    xml.write_text(render(pages))
+    archive = xml.with_name(xml.name + ".7z")
+    subprocess.run(["7z", "a", "-m0=PPMd", "-bd", str(archive), str(xml)], check=True,
+                   capture_output=True)
+    xml.unlink()
+    return archive
+
+
 #: each command that starts a child: its arguments (under a world and a folder) and what,
 #: among its descendants' command lines, shows that its children are up (`annotate` starts
 #: none: Label Studio is a service of its own that reads and writes files, and the
-#: release readers and `evaluate` run in-process; the external decompressors of
-#: dumps.compressed are launched by dumps.compressed._spawn, dying with their parent)
+#: release readers and `evaluate` run in-process; lbzip2, the other external
+#: decompressor, is only used where indexed_bzip2 is not installed)
 CHILDREN = {
     "ingest (the worker pool)": (
         lambda world, tmp: ["ingest", "-c", str(world / "config.yaml"), "--warehouse",
@@ -202,6 +222,10 @@ CHILDREN = {
         lambda world, tmp: ["demo", "--out", str(tmp / "demo")],
         lambda lines: all(any(w in c for c in lines)
                           for w in ("weed", "emerge_lib.curation.local_server", "airflow"))),
+    "inspect of a PPMd 7z (the program 7z)": (
+        lambda world, tmp: ["inspect", "statements", "--wikidata", str(_ppmd_7z(tmp / "dump")),
+                            "--at", "2024-01-01T00:00:00Z"],
+        lambda lines: any(c.split()[0].endswith("7z") and " -so " in c for c in lines)),
     "sample --jobs 2 (a fork pool)": (
         lambda world, tmp: ["sample", "--out", str(tmp / "world"), "--items", "3000",
                             "--articles", "600", "--jobs", "2", "--quiet"],
