@@ -338,18 +338,22 @@ def test_planted_secrets_appear_in_no_channel_of_build_curate_evaluate_annotate(
     """`build`, `curate`, `evaluate` and `annotate` (export, import, agreement) with
     --verbose and the EMERGE__* secrets in their environment: a build whose LLM endpoint
     refuses each request quoting the key it was sent (the stub's "401"), then a curate
-    that the same endpoint answers, writing the release the other commands read. No
-    secret in stdout, stderr, or any file under the test's folder (the warehouse, the
-    release, the tasks, the agreement, the logs the commands write)."""
+    that the same endpoint answers, writing the release the other commands read, and a
+    curate by the real llama.cpp server (--local-llm, two requests). No secret in stdout,
+    stderr, or any file under the test's folder (the warehouse, the release, the tasks,
+    the agreement, and, TMPDIR being in it, the llama.cpp server's log)."""
     import json
 
     from annotatekit import answers
 
+    from emerge_lib.curation import local_server
     from emerge_lib.curation.stub import StubServer
 
     world = worlds.world(TINY)
     config, warehouse, release = world / "config.yaml", tmp_path / "wh", tmp_path / "release"
-    env = {**EMERGE_SECRETS, "EMERGE__VALIDATION__ENABLED": "false"}
+    (tmp_path / "tmp").mkdir()
+    env = {**EMERGE_SECRETS, "EMERGE__VALIDATION__ENABLED": "false",
+           "TMPDIR": str(tmp_path / "tmp")}
     runs: list[subprocess.CompletedProcess[str]] = []
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -367,6 +371,12 @@ def test_planted_secrets_appear_in_no_channel_of_build_curate_evaluate_annotate(
         curated = run("curate", "-c", str(config), "--warehouse", str(warehouse), "--out",
                       str(release), "--llm-url", stub.url)
         assert curated.returncode == 0, curated.stderr[-3000:]
+    if local_server.available():  # (make installs it; CI has it)
+        env["EMERGE__CURATION__MAX_REQUESTS"] = "2"
+        local = run("curate", "-c", str(config), "--warehouse", str(warehouse), "--local-llm")
+        del env["EMERGE__CURATION__MAX_REQUESTS"]
+        assert local.returncode == 0, local.stderr[-3000:]
+        assert list((tmp_path / "tmp").glob("emerge-llm-*.log"))  # its log, grepped below
     lines = [json.loads(x) for f in sorted(release.glob("**/delta_*.jsonl"))
              for x in f.read_text().splitlines()]
     assert lines, "the release holds no line"
