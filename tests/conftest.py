@@ -65,7 +65,8 @@ LONGEST_FIRST = ("system/core/test_engine_spark.py", "system/test_dags_celery.py
                  "e2e/curation/test_verdicts.py", "system/curation/test_verdicts.py",
                  "e2e/formats/test_format.py", "unit/evaluation/test_run.py",
                  "e2e/ingest/test_run.py",
-                 "engine/validation/test_validate.py", "system/test_cli.py")
+                 "engine/validation/test_validate.py", "system/test_cli.py",
+                 "system/test_dags.py")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -41,18 +41,45 @@ LLM_CONN = "emerge_llm"
 S3_CONN = "emerge_s3"
 
 
+def mask_in_task_logs() -> None:
+    """Every secret emerge knows (the configuration's, the connections', credential-named
+    environment variables), now and later, masked by Airflow's secrets masker too: a task's
+    log lines (an error quoting an endpoint's answer that quoted the API key) pass
+    Airflow's masker, not emerge's formatter."""
+    from airflow.sdk.log import mask_secret
+
+    from emerge_lib.core.logs import also_mask_with
+
+    also_mask_with(mask_secret)
+
+
+def _credentials(extra: object) -> Iterator[str]:
+    """The credential-named string values of a connection's extra, nested ones too (a
+    route's own ``api_key`` under ``deprecations``)."""
+    from emerge_lib.core.logs import SECRET_NAME
+
+    if isinstance(extra, dict):
+        for key, value in extra.items():
+            if isinstance(value, str) and SECRET_NAME.search(str(key)):
+                yield value
+            else:
+                yield from _credentials(value)
+    elif isinstance(extra, list):
+        for value in extra:
+            yield from _credentials(value)
+
+
 def _connection(conn_id: str) -> Any | None:
     """The connection, its secrets (the password, any credential-named extra) masked in
-    every later line of the task's log."""
-    from emerge_lib.core.logs import SECRET_NAME, register_secrets
+    every later line of the task's log, by emerge's formatter and by Airflow's masker."""
+    from emerge_lib.core.logs import register_secrets
 
+    mask_in_task_logs()
     try:
         conn = BaseHook.get_connection(conn_id)
     except AirflowNotFoundException:
         return None
-    extra = conn.extra_dejson or {}
-    register_secrets([conn.password, *(str(v) for k, v in extra.items()
-                                       if SECRET_NAME.search(k) and isinstance(v, str))])
+    register_secrets([conn.password, *_credentials(conn.extra_dejson or {})])
     return conn
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 MASK = "***"
 SECRET_NAME = re.compile(r"SECRET|TOKEN|PASSWORD|PASSWD|API_KEY|ACCESS_KEY|CREDENTIAL|PRIVATE_KEY",
@@ -32,11 +32,29 @@ _SHAPES = [
     (re.compile(r"(?i)((?:aws_)?session_token['\"]?\s*[:=]\s*['\"]?)[^\s'\",}]+"), r"\1" + MASK),
 ]
 _secrets: set[str] = set()
+#: other maskers told each secret too (Airflow's, in a task: its task log lines are
+#: formatted by Airflow's handlers, which never see :func:`redact`)
+_maskers: list[Callable[[str], object]] = []
 
 
 def register_secrets(values: Iterable[str | None]) -> None:
     """Mask these values in every later line (short values would mask ordinary words)."""
-    _secrets.update(v for v in values if v and len(v) >= 6)
+    new = {v for v in values if v and len(v) >= 6} - _secrets
+    _secrets.update(new)
+    for masker in _maskers:
+        for value in sorted(new):
+            masker(value)
+
+
+def also_mask_with(masker: Callable[[str], object]) -> None:
+    """Tell ``masker`` (a function that masks one value in its own log output) every
+    secret known now (registered, and the values of credential-named environment
+    variables) and every secret registered later; once per masker."""
+    if masker in _maskers:
+        return
+    _maskers.append(masker)
+    for value in sorted(_secrets | _environment_secrets()):
+        masker(value)
 
 
 def _environment_secrets() -> set[str]:

@@ -8,7 +8,8 @@ label starts with "No"), instantly; models named in ``contrary`` answer the othe
 those in ``garbled`` with prose that never parses. ``faults`` scripts what the next
 requests get instead: ``"500"``, ``"hang"`` (no answer until the client gives up), ``"close"`` (the connection
 is dropped), ``"prose"`` (an answer without a list), ``"short"`` (one line too few),
-``"long"`` (one too many), ``"loop"`` (every explanation ``again again …``: it parses,
+``"long"`` (one too many), ``"401"`` (a refusal whose body quotes the API key the
+request carried, as some servers' error bodies do), ``"loop"`` (every explanation ``again again …``: it parses,
 but is degenerate), ``"cut"`` (the normal answer, but ``finish_reason: length``, as
 when ``max_tokens`` cut an answer that happens to parse), ``"400"``, or ``"ok"`` (the
 normal answer); ``script(…, prompt_with=text)`` aims faults at
@@ -143,10 +144,12 @@ class StubServer:
                 head = await reader.readuntil(b"\r\n\r\n")
                 lines = head.decode("latin-1").split("\r\n")
                 method, path = lines[0].split(" ")[:2]
-                length = 0
+                length, key = 0, ""
                 for line in lines[1:]:
                     if line.lower().startswith("content-length:"):
                         length = int(line.split(":", 1)[1])
+                    elif line.lower().startswith("authorization:"):
+                        key = line.split(":", 1)[1].strip().removeprefix("Bearer ")
                 body = await reader.readexactly(length) if length else b""
                 self.requests += 1
                 if self.record and method == "POST":
@@ -163,7 +166,9 @@ class StubServer:
                     return
                 if fault == "hang":
                     await asyncio.sleep(3600)
-                status, payload = self._answer(method, path, body, fault)
+                status, payload = self._answer(method, path, body, fault) if fault != "401" \
+                    else ("401 Unauthorized",
+                          {"error": {"message": f"invalid api key {key} (key={key})"}})
                 data = json.dumps(payload).encode()
                 writer.write(f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\n"
                              f"Content-Length: {len(data)}\r\n\r\n".encode() + data)

@@ -181,8 +181,31 @@ def _workers(n: int):
     return lambda lines: sum("multiprocessing" in c or "spawn_main" in c for c in lines) >= n
 
 
+def _ppmd_7z(folder: Path) -> Path:
+    """A Wikidata history file (16,000 revisions) in a 7z archive compressed with PPMd,
+    which the lzma module does not decode: emerge reads it through the program 7z (which
+    also ends on its broken pipe once its reader is gone, death signal or not)."""
+    from dumpbuilder import PageSpec, Rev, claim, item, render
+
+    pages = [PageSpec(n, f"Q{n}", [
+        Rev(n * 100 + r, f"2023-12-{1 + r % 28:02d}T00:00:00Z",
+            item(f"Q{n}", [claim("P31", f"Q{r + 2}", f"s{n}-{r}")], label=f"Item {n}"))
+        for r in range(40)]) for n in range(1, 401)]
+    folder.mkdir(parents=True, exist_ok=True)
+    xml = folder / "wikidatawiki-20240101-pages-meta-history1.xml-p1p400"
+    xml.write_text(render(pages))
+    archive = xml.with_name(xml.name + ".7z")
+    subprocess.run(["7z", "a", "-m0=PPMd", "-bd", str(archive), str(xml)], check=True,
+                   capture_output=True)
+    xml.unlink()
+    return archive
+
+
 #: each command that starts a child: its arguments (under a world and a folder) and what,
-#: among its descendants' command lines, shows that its children are up
+#: among its descendants' command lines, shows that its children are up (`annotate` starts
+#: none: Label Studio is a service of its own that reads and writes files, and the
+#: release readers and `evaluate` run in-process; lbzip2, the other external
+#: decompressor, is only used where indexed_bzip2 is not installed)
 CHILDREN = {
     "ingest (the worker pool)": (
         lambda world, tmp: ["ingest", "-c", str(world / "config.yaml"), "--warehouse",
@@ -191,10 +214,18 @@ CHILDREN = {
         lambda world, tmp: ["build", "-c", str(world / "config.yaml"), "--warehouse",
                             str(tmp / "wh"), "--out", str(tmp / "rel"), "--local-llm"],
         lambda lines: any("emerge_lib.curation.local_server" in c for c in lines)),
+    "curate --local-llm (llama.cpp)": (
+        lambda world, tmp: ["curate", "-c", str(world / "config.yaml"), "--warehouse",
+                            str(tmp / "wh"), "--out", str(tmp / "rel"), "--local-llm"],
+        lambda lines: any("emerge_lib.curation.local_server" in c for c in lines)),
     "demo (weed, llama.cpp, airflow)": (
         lambda world, tmp: ["demo", "--out", str(tmp / "demo")],
         lambda lines: all(any(w in c for c in lines)
                           for w in ("weed", "emerge_lib.curation.local_server", "airflow"))),
+    "inspect of a PPMd 7z (the program 7z)": (
+        lambda world, tmp: ["inspect", "statements", "--wikidata", str(_ppmd_7z(tmp / "dump")),
+                            "--at", "2024-01-01T00:00:00Z"],
+        lambda lines: any(c.split()[0].endswith("7z") and " -so " in c for c in lines)),
     "sample --jobs 2 (a fork pool)": (
         lambda world, tmp: ["sample", "--out", str(tmp / "world"), "--items", "3000",
                             "--articles", "600", "--jobs", "2", "--quiet"],
@@ -293,3 +324,87 @@ def test_kill_9_in_each_layer_then_a_rerun_gives_the_same_release(worlds, tmp_pa
                  "delta_triples", "passages", "instances"):
         assert sorted(map(repr, killed.read_arrow(name).to_pylist())) == \
             sorted(map(repr, clean.read_arrow(name).to_pylist())), name
+
+
+#: secrets planted in EMERGE__* variables: the S3 keys and both curation routes' API keys
+EMERGE_SECRETS = {"EMERGE__S3__ACCESS_KEY_ID": "planted-s3-key-id-0123456789",
+                  "EMERGE__S3__SECRET_ACCESS_KEY": "planted-s3-secret-0123456789",
+                  "EMERGE__CURATION__ADDITIONS__API_KEY": "planted-additions-key-0123456789",
+                  "EMERGE__CURATION__DEPRECATIONS__API_KEY": "planted-deprecations-key-01234"}
+
+
+def test_planted_secrets_appear_in_no_channel_of_build_curate_evaluate_annotate(
+        worlds, tmp_path: Path) -> None:
+    """`build`, `curate`, `evaluate` and `annotate` (export, import, agreement) with
+    --verbose and the EMERGE__* secrets in their environment: a build whose LLM endpoint
+    refuses each request quoting the key it was sent (the stub's "401"), then a curate
+    that the same endpoint answers, writing the release the other commands read, and a
+    curate by the real llama.cpp server (--local-llm, two requests). No secret in stdout,
+    stderr, or any file under the test's folder (the warehouse, the release, the tasks,
+    the agreement, and, TMPDIR being in it, the llama.cpp server's log)."""
+    import json
+
+    from annotatekit import answers
+
+    from emerge_lib.curation import local_server
+    from emerge_lib.curation.stub import StubServer
+
+    world = worlds.world(TINY)
+    config, warehouse, release = world / "config.yaml", tmp_path / "wh", tmp_path / "release"
+    (tmp_path / "tmp").mkdir()
+    env = {**EMERGE_SECRETS, "EMERGE__VALIDATION__ENABLED": "false",
+           "TMPDIR": str(tmp_path / "tmp")}
+    runs: list[subprocess.CompletedProcess[str]] = []
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        runs.append(emerge("--verbose", *args, env=env, timeout=600))
+        return runs[-1]
+
+    with StubServer() as stub:
+        stub.faults.extend(["401"] * 10_000)  # every request refused, the key quoted
+        refused = run("build", "-c", str(config), "--warehouse", str(warehouse), "--out",
+                      str(tmp_path / "refused"), "--llm-url", stub.url)
+        # the key was sent, and the refusal's body was told with the key masked
+        assert refused.returncode == 1 and "invalid api key *** (key=***)" in \
+            refused.stderr, refused.stderr[-3000:]
+        stub.faults.clear()
+        curated = run("curate", "-c", str(config), "--warehouse", str(warehouse), "--out",
+                      str(release), "--llm-url", stub.url)
+        assert curated.returncode == 0, curated.stderr[-3000:]
+    if local_server.available():  # (make installs it; CI has it)
+        env["EMERGE__CURATION__MAX_REQUESTS"] = "2"
+        local = run("curate", "-c", str(config), "--warehouse", str(warehouse), "--local-llm")
+        del env["EMERGE__CURATION__MAX_REQUESTS"]
+        assert local.returncode == 0, local.stderr[-3000:]
+        assert list((tmp_path / "tmp").glob("emerge-llm-*.log"))  # its log, grepped below
+    lines = [json.loads(x) for f in sorted(release.glob("**/delta_*.jsonl"))
+             for x in f.read_text().splitlines()]
+    assert lines, "the release holds no line"
+    predictions = tmp_path / "predictions.jsonl"
+    predictions.write_text("".join(json.dumps({
+        "hash_id": x["hash_id"], "model": "echo", "predicted": [
+            {"triple": t["triple"], "triple_labels": t["triple_labels"], "operation": None}
+            for t in x["tkgu_triples"]]}) + "\n" for x in lines))
+    scored = run("evaluate", "--gold", str(release), "--predictions", str(predictions),
+                 "--metrics", "recall", "--gold-filter", "all", "--out", str(tmp_path / "eval"))
+    assert scored.returncode == 0, scored.stderr[-3000:]
+    tasks = tmp_path / "tasks"
+    exported = run("annotate", "export", "--release", str(release), "--per-op", "3",
+                   "--out", str(tasks))
+    assert exported.returncode == 0, exported.stderr[-3000:]
+    export = tmp_path / "export.json"
+    export.write_text(json.dumps(answers(json.loads((tasks / "tasks.json").read_text()),
+                                         {1: "annotator_1", 2: "annotator_2"})))
+    imported = run("annotate", "import", "--release", str(release), "--from", str(export),
+                   "--annotator", "1=annotator_1", "--annotator", "2=annotator_2")
+    assert imported.returncode == 0, imported.stderr[-3000:]
+    agreed = run("annotate", "agreement", "--annotations", str(release), "--out",
+                 str(tmp_path / "agreement"))
+    assert agreed.returncode == 0, agreed.stderr[-3000:]
+    assert any("DEBUG" in r.stderr for r in runs)  # --verbose was on
+    for r, secret in ((r, s) for r in runs for s in EMERGE_SECRETS.values()):
+        assert secret not in r.stdout + r.stderr, f"{r.args[3:5]}: {secret[:12]}… printed"
+    for path in (p for p in tmp_path.rglob("*") if p.is_file()):
+        data = path.read_bytes()
+        for secret in EMERGE_SECRETS.values():
+            assert secret.encode() not in data, f"{secret[:12]}… written in {path}"

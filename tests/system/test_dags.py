@@ -232,7 +232,8 @@ def test_connections_become_configuration(monkeypatch) -> None:
                                     extra=json.dumps({"params": {"use_ssl": "true"}})),
         "emerge_llm": Connection(conn_id="emerge_llm", conn_type="http", host="vllm", port=8000,
                                  extra=json.dumps({"concurrency": 256, "deprecations": {
-                                     "url": "http://vllm-405b:8000/v1"}})),
+                                     "url": "http://vllm-405b:8000/v1",
+                                     "api_key": "nested-route-key-0123"}})),
         "emerge_s3": Connection(conn_id="emerge_s3", conn_type="aws", login="key",
                                 password="secret", extra=json.dumps(
                                     {"endpoint_url": "http://127.0.0.1:8333",
@@ -250,7 +251,16 @@ def test_connections_become_configuration(monkeypatch) -> None:
     curation = got["curation"]
     assert curation["concurrency"] == 256
     assert curation["additions"] == {"url": "http://vllm:8000/v1"}
-    assert curation["deprecations"] == {"url": "http://vllm-405b:8000/v1"}
+    assert curation["deprecations"] == {"url": "http://vllm-405b:8000/v1",
+                                        "api_key": "nested-route-key-0123"}
+    # the connections' secrets, a route's own key too, masked by emerge and by Airflow
+    from airflow.sdk._shared.secrets_masker import redact as airflow_redact
+
+    from emerge_lib.core.logs import redact
+
+    for secret in ("secret", "nested-route-key-0123"):  # (a shorter one masks no word)
+        line = f"an error quoting {secret}!"
+        assert secret not in airflow_redact(line) and secret not in redact(line), secret
     assert got["s3"] == {"endpoint_url": "http://127.0.0.1:8333", "region": "eu-west-1",
                          "access_key_id": "key", "secret_access_key": "secret"}
     from emerge_lib.pipeline.runs import SnapshotRun
@@ -574,3 +584,63 @@ def test_the_release_steps_are_the_plugins_operator(dagbag) -> None:
     dag = dagbag.dags["emerge_snapshot"]
     steps = {t.task_id for t in dag.tasks if isinstance(t, ReleaseStep)}
     assert steps == set(RELEASE_STEPS) == {"validate", "release", "publish"}
+
+
+def test_planted_secrets_appear_in_no_task_log(worlds, tmp_path: Path) -> None:
+    """`airflow tasks test` of the snapshot DAG's two curate tasks (a task each, with
+    Airflow's masking on, as in a worker's task log) against an endpoint that refuses
+    every request quoting the key it was sent (the stub's "401"), with secrets planted in
+    the EMERGE__* environment (the additions route's key, S3's), in the emerge_llm
+    connection's extra (the deprecations route's own key) and in the emerge_s3
+    connection: the refusal is in the task log, no secret is, nor in any file of the
+    Airflow home (its database, its logs folder) or the warehouse. (The additions key from the
+    environment was printed whole before Airflow's masker was told emerge's secrets.)"""
+    from worlds import TINY
+
+    from emerge_lib.airflow.home import airflow_command, airflow_env
+    from emerge_lib.curation.stub import StubServer
+
+    built = worlds.copy(worlds.built(TINY, release=False), tmp_path)
+    planted = {"EMERGE__CURATION__ADDITIONS__API_KEY": "planted-env-llm-key-0123456789",
+               "EMERGE__S3__SECRET_ACCESS_KEY": "planted-env-s3-secret-0123456789",
+               "EMERGE__S3__ACCESS_KEY_ID": "planted-env-s3-key-id-0123456789"}
+    in_connections = ("planted-extra-llm-key-0123456789", "planted-conn-s3-login-0123456789",
+                      "planted-conn-s3-password-0123456789")
+    airflow, home = str(airflow_command()), tmp_path / "airflow"
+    home.mkdir()
+    conf = {"snapshot": "2024-01-01T00:00:00Z", "config": str(built.world / "config.yaml"),
+            "curate": True, "publish": False}
+    outputs = []
+    with StubServer() as stub:
+        stub.faults.extend(["401"] * 10_000)
+        host, port = stub.url.removeprefix("http://").removesuffix("/v1").rsplit(":", 1)
+        env = airflow_env(
+            home, EMERGE__WAREHOUSE=str(built.warehouse), EMERGE__VALIDATION__ENABLED="false",
+            **planted,
+            AIRFLOW_CONN_EMERGE_LLM=json.dumps({
+                "conn_type": "emerge_llm", "host": host, "port": int(port),
+                "extra": {"backend": "vllm", "deprecations": {"api_key": in_connections[0]}}}),
+            AIRFLOW_CONN_EMERGE_S3=json.dumps({
+                "conn_type": "aws", "login": in_connections[1], "password": in_connections[2],
+                "extra": {"endpoint_url": "http://127.0.0.1:9", "region_name": "us-east-1"}}),
+            AIRFLOW_CONN_EMERGE_ENGINE=json.dumps({"conn_type": "generic", "host": "embedded"}))
+        for cmd in (["db", "migrate"], ["dags", "reserialize"]):
+            proc = subprocess.run([airflow, *cmd], env=env, capture_output=True, text=True,
+                                  timeout=600)
+            assert proc.returncode == 0, proc.stderr[-2000:]
+        for task in ("curate_additions", "curate_deprecations"):
+            proc = subprocess.run([airflow, "tasks", "test", "emerge_snapshot", task,
+                                   "2024-01-01", "-t", json.dumps(conf)], env=env,
+                                  capture_output=True, text=True, timeout=900)
+            outputs.append(proc.stdout + proc.stderr)
+            # the keys were sent, refused, and the refusal is in the task's log, masked
+            assert "invalid api key *** (key=***)" in outputs[-1], outputs[-1][-4000:]
+    # (`tasks test` prints the task's log: its logs folder stays empty, its database holds
+    # the rendered fields and XComs)
+    files = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert home / "airflow.db" in files
+    for secret in (*planted.values(), *in_connections):
+        for task, out in zip(("curate_additions", "curate_deprecations"), outputs, strict=True):
+            assert secret not in out, f"{secret[:16]}… in the log of {task}"
+        for path in files:
+            assert secret.encode() not in path.read_bytes(), f"{secret[:16]}… in {path}"

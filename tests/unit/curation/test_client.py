@@ -133,3 +133,19 @@ def test_an_answer_cut_by_max_tokens_says_so() -> None:
     with StubServer() as stub:
         answer, _ = ask(stub)
     assert answer.finish_reason == "stop"
+
+
+def test_a_refusal_that_quotes_the_key_is_a_client_error_that_carries_it() -> None:
+    """The stub's "401" quotes the key the request carried, as some servers' error bodies
+    do: the error holds it (the redactor, not the client, keeps it from every output:
+    system/test_cli.py's planted-secrets test)."""
+    with StubServer() as stub:
+        stub.script(["401"])
+
+        async def go():
+            async with ChatClient(retries=2, backoff_s=0.01) as client:
+                await client.ask(Endpoint(stub.url, "stub", api_key="sk-quoted-0123456789"),
+                                 PROMPT, 2)
+        with pytest.raises(EndpointError, match="answered 401") as info:
+            asyncio.run(go())
+    assert not info.value.retryable and "invalid api key sk-quoted-0123456789" in str(info.value)
