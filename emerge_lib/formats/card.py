@@ -673,8 +673,10 @@ def sections(out: Path, prepared: Prepared, validation: str, facts: CardFacts,
     curated = bool(facts.judges)
     return {
         "pretty_name": about.PRETTY_NAME,
-        "dataset_summary": f"{about.SUMMARY}\n\n**Version {version}** (the hash of the data "
-                           "files: `manifest.json` lists every file with its sha256).",
+        "dataset_summary": (f"> {about.SYNTHETIC_NOTICE}\n\n" if about.synthetic(settings)
+                            else "")
+        + f"{about.SUMMARY}\n\n**Version {version}** (the hash of the data "
+          "files: `manifest.json` lists every file with its sha256).",
         "dataset_description": (
             f"Snapshots: {', '.join(days) or 'none'}; "
             f"{_count(lines)} distinct passages in the corpus. Each line of "
@@ -705,6 +707,8 @@ def sections(out: Path, prepared: Prepared, validation: str, facts: CardFacts,
         "data_collection_and_processing_section": about.collection(settings, facts.dumps)
         + "\n\n" + _bullets(about.preprocessing(settings)),
         "source_data_producers_section": (
+            "No one: `emerge sample` generated every page and edit (synthetic data)."
+            if about.synthetic(settings) else
             "The editors of English Wikipedia and Wikidata (people and bots); emerge only "
             "selects and aligns what they wrote."),
         "annotation_process_section": about.annotation(settings) + "\n\n" + _judges(facts)
@@ -749,9 +753,10 @@ def render(out: Path, prepared: Prepared, validation: str, facts: CardFacts | No
     data = DatasetCardData(
         license=about.LICENSE, language=["en"], task_categories=list(about.TASK_CATEGORIES),
         size_categories=[size_category(lines)], pretty_name=about.PRETTY_NAME,
-        source_datasets=["original"], language_creators=["found"],
+        source_datasets=["original"],
+        language_creators=["machine-generated" if about.synthetic(facts.settings) else "found"],
         annotations_creators=["machine-generated"] + (["expert-generated"] if human else []),
-        multilinguality="monolingual", tags=list(about.TAGS), configs=configs)
+        multilinguality="monolingual", tags=about.tags(facts.settings), configs=configs)
     text = sections(out, prepared, validation, facts, configs)
     card = DatasetCard.from_template(data, template_str=TEMPLATE, **text)
     card.save(out / CARD)

@@ -326,3 +326,21 @@ def validated_release(folder: Path, failed: bool = True) -> Path:
     assert write_manifest(root, [*paths, "validation/index.html"],
                           meta={"validation": verdict})["version"] == version
     return root
+
+
+def described(folder: Path, settings: dict[str, Any]) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    """The small release described as the build describes one (release.describe: croissant,
+    card, manifest) with ``settings`` recorded: its card (README.md), croissant.json and
+    manifest."""
+    from emerge_lib.formats.card import prepare
+    from emerge_lib.formats.layout import CARD, CARD_HTML, PLOTS
+    from emerge_lib.release.describe import describe
+
+    release = small_release(folder)
+    kept = [f["path"] for f in read_manifest(release)["files"] if f["path"] != CROISSANT]
+    prepared = prepare(release, list(SNAPS), {s: {"kg_triples": 2} for s in SNAPS})
+    files = [*kept, *(f"{PLOTS}/{p}" for p in prepared.plots), CROISSANT, CARD, CARD_HTML]
+    manifest = describe(release, prepared, files, {"settings": settings},
+                        lambda known: {"success": True})
+    return ((release / CARD).read_text(), json.loads((release / CROISSANT).read_text()),
+            manifest)
