@@ -20,6 +20,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from emerge_lib.core.ops import OP_LABELS, op_label
 from emerge_lib.evaluation.data import OP_TITLES, OPS
 from emerge_lib.evaluation.metrics import InstanceScore
 
@@ -54,7 +55,7 @@ def table(rows: Sequence[Mapping[str, Any]], metric: str, hide: Hidden = ()
             if not any((model, op, s) in cell for s in snaps):
                 continue
             vals = [cell.get((model, op, s)) for s in snaps]
-            md_rows.append([OP_TITLES[op] if first else "", model,
+            md_rows.append([f"{OP_TITLES[op]} ({OP_LABELS[op]})" if first else "", model,
                             *("–" if v is None else f"{100 * v['value']:.1f}" for v in vals)])
             csv_rows.append([OP_TITLES[op], model,
                              *("" if v is None else round(100 * v["value"], 1) for v in vals),
@@ -79,7 +80,7 @@ def markdown(rows: Sequence[Mapping[str, Any]], metric: str, hide: Hidden = ()) 
     if left_out:
         what = "QID triples" if metric == "recall" else "labelled triples"
         lines += ["", "Not shown, zero by construction (no predicted " + what + " for the "
-                  "operation): " + "; ".join(f"{m}: {', '.join(ops)}"
+                  "operation): " + "; ".join(f"{m}: {', '.join(op_label(o) for o in ops)}"
                                              for m, ops in sorted(left_out.items())) + "."]
     return "\n".join(lines) + "\n"
 
@@ -120,7 +121,7 @@ def plot(rows: Sequence[Mapping[str, Any]], metrics: Sequence[str], path: Path,
             if pts:
                 xs = [i for i, s in enumerate(snaps) if s in pts]
                 ax.plot(xs, [pts[snaps[i]] for i in xs], marker="o", label=model)
-        ax.set_title(f"{OP_TITLES[op]} — {m}", fontsize=9)
+        ax.set_title(f"{OP_TITLES[op]} ({OP_LABELS[op]}) — {m}", fontsize=9)
         ax.set_xticks(range(len(snaps)), snaps)
         ax.tick_params(axis="x", labelrotation=45, labelsize=7)
         ax.set_ylim(0, 100)
@@ -132,7 +133,9 @@ def plot(rows: Sequence[Mapping[str, Any]], metrics: Sequence[str], path: Path,
     if handles:
         fig.legend(handles, labels, loc="lower center", ncol=min(4, len(labels)), fontsize=8)
     fig.tight_layout(rect=(0, 0.08, 1, 1))
-    fig.savefig(path, dpi=110)
+    # the panels' titles also as the PNG's description (read without OCR, by tests too)
+    fig.savefig(path, dpi=110, metadata={"Description": "; ".join(
+        ax.get_title() for ax in list(axes.flat)[:len(panels)])})
     plt.close(fig)
     return True
 

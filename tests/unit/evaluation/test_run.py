@@ -147,8 +147,8 @@ def test_emerge_evaluate_end_to_end_on_a_synthetic_gold(tmp_path: Path, capsys) 
                 == pytest.approx(v)
     md = (out / "completeness.md").read_text()
     assert "| TKGU Operations | Model | 2023 | 2024 | all |" in md
-    assert "| E-Triples | open | 100.0 | – | 100.0 |" in md
-    assert "| D-Triples | open | 0.0 | – | 0.0 |" in md
+    assert "| E-Triples (Add) | open | 100.0 | – | 100.0 |" in md
+    assert "| D-Triples (Deprecate) | open | 0.0 | – | 0.0 |" in md
     csv_rows = (out / "recall.csv").read_text().splitlines()
     assert csv_rows[0] == "TKGU Operations,Model,2023,2024,all,n_gold 2023,n_gold 2024,n_gold all"
     assert "X-Triples,oracle,100.0,100.0,100.0,1,1,2" in csv_rows
@@ -157,9 +157,14 @@ def test_emerge_evaluate_end_to_end_on_a_synthetic_gold(tmp_path: Path, capsys) 
     recall_md = (out / "recall.md").read_text()
     assert "| open |" not in recall_md and not any(",open," in r for r in csv_rows)
     assert "zero by construction (no predicted QID triples for the operation): " \
-           "open: X, E, EE, D." in recall_md  # EE-KG: its one triple is not asserted
+           "open: X (Exists), E (Add), EE (Mint+Add), D (Deprecate)." in recall_md  # EE-KG: its one triple is not asserted
     png = (out / "scores.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000
+    from PIL import Image
+
+    titles = Image.open(out / "scores.png").text["Description"]
+    assert "X-Triples (Exists) — completeness" in titles  # the paper's names beside the ids
+    assert "D-Triples (Deprecate) — recall" in titles
     run = json.loads((out / "run.json").read_text())
     assert run["threshold"] == low and run["gold_filter"] == "llm-asserted"
     assert run["instances"] == planted["instances"]
@@ -227,7 +232,7 @@ def test_emerge_evaluate_on_the_authors_files(authors: Path, tmp_path: Path, cap
         == n_all[("X", "completeness")]
     md = (out / "completeness.md").read_text()
     assert "| TKGU Operations | Model | 2019 | 2020 | 2021 | 2022 | 2023 | 2024 | 2025 | all |" in md
-    assert "| X-Triples | nothing |" in md and "|  | oracle | 100.0 |" in md
+    assert "| X-Triples (Exists) | nothing |" in md and "|  | oracle | 100.0 |" in md
     csv_lines = (out / "recall.csv").read_text().splitlines()
     assert csv_lines[0].startswith("TKGU Operations,Model,2019,")
     run = json.loads((out / "run.json").read_text())
