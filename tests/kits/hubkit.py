@@ -30,7 +30,7 @@ from emerge_lib.formats.layout import (
     parquet_twin,
 )
 from emerge_lib.formats.manifest import content_version, file_entries, read_manifest, write_manifest
-from emerge_lib.formats.schema import write_lines
+from emerge_lib.formats.schema import dated_snapshot, write_lines
 
 
 @dataclass
@@ -230,8 +230,9 @@ def build_release(root: Path, lines: dict[tuple[str, int], list[dict[str, Any]]]
     for snap in {s for s, _ in lines}:
         rel = kg_parquet_path(snap, "kg_triples")
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        pq.write_table(pa.table({"snapshot": [snap] * 2, "s": ["Q1", "Q2"], "p": ["P1", "P1"],
-                                 "o": ["Q2", "Q3"]}), root / rel)
+        pq.write_table(dated_snapshot(pa.table({  # t a date, as the writer converts it
+            "snapshot": [snap] * 2, "s": ["Q1", "Q2"], "p": ["P1", "P1"],
+            "o": ["Q2", "Q3"]})), root / rel)
         paths.append(rel)
     if meta and "validation" in meta:  # the results the publish gate holds the files to
         from emerge_lib.formats.manifest import validated_files
