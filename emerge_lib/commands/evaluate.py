@@ -72,6 +72,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--batch-size", type=int, default=128, metavar="N",
                    help="completeness: labels embedded per batch (default 128)")
     p.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
+    p.add_argument("--bootstrap", type=int, default=1000, metavar="B",
+                   help="resamples for each value's 95 %% bootstrap interval, shown in "
+                        "brackets (instances resampled within each snapshot x delta; "
+                        "default 1000; 0: none)")
+    p.add_argument("--seed", type=int, default=0, help="the bootstrap's seed (default 0)")
     p.add_argument("--out", default="evaluation", metavar="DIR",
                    help="output folder (default ./evaluation)")
     p.set_defaults(func=run)
@@ -94,7 +99,8 @@ def run(args: argparse.Namespace) -> int:
             metrics=metrics, threshold=args.threshold, gold_filter=args.gold_filter,
             assessors=assessors,
             annotator=args.annotator, snapshot_key=args.by,
-            only_predicted=args.only_predicted, models=tuple(args.model))
+            only_predicted=args.only_predicted, models=tuple(args.model),
+            bootstrap=args.bootstrap, seed=args.seed)
     except ValueError as exc:
         raise InputError(str(exc)) from None
     from emerge_lib.commands._common import bars

@@ -54,6 +54,9 @@ class Settings:
     snapshot_key: str = "year"  # or "date", or "delta" (a snapshot's window: t→τ_k)
     only_predicted: bool = False
     models: tuple[str, ...] = ()  # empty: every model found
+    #: bootstrap resamples for each value's 95 % interval (0: none); seeded by ``seed``
+    bootstrap: int = 0
+    seed: int = 0
 
     def __post_init__(self) -> None:
         bad = [m for m in self.metrics if m not in METRICS]
@@ -65,6 +68,8 @@ class Settings:
             raise ValueError(f"snapshot_key must be one of {SNAPSHOT_KEYS}")
         if not 0 <= self.threshold <= 1:
             raise ValueError("the threshold is a cosine similarity in [0, 1]")
+        if self.bootstrap < 0:
+            raise ValueError("bootstrap resamples must be 0 (none) or more")
 
 
 @dataclass(slots=True)
@@ -77,6 +82,9 @@ class InstanceScore:
     recall_hits: int | None
     completeness_hits: int | None
     predicted: bool
+    #: the bootstrap's stratum: the instance's snapshot and delta (``t→τ_k``), whatever
+    #: the column (``snapshot``) is; not written to instances.jsonl
+    stratum: str = ""
 
     def to_dict(self) -> dict:
         d = {"model": self.model, "hash_id": self.hash_id, "snapshot": self.snapshot,
@@ -228,7 +236,7 @@ def score(instances: Sequence[Instance], predictions: Mapping[str, Mapping[str, 
                         best = sims[np.ix_(rows, cols)].max(axis=1)
                         c_hits = int((best >= settings.threshold).sum())
                 out.append(InstanceScore(model, inst.hash_id, snap, op, len(g), r_hits, c_hits,
-                                         has_preds))
+                                         has_preds, _key(inst, "delta")))
     return out
 
 

@@ -56,12 +56,20 @@ def table(rows: Sequence[Mapping[str, Any]], metric: str, hide: Hidden = ()
                 continue
             vals = [cell.get((model, op, s)) for s in snaps]
             md_rows.append([f"{OP_TITLES[op]} ({OP_LABELS[op]})" if first else "", model,
-                            *("–" if v is None else f"{100 * v['value']:.1f}" for v in vals)])
+                            *("–" if v is None else _percent(v) for v in vals)])
             csv_rows.append([OP_TITLES[op], model,
                              *("" if v is None else round(100 * v["value"], 1) for v in vals),
                              *("" if v is None else v["n_gold"] for v in vals)])
             first = False
     return header, md_rows, csv_rows
+
+
+def _percent(row: Mapping[str, Any]) -> str:
+    """A value in %, with its 95 % bootstrap interval when there is one."""
+    text = f"{100 * row['value']:.1f}"
+    if "ci_low" in row:
+        text += f" [{100 * row['ci_low']:.1f}, {100 * row['ci_high']:.1f}]"
+    return text
 
 
 def markdown(rows: Sequence[Mapping[str, Any]], metric: str, hide: Hidden = ()) -> str:
@@ -71,6 +79,9 @@ def markdown(rows: Sequence[Mapping[str, Any]], metric: str, hide: Hidden = ()) 
     lines += ["| " + " | ".join(c) + " |" for c in cells]
     if not cells:
         lines.append("| (no gold triples) | | |")
+    if any("ci_low" in r for r in rows if r["metric"] == metric):
+        lines += ["", "In brackets: the 95 % bootstrap interval (instances resampled within "
+                  "each snapshot × delta; run.json: resamples and seed)."]
     left_out: dict[str, list[str]] = {}
     for r in rows:
         if r["metric"] == metric and (r["model"], r["operation"], metric) in hide:
