@@ -2,13 +2,16 @@
 ``croissant.json``: its name, licence, citation, and the statements a dataset card and
 Croissant's responsible-AI fields ask for (collection, annotation, biases, limitations,
 personal information, uses, maintenance). Figures come from the manifest's settings, so
-what the texts state is what the build ran with. Pure: the standard library only.
+what the texts state is what the build ran with. Pure: the standard library only (and
+``core.ops``, the operations' names, itself only that).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+from emerge_lib.core.ops import op_label
 
 NAME = "EMERGE"
 PRETTY_NAME = "EMERGE: text-driven knowledge-graph updating from Wikipedia and Wikidata"
@@ -27,9 +30,10 @@ SUMMARY = (
     "EMERGE pairs Wikipedia passages with the edits they induce in a Wikidata knowledge-graph "
     "snapshot: for a snapshot date t and weekly windows after it, each line is a passage that "
     "appeared in the window with its triples and their text-driven KG updating (TKGU) "
-    "operations: X (already in the KG), E (a new triple between known entities), EE (a "
-    "new triple with an emerging entity), EE-KG (an emerging entity linked to the KG) and "
-    "D (a triple the KG deprecates).")
+    f"operations: {op_label('X')}: already in the KG; {op_label('E')}: a new triple between "
+    f"known entities; {op_label('EE')}: a new triple with an emerging entity; "
+    f"{op_label('EE-KG')}: an emerging entity linked to the KG; {op_label('D')}: a triple "
+    "the KG deprecates.")
 LICENCE_TEXT = ("Passages come from English Wikipedia (CC BY-SA 4.0), triples and labels from "
                 "Wikidata (CC0). The release is distributed under CC BY-SA 4.0.")
 TASK_CATEGORIES = ["text-generation", "graph-ml"]  # no KG-updating task id exists on the Hub
