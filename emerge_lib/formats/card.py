@@ -552,6 +552,7 @@ def glossary(settings: Mapping[str, Any]) -> str:
     """The card's glossary: the paper's notation, and the operations' ids with the names
     the paper gives them (``core.ops.OP_LABELS``) stated once."""
     days = about._setting(settings, "snapshots.window_days", 7)
+    days = f"{days:g}" if isinstance(days, int | float) else days
     rows = [[f"`{op}`", OP_LABELS[op], f"`{OP_NAMES[op]}`", OP_MEANINGS[op]]
             for op in OP_ORDER]
     return "\n\n".join([
@@ -559,7 +560,7 @@ def glossary(settings: Mapping[str, Any]) -> str:
             "**G_t = (V_t, R_t, T_t)**: the Wikidata KG snapshot at time t (the snapshot "
             "date): V_t its entities, R_t its relation types, T_t its triples (s, p, o) with "
             "s, o ∈ V_t and p ∈ R_t (`kg_snapshots/snapshot_YYYY-MM-DD/`).",
-            f"**τ_k = t + k·{days} days**: the end of the k-th weekly window after t (the "
+            f"**τ_k = t + k·{days} days**: the end of the k-th window after t (the "
             "paper's t + Δ for a delta window Δ); delta k's file is named by τ_k's date and "
             "holds the passages of (t, τ_k] (cumulative).",
             "**TKGU operation**: an edit to G_t that a passage d_t' (t' > t) supports; each "

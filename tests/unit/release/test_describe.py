@@ -43,7 +43,7 @@ def test_the_card_states_the_papers_names_beside_the_ids_once(tmp_path: Path) ->
 
     card, croissant, _ = described(tmp_path / "r", Config().dataset_settings())
     glossary = card.split("## Glossary", 1)[1].split("## More Information")[0]
-    assert "G_t = (V_t, R_t, T_t)" in glossary and "τ_k = t + k·7.0 days" in glossary
+    assert "G_t = (V_t, R_t, T_t)" in glossary and "τ_k = t + k·7 days" in glossary
     for op, name in OP_LABELS.items():
         assert glossary.count(f"| `{op}` | {name} | `{OP_NAMES[op]}` |") == 1
         assert f"| {op_label(op)} " in card.split("## Glossary")[0]  # the statistics' head
