@@ -16,19 +16,24 @@ skipped tasks and annotations without a verdict count as no verdict.
 from __future__ import annotations
 
 import html
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from emerge_lib.annotation.release import AnnotationError, Triple
+from emerge_lib.core.ops import op_label
 from emerge_lib.curation.prompts import TEMPLATES
-from emerge_lib.formats.format import PROMPT_TYPES, human_readable_triple
+from emerge_lib.formats.format import OP_NAMES, PROMPT_TYPES, human_readable_triple
+
+RELEASE_OPS = {name: op for op, name in OP_NAMES.items()}  # "d-triples" → "D"
 
 VERDICT, COMMENT = "verdict", "comment"  # the config's control names
 YES, NO = "YES", "NO"
 
 #: the labeling config (Label Studio XML): question, passage, triple, definition, YES/NO,
-#: an optional comment
+#: an optional comment. The triple's operations (ids with the paper's names) are task
+#: data for the project's Data Manager, not shown while labeling: the paper's annotators
+#: judged support without being told which update a triple stands for
 LABEL_CONFIG = """<View>
   <Header value="$question" size="4"/>
   <HyperText name="passage" value="$passage_html"/>
@@ -73,6 +78,14 @@ def passage_html(record: Mapping[str, Any], spo: Triple) -> str:
     return "<p>" + "".join(out) + "</p>"
 
 
+def operations_text(operations: Iterable[str]) -> str:
+    """A triple's operations as the task shows them: each release name with its id and
+    the paper's name beside it, ``"Operations: d-triples = D (Deprecate)"``."""
+    ops = [f"{name} = {op_label(RELEASE_OPS[name])}" if name in RELEASE_OPS else str(name)
+           for name in operations]
+    return "Operations: " + (", ".join(ops) or "none listed")
+
+
 def task(record: Mapping[str, Any], triple: Mapping[str, Any], prompt_type: str,
          definition: str, release: str, extra: Mapping[str, Any] | None = None
          ) -> dict[str, Any]:
@@ -86,6 +99,7 @@ def task(record: Mapping[str, Any], triple: Mapping[str, Any], prompt_type: str,
         "triple_text": f"({labels[0]} [{spo[0]}], {labels[1]} [{spo[1]}], "
                        f"{labels[2]} [{spo[2]}])",
         "definition_text": f"{labels[1]} ({spo[1]}): {definition}",
+        "operations_text": operations_text(triple.get("tkgu_operations") or ()),
         "hash_id": record["hash_id"],
         "triple": list(spo),
         "tkgu_operations": list(triple.get("tkgu_operations") or ()),

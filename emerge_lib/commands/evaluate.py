@@ -76,6 +76,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="score only the lines whose passage appeared after DATE (a date or "
                    "ISO 8601 instant: a model's training cutoff, so that no scored passage "
                    "can be in its training data); says how many lines were left")
+    p.add_argument("--bootstrap", type=int, default=1000, metavar="B",
+                   help="resamples for each value's 95 %% bootstrap interval, shown in "
+                        "brackets (instances resampled within each snapshot x delta; "
+                        "default 1000; 0: none)")
+    p.add_argument("--seed", type=int, default=0, help="the bootstrap's seed (default 0)")
     p.add_argument("--out", default="evaluation", metavar="DIR",
                    help="output folder (default ./evaluation)")
     p.set_defaults(func=run)
@@ -98,7 +103,8 @@ def run(args: argparse.Namespace) -> int:
             metrics=metrics, threshold=args.threshold, gold_filter=args.gold_filter,
             assessors=assessors,
             annotator=args.annotator, snapshot_key=args.by,
-            only_predicted=args.only_predicted, models=tuple(args.model), after=args.after)
+            only_predicted=args.only_predicted, models=tuple(args.model),
+            bootstrap=args.bootstrap, seed=args.seed, after=args.after)
     except ValueError as exc:
         raise InputError(str(exc)) from None
     from emerge_lib.commands._common import bars

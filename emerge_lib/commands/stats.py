@@ -40,8 +40,8 @@ def run(args: argparse.Namespace) -> int:
     import pyarrow.parquet as pq
 
     from emerge_lib.core.errors import InputError
+    from emerge_lib.core.ops import op_label
     from emerge_lib.formats.card import OP_ORDER, collect, table2_text
-    from emerge_lib.formats.format import OP_NAMES
     from emerge_lib.formats.layout import CORPUS, kg_parquet_path
 
     root = Path(args.release)
@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     print(table2_text(rows))
     print()
-    head = ["Snapshot", *(OP_NAMES[o] for o in OP_ORDER)]
+    head = ["Snapshot", *(op_label(o) for o in OP_ORDER)]
     cells = [head] + [[s.snapshot[:10], *(
         f"{s.ops.get(o, 0):,}" + (f" ({s.supported_ops.get(o, 0):,})" if s.curated else "")
         for o in OP_ORDER)] for s in stats]

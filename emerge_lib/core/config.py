@@ -189,6 +189,9 @@ class DumpSettings(_Strict):
     # history files are published as bz2 and as 7z; where the mirror lists both, read this
     # one (7z: about half the download and a fraction of bz2's decompression CPU)
     prefer: Literal["7z", "bz2"] = "7z"
+    # the mirror is generated, not Wikimedia's (`emerge sample` writes true into the
+    # config.yaml of its world): the release's card, croissant.json and manifest say so
+    synthetic: bool = False
 
     @field_validator("mirror")
     @classmethod
@@ -572,8 +575,9 @@ class Config(_Strict):
 
     def dataset_settings(self) -> dict[str, Any]:
         """The settings that decide a release's content (not where it runs): snapshots,
-        windows, stability, passage and delta semantics, qualifiers, and curation's judges
-        and model names (not their endpoints). The release manifest records them."""
+        windows, stability, passage and delta semantics, qualifiers, curation's judges
+        and model names (not their endpoints), and whether the dumps were generated
+        (``synthetic``). The release manifest records them."""
         c = self.curation
         return {**self.model_dump(mode="json", include={
                     "snapshots", "stability", "passages", "deltas", "align", "qualifiers",
@@ -584,7 +588,8 @@ class Config(_Strict):
                              "deprecation_judges": c.deprecation_judges,
                              "deprecation_without_qualifier_judges":
                                  c.deprecation_without_qualifier_judges,
-                             "structured": c.structured, "temperature": c.temperature}}
+                             "structured": c.structured, "temperature": c.temperature},
+                "synthetic": self.dumps.synthetic}
 
     def redacted(self) -> dict[str, Any]:
         """The configuration as plain data with secrets masked (for printing and logs)."""

@@ -58,6 +58,9 @@ class Settings:
     #: a model's training cutoff (a date or instant): only lines whose passage appeared
     #: after it are scored (a contamination filter; None: every line)
     after: str | None = None
+    #: bootstrap resamples for each value's 95 % interval (0: none); seeded by ``seed``
+    bootstrap: int = 0
+    seed: int = 0
 
     def __post_init__(self) -> None:
         bad = [m for m in self.metrics if m not in METRICS]
@@ -69,6 +72,8 @@ class Settings:
             raise ValueError(f"snapshot_key must be one of {SNAPSHOT_KEYS}")
         if not 0 <= self.threshold <= 1:
             raise ValueError("the threshold is a cosine similarity in [0, 1]")
+        if self.bootstrap < 0:
+            raise ValueError("bootstrap resamples must be 0 (none) or more")
         if self.after is not None:
             instant(self.after)
 
@@ -93,6 +98,9 @@ class InstanceScore:
     recall_hits: int | None
     completeness_hits: int | None
     predicted: bool
+    #: the bootstrap's stratum: the instance's snapshot and delta (``t→τ_k``), whatever
+    #: the column (``snapshot``) is; not written to instances.jsonl
+    stratum: str = ""
 
     def to_dict(self) -> dict:
         d = {"model": self.model, "hash_id": self.hash_id, "snapshot": self.snapshot,
@@ -244,7 +252,7 @@ def score(instances: Sequence[Instance], predictions: Mapping[str, Mapping[str, 
                         best = sims[np.ix_(rows, cols)].max(axis=1)
                         c_hits = int((best >= settings.threshold).sum())
                 out.append(InstanceScore(model, inst.hash_id, snap, op, len(g), r_hits, c_hits,
-                                         has_preds))
+                                         has_preds, _key(inst, "delta")))
     return out
 
 

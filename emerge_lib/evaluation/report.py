@@ -20,6 +20,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from emerge_lib.core.ops import OP_LABELS, op_label
 from emerge_lib.evaluation.data import OP_TITLES, OPS
 from emerge_lib.evaluation.metrics import InstanceScore
 
@@ -54,13 +55,21 @@ def table(rows: Sequence[Mapping[str, Any]], metric: str, hide: Hidden = ()
             if not any((model, op, s) in cell for s in snaps):
                 continue
             vals = [cell.get((model, op, s)) for s in snaps]
-            md_rows.append([OP_TITLES[op] if first else "", model,
-                            *("–" if v is None else f"{100 * v['value']:.1f}" for v in vals)])
+            md_rows.append([f"{OP_TITLES[op]} ({OP_LABELS[op]})" if first else "", model,
+                            *("–" if v is None else _percent(v) for v in vals)])
             csv_rows.append([OP_TITLES[op], model,
                              *("" if v is None else round(100 * v["value"], 1) for v in vals),
                              *("" if v is None else v["n_gold"] for v in vals)])
             first = False
     return header, md_rows, csv_rows
+
+
+def _percent(row: Mapping[str, Any]) -> str:
+    """A value in %, with its 95 % bootstrap interval when there is one."""
+    text = f"{100 * row['value']:.1f}"
+    if "ci_low" in row:
+        text += f" [{100 * row['ci_low']:.1f}, {100 * row['ci_high']:.1f}]"
+    return text
 
 
 def markdown(rows: Sequence[Mapping[str, Any]], metric: str, hide: Hidden = ()) -> str:
@@ -70,6 +79,9 @@ def markdown(rows: Sequence[Mapping[str, Any]], metric: str, hide: Hidden = ()) 
     lines += ["| " + " | ".join(c) + " |" for c in cells]
     if not cells:
         lines.append("| (no gold triples) | | |")
+    if any("ci_low" in r for r in rows if r["metric"] == metric):
+        lines += ["", "In brackets: the 95 % bootstrap interval (instances resampled within "
+                  "each snapshot × delta; run.json: resamples and seed)."]
     left_out: dict[str, list[str]] = {}
     for r in rows:
         if r["metric"] == metric and (r["model"], r["operation"], metric) in hide:
@@ -79,7 +91,7 @@ def markdown(rows: Sequence[Mapping[str, Any]], metric: str, hide: Hidden = ()) 
     if left_out:
         what = "QID triples" if metric == "recall" else "labelled triples"
         lines += ["", "Not shown, zero by construction (no predicted " + what + " for the "
-                  "operation): " + "; ".join(f"{m}: {', '.join(ops)}"
+                  "operation): " + "; ".join(f"{m}: {', '.join(op_label(o) for o in ops)}"
                                              for m, ops in sorted(left_out.items())) + "."]
     return "\n".join(lines) + "\n"
 
@@ -120,7 +132,7 @@ def plot(rows: Sequence[Mapping[str, Any]], metrics: Sequence[str], path: Path,
             if pts:
                 xs = [i for i, s in enumerate(snaps) if s in pts]
                 ax.plot(xs, [pts[snaps[i]] for i in xs], marker="o", label=model)
-        ax.set_title(f"{OP_TITLES[op]} — {m}", fontsize=9)
+        ax.set_title(f"{OP_TITLES[op]} ({OP_LABELS[op]}) — {m}", fontsize=9)
         ax.set_xticks(range(len(snaps)), snaps)
         ax.tick_params(axis="x", labelrotation=45, labelsize=7)
         ax.set_ylim(0, 100)
@@ -132,7 +144,9 @@ def plot(rows: Sequence[Mapping[str, Any]], metrics: Sequence[str], path: Path,
     if handles:
         fig.legend(handles, labels, loc="lower center", ncol=min(4, len(labels)), fontsize=8)
     fig.tight_layout(rect=(0, 0.08, 1, 1))
-    fig.savefig(path, dpi=110)
+    # the panels' titles also as the PNG's description (read without OCR, by tests too)
+    fig.savefig(path, dpi=110, metadata={"Description": "; ".join(
+        ax.get_title() for ax in list(axes.flat)[:len(panels)])})
     plt.close(fig)
     return True
 

@@ -128,6 +128,13 @@ def evaluate(gold: str | Path | Sequence[str | Path],
         if embedder is not None:
             embedder.close()
     rows = summarize(scores, settings.metrics)
+    if settings.bootstrap:
+        from emerge_lib.evaluation.bootstrap import intervals
+
+        ci = intervals(scores, settings.metrics, settings.bootstrap, settings.seed)
+        for r in rows:
+            if (key := (r["model"], r["operation"], r["snapshot"], r["metric"])) in ci:
+                r["ci_low"], r["ci_high"] = ci[key]
     hidden = zero_by_construction(preds, known, settings.metrics)
     run = {
         "gold": [str(g) for g in ([gold] if isinstance(gold, str | Path) else gold)],
@@ -143,6 +150,8 @@ def evaluate(gold: str | Path | Sequence[str | Path],
                       + json.dumps(DEFAULT_ASSESSORS)),
         "annotator": settings.annotator, "snapshot_key": settings.snapshot_key,
         "only_predicted": settings.only_predicted,
+        "bootstrap": {"resamples": settings.bootstrap, "seed": settings.seed, "level": 0.95,
+                      "strata": "snapshot x delta"} if settings.bootstrap else None,
         "embedding_model": embedder.model.name if embedder else None,
         "texts_encoded": embedder.encoded if embedder else 0,
         "not_in_tables": [list(h) for h in sorted(hidden)],

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from emerge_lib.core.ops import OP_LABELS, op_label
 from emerge_lib.formats import about
 from emerge_lib.formats.format import OP_NAMES
 from emerge_lib.formats.layout import (
@@ -208,7 +209,7 @@ def _plots(stats: Sequence[SnapshotStats], folder: Path) -> list[str]:
     width = 0.8 / len(OP_ORDER)
     for i, op in enumerate(OP_ORDER):
         ax.bar([x + i * width for x in range(len(stats))], [s.ops.get(op, 0) for s in stats],
-               width, label=OP_NAMES[op])
+               width, label=op_label(op))
     ax.set_xticks([x + 0.4 - width / 2 for x in range(len(stats))], labels, fontsize=8)
     ax.set_ylabel("instances")
     ax.set_title("TKGU operations per snapshot")
@@ -239,9 +240,6 @@ def _plots(stats: Sequence[SnapshotStats], folder: Path) -> list[str]:
     return names
 
 
-#: Figure 3's names of the operations (their figure_tkgu_distribution_v2_405bv1.py:43-49)
-FIGURE3_NAMES = {"X": "Exists", "E": "Add", "EE": "Mint+Add", "EE-KG": "Infer",
-                 "D": "Deprecate"}
 # seaborn's "colorblind" palette, their figure's colours (without seaborn)
 FIGURE3_COLOURS = ("#0173b2", "#de8f05", "#029e73", "#d55e00", "#cc78bc")
 
@@ -261,7 +259,7 @@ def _figure3(plt: Any, stats: Sequence[SnapshotStats], save: Callable[[Any, str]
         values = [counts.get(op, 0) for op in OP_ORDER]
         if sum(values):
             _, texts, autotexts = ax.pie(
-                values, labels=[f"{FIGURE3_NAMES[op]}\n{v:,}" for op, v in
+                values, labels=[f"{OP_LABELS[op]}\n{v:,}" for op, v in
                                 zip(OP_ORDER, values, strict=True)],
                 autopct="%1.1f%%", startangle=90, colors=FIGURE3_COLOURS,
                 labeldistance=1.0, pctdistance=0.8, radius=0.85)
@@ -491,6 +489,10 @@ TEMPLATE = """---
 {{ citation_bibtex }}
 ```
 
+## Glossary
+
+{{ glossary }}
+
 ## More Information
 
 {{ more_information }}
@@ -508,7 +510,7 @@ def _cell(value: Any) -> str:
 def _statistics(prepared: Prepared) -> str:
     stats = prepared.stats
     t2 = table2_rows(stats)
-    ops_head = ["Snapshot", *(OP_NAMES[o] for o in OP_ORDER), "evaluation set"]
+    ops_head = ["Snapshot", *(op_label(o) for o in OP_ORDER), "evaluation set"]
     ops_rows = [[label(s.snapshot), *(_count(s.ops.get(o, 0)) + (
         f" ({_count(s.supported_ops.get(o, 0))})" if s.curated else "") for o in OP_ORDER),
                  _count(sum(s.evaluation.values()))] for s in stats]
@@ -532,6 +534,41 @@ def _statistics(prepared: Prepared) -> str:
         "each counted once under their first operation, as the authors draw it"
         + ("." if curated else " (uncurated: every triple)."),
         *(f"![{p.removesuffix('.png')}]({PLOTS}/{p})" for p in prepared.plots),
+    ])
+
+
+#: what each operation is, in the paper's words (its Section 3), by id
+OP_MEANINGS = {
+    "X": "an existing triple the passage supports: (s, p, o) ∈ T_t (no edit to the KG)",
+    "E": "a new triple between entities the KG has: (s, p, o) ∉ T_t, s ∈ V_t and o ∈ V_t",
+    "EE": "a new triple with an emerging entity: (s, p, o) ∉ T_t, s ∉ V_t or o ∉ V_t",
+    "EE-KG": "a new triple linking an emerging entity the passage mentions to an entity of "
+             "the KG the passage does not mention",
+    "D": "a triple of T_t that the passage's new evidence deprecates",
+}
+
+
+def glossary(settings: Mapping[str, Any]) -> str:
+    """The card's glossary: the paper's notation, and the operations' ids with the names
+    the paper gives them (``core.ops.OP_LABELS``) stated once."""
+    days = about._setting(settings, "snapshots.window_days", 7)
+    days = f"{days:g}" if isinstance(days, int | float) else days
+    rows = [[f"`{op}`", OP_LABELS[op], f"`{OP_NAMES[op]}`", OP_MEANINGS[op]]
+            for op in OP_ORDER]
+    return "\n\n".join([
+        _bullets([
+            "**G_t = (V_t, R_t, T_t)**: the Wikidata KG snapshot at time t (the snapshot "
+            "date): V_t its entities, R_t its relation types, T_t its triples (s, p, o) with "
+            "s, o ∈ V_t and p ∈ R_t (`kg_snapshots/snapshot_YYYY-MM-DD/`).",
+            f"**τ_k = t + k·{days} days**: the end of the k-th window after t (the "
+            "paper's t + Δ for a delta window Δ); delta k's file is named by τ_k's date and "
+            "holds the passages of (t, τ_k] (cumulative).",
+            "**TKGU operation**: an edit to G_t that a passage d_t' (t' > t) supports; each "
+            "triple of a line lists its operations in `tkgu_operations`.",
+        ]),
+        "The operations: the paper's names beside the ids this release (and the paper's "
+        "tables) use.",
+        _markdown_table(["id", "name", "in `tkgu_operations`", "what it is"], rows),
     ])
 
 
@@ -673,8 +710,10 @@ def sections(out: Path, prepared: Prepared, validation: str, facts: CardFacts,
     curated = bool(facts.judges)
     return {
         "pretty_name": about.PRETTY_NAME,
-        "dataset_summary": f"{about.SUMMARY}\n\n**Version {version}** (the hash of the data "
-                           "files: `manifest.json` lists every file with its sha256).",
+        "dataset_summary": (f"> {about.SYNTHETIC_NOTICE}\n\n" if about.synthetic(settings)
+                            else "")
+        + f"{about.SUMMARY}\n\n**Version {version}** (the hash of the data "
+          "files: `manifest.json` lists every file with its sha256).",
         "dataset_description": (
             f"Snapshots: {', '.join(days) or 'none'}; "
             f"{_count(lines)} distinct passages in the corpus. Each line of "
@@ -705,6 +744,8 @@ def sections(out: Path, prepared: Prepared, validation: str, facts: CardFacts,
         "data_collection_and_processing_section": about.collection(settings, facts.dumps)
         + "\n\n" + _bullets(about.preprocessing(settings)),
         "source_data_producers_section": (
+            "No one: `emerge sample` generated every page and edit (synthetic data)."
+            if about.synthetic(settings) else
             "The editors of English Wikipedia and Wikidata (people and bots); emerge only "
             "selects and aligns what they wrote."),
         "annotation_process_section": about.annotation(settings) + "\n\n" + _judges(facts)
@@ -725,6 +766,7 @@ def sections(out: Path, prepared: Prepared, validation: str, facts: CardFacts,
             "evaluate`); use `asserted_operations` or `llm_assessment` to keep the triples "
             "the judges found supported; cite this release by its version."),
         "citation_bibtex": about.CITATION,
+        "glossary": glossary(settings),
         "more_information": _bullets([
             f"Version {version}; built by emerge {facts.code_version or '?'}"
             + (f"; settings sha256 `{facts.settings_sha256[:16]}`" if facts.settings_sha256
@@ -749,9 +791,10 @@ def render(out: Path, prepared: Prepared, validation: str, facts: CardFacts | No
     data = DatasetCardData(
         license=about.LICENSE, language=["en"], task_categories=list(about.TASK_CATEGORIES),
         size_categories=[size_category(lines)], pretty_name=about.PRETTY_NAME,
-        source_datasets=["original"], language_creators=["found"],
+        source_datasets=["original"],
+        language_creators=["machine-generated" if about.synthetic(facts.settings) else "found"],
         annotations_creators=["machine-generated"] + (["expert-generated"] if human else []),
-        multilinguality="monolingual", tags=list(about.TAGS), configs=configs)
+        multilinguality="monolingual", tags=about.tags(facts.settings), configs=configs)
     text = sections(out, prepared, validation, facts, configs)
     card = DatasetCard.from_template(data, template_str=TEMPLATE, **text)
     card.save(out / CARD)

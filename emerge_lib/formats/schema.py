@@ -311,6 +311,34 @@ def triples_table(lines: pa.Table) -> pa.Table:
                                 schema=TRIPLE_ROW_SCHEMA)
 
 
+#: ``snapshot`` in every table a release writes: the date of t, as ``delta_dates[0]`` of
+#: the lines and ``snapshot`` of their triples; the catalog's tables hold t as its key,
+#: the string ``2024-01-01T00:00:00Z`` (a partition column), converted where they leave it
+SNAPSHOT_TYPE = pa.date32()
+
+
+def release_schema(schema: pa.Schema) -> pa.Schema:
+    """A catalog table's schema as the release writes it: ``snapshot`` a date."""
+    i = schema.get_field_index("snapshot")
+    if i < 0:
+        return schema
+    old = schema.field(i)
+    return schema.set(i, pa.field("snapshot", SNAPSHOT_TYPE, old.nullable, old.metadata))
+
+
+def dated_snapshot(table: pa.Table) -> pa.Table:
+    """A catalog table's rows with ``snapshot`` (t's key, ``2024-01-01T00:00:00Z``, UTC)
+    as the date of t, the type the release's lines and triples give it: the tables of a
+    release then join on it. A ``snapshot`` already a date stays as it is."""
+    import pyarrow.compute as pc
+
+    i = table.schema.get_field_index("snapshot")
+    if i < 0 or table.schema.field(i).type == SNAPSHOT_TYPE:
+        return table
+    day = pc.cast(pc.utf8_slice_codeunits(table["snapshot"], 0, 10), SNAPSHOT_TYPE)
+    return table.set_column(i, release_schema(table.schema).field(i), day)
+
+
 def write_table(path: str | Path, table: pa.Table) -> int:
     """Write ``table`` to one Parquet file (zstd, one row group, rows as given; the same
     rows give the same bytes); returns its rows. No rows: the schema and no row group

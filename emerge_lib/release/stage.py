@@ -32,6 +32,6 @@ def _no_folder(ctx: StageContext) -> str | None:
 RELEASE = Stage(
     name="release", scope="release", reads=RELEASE_READS, writes=(),
     settings=("snapshots", "stability", "passages", "deltas", "align", "qualifiers", "curation",
-              "selection", "validation"),
+              "selection", "validation", "dumps"),  # dumps: synthetic, for the card
     run=_release, summary="the EMERGE-format release (JSONL + Parquet + manifest.json) of "
     "every configured snapshot", skip=_no_folder)

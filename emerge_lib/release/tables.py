@@ -15,6 +15,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from emerge_lib.catalog import Catalog, spec
+from emerge_lib.formats.schema import dated_snapshot, release_schema
 from emerge_lib.release._atomic import atomic_file
 
 #: Each released table's row order: a rebuild, on any engine or partitioning, writes the
@@ -35,12 +36,15 @@ def write_parquet(catalog: Catalog, name: str, path: Path, snapshots: Sequence[s
     Parquet holds what the JSONL holds. Returns the rows written.
 
     Batches are cast to the catalog's declared schema, so a release's Parquet types do not
-    depend on how the engine happened to write the Delta files.
+    depend on how the engine happened to write the Delta files; ``snapshot`` (the catalog's
+    key of t, a string) is then the date of t, its type in the release's lines and triples
+    (``formats.schema.dated_snapshot``), so the release's tables join on it.
     """
     schema = spec(name).schema
+    written = release_schema(schema)
     order = [(c, "ascending") for c in RELEASE_ORDER[name]]
     rows = 0
-    with atomic_file(path) as tmp, pq.ParquetWriter(tmp, schema, compression="zstd") as writer:
+    with atomic_file(path) as tmp, pq.ParquetWriter(tmp, written, compression="zstd") as writer:
         for snap in sorted(snapshots) if version is not None else ():
             # prune files by partition, and filter rows too in case a table is unpartitioned
             dataset = catalog.dataset(name, version, [("snapshot", "=", snap)])
@@ -53,7 +57,7 @@ def write_parquet(catalog: Catalog, name: str, path: Path, snapshots: Sequence[s
                 table = table.filter(pc.invert(pc.is_in(key, value_set=pa.array(
                     sorted(left_out)))))
             if table.num_rows:
-                writer.write_table(table.cast(schema).sort_by(order))
+                writer.write_table(dated_snapshot(table.cast(schema)).sort_by(order))
                 rows += table.num_rows
     return rows
 

@@ -497,6 +497,7 @@ def config_yaml(world: World, spec: SampleSpec) -> str:
         "dumps:\n"
         "  mirror: file://mirror\n"
         "  download_dir: downloads\n"
+        "  synthetic: true  # a generated mirror: the release's card says so\n"
         "  wikidata:\n"
         "    wiki: wikidatawiki\n"
         f"    dates: [{dates}]\n"

@@ -30,7 +30,7 @@ from emerge_lib.formats.layout import (
     parquet_twin,
 )
 from emerge_lib.formats.manifest import content_version, file_entries, read_manifest, write_manifest
-from emerge_lib.formats.schema import write_lines
+from emerge_lib.formats.schema import dated_snapshot, write_lines
 
 
 @dataclass
@@ -230,8 +230,9 @@ def build_release(root: Path, lines: dict[tuple[str, int], list[dict[str, Any]]]
     for snap in {s for s, _ in lines}:
         rel = kg_parquet_path(snap, "kg_triples")
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        pq.write_table(pa.table({"snapshot": [snap] * 2, "s": ["Q1", "Q2"], "p": ["P1", "P1"],
-                                 "o": ["Q2", "Q3"]}), root / rel)
+        pq.write_table(dated_snapshot(pa.table({  # t a date, as the writer converts it
+            "snapshot": [snap] * 2, "s": ["Q1", "Q2"], "p": ["P1", "P1"],
+            "o": ["Q2", "Q3"]})), root / rel)
         paths.append(rel)
     if meta and "validation" in meta:  # the results the publish gate holds the files to
         from emerge_lib.formats.manifest import validated_files
@@ -326,3 +327,21 @@ def validated_release(folder: Path, failed: bool = True) -> Path:
     assert write_manifest(root, [*paths, "validation/index.html"],
                           meta={"validation": verdict})["version"] == version
     return root
+
+
+def described(folder: Path, settings: dict[str, Any]) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    """The small release described as the build describes one (release.describe: croissant,
+    card, manifest) with ``settings`` recorded: its card (README.md), croissant.json and
+    manifest."""
+    from emerge_lib.formats.card import prepare
+    from emerge_lib.formats.layout import CARD, CARD_HTML, PLOTS
+    from emerge_lib.release.describe import describe
+
+    release = small_release(folder)
+    kept = [f["path"] for f in read_manifest(release)["files"] if f["path"] != CROISSANT]
+    prepared = prepare(release, list(SNAPS), {s: {"kg_triples": 2} for s in SNAPS})
+    files = [*kept, *(f"{PLOTS}/{p}" for p in prepared.plots), CROISSANT, CARD, CARD_HTML]
+    manifest = describe(release, prepared, files, {"settings": settings},
+                        lambda known: {"success": True})
+    return ((release / CARD).read_text(), json.loads((release / CROISSANT).read_text()),
+            manifest)

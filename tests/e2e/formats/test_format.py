@@ -309,3 +309,17 @@ def test_the_demo_release_loads_in_datasets_duckdb_croissant_and_the_hub(
     assert 'id="snapshot-2024-01-01"' in page and manifest["version"] in page
     assert f"| {LARGE} | deprecations | {LARGE} | vllm | not recorded | triple_deprecation" \
         in card
+    # built from a generated world (the demo's): the card, croissant.json and the manifest
+    # say the data are synthetic; snapshot is one type (a date) in every Parquet file
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    assert manifest["settings"]["synthetic"] is True
+    assert "**Synthetic data.**" in card and "\n- synthetic\n" in card
+    doc = json.loads((demo["release"] / "croissant.json").read_text())
+    assert doc["rai:dataCollectionType"] == ["Others"] and "synthetic" in doc["keywords"]
+    types = {p.relative_to(demo["release"]).as_posix(): pq.read_schema(p).field("snapshot").type
+             for p in demo["release"].rglob("*.parquet") if "snapshot" in pq.read_schema(p).names}
+    assert any(p.endswith("/kg_triples.parquet") for p in types) and \
+        "parquet/instances.parquet" in types
+    assert set(types.values()) == {pa.date32()}

@@ -386,6 +386,21 @@ def test_config_is_valid_and_points_at_the_mirror(world: Path) -> None:
     assert Path(cfg.warehouse) == (world / "warehouse").resolve()
 
 
+def test_a_release_of_the_world_says_it_is_synthetic(world: Path, tmp_path: Path) -> None:
+    """The generator marks its config (``dumps.synthetic``); the settings a build records
+    carry it to the release's card, croissant.json and manifest."""
+    from hubkit import described
+
+    from emerge_lib.core.config import load_config
+
+    cfg = load_config(world / "config.yaml")
+    assert cfg.dumps.synthetic is True
+    card, croissant, manifest = described(tmp_path / "release", cfg.dataset_settings())
+    assert "**Synthetic data.**" in card and "- synthetic" in card
+    assert croissant["rai:dataCollectionType"] == ["Others"]
+    assert manifest["settings"]["synthetic"] is True
+
+
 def test_snapshots_too_close_are_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="60 days"):
         generate_world(tmp_path, SampleSpec(snapshots=("2024-01-01T00:00:00Z", "2024-02-01T00:00:00Z")))

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import gzip
 import json
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from stagekit import run
@@ -27,7 +28,7 @@ from emerge_lib.formats.format import (
 )
 from emerge_lib.formats.layout import LISTING, PARQUET_TRIPLES, parquet_twin
 from emerge_lib.formats.manifest import MANIFEST, read_manifest, verify_release
-from emerge_lib.formats.schema import lines_table, read_jsonl
+from emerge_lib.formats.schema import lines_table, read_jsonl, release_schema
 from emerge_lib.release import windows
 from emerge_lib.release.windows import ReleaseError
 
@@ -274,7 +275,8 @@ def test_only_released_tables_at_pinned_versions(released, warehouse: Catalog) -
     out, summary = released
     snap = out / "kg_snapshots" / "snapshot_2024-01-01"
     assert pq.read_table(snap / "kg_triples.parquet").num_rows == 3  # not the older snapshot's
-    assert pq.read_table(snap / "entities.parquet").column("snapshot").to_pylist() == [SNAP]
+    assert pq.read_table(snap / "entities.parquet").column("snapshot").to_pylist() == [
+        date.fromisoformat(SNAP[:10])]  # t as a date, as in the lines (the catalog: a string)
     assert pq.read_table(snap / "relations.parquet").num_rows == 1
     # T_t also as the authors' evaluator reads it: head, relation, tail per line, sorted
     tsv = gzip.decompress((out / "kg_snapshots" / "kg_snapshot_2024-01-01.tsv.gz").read_bytes())
@@ -292,7 +294,8 @@ def test_only_released_tables_at_pinned_versions(released, warehouse: Catalog) -
             len(r["tkgu_triples"]) for r in read_jsonl(out / rel))
         assert summary["parquet_rows"][parquet_twin(rel)] == summary["lines"][rel]
     assert pq.read_table(out / "parquet" / "instances.parquet").num_rows == 7
-    assert pq.read_schema(out / "parquet" / "instances.parquet").equals(spec("instances").schema)
+    assert pq.read_schema(out / "parquet" / "instances.parquet").equals(  # snapshot: a date
+        release_schema(spec("instances").schema))
     assert summary["parquet_rows"]["parquet/instances.parquet"] == 7
     # no Delta version in the release: a rerun makes new ones, not a new release
     assert "versions" not in summary
@@ -306,6 +309,41 @@ def test_only_released_tables_at_pinned_versions(released, warehouse: Catalog) -
     assert manifest["files"][[f["path"] for f in manifest["files"]].index(
         "parquet/instances.parquet")]["rows"] == 7
     assert warehouse.read_arrow("kg_triples").num_rows == 5  # the old snapshot was left out
+
+
+def test_snapshot_is_one_type_in_every_table_of_the_release(released) -> None:
+    """t is a date in every Parquet file of the release (the lines' delta_dates[0], the
+    triples', the KG tables' and the instances'), in the Hub's features and in
+    croissant.json; so the tables join on it (the catalog keeps its string key)."""
+    import datasets
+    import pandas as pd
+
+    from emerge_lib.formats.layout import CROISSANT
+
+    out, _ = released
+    files = sorted(out.rglob("*.parquet"))
+    with_snapshot = {f.relative_to(out).as_posix(): pq.read_schema(f) for f in files
+                     if "snapshot" in pq.read_schema(f).names}
+    assert {p.split("/")[-1] for p in with_snapshot} >= {
+        "kg_triples.parquet", "entities.parquet", "relations.parquet", "instances.parquet",
+        "delta_2024-01-08.parquet"}  # the triples' twins
+    for rel, schema in with_snapshot.items():
+        assert schema.field("snapshot").type == pa.date32(), rel
+        assert datasets.Features.from_arrow_schema(schema)["snapshot"] == \
+            datasets.Value("date32"), rel
+    doc = json.loads((out / CROISSANT).read_text())
+    types = {f["@id"]: f["dataType"] for rs in doc["recordSet"] for f in rs["field"]
+             if f["@id"].endswith("/snapshot")}
+    assert set(types) >= {"triples/snapshot", "kg_triples/snapshot", "entities/snapshot",
+                          "relations/snapshot"}
+    assert set(types.values()) == {"sc:Date"}
+    # the merge that returned no row: the triples of the lines against T_t, on snapshot
+    triples = pd.read_parquet(out / PARQUET_TRIPLES)
+    kg = pd.read_parquet(out / "kg_snapshots" / "snapshot_2024-01-01" / "kg_triples.parquet")
+    instances = pd.read_parquet(out / "parquet" / "instances.parquet")
+    assert len(triples.merge(kg[["snapshot"]].drop_duplicates(), on="snapshot")) == len(triples)
+    assert len(instances.merge(kg[["snapshot"]].drop_duplicates(), on="snapshot")) == \
+        len(instances) > 0
 
 
 def test_a_rerun_removes_what_it_no_longer_releases(warehouse: Catalog, tmp_path: Path) -> None:

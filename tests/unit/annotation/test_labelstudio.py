@@ -48,6 +48,9 @@ def test_a_task_asks_the_papers_question_about_the_marked_triple() -> None:
     assert data["hash_id"] == "h1" and data["triple"] == ["Q1", "P3", "Q2"]
     assert data["prompt_type"] == DEPRECATION and data["snapshot"] == "2024-01-01"
     assert data["human_readable_triple"] == "['Ann / Ann (Q1)', 'knows (P3)', 'Bob (Q2)']"
+    # the operations as a person reads them: the paper's names beside the ids
+    assert data["operations_text"] == ("Operations: d-triples = D (Deprecate), "
+                                       "e-triples = E (Add)")
     html = passage_html(RECORD, ("Q1", "P3", "Q2"))
     assert html.count('<mark title="Q1 (head)">Ann</mark>') == 2
     assert '<mark title="Q2 (tail)">Bob</mark>' in html

@@ -180,11 +180,12 @@ def test_rows_zero_by_construction_are_left_out_of_the_tables() -> None:
                       *{("oie", op, "recall") for op in OPS}}
     rows, _ = run([inst], preds)
     _, cells, _ = table(list(rows_of(rows)), "recall", hidden)
-    assert [(c[0], c[1]) for c in cells] == [("E-Triples", "cie"), ("", "elsewhere"),
-                                             ("", "empty"), ("D-Triples", "elsewhere"),
+    assert [(c[0], c[1]) for c in cells] == [("E-Triples (Add)", "cie"), ("", "elsewhere"),
+                                             ("", "empty"), ("D-Triples (Deprecate)", "elsewhere"),
                                              ("", "empty")]
     assert markdown(list(rows_of(rows)), "recall", hidden).rstrip().endswith(
-        "(no predicted QID triples for the operation): cie: D; oie: E, D.")
+        "(no predicted QID triples for the operation): cie: D (Deprecate); "
+        "oie: E (Add), D (Deprecate).")
 
 
 def rows_of(rows: dict):

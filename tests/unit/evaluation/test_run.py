@@ -120,7 +120,8 @@ def test_emerge_evaluate_end_to_end_on_a_synthetic_gold(tmp_path: Path, capsys) 
         "summary.json", "recall.md", "recall.csv", "completeness.md", "completeness.csv",
         "instances.jsonl", "scores.png", "run.json"}
     rows = json.loads((out / "summary.json").read_text())
-    assert all(set(r) == {"model", "operation", "snapshot", "metric", "value", "n_gold"}
+    assert all(set(r) == {"model", "operation", "snapshot", "metric", "value", "n_gold",
+                          "ci_low", "ci_high"}  # --bootstrap 1000 by default
                for r in rows)
     assert {r["model"] for r in rows} == {"oracle", "open"}  # --model: "nothing" left out
     asserted = {k: v for k, v in planted["asserted"].items() if v}
@@ -147,8 +148,11 @@ def test_emerge_evaluate_end_to_end_on_a_synthetic_gold(tmp_path: Path, capsys) 
                 == pytest.approx(v)
     md = (out / "completeness.md").read_text()
     assert "| TKGU Operations | Model | 2023 | 2024 | all |" in md
-    assert "| E-Triples | open | 100.0 | – | 100.0 |" in md
-    assert "| D-Triples | open | 0.0 | – | 0.0 |" in md
+    assert "| E-Triples (Add) | open | 100.0 [100.0, 100.0] | – | 100.0 [100.0, 100.0] |" in md
+    assert "| D-Triples (Deprecate) | open | 0.0 [0.0, 0.0] | – | 0.0 [0.0, 0.0] |" in md
+    assert "In brackets: the 95 % bootstrap interval" in md
+    assert json.loads((out / "run.json").read_text())["bootstrap"] == {
+        "resamples": 1000, "seed": 0, "level": 0.95, "strata": "snapshot x delta"}
     csv_rows = (out / "recall.csv").read_text().splitlines()
     assert csv_rows[0] == "TKGU Operations,Model,2023,2024,all,n_gold 2023,n_gold 2024,n_gold all"
     assert "X-Triples,oracle,100.0,100.0,100.0,1,1,2" in csv_rows
@@ -157,9 +161,14 @@ def test_emerge_evaluate_end_to_end_on_a_synthetic_gold(tmp_path: Path, capsys) 
     recall_md = (out / "recall.md").read_text()
     assert "| open |" not in recall_md and not any(",open," in r for r in csv_rows)
     assert "zero by construction (no predicted QID triples for the operation): " \
-           "open: X, E, EE, D." in recall_md  # EE-KG: its one triple is not asserted
+           "open: X (Exists), E (Add), EE (Mint+Add), D (Deprecate)." in recall_md  # EE-KG: its one triple is not asserted
     png = (out / "scores.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000
+    from PIL import Image
+
+    titles = Image.open(out / "scores.png").text["Description"]
+    assert "X-Triples (Exists) — completeness" in titles  # the paper's names beside the ids
+    assert "D-Triples (Deprecate) — recall" in titles
     run = json.loads((out / "run.json").read_text())
     assert run["threshold"] == low and run["gold_filter"] == "llm-asserted"
     assert run["instances"] == planted["instances"]
@@ -216,7 +225,8 @@ def test_emerge_evaluate_on_the_authors_files(authors: Path, tmp_path: Path, cap
         "summary.json", "recall.md", "recall.csv", "completeness.md", "completeness.csv",
         "instances.jsonl", "scores.png", "run.json"}
     rows = json.loads((out / "summary.json").read_text())
-    assert set(rows[0]) == {"model", "operation", "snapshot", "metric", "value", "n_gold"}
+    assert set(rows[0]) == {"model", "operation", "snapshot", "metric", "value", "n_gold",
+                            "ci_low", "ci_high"}
     assert {r["value"] for r in rows if r["model"] == "oracle"} == {1.0}
     assert {r["value"] for r in rows if r["model"] == "nothing"} == {0.0}
     n_all = {(r["operation"], r["metric"]): r["n_gold"] for r in rows
@@ -227,7 +237,10 @@ def test_emerge_evaluate_on_the_authors_files(authors: Path, tmp_path: Path, cap
         == n_all[("X", "completeness")]
     md = (out / "completeness.md").read_text()
     assert "| TKGU Operations | Model | 2019 | 2020 | 2021 | 2022 | 2023 | 2024 | 2025 | all |" in md
-    assert "| X-Triples | nothing |" in md and "|  | oracle | 100.0 |" in md
+    assert "| X-Triples (Exists) | nothing |" in md and "|  | oracle | 100.0 [100.0, 100.0] |" in md
+    # the intervals: each holds its value
+    rows = json.loads((out / "summary.json").read_text())
+    assert all(r["ci_low"] <= r["value"] <= r["ci_high"] for r in rows)
     csv_lines = (out / "recall.csv").read_text().splitlines()
     assert csv_lines[0].startswith("TKGU Operations,Model,2019,")
     run = json.loads((out / "run.json").read_text())

@@ -9,7 +9,8 @@ import json
 from collections import Counter
 from pathlib import Path
 
-from emerge_lib.formats.card import FIGURE3_NAMES, collect, prepare, rule_c
+from emerge_lib.core.ops import OP_LABELS
+from emerge_lib.formats.card import collect, prepare, rule_c
 from emerge_lib.formats.layout import CORPUS, EVALUATION_SET
 
 
@@ -91,7 +92,8 @@ def test_the_stats_command_prints_table_2(realdata: Path, tmp_path: Path, capsys
         1 for x in lines for t in x["tkgu_triples"] if rule_c(t))
     assert main(["stats", "--release", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert "Supported Triples" in out and "d-triples" in out
+    assert "Supported Triples" in out
+    assert all(f"{op} ({name})" in out for op, name in OP_LABELS.items())  # beside the ids
     assert main(["stats", "--release", str(tmp_path / "nowhere")]) == 1  # one line, no trace
     assert "is not a folder" in capsys.readouterr().err
 
@@ -152,4 +154,4 @@ def test_figure_3_counts_the_supported_triples_under_their_first_operation(
     assert st.figure_evaluation == Counter({"D": 1})
     assert "tkgu_distribution.png" in prepared.plots
     assert (tmp_path / "plots" / "tkgu_distribution.png").stat().st_size > 1000
-    assert list(FIGURE3_NAMES.values()) == ["Exists", "Add", "Mint+Add", "Infer", "Deprecate"]
+    assert list(OP_LABELS.values()) == ["Exists", "Add", "Mint+Add", "Infer", "Deprecate"]

@@ -60,3 +60,20 @@ def test_cell_text_cannot_drive_the_terminal(fmt: str) -> None:
         import json
 
         assert json.loads(out)["text"] == evil  # and JSON still decodes to the same text
+
+
+def test_the_release_tables_join_on_snapshot(release: Path) -> None:
+    """``snapshot`` is a date in every view (the KG's included), so a join on it, in DuckDB
+    or in pandas, finds the rows a string against a date did not."""
+    from emerge_lib.hub import load_release
+
+    opened = open_release(release)
+    for view in ("lines", "triples", "kg_triples"):
+        assert run(opened, f"SELECT DISTINCT typeof(snapshot) FROM {view}")[1] == [("DATE",)]
+    _, rows = run(opened, "SELECT t.snapshot, count(*) FROM triples t JOIN kg_triples k "
+                          "USING (snapshot) GROUP BY ALL ORDER BY ALL")
+    assert [(str(s), n) for s, n in rows] == [("2024-01-01", 5 * 2), ("2024-04-01", 2 * 2)]
+    triples = load_release(release, kind="triples", format="pandas")
+    kg = load_release(release, kind="kg", format="pandas")
+    assert len(triples.merge(kg[["snapshot"]].drop_duplicates(), on="snapshot")) == \
+        len(triples) == 7
