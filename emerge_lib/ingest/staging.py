@@ -32,6 +32,13 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 _MICROS = pa.timestamp("us", tz="UTC")
 
+#: a page the warehouse holds, in a file that has none of its ingested revisions: only
+#: newer ones, as Wikimedia's daily adds/changes dumps (other/incr/…) carry them. Rebuilt
+#: from those alone it would lose its history: the page is a reject and keeps its rows
+PARTIAL = ("the file holds none of the page's ingested revisions, only newer ones (an "
+           "adds/changes increment?): its history is not replayed from them; ingest "
+           "full-history files (pages-meta-history)")
+
 
 @dataclass
 class FileSummary:

@@ -28,7 +28,7 @@ import pyarrow as pa
 
 from emerge_lib.dumps import wikidata
 from emerge_lib.dumps.xml import Page, Revision
-from emerge_lib.ingest.staging import FileSummary, Quarantine, StagedOutputs
+from emerge_lib.ingest.staging import PARTIAL, FileSummary, Quarantine, StagedOutputs
 
 log = logging.getLogger(__name__)
 
@@ -407,6 +407,9 @@ class WikidataFileExtractor(Quarantine):
         if wm is not None:
             if max_rev < wm.seen_up_to:
                 return True  # an older dump than the one already ingested: nothing new
+            if old_count == 0:
+                self.reject(page.page_id, page.title, None, "partial_history", PARTIAL)
+                return True  # replaying it from these revisions alone would lose the rest
             if self.replace_pages:
                 return False  # a re-ingest rewrites the page whole
             if wm.revisions is not None and old_count != wm.revisions:

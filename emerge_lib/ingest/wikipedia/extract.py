@@ -48,7 +48,7 @@ from typing import Any
 import pyarrow as pa
 
 from emerge_lib.dumps.xml import Page
-from emerge_lib.ingest.staging import FileSummary, Quarantine, StagedOutputs
+from emerge_lib.ingest.staging import PARTIAL, FileSummary, Quarantine, StagedOutputs
 from emerge_lib.ingest.wikipedia.coverage import Range, merge_ranges
 from emerge_lib.text.titles import is_redirect, normalize_title, redirect_target
 from emerge_lib.text.wikitext import Paragraph, extract_paragraphs
@@ -236,6 +236,9 @@ class WikipediaFileExtractor(Quarantine):
             return
         metas.sort(key=lambda m: m.key)
         newest = metas[-1].key
+        if mark is not None and all(m.key[1] > mark.last_rev_id for m in metas):
+            self.reject(page.page_id, page.title, None, "partial_history", PARTIAL)
+            return  # rebuilt from the newer revisions alone, it would lose its history
         if mark is not None:
             stored = (mark.last_timestamp, mark.last_rev_id)
             if mark.max_rev_id is not None:

@@ -137,6 +137,41 @@ def test_incremental_dump_equals_a_fresh_ingest_and_reruns_change_nothing(
     assert len(redone.files) == 2 and snapshot_of(incremental) == before
 
 
+def test_an_increment_of_newer_revisions_alone_keeps_the_stored_history(tmp_path: Path,
+                                                                        spark) -> None:
+    """A file holding only Q1's newer revisions (a daily adds/changes increment) after its
+    full history was ingested: replayed from them alone, Q1 would lose its history. Q1 is
+    a counted reject (partial_history) and keeps its rows; Q7, new in the file, is
+    ingested; the full dump later gives the tables of a fresh ingest of it."""
+    newer = [Rev(14, "2024-02-10T00:00:00Z",
+                 item("Q1", [claim("P27", "Q30", "q1$b")], enwiki="One"))]
+    q7 = PageSpec(7, "Q7", [Rev(70, "2024-02-02T00:00:00Z",
+                                item("Q7", [claim("P31", "Q5", "q7$a")], "Seven"))])
+    f1 = write_bz2(tmp_path / "d1" / "wikidatawiki-20240201-pages-meta-history1.xml-p1p10.bz2",
+                   pages_v1())
+    f_incr = write_bz2(tmp_path / "incr" / "wikidatawiki-20240211-pages-meta-hist-incr.xml.bz2",
+                       [PageSpec(1, "Q1", newer), q7])
+    catalog = Catalog(tmp_path / "wh", spark)
+    ingest_wikidata(catalog, [f1], max_reject_ratio=1.0)
+    q1_before = {r for r in statements(catalog) if r[0] == "Q1"}
+    report = ingest_wikidata(catalog, [f_incr], max_reject_ratio=1.0)
+    rejects = [r for r in catalog.read_arrow("ingest_rejects").to_pylist()
+               if r["reason"] == "partial_history"]
+    assert [(r["page_id"], r["dump_file"]) for r in rejects] == [(1, f_incr.name)]
+    assert report.files[0].rejects == 1
+    assert {r for r in statements(catalog) if r[0] == "Q1"} == q1_before and q1_before
+    assert {r[0] for r in statements(catalog)} >= {"Q1", "Q7"}
+    full = pages_v1()
+    full[0].revisions += newer
+    full.append(q7)
+    f2 = write_bz2(tmp_path / "d2" / "wikidatawiki-20240301-pages-meta-history1.xml-p1p10.bz2",
+                   full)
+    ingest_wikidata(catalog, [f2], max_reject_ratio=1.0)
+    fresh = Catalog(tmp_path / "fresh", spark)
+    ingest_wikidata(fresh, [f2], max_reject_ratio=1.0)
+    assert snapshot_of(catalog) == snapshot_of(fresh)
+
+
 def test_late_revision_replays_the_page(tmp_path: Path, spark) -> None:
     old = pages_v1()
     new = pages_v1()

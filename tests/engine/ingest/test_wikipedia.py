@@ -169,6 +169,44 @@ def test_incremental_dump_equals_a_fresh_ingest(tmp_path: Path, spark) -> None:
     assert state(incremental) == state(fresh)
 
 
+def test_an_increment_of_newer_revisions_alone_keeps_the_stored_history(tmp_path: Path,
+                                                                        spark) -> None:
+    """A file holding only a page's newer revisions (a daily adds/changes increment) after
+    its full history was ingested: rebuilt from them the page would lose its history. The
+    page is a counted reject (partial_history) and keeps its rows; a page new in the file
+    is ingested whole; the full dump later brings the same tables as a fresh ingest."""
+    f1 = v1_file(tmp_path / "d1")
+    increment = [WPage(1, world_v2()[0].title, [world_v2()[0].revisions[-1]]),
+                 world_v2()[-1]]  # page 1's new revision alone, and the new page 6
+    f_incr = write_bz2(tmp_path / "incr" / "enwiki-20240311-pages-meta-hist-incr.xml.bz2",
+                       increment)
+    catalog = Catalog(tmp_path / "wh", spark)
+    ingest_wikipedia(catalog, [f1], max_reject_ratio=0.1)
+    before = state(catalog)
+    report = ingest_wikipedia(catalog, [f_incr], max_reject_ratio=0.6)
+    rejects = [r for r in catalog.read_arrow("ingest_rejects").to_pylist()
+               if r["dump_file"] == f_incr.name]
+    assert [(r["page_id"], r["reason"]) for r in rejects] == [(1, "partial_history")]
+    assert "adds/changes increment" in rejects[0]["detail"]
+    assert report.files[0].rejects == 1
+    assert state(catalog) != before  # page 6 came in
+    fresh = Catalog(tmp_path / "fresh", spark)
+    ingest_wikipedia(fresh, [f1], max_reject_ratio=0.1)
+    assert {r["page_id"] for r in catalog.read_arrow("page_timeline").to_pylist()} == \
+        {r["page_id"] for r in fresh.read_arrow("page_timeline").to_pylist()} | {6}
+    old_page1 = {repr(sorted(r.items())) for r in fresh.read_arrow("paragraph_timeline")
+                 .to_pylist() if r["page_id"] == 1}
+    kept_page1 = {repr(sorted(r.items())) for r in catalog.read_arrow("paragraph_timeline")
+                  .to_pylist() if r["page_id"] == 1}
+    assert kept_page1 == old_page1 and old_page1  # page 1's history, untouched
+    f2 = write_bz2(tmp_path / "d2" / "enwiki-20240401-pages-meta-history1.xml-p1p100.bz2",
+                   world_v2())
+    ingest_wikipedia(catalog, [f2], max_reject_ratio=0.1)
+    full = Catalog(tmp_path / "full", spark)
+    ingest_wikipedia(full, [f2], max_reject_ratio=0.1)
+    assert state(catalog) == state(full)
+
+
 def test_a_new_snapshot_rewrites_pages_and_coverage_guards_the_passages(tmp_path: Path, catalog: Catalog) -> None:
     f = v1_file(tmp_path)
     ingest_wikipedia(catalog, [f], max_reject_ratio=0.1)
