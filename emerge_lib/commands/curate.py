@@ -92,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
             curation_progress(ctx)
             # the selection reads the verdicts (lines without a supported delta triple go,
             # duplicates are ranked by them), and the gate checks the new selection
-            after = [name for name in ("select", "validate") if stage(name).applies(ctx)]
+            after = [name for name in ("select", "final_judge", "validate") if stage(name).applies(ctx)]
             for plan in cfg.plans():
                 for name in ("curate", *after):
                     run_stage(ctx, name, plan)

@@ -43,7 +43,8 @@ SNAPSHOTS = ("2024-01-01T00:00:00Z", "2024-04-01T00:00:00Z")
 DAGS = ("emerge_dumps", "emerge_ingest", "emerge_snapshot", "emerge_evaluate")
 #: the snapshot DAG's tasks that do nothing with the default configuration: curation is
 #: off, and there is nowhere to publish
-SKIPPED = {"curate_additions", "curate_deprecations", "publish"}
+SKIPPED = {"curate_additions", "curate_deprecations", "final_judge_additions",
+           "final_judge_deprecations", "publish"}
 TIMES: dict[str, float] = {}
 #: the newcomer path's runs, by step: (DAG, run ids), for their task instances' times
 RUNS: dict[str, tuple[str, list[str]]] = {}
