@@ -109,15 +109,17 @@ def write_window(reads: Reads, out: Path, window: Window, keep_records: bool) ->
     for r in instances:
         by_passage[r["passage_id"]].append(r)
     passages = {p["passage_id"]: p for p in _rows(reads, "passages", window, sorted(by_passage))}
+    fates = _fates(reads, window, list(passages))
+    # the kept lines' gold is the final judge's (curation.final_judge), where it judged
     curated = assessments(reads.catalog, window.snapshot, window.k, reads.versions["verdicts"],
-                          instances, list(passages.values()), reads.curation, reads.passages)
+                          instances, list(passages.values()), reads.curation, reads.passages,
+                          kept=[pid for pid, fate in fates.items() if fate[0]])
     done = Written()
     done.orphan_instances = sum(len(rows) for pid, rows in by_passage.items()
                                 if pid not in passages)
     if done.orphan_instances:
         log.warning("%s window %d: %d instances have no passage", window.snapshot, window.k,
                     done.orphan_instances)
-    fates = _fates(reads, window, list(passages))
     done.left_out.update((reason or "duplicate").split(":")[0]  # no reason: an older selection
                          for kept, _, reason in fates.values() if not kept)
     keyed = sorted((hash_id(window.snapshot, window.k, p["page_id"], pid), pid)

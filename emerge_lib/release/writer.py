@@ -61,7 +61,7 @@ from emerge_lib.release._atomic import (
 )
 from emerge_lib.release.describe import Entries, describe
 from emerge_lib.release.foreign import carry_foreign, stale
-from emerge_lib.release.provenance import dumps, judges
+from emerge_lib.release.provenance import dumps, gold, judges
 from emerge_lib.release.tables import dropped, write_kg_tsv, write_parquet
 from emerge_lib.release.windows import Reads, Record, ReleaseError, Window, Written, write_window
 from emerge_lib.validation.validate import ReleaseValidation, check_croissant, validate_release
@@ -240,7 +240,8 @@ def _describe(reads: Reads, out: Path, summary: ReleaseSummary,
     record = {"code_version": code_version(), "settings": dict(dataset_settings),
               "settings_sha256": config_hash(dataset_settings),
               "dumps": dumps(reads.catalog, reads.versions.get("ingested_files")),
-              "curation": {"judges": judges(reads, summary.snapshots)}}
+              "curation": {"judges": judges(reads, summary.snapshots),
+                           "gold": gold(reads.curation)}}
 
     def judge(known: Entries) -> dict[str, Any]:
         if report is None:
