@@ -170,7 +170,7 @@ def final_requests(settings: CurationSettings, passages_settings: PassageSetting
     """The final judge's requests (the authors' s05 v9): every operation of every kept
     line, ``(window, passage_id)``, in the paper's prompts rendered as curate renders
     them, so a prompt curate already asked of the same model is the same request (its
-    answer is reused, never asked again). None without a final judge."""
+    answer is reused, never asked again). none without a final judge."""
     if settings.final_judge is None:
         return []
     lines = set(kept)
@@ -417,6 +417,15 @@ def assessments(catalog: Catalog, snapshot: str, window: int, version: int | Non
                 instances: list[dict[str, Any]], passages: list[dict[str, Any]],
                 settings: CurationSettings, passage_settings: PassageSettings, *,
                 kept: Collection[str] | None = None) -> Assessed:
+    """:func:`gold_assessments` without the lines the final judge decided."""
+    return gold_assessments(catalog, snapshot, window, version, instances, passages,
+                            settings, passage_settings, kept=kept)[0]
+
+
+def gold_assessments(catalog: Catalog, snapshot: str, window: int, version: int | None,
+                     instances: list[dict[str, Any]], passages: list[dict[str, Any]],
+                     settings: CurationSettings, passage_settings: PassageSettings, *,
+                     kept: Collection[str] | None) -> tuple[Assessed, set[str]]:
     """passage_id → (s, p, o) → (llm_assessment elements, asserted op codes), from the
     verdicts (the latest answer per model and prompt type); empty when nothing is curated.
 
@@ -429,14 +438,15 @@ def assessments(catalog: Catalog, snapshot: str, window: int, version: int | Non
     judge's verdicts (``final_requests``) are among the elements, and on a line it has
     judged whole (every request of the line answered) they decide the asserted
     operations of its triples (``final_operations``: the gold); a line it has not (it
-    did not run yet, or its budget ran out) keeps the configured judges' rule."""
+    did not run yet, or its budget ran out) keeps the configured judges' rule. With the
+    passage_ids of the lines the final judge decided."""
     if version is None:
-        return {}
+        return {}, set()
     rows = catalog.read_arrow("verdicts", filters=[("snapshot", "=", snapshot),
                                                    ("window", "=", window)],
                               version=version).to_pylist()
     if not rows:
-        return {}
+        return {}, set()
     current = {(r.llm_name, r.sha) for r in
                plan_requests(settings, passage_settings, instances, passages)}
     final = final_requests(settings, passage_settings, instances, passages,
@@ -468,7 +478,7 @@ def assessments(catalog: Catalog, snapshot: str, window: int, version: int | Non
                     asserted_operations(settings, op_list, with_qualifier[key],
                                         said.get(key, {})))
         out[key[0]][key[1:]] = (entries.get(key, []), asserted)
-    return out
+    return out, {key[0] for key in by_final}
 
 
 def final_verdicts(rows: list[dict[str, Any]], final: list[Request]

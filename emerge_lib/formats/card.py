@@ -625,7 +625,17 @@ def _gold(facts: CardFacts) -> str:
             f"evaluate`'s llm-asserted filter) is the final judge's: {_cell(gold.get('llm_name'))} "
             f"(route `{gold.get('route')}`, route `final` above for what it asked itself) "
             f"judged every operation of every kept line with {gold.get('prompts')}, as the "
-            "authors' s05 v9 did with Meta-Llama-3.1-405B and prompt_v1 after their test draw.")
+            "authors' s05 v9 did with Meta-Llama-3.1-405B and prompt_v1 after their test draw"
+            + _gold_lines(gold.get("lines") or {}) + ".")
+
+
+def _gold_lines(lines: Mapping[str, int]) -> str:
+    """How many lines the final judge has not judged whole (they keep the configured
+    judges' rule), when there are any."""
+    rest = lines.get("configured judges", 0)
+    return "" if not rest else (
+        f" ({_count(lines.get('final judge', 0))} lines; {_count(rest)} it has not judged "
+        "whole keep the configured judges' rule)")
 
 
 def _validation(out: Path, line: str, facts: CardFacts) -> str:

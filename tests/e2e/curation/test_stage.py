@@ -36,6 +36,7 @@ from emerge_lib.curation.verdicts import FINAL, final_requests, kept_lines
 from emerge_lib.evaluation.data import OPS, read_gold, resolve_gold_filter
 from emerge_lib.evaluation.metrics import Settings
 from emerge_lib.evaluation.run import evaluate
+from emerge_lib.formats.card import RULE_C_ASSESSOR, rule_c
 from emerge_lib.formats.format import OP_NAMES
 from emerge_lib.formats.manifest import MANIFEST
 from emerge_lib.pipeline.runner import run_stage
@@ -185,10 +186,21 @@ def test_the_release_gold_is_the_final_judges(judged, tmp_path: Path) -> None:
     manifest = json.loads((out / MANIFEST).read_text())
     assert manifest["curation"]["gold"]["llm_name"] == DEPRECATIONS_LLM
     assert manifest["curation"]["gold"]["rule"] == "final judge"
+    lines = sum(1 for f in corpus for _ in f.read_text().splitlines())
+    assert manifest["curation"]["gold"]["lines"] == {"final judge": lines,
+                                                     "configured judges": 0}
     (row,) = manifest["card"]
     supported = {tuple(t["triple"]) for t in triples
                  if final_says(t, "D" if "d-triples" in t["tkgu_operations"] else "E")}
     assert row["supported_triples"] == len(supported) < row["triples"]
+    # rule C on our lines (asserted_operations) is rule C as on the authors' files, by
+    # their judge's name (RULE_C_ASSESSOR, Meta-Llama-3.1-405B_prompt_v1: unsuffixed in
+    # their files and ours), read here from the llm_assessment elements alone
+    assert RULE_C_ASSESSOR.removesuffix("_prompt_v1") == DEPRECATIONS_LLM
+    theirs = [rule_c({k: v for k, v in t.items() if k != "asserted_operations"})
+              for t in triples]
+    assert [rule_c(t) for t in triples] == theirs
+    assert theirs != [rule_c(t, ADDITIONS_LLM) for t in triples]  # not the 8B's count
     card = (out / "README.md").read_text()
     assert "The gold (`asserted_operations`" in card and "is the final judge's" in card
 
