@@ -23,6 +23,10 @@ order, so a stage added there appears here. See docs/operations.md.
   in its model's pool and Celery queue (``emerge_llm_additions``,
   ``emerge_llm_deprecations``: one slot per server, ``curation.<route>.workers``), so a
   run waiting for the deprecations model never holds back another run's additions.
+- The final judge (after ``select``: every operation of every kept line, the gold) is two
+  tasks the same way, ``final_judge_additions`` and ``final_judge_deprecations``, each in
+  its route's pool: the one of the configured ``curation.final_judge`` (the deprecations
+  model by default, the authors' 405B) asks, the other has nothing to ask.
 - validate, release and publish are ``ReleaseStep`` tasks, which plugins/emerge.py links to
   the validation results, the dataset card and the published manifest. The release task
   emits the release Asset (one event per built release: emerge_evaluate follows it), the
@@ -41,7 +45,7 @@ from emerge_lib.airflow.assets import PUBLISHED, RELEASE, TIMELINES
 from emerge_lib.airflow.operators import RELEASE_STEPS, ReleaseStep
 from emerge_lib.airflow.params import dag_params
 from emerge_lib.airflow.pools import LLM_POOLS
-from emerge_lib.airflow.runtime import curate_task, run_stage_task, task_run
+from emerge_lib.airflow.runtime import llm_task, run_stage_task, task_run
 from emerge_lib.airflow.waits import SNAPSHOT_WAIT, WaitForInputs
 from emerge_lib.core.config import CALL_TIMEOUT_S
 from emerge_lib.pipeline.registry import STAGES
@@ -52,7 +56,9 @@ QUARTERLY = "0 0 1 1,4,7,10 *"
 ENGINE_TASK = timedelta(seconds=2 * CALL_TIMEOUT_S)
 TIMEOUTS = {"ingest": timedelta(days=3), "global": ENGINE_TASK, "snapshot": ENGINE_TASK,
             "release": timedelta(hours=6)}
-TIMEOUTS_BY_STAGE = {"curate": timedelta(days=2)}
+TIMEOUTS_BY_STAGE = {"curate": timedelta(days=2), "final_judge": timedelta(days=2)}
+#: the stages that ask LLMs: a task per route, each in its model's pool
+LLM_STAGES = ("curate", "final_judge")
 
 PARAMS = dag_params("snapshot")
 #: the registry's stages this DAG runs as tasks, in order (evaluate is the emerge_evaluate
@@ -67,10 +73,10 @@ def _timeout(name: str) -> timedelta:
 
 
 def _stage_task(name: str):
-    """The stage's task; curate's two tasks (one per model, side by side) as a list."""
+    """The stage's task; an LLM stage's two tasks (one per model, side by side) as a list."""
     st = STAGES[name]
-    if name == "curate":
-        return [_curate_task(judge) for judge in LLM_POOLS]
+    if name in LLM_STAGES:
+        return [_llm_task(name, judge) for judge in LLM_POOLS]
     if name in RELEASE_STEPS:  # the plugin's links attach to these (plugins/emerge.py)
         return ReleaseStep(task_id=name, emerge_stage=name, outlets=OUTLETS.get(name, []),
                            execution_timeout=_timeout(name), trigger_rule="none_failed",
@@ -84,12 +90,12 @@ def _stage_task(name: str):
     return run()
 
 
-def _curate_task(judge: str):
-    @task(task_id=f"curate_{judge}", pool=LLM_POOLS[judge], queue=LLM_POOLS[judge],
-          execution_timeout=_timeout("curate"), trigger_rule="none_failed",
-          doc_md=f"{STAGES['curate'].summary}: the requests to the {judge} model")
+def _llm_task(name: str, judge: str):
+    @task(task_id=f"{name}_{judge}", pool=LLM_POOLS[judge], queue=LLM_POOLS[judge],
+          execution_timeout=_timeout(name), trigger_rule="none_failed",
+          doc_md=f"{STAGES[name].summary}: the requests to the {judge} model")
     def run() -> dict:
-        return curate_task(judge, task_run(get_current_context()))
+        return llm_task(name, judge, task_run(get_current_context()))
 
     return run()
 
@@ -113,7 +119,7 @@ def emerge_snapshot() -> None:
                          inlets=[TIMELINES])
     chain = [wait, *(_stage_task(name) for name in STEPS)]
     for upstream, downstream in zip(chain, chain[1:], strict=False):
-        upstream >> downstream  # a list (curate's two tasks) on either side: each of them
+        upstream >> downstream  # a list (an LLM stage's two tasks) on either side: each
 
 
 emerge_snapshot()

@@ -3,8 +3,11 @@
 a node of 8 GPUs a server) are served, sized and scaled apart, so each route's curate
 task waits in a pool of its own, with one slot per server of that route
 (``curation.<route>.workers``): a snapshot run holding the deprecations model never
-blocks another run's additions. The same name is the task's Celery queue, so a worker
-near a model's GPUs can serve that queue alone (``airflow celery worker --queues``).
+blocks another run's additions. The final judge's tasks (``final_judge_<route>``, after
+``select``) wait in the same pools: the one of the route it asks (``curation.final_judge``,
+the deprecations model by default) asks, the other has nothing to. The same name is the
+task's Celery queue, so a worker near a model's GPUs can serve that queue alone (``airflow
+celery worker --queues``).
 
 ``python -m emerge_lib.airflow.pools [-c CONFIG]`` prints the pools as the JSON of
 ``airflow pools import`` (``make airflow`` and the deployment's airflow-init import it
@@ -25,7 +28,7 @@ if TYPE_CHECKING:
 
 #: curation's routes (``curation.additions``, ``curation.deprecations``), each a task
 JUDGES: tuple[Judge, ...] = ("additions", "deprecations")
-#: the pool, and the Celery queue, of each route's curate task
+#: the pool, and the Celery queue, of each route's curate and final_judge tasks
 LLM_POOLS = {judge: f"emerge_llm_{judge}" for judge in JUDGES}
 #: the Celery queue every other task goes to (Airflow's ``[operators] default_queue``)
 DEFAULT_QUEUE = "default"

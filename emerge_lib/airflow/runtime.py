@@ -230,11 +230,11 @@ def run_stage_task(name: str, tr: TaskRun) -> dict[str, Any]:
     return _step(name, tr).to_dict()
 
 
-def curate_task(judge: str, tr: TaskRun) -> dict[str, Any]:
-    """The curate stage's requests to one route's model (``additions`` or
-    ``deprecations``): a task of its own, in that model's pool; skipped with the stage's
-    reason when curation is off for this run."""
-    return _step("curate", tr, step=judge, skip=True).to_dict()
+def llm_task(name: str, judge: str, tr: TaskRun) -> dict[str, Any]:
+    """An LLM stage's (``curate``, ``final_judge``) requests to one route's model
+    (``additions`` or ``deprecations``): a task of its own, in that model's pool; skipped
+    with the stage's reason when curation is off for this run."""
+    return _step(name, tr, step=judge, skip=True).to_dict()
 
 
 def ingest_plan_task(kind: str, tr: TaskRun, max_groups: int) -> list[dict[str, Any]]:

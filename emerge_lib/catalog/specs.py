@@ -483,7 +483,7 @@ PASSAGES = _register(
         write_mode="replace_partition",
         partition_by=("snapshot", "window"),
         producers=("passages",),
-        consumers=("align", "curate", "select", "validate", "release"),
+        consumers=("align", "curate", "select", "final_judge", "validate", "release"),
         description="New paragraphs of each window with mentions resolved to QIDs.",
     )
 )
@@ -519,7 +519,7 @@ INSTANCES = _register(
         write_mode="replace_partition",
         partition_by=("snapshot", "window"),
         producers=("align",),
-        consumers=("curate", "select", "validate", "release"),
+        consumers=("curate", "select", "final_judge", "validate", "release"),
         released=True,
         description=(
             "(snapshot, window, passage, op, s, p, o): the benchmark's instances, with the "
@@ -539,7 +539,8 @@ VERDICTS = _register(
             ("p", pa.string()),
             ("o", pa.string()),
             ("prompt_type", pa.string()),  # triple_assertion | triple_deprecation
-            ("judge", pa.string()),  # the route: additions | deprecations
+            # the route: additions | deprecations; final: asked by the final judge
+            ("judge", pa.string()),
             ("llm_name", pa.string()),  # the configured name the release records
             ("served_model", pa.string()),
             ("prompt_sha", pa.string()),  # the prompt text's identity (one request)
@@ -558,8 +559,8 @@ VERDICTS = _register(
         key=("snapshot", "window", "passage_id", "s", "p", "o", "llm_name", "prompt_type",
              "prompt_sha"),
         partition_by=("snapshot",),
-        producers=("curate",),
-        consumers=("curate", "select", "validate", "release"),
+        producers=("curate", "final_judge"),
+        consumers=("curate", "select", "final_judge", "validate", "release"),
         description=(
             "LLM verdicts per instance triple, model and prompt (one request per passage, "
             "prompt type and model), written as answers arrive: a rerun asks only what is "
@@ -589,7 +590,7 @@ SELECTION = _register(
         write_mode="replace_partition",
         partition_by=("snapshot", "window"),
         producers=("select",),
-        consumers=("validate", "release"),
+        consumers=("final_judge", "validate", "release"),
         description=(
             "Every release line's fate: kept or a near-duplicate of which kept passage "
             "(with the two similarities), and whether the seeded stratified test split "

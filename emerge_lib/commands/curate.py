@@ -53,8 +53,10 @@ def register(sub: argparse._SubParsersAction) -> None:
             "endpoints (vLLM in production; --local-llm for llama.cpp here). Verdicts are "
             "committed as answers arrive, so a rerun asks only what is not answered yet. "
             "The selection (and the validation gate, when on) then runs again: lines without "
-            "a delta triple the judges support leave the corpus. With --out the release is "
-            "rewritten with llm_assessment filled in."
+            "a delta triple the judges support leave the corpus; the final judge "
+            "(curation.final_judge) is then asked about every operation of every kept line, "
+            "and its verdicts are the gold. With --out the release is rewritten with "
+            "llm_assessment filled in."
         ),
     )
     examples(p, "emerge curate -c world/config.yaml --local-llm --out release",
@@ -91,8 +93,10 @@ def run(args: argparse.Namespace) -> int:
                                   f"{cfg.warehouse}; build it first (emerge build)")
             curation_progress(ctx)
             # the selection reads the verdicts (lines without a supported delta triple go,
-            # duplicates are ranked by them), and the gate checks the new selection
-            after = [name for name in ("select", "validate") if stage(name).applies(ctx)]
+            # duplicates are ranked by them), the final judge asks about its kept lines,
+            # and the gate checks the new selection
+            after = [name for name in ("select", "final_judge", "validate")
+                     if stage(name).applies(ctx)]
             for plan in cfg.plans():
                 for name in ("curate", *after):
                     run_stage(ctx, name, plan)

@@ -400,6 +400,12 @@ class CurationSettings(_Strict):
     # one unnumbered verdict); false: the paper's list prompt with one item (the
     # no-selection-rules preset)
     single_prompts: bool = True
+    # the final judge (the authors' s05 v9, after their test draw): the route whose model
+    # is asked, with the paper's prompts, for every operation of every kept line; its
+    # verdicts are the release's gold (``asserted_operations``: evaluate's llm-asserted
+    # filter, Table 2's supported triples). Theirs: Llama-3.1-405B, prompt_v1 (the
+    # deprecations route); null: no final judge, the configured judges' rule is the gold
+    final_judge: Judge | None = "deprecations"
     structured: bool = True  # constrained decoding: every answer parses
     concurrency: int = Field(default=64, ge=1)
     timeout_s: float = Field(default=300.0, gt=0)

@@ -11,11 +11,12 @@ if TYPE_CHECKING:
     from emerge_lib.core.schedule import SnapshotPlan
 
 
-def _curate(ctx: StageContext, plan: SnapshotPlan, judges: tuple[str, ...] | None) -> Outcome:
+def _curate(ctx: StageContext, plan: SnapshotPlan, judges: tuple[str, ...] | None, *,
+             final: bool) -> Outcome:
     from emerge_lib.curation.verdicts import build_verdicts
 
     report = build_verdicts(ctx.catalog, plan, ctx.cfg.curation, ctx.cfg.passages,
-                            ctx.on_curation, judges)
+                            ctx.on_curation, judges, final=final)
     metrics: dict[str, float] = {"requests": report.requests, "asked": report.answered,
                                  "already answered": report.answered_before,
                                  "unparsed": report.unparsed, "left": report.left,
@@ -38,13 +39,13 @@ def _off(ctx: StageContext) -> str | None:
 
 def _whole(ctx: StageContext, plan: SnapshotPlan) -> Outcome:
     """The whole stage: every request, to both routes' models."""
-    return _curate(ctx, plan, None)
+    return _curate(ctx, plan, None, final=False)
 
 
 def _judge(judge: str) -> StageFunction:
     """The step that asks one route's model only (its requests, both prompt types)."""
     def step(ctx: StageContext, plan: SnapshotPlan) -> Outcome:
-        return _curate(ctx, plan, (judge,))
+        return _curate(ctx, plan, (judge,), final=False)
 
     return step
 
@@ -56,3 +57,36 @@ CURATE = Stage(
     writes=("verdicts",), settings=("curation", "passages"), run=_whole,
     summary="the paper's prompts to the configured LLMs: a verdict per instance triple",
     skip=_off, steps={judge: _judge(judge) for judge in ("additions", "deprecations")})
+
+
+def _no_final(ctx: StageContext) -> str | None:
+    return _off(ctx) or (None if ctx.cfg.curation.final_judge else
+                         "no final judge (curation.final_judge is null)")
+
+
+def _final_whole(ctx: StageContext, plan: SnapshotPlan) -> Outcome:
+    """The final judge's every request (they all go to its route's model)."""
+    return _curate(ctx, plan, None, final=True)
+
+
+def _final_step(judge: str) -> StageFunction:
+    """The step of one route: the final judge's requests when it is that route's model,
+    none otherwise (the DAG's task of the other route's pool has nothing to ask)."""
+    def step(ctx: StageContext, plan: SnapshotPlan) -> Outcome:
+        return _curate(ctx, plan, (judge,), final=True)
+
+    return step
+
+
+#: the authors' s05 v9, after their test draw: the final judge (``curation.final_judge``,
+#: their Llama-3.1-405B with prompt_v1) asked, in the paper's prompts, about every
+#: operation of every line ``select`` kept; its verdicts are the release's gold. Resumable
+#: and kill-safe as curate is (the same journal and MERGE into ``verdicts``), and a prompt
+#: curate already asked of the same model is answered from the table, never asked again.
+#: Its steps, one per route, are the DAG's tasks in each model's pool.
+FINAL_JUDGE = Stage(
+    name="final_judge", scope="snapshot",
+    reads=("instances", "passages", "verdicts", "selection"), writes=("verdicts",),
+    settings=("curation", "passages"), run=_final_whole,
+    summary="the final judge's verdict on every operation of every kept line: the gold",
+    skip=_no_final, steps={judge: _final_step(judge) for judge in ("additions", "deprecations")})

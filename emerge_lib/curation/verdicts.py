@@ -28,7 +28,7 @@ import logging
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -48,6 +48,8 @@ from emerge_lib.formats.format import TITLE_PREFIX, llm_assessment_entry
 log = logging.getLogger(__name__)
 
 Triple = tuple[str, str, str]
+#: the ``judge`` of the verdict rows the final judge asked (the ``final_judge`` stage)
+FINAL = "final"
 
 
 @dataclass
@@ -65,6 +67,7 @@ class Request:
     ask_round: int = 1  # the prompt's ask this is (a re-ask of a stored answer: more)
     single: bool = False  # the single-triple prompt: one unnumbered verdict
     replacing: str | None = None  # JSON: the stored answer a re-ask replaces
+    recorded_as: str | None = None  # the rows' ``judge`` (None: the route, ``judge``)
 
 
 @dataclass
@@ -151,18 +154,57 @@ def plan_requests(settings: CurationSettings, passages_settings: PassageSettings
     return list(requests.values())
 
 
+def final_settings(settings: CurationSettings) -> CurationSettings:
+    """The settings under which ``plan_requests`` plans the final judge's requests: its
+    route judges every operation (assertion and deprecation, with or without qualifier)."""
+    judge = settings.final_judge
+    if judge is None:
+        raise EmergeError("curation.final_judge is not set: there is no final judge")
+    return settings.model_copy(update={"assertion_judges": [judge], "deprecation_judges": [
+        judge], "deprecation_without_qualifier_judges": [judge]})
+
+
+def final_requests(settings: CurationSettings, passages_settings: PassageSettings,
+                   instances: list[dict[str, Any]], passages: list[dict[str, Any]],
+                   kept: Collection[tuple[int, str]]) -> list[Request]:
+    """The final judge's requests (the authors' s05 v9): every operation of every kept
+    line, ``(window, passage_id)``, in the paper's prompts rendered as curate renders
+    them, so a prompt curate already asked of the same model is the same request (its
+    answer is reused, never asked again). none without a final judge."""
+    if settings.final_judge is None:
+        return []
+    lines = set(kept)
+    mine = [r for r in instances if (r["window"], r["passage_id"]) in lines]
+    requests = plan_requests(final_settings(settings), passages_settings, mine, passages)
+    for req in requests:
+        req.recorded_as = FINAL
+    return requests
+
+
+def kept_lines(catalog: Catalog, snapshot: str) -> set[tuple[int, str]]:
+    """The snapshot's kept lines, ``(window, passage_id)``, as ``select`` marked them."""
+    if catalog.version("selection") is None:
+        return set()
+    rows = catalog.read_arrow("selection", columns=["window", "passage_id", "kept"],
+                              filters=[("snapshot", "=", snapshot)]).to_pylist()
+    return {(r["window"], r["passage_id"]) for r in rows if r["kept"]}
+
+
 def build_verdicts(catalog: Catalog, plan: SnapshotPlan, settings: CurationSettings,
                    passages_settings: PassageSettings,
                    on_progress: Callable[[CurateReport], None] | None,
-                   judges: tuple[str, ...] | None) -> CurateReport:
+                   judges: tuple[str, ...] | None, *, final: bool) -> CurateReport:
     """Curate one snapshot (see the module docstring); returns what was done.
     ``judges``: only the requests to these routes' models (the Airflow snapshot DAG asks
-    each model in a task of its own, in that model's pool); None: every request."""
+    each model in a task of its own, in that model's pool); None: every request.
+    ``final``: the final judge's requests instead (``final_requests``, the kept lines)."""
     started = time.monotonic()
     snap = [("snapshot", "=", plan.key)]
     instances = catalog.read_arrow("instances", filters=snap).to_pylist()
     passages = catalog.read_arrow("passages", filters=snap).to_pylist()
-    requests = plan_requests(settings, passages_settings, instances, passages)
+    requests = (final_requests(settings, passages_settings, instances, passages,
+                               kept_lines(catalog, plan.key)) if final else
+                plan_requests(settings, passages_settings, instances, passages))
     if judges is not None:
         requests = [r for r in requests if r.judge in judges]
     report = CurateReport(requests=len(requests), replayed=_replay(catalog, plan))
@@ -237,7 +279,7 @@ def _key(window: int, pid: str, t: Triple, req: Request) -> tuple:
 def _row(plan: SnapshotPlan, req: Request, window: int, pid: str, t: Triple,
          answer: dict[str, Any]) -> dict[str, Any]:
     return {"snapshot": plan.key, "window": window, "passage_id": pid, "s": t[0], "p": t[1],
-            "o": t[2], "prompt_type": req.prompt_type, "judge": req.judge,
+            "o": t[2], "prompt_type": req.prompt_type, "judge": req.recorded_as or req.judge,
             "llm_name": req.llm_name, "prompt_sha": req.sha, **{k: answer[k] for k in (
                 "served_model", "verdict", "explanation", "raw_answer", "tokens_in", "tokens_out",
                 "latency_s", "attempts", "answered_at")},
@@ -373,29 +415,50 @@ Assessed = dict[str, dict[Triple, tuple[list[dict[str, Any]], list[str] | None]]
 
 def assessments(catalog: Catalog, snapshot: str, window: int, version: int | None,
                 instances: list[dict[str, Any]], passages: list[dict[str, Any]],
-                settings: CurationSettings, passage_settings: PassageSettings) -> Assessed:
+                settings: CurationSettings, passage_settings: PassageSettings, *,
+                kept: Collection[str] | None = None) -> Assessed:
+    """:func:`gold_assessments` without the lines the final judge decided."""
+    return gold_assessments(catalog, snapshot, window, version, instances, passages,
+                            settings, passage_settings, kept=kept)[0]
+
+
+def gold_assessments(catalog: Catalog, snapshot: str, window: int, version: int | None,
+                     instances: list[dict[str, Any]], passages: list[dict[str, Any]],
+                     settings: CurationSettings, passage_settings: PassageSettings, *,
+                     kept: Collection[str] | None) -> tuple[Assessed, set[str]]:
     """passage_id → (s, p, o) → (llm_assessment elements, asserted op codes), from the
     verdicts (the latest answer per model and prompt type); empty when nothing is curated.
 
     A configured model's verdict counts only for the prompt the instance has now: after a
     rebuild changed a passage or a label, its old answer is about another text and stays
     out until ``curate`` asks again. Verdicts of other models (an earlier assessor) are
-    kept as they are."""
+    kept as they are.
+
+    ``kept``: the window's kept lines (the release; ``select`` passes none). Their final
+    judge's verdicts (``final_requests``) are among the elements, and on a line it has
+    judged whole (every request of the line answered) they decide the asserted
+    operations of its triples (``final_operations``: the gold); a line it has not (it
+    did not run yet, or its budget ran out) keeps the configured judges' rule. With the
+    passage_ids of the lines the final judge decided."""
     if version is None:
-        return {}
+        return {}, set()
     rows = catalog.read_arrow("verdicts", filters=[("snapshot", "=", snapshot),
                                                    ("window", "=", window)],
                               version=version).to_pylist()
     if not rows:
-        return {}
+        return {}, set()
     current = {(r.llm_name, r.sha) for r in
                plan_requests(settings, passage_settings, instances, passages)}
+    final = final_requests(settings, passage_settings, instances, passages,
+                           {(window, pid) for pid in kept or ()})
+    current |= {(r.llm_name, r.sha) for r in final}
     configured = {settings.additions.name, settings.deprecations.name}
     rows = [r for r in rows
             if r["llm_name"] not in configured or (r["llm_name"], r["prompt_sha"]) in current]
     latest: dict[tuple, dict[str, Any]] = {}
     for r in sorted(rows, key=lambda r: r["answered_at"]):
         latest[(r["passage_id"], r["s"], r["p"], r["o"], r["llm_name"], r["prompt_type"])] = r
+    by_final = final_verdicts(rows, final)
     entries: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
     said: dict[tuple, dict[tuple[str, str], bool | None]] = defaultdict(dict)
     for (pid, s, p, o, name, kind), r in sorted(latest.items()):
@@ -411,7 +474,40 @@ def assessments(catalog: Catalog, snapshot: str, window: int, version: int | Non
         with_qualifier[key] |= qualified(r)
     out: dict[str, dict] = defaultdict(dict)
     for key, op_list in ops.items():
-        asserted = asserted_operations(settings, op_list, with_qualifier[key],
-                                       said.get(key, {}))
+        asserted = (final_operations(op_list, by_final[key]) if key in by_final else
+                    asserted_operations(settings, op_list, with_qualifier[key],
+                                        said.get(key, {})))
         out[key[0]][key[1:]] = (entries.get(key, []), asserted)
+    return out, {key[0] for key in by_final}
+
+
+def final_verdicts(rows: list[dict[str, Any]], final: list[Request]
+                   ) -> dict[tuple, dict[str, bool | None]]:
+    """(passage_id, s, p, o) → prompt type → the final judge's verdict (None: unparsed),
+    for the lines it has judged whole: every one of its requests for the line answered
+    (one window's verdict rows and requests)."""
+    needed: dict[str, set[tuple[str, str]]] = defaultdict(set)
+    for req in final:
+        for _, pid in req.targets:
+            needed[pid].add((req.llm_name, req.sha))
+    answered: dict[str, set[tuple[str, str]]] = defaultdict(set)
+    for r in rows:
+        answered[r["passage_id"]].add((r["llm_name"], r["prompt_sha"]))
+    out: dict[tuple, dict[str, bool | None]] = defaultdict(dict)
+    for r in sorted(rows, key=lambda r: r["answered_at"]):
+        pid = r["passage_id"]
+        if (r["llm_name"], r["prompt_sha"]) in needed[pid] and needed[pid] <= answered[pid]:
+            out[(pid, r["s"], r["p"], r["o"])][r["prompt_type"]] = (
+                None if r["verdict"] not in ("YES", "NO") else r["verdict"] == "YES")
     return out
+
+
+def final_operations(ops: list[str], said: dict[str, bool | None]) -> list[str] | None:
+    """The operations the final judge supports, as the authors' evaluation reads its
+    verdicts (preloader_emerge.py:190-220): D by the deprecation verdict, every other
+    operation by the assertion verdict, a missing or unparsed one counting as NO; None
+    when none of the triple's operations has a verdict (unknown, as ``rules`` says)."""
+    verdicts = [said.get(DEPRECATION if op == "D" else ASSERTION) for op in ops]
+    if all(v is None for v in verdicts):
+        return None
+    return [op for op, v in zip(ops, verdicts, strict=True) if v]

@@ -131,6 +131,12 @@ def annotation(settings: Mapping[str, Any]) -> str:
                  "an element of `llm_assessment`, and `asserted_operations` lists the "
                  "operations every required judge said YES to. An answer that did not parse "
                  "is recorded with `llm_assessment: null`, never guessed.")
+        if _setting(settings, "curation.final_judge"):
+            text += (" A final judge then answered the same prompts for every operation of "
+                     "every kept line (the authors' s05 v9, their 405B with prompt_v1): "
+                     "where it judged, `asserted_operations` lists the operations it said "
+                     "YES to (D by its deprecation verdict, the others by its assertion "
+                     "verdict), and that is the gold.")
     else:
         text += " This build was not curated by LLMs: `llm_assessment` is empty."
     text += (" `human_assessment` holds human verdicts where annotations were imported "

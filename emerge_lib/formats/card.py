@@ -307,8 +307,10 @@ class CardFacts:
     """What the card states beyond the files' statistics, from the release writer: the
     manifest's version and provenance, the curation record (one entry per judge, model
     and prompt type: ``llm_name``, ``judge``, ``prompt_type``, ``served_model``,
-    ``backend``, ``quantization``, ``template_sha256``, ``verdicts``) and the manifest's
-    validation verdict (``results``, ``docs``, per-snapshot states, ``croissant``)."""
+    ``backend``, ``quantization``, ``template_sha256``, ``verdicts``), which judge made the
+    gold (``gold``: ``rule``, ``llm_name``, ``route``, ``prompts``; None: not recorded or
+    uncurated) and the manifest's validation verdict (``results``, ``docs``,
+    per-snapshot states, ``croissant``)."""
 
     version: str | None = None
     code_version: str | None = None
@@ -316,6 +318,7 @@ class CardFacts:
     settings_sha256: str | None = None
     dumps: Sequence[Mapping[str, Any]] = ()
     judges: Sequence[Mapping[str, Any]] = ()
+    gold: Mapping[str, Any] | None = None
     validation: Mapping[str, Any] = field(default_factory=dict)
 
 
@@ -642,7 +645,34 @@ def _judges(facts: CardFacts) -> str:
         "\n\nAnswer QA (the authors' Part 3): a later curate asks again an answer stored "
         "as unparsed, or degenerate (an empty, too short, looping or truncated explanation, "
         "or one model's answer repeated word for word for different triples); the columns "
-        "count the verdicts whose answer replaced such a one.")
+        "count the verdicts whose answer replaced such a one." + _gold(facts))
+
+
+def _gold(facts: CardFacts) -> str:
+    """Which judge's verdicts are the gold (``asserted_operations``, the supported
+    triples of Table 2, ``emerge evaluate``'s llm-asserted filter)."""
+    gold = facts.gold
+    if not gold:
+        return ""
+    if gold.get("rule") != "final judge":
+        return ("\n\nThe gold (`asserted_operations`, Table 2's supported triples, "
+                "`emerge evaluate`'s llm-asserted filter) is the configured judges' rule: "
+                "no final judge was configured.")
+    return (f"\n\nThe gold (`asserted_operations`, Table 2's supported triples, `emerge "
+            f"evaluate`'s llm-asserted filter) is the final judge's: {_cell(gold.get('llm_name'))} "
+            f"(route `{gold.get('route')}`, route `final` above for what it asked itself) "
+            f"judged every operation of every kept line with {gold.get('prompts')}, as the "
+            "authors' s05 v9 did with Meta-Llama-3.1-405B and prompt_v1 after their test draw"
+            + _gold_lines(gold.get("lines") or {}) + ".")
+
+
+def _gold_lines(lines: Mapping[str, int]) -> str:
+    """How many lines the final judge has not judged whole (they keep the configured
+    judges' rule), when there are any."""
+    rest = lines.get("configured judges", 0)
+    return "" if not rest else (
+        f" ({_count(lines.get('final judge', 0))} lines; {_count(rest)} it has not judged "
+        "whole keep the configured judges' rule)")
 
 
 def _validation(out: Path, line: str, facts: CardFacts) -> str:

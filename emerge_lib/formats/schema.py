@@ -435,8 +435,9 @@ FIELD_DOCS: dict[str, str] = {
     "tkgu_triples.qualifier_info.qualifier_timestamp": "the same instant",
     "tkgu_triples.deprecation_signal": "ours: why D (removed, rank, qualifier:Pxxx); null "
                                        "when not D",
-    "tkgu_triples.asserted_operations": "ours: the operations every required judge said YES "
-                                        "to; null when not curated or a verdict is missing",
+    "tkgu_triples.asserted_operations": "ours: the gold: the operations the final judge "
+                                        "said YES to (else every required judge); null "
+                                        "when not curated or a verdict is missing",
     "predictions": "model outputs keyed by model name, as JSON text (\"{}\" in ours)",
     "passage_id": "ours: the paragraph's text hash",
     "window": "ours: k, the window's number (1 = the first week)",

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from emerge_lib.core.errors import EmergeError
 from emerge_lib.core.stage import Stage
-from emerge_lib.curation.stage import CURATE
+from emerge_lib.curation.stage import CURATE, FINAL_JUDGE
 from emerge_lib.evaluation.stage import EVALUATE
 from emerge_lib.ingest.stage import INGEST_WIKIDATA, INGEST_WIKIPEDIA
 from emerge_lib.publish.stage import PUBLISH
@@ -17,7 +17,7 @@ from emerge_lib.validation.stage import VALIDATE
 
 STAGES: dict[str, Stage] = {s.name: s for s in (
     INGEST_WIKIDATA, INGEST_WIKIPEDIA, STABILITY, SNAPSHOT, DELTAS, PASSAGES, ALIGN, CURATE,
-    SELECT, VALIDATE, RELEASE, PUBLISH, EVALUATE)}
+    SELECT, FINAL_JUDGE, VALIDATE, RELEASE, PUBLISH, EVALUATE)}
 
 
 def stage(name: str) -> Stage:

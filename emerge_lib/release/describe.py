@@ -81,7 +81,7 @@ def describe(out: Path, prepared: Prepared, files: Sequence[str], record: Mappin
     render_card(out, prepared, validation_line(verdict), CardFacts(
         version=version, code_version=meta.get("code_version"), settings=settings,
         settings_sha256=meta.get("settings_sha256"), dumps=dumps, judges=judges,
-        validation=verdict))
+        gold=(record.get("curation") or {}).get("gold"), validation=verdict))
     if VALIDATION_PAGE in files:
         write_release_page(out, verdict, version, validation_line(verdict))
     manifest = write_manifest(out, files, meta=meta, known=known)

@@ -6,10 +6,11 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from emerge_lib.catalog import Catalog
+from emerge_lib.core.config import CurationSettings
 from emerge_lib.curation.prompts import TEMPLATES
 from emerge_lib.release.windows import Reads
 
@@ -47,9 +48,11 @@ def judges(reads: Reads, snapshots: Sequence[str]) -> list[dict[str, Any]]:
                 why = json.loads(r.get("replaced") or "{}").get("why", "")
                 again[key]["unparsed" if why == "unparsed" else "degenerate"] += 1
     out = []
+    final = reads.curation.final_judge
     for (name, judge, prompt_type, served), verdicts in sorted(counts.items()):
         route = reads.curation.route("additions") if judge == "additions" else \
-            reads.curation.route("deprecations") if judge == "deprecations" else None
+            reads.curation.route("deprecations") if judge == "deprecations" else \
+            reads.curation.route(final) if judge == "final" and final else None
         mine = route is not None and route.name == name
         template = TEMPLATES.get(prompt_type)
         out.append({"llm_name": name, "judge": judge or None, "prompt_type": prompt_type,
@@ -65,3 +68,23 @@ def judges(reads: Reads, snapshots: Sequence[str]) -> list[dict[str, Any]]:
                         "degenerate"]}})
     return out
 
+
+
+def gold(curation: CurationSettings, lines: Mapping[str, int]) -> dict[str, Any] | None:
+    """Which judge made the release's gold (``asserted_operations``: evaluate's
+    llm-asserted filter, the card's supported triples): the final judge, the authors'
+    s05 v9 (``curation.final_judge``), or without one the configured judges' rule; with
+    ``lines``, the released lines whose gold each made (a line the final judge has not
+    judged whole keeps the configured rule). None when curation is off."""
+    if not curation.enabled:
+        return None
+    counted = {"lines": {k: lines.get(k, 0) for k in ("final judge", "configured judges")}}
+    if curation.final_judge is None:
+        return {"rule": "configured judges", "llm_name": None, "route": None,
+                "prompts": "the paper's (Appendix B)", **counted}
+    return {"rule": "final judge", "llm_name": curation.route(curation.final_judge).name,
+            "route": curation.final_judge,
+            "prompts": "the paper's (Appendix B), the authors' prompt_v1",
+            "reference": "the authors' s05 v9: Meta-Llama-3.1-405B_prompt_v1 judges every "
+                         "operation of the kept lines (their evaluation's assessor)",
+            **counted}

@@ -20,7 +20,7 @@ from typing import Any, TextIO
 from emerge_lib.catalog import Catalog
 from emerge_lib.core.config import CurationSettings, PassageSettings
 from emerge_lib.core.errors import EmergeError
-from emerge_lib.curation.verdicts import assessments
+from emerge_lib.curation.verdicts import gold_assessments
 from emerge_lib.formats.format import FormatError, dumps_line, hash_id, passage_record
 from emerge_lib.formats.layout import PARQUET_TRIPLES, parquet_twin
 from emerge_lib.formats.schema import lines_table, triples_table, write_table
@@ -70,6 +70,8 @@ class Written:
     left_out: Counter[str] = field(default_factory=Counter)  # reason → lines (selection)
     orphan_instances: int = 0  # instances whose passage is missing from `passages`
     anchor_mismatches: int = 0  # mentions whose anchor differs from text[start:end]
+    # whose verdicts are the gold of the curated lines: "final judge" | "configured judges"
+    gold: Counter[str] = field(default_factory=Counter)
     records: list[Record] = field(default_factory=list)  # what the release suites read
 
 
@@ -109,15 +111,21 @@ def write_window(reads: Reads, out: Path, window: Window, keep_records: bool) ->
     for r in instances:
         by_passage[r["passage_id"]].append(r)
     passages = {p["passage_id"]: p for p in _rows(reads, "passages", window, sorted(by_passage))}
-    curated = assessments(reads.catalog, window.snapshot, window.k, reads.versions["verdicts"],
-                          instances, list(passages.values()), reads.curation, reads.passages)
+    fates = _fates(reads, window, list(passages))
+    # the kept lines' gold is the final judge's (curation.final_judge), where it judged
+    kept_ids = [pid for pid, fate in fates.items() if fate[0]]
+    curated, final = gold_assessments(
+        reads.catalog, window.snapshot, window.k, reads.versions["verdicts"], instances,
+        list(passages.values()), reads.curation, reads.passages, kept=kept_ids)
     done = Written()
+    done.gold["final judge"] = len(final.intersection(kept_ids))
+    done.gold["configured judges"] = sum(1 for pid in kept_ids if pid in curated
+                                         and pid not in final)
     done.orphan_instances = sum(len(rows) for pid, rows in by_passage.items()
                                 if pid not in passages)
     if done.orphan_instances:
         log.warning("%s window %d: %d instances have no passage", window.snapshot, window.k,
                     done.orphan_instances)
-    fates = _fates(reads, window, list(passages))
     done.left_out.update((reason or "duplicate").split(":")[0]  # no reason: an older selection
                          for kept, _, reason in fates.values() if not kept)
     keyed = sorted((hash_id(window.snapshot, window.k, p["page_id"], pid), pid)

@@ -61,7 +61,7 @@ from emerge_lib.release._atomic import (
 )
 from emerge_lib.release.describe import Entries, describe
 from emerge_lib.release.foreign import carry_foreign, stale
-from emerge_lib.release.provenance import dumps, judges
+from emerge_lib.release.provenance import dumps, gold, judges
 from emerge_lib.release.tables import dropped, write_kg_tsv, write_parquet
 from emerge_lib.release.windows import Reads, Record, ReleaseError, Window, Written, write_window
 from emerge_lib.validation.validate import ReleaseValidation, check_croissant, validate_release
@@ -87,6 +87,7 @@ class ReleaseSummary:
     removed: list[str] = field(default_factory=list)  # stale files of an earlier release
     manifest: dict[str, Any] = field(default_factory=dict)  # manifest.json as written
     left_out: dict[str, int] = field(default_factory=dict)  # reason → lines (selection)
+    gold: dict[str, int] = field(default_factory=dict)  # whose gold → curated lines
     validation: dict[str, Any] = field(default_factory=dict)  # the manifest's verdict
     card: list[dict[str, Any]] = field(default_factory=list)  # the card's table rows
 
@@ -107,7 +108,8 @@ class ReleaseSummary:
         if window.evaluation:
             self.files.append(window.evaluation)
             self.lines[window.evaluation] = done.drawn
-        for counts, more in ((self.ops, done.ops), (self.left_out, done.left_out)):
+        for counts, more in ((self.ops, done.ops), (self.left_out, done.left_out),
+                             (self.gold, done.gold)):
             for key, n in more.items():
                 counts[key] = counts.get(key, 0) + n
         self.orphan_instances += done.orphan_instances
@@ -240,7 +242,8 @@ def _describe(reads: Reads, out: Path, summary: ReleaseSummary,
     record = {"code_version": code_version(), "settings": dict(dataset_settings),
               "settings_sha256": config_hash(dataset_settings),
               "dumps": dumps(reads.catalog, reads.versions.get("ingested_files")),
-              "curation": {"judges": judges(reads, summary.snapshots)}}
+              "curation": {"judges": judges(reads, summary.snapshots),
+                           "gold": gold(reads.curation, summary.gold)}}
 
     def judge(known: Entries) -> dict[str, Any]:
         if report is None:

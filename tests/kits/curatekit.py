@@ -14,7 +14,7 @@ from stagekit import context
 
 from emerge_lib.catalog import Catalog
 from emerge_lib.curation import endpoint_overrides
-from emerge_lib.curation.verdicts import plan_requests
+from emerge_lib.curation.verdicts import final_requests, kept_lines, plan_requests
 from emerge_lib.pipeline.runner import run_stage
 
 #: the names a release records for the two judges unless a served model names them
@@ -47,6 +47,21 @@ def expected_rows(ctx) -> tuple[int, int]:
     """(requests, verdict rows) the configured snapshots need."""
     reqs = requests_of(ctx)
     return len(reqs), sum(len(r.targets) * len(r.triples) for r in reqs)
+
+
+def final_expected(ctx) -> tuple[int, int]:
+    """(requests, verdict rows) the final judge adds to curate's, once select has kept its
+    lines: its prompts curate did not ask the same model."""
+    asked = {(r.llm_name, r.sha) for r in requests_of(ctx)}
+    new = []
+    for plan in ctx.cfg.plans():
+        snap = [("snapshot", "=", plan.key)]
+        new += [r for r in final_requests(
+            ctx.cfg.curation, ctx.cfg.passages,
+            ctx.catalog.read_arrow("instances", filters=snap).to_pylist(),
+            ctx.catalog.read_arrow("passages", filters=snap).to_pylist(),
+            kept_lines(ctx.catalog, plan.key)) if (r.llm_name, r.sha) not in asked]
+    return len(new), sum(len(r.targets) * len(r.triples) for r in new)
 
 
 def released_triples(release_dir: str | Path) -> list[dict]:

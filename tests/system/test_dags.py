@@ -49,25 +49,30 @@ def test_the_snapshot_dag_is_the_registry_in_order(dagbag) -> None:
     stages = [name for name in STAGES if name not in ("publish", "evaluate")]
     assert stages[:3] == ["ingest_wikidata", "ingest_wikipedia", "stability"]
     assert stages.index("snapshot") < stages.index("curate") < stages.index("release")
-    # curate is two tasks side by side, one per model, each in its model's pool and queue
-    curate = ["curate_additions", "curate_deprecations"]
+    # the final judge asks after the selection (the kept lines), before the gate
+    assert stages.index("select") + 1 == stages.index("final_judge") < stages.index("validate")
+    # curate and the final judge are two tasks side by side each, one per model, each in
+    # its model's pool and queue
+    llm = {name: {f"{name}_{judge}" for judge in ("additions", "deprecations")}
+           for name in ("curate", "final_judge")}
     order = ["wait_for_inputs", *stages, "publish"]
-    at = order.index("curate")
-    steps = [{name} for name in order[:at]] + [set(curate)] + [{n} for n in order[at + 1:]]
+    steps = [llm.get(name, {name}) for name in order]
     assert set(dag.task_ids) == set().union(*steps)
     for upstream, downstream in zip(steps, steps[1:], strict=False):
         for name in downstream:
             assert dag.get_task(name).upstream_task_ids == upstream, name
-    for name in [*stages[:at - 1], *curate, *stages[at:], "publish"]:
+    for name in set().union(*steps[1:]):
         task = dag.get_task(name)
         assert task.trigger_rule == "none_failed", name  # a skipped curate does not stop it
         assert task.retries == 3 and task.retry_exponential_backoff, name
         assert task.execution_timeout and task.execution_timeout <= timedelta(days=3), name
-    for judge in ("additions", "deprecations"):
-        task = dag.get_task(f"curate_{judge}")
-        assert task.pool == task.queue == f"emerge_llm_{judge}"
-    assert {t.pool for t in dag.tasks if t.task_id not in curate} == {"default_pool"}
-    assert {t.queue for t in dag.tasks if t.task_id not in curate} == {"default"}
+    for name in llm:
+        for judge in ("additions", "deprecations"):
+            task = dag.get_task(f"{name}_{judge}")
+            assert task.pool == task.queue == f"emerge_llm_{judge}"
+    asking = set().union(*llm.values())
+    assert {t.pool for t in dag.tasks if t.task_id not in asking} == {"default_pool"}
+    assert {t.queue for t in dag.tasks if t.task_id not in asking} == {"default"}
     # every built release is an event (emerge_evaluate follows it), every published one too
     assert dag.get_task("release").outlets == [RELEASE]
     assert dag.get_task("publish").outlets == [PUBLISHED]

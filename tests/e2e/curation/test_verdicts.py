@@ -22,6 +22,7 @@ from curatekit import (
     curated_ctx,
     emerge,
     expected_rows,
+    final_expected,
     released_triples,
     requests_of,
     verdict_keys,
@@ -182,8 +183,9 @@ def test_the_release_shows_unparsed_as_null_and_asserts_only_what_all_judges_say
         built: Catalog, world: Path) -> None:
     # the additions model (Llama 8B) answers every triple the other way from the
     # deprecations model: on a D triple without an end qualifier the two judges disagree
+    # (the configured judges' rule: no final judge, whose verdicts would be the gold)
     with StubServer(contrary={ADDITIONS_LLM}) as stub:
-        ctx = curated_ctx(built, world, stub.url, retries=0)
+        ctx = curated_ctx(built, world, stub.url, retries=0, final_judge=None)
         garbled = next(r for r in asked_once(ctx) if r.prompt_type == ASSERTION)
         stub.script(["prose"], prompt_with=garbled.prompt)
         curate_all(ctx)
@@ -271,7 +273,9 @@ def test_the_cli_curates_and_builds_with_llm_url(worlds, world: Path, tmp_path: 
         done = emerge("curate", "-c", config, "--warehouse", str(warehouse), "--llm-url",
                       stub.url, "--out", str(tmp_path / "rel"))
         assert done.returncode == 0, done.stderr[-2000:]
-        assert stub.requests == requests
+        # curate's requests, then the final judge's about the kept lines (select ran)
+        final, final_rows = final_expected(ctx)
+        assert final and stub.requests == requests + final
     assert "release" in done.stdout
     curated = released_triples(tmp_path / "rel")
     assert curated and all({a["llm_name"] for a in t["llm_assessment"]} <= {
@@ -280,8 +284,8 @@ def test_the_cli_curates_and_builds_with_llm_url(worlds, world: Path, tmp_path: 
         done = emerge("build", "-c", config, "--warehouse", str(tmp_path / "wh2"), "--out",
                       str(tmp_path / "rel2"), "--llm-url", stub.url)
         assert done.returncode == 0, done.stderr[-2000:]
-        assert stub.requests == requests
-    assert Catalog(tmp_path / "wh2", spark).row_count("verdicts") == rows
+        assert stub.requests == requests + final
+    assert Catalog(tmp_path / "wh2", spark).row_count("verdicts") == rows + final_rows
     built = released_triples(tmp_path / "rel2")
     assert [t["llm_assessment"] for t in built] == [t["llm_assessment"] for t in curated]
 

@@ -66,7 +66,10 @@ def curated(worlds, spark, tmp_path_factory) -> Path:
     built = worlds.copy(worlds.built(SEED1), tmp_path_factory.mktemp("curated"))
     out = built.warehouse.parent / "curated"
     with PlantedVerdicts() as stub:
-        cfg = built.config(curation=endpoint_overrides(stub.url, flush_seconds=0.2))
+        # the configured judges' rule (no final judge): a final judge's verdicts would be
+        # the gold (tests/e2e/curation/test_stage.py)
+        cfg = built.config(curation=endpoint_overrides(stub.url, flush_seconds=0.2,
+                                                       final_judge=None))
         ctx = StageContext(cfg, Catalog(built.warehouse, spark), release_dir=out)
         for plan in cfg.plans():
             run_stage(ctx, "curate", plan)

@@ -300,9 +300,22 @@ def test_the_demo_release_loads_in_datasets_duckdb_croissant_and_the_hub(
     croissant = manifest["validation"]["croissant"]
     assert manifest["validation"]["success"] and croissant["success"]
     assert set(croissant["record_sets"].values()) == {"read"}
-    judges = {(j["llm_name"], j["prompt_type"]) for j in manifest["curation"]["judges"]}
-    assert judges == {(SMALL, "triple_assertion"), (SMALL, "triple_deprecation"),
-                      (LARGE, "triple_deprecation")}
+    judges = {(j["llm_name"], j["judge"], j["prompt_type"])
+              for j in manifest["curation"]["judges"]}
+    # the final judge (the 405B, the demo's default) asked its assertion prompts itself;
+    # its deprecation prompts were curate's, answered once, but for those of the planted
+    # passage whose answers are prose: answer QA asks an UNPARSED answer again, here in
+    # the final judge's run
+    assert judges == {(SMALL, "additions", "triple_assertion"),
+                      (SMALL, "additions", "triple_deprecation"),
+                      (LARGE, "deprecations", "triple_deprecation"),
+                      (LARGE, "final", "triple_assertion"),
+                      (LARGE, "final", "triple_deprecation")}
+    unparsed = {(j["judge"], j["prompt_type"]): j["verdicts"]
+                for j in manifest["curation"]["judges"] if j["llm_name"] == LARGE}
+    assert set(unparsed[("final", "triple_deprecation")]) == {"UNPARSED"}
+    assert manifest["curation"]["gold"]["rule"] == "final judge"
+    assert manifest["curation"]["gold"]["llm_name"] == LARGE
     card = (demo["release"] / "README.md").read_text()
     assert "[checks](validation/index.html#snapshot-2024-01-01)" in card  # the checks page
     page = (demo["release"] / "validation" / "index.html").read_text()
