@@ -111,8 +111,9 @@ def ran_on_the_worker(airflow: LocalAirflow, tis: list[dict]) -> None:
     for ti in tis:
         if ti["state"] in ("success", "failed"):
             assert ti["id"] in worker_log, f"{ti['task_id']} did not run on the worker"
-            assert ti["queue"] == ("default" if not ti["task_id"].startswith("curate_")
-                                   else f"emerge_llm_{ti['task_id'].split('_', 1)[1]}")
+            llm = ti["task_id"].startswith(("curate_", "final_judge_"))
+            assert ti["queue"] == ("default" if not llm
+                                   else f"emerge_llm_{ti['task_id'].rsplit('_', 1)[1]}")
 
 
 def test_compose_runs_the_executor_this_runs(airflow: LocalAirflow) -> None:
@@ -187,7 +188,8 @@ def snapshot_states(airflow: LocalAirflow, run_id: str) -> dict[str, str]:
     got = states(airflow, "emerge_snapshot", run_id)
     expected = {t: ("skipped" if t in SKIPPED else "success") for t in got}
     assert got == expected, got
-    assert len(got) == 14  # the wait, the 12 stages of a build, curate as two tasks
+    # the wait, the 13 stages of a build, curate and the final judge as two tasks each
+    assert len(got) == 16
     ran_on_the_worker(airflow, airflow.tasks("emerge_snapshot", run_id))
     return got
 
