@@ -119,15 +119,18 @@ class ChatClient:
 
     def payload(self, endpoint: Endpoint, prompt: str, n_lines: int, structured: bool,
                 temperature: float | None = None, max_tokens: int | None = None,
-                single: bool = False) -> dict[str, Any]:
+                single: bool = False, seed: int | None = None) -> dict[str, Any]:
         """The request body; ``max_tokens`` (a free-form answer, as EDC+'s) replaces the
-        per-line allowance."""
+        per-line allowance; ``seed`` fixes what a sampled answer draws (vLLM, llama.cpp
+        and OpenAI's API all take it), so a run's answers can be asked for again."""
         body: dict[str, Any] = {
             "model": endpoint.model,
             "messages": [{"role": "user", "content": prompt}],
             "temperature": self.temperature if temperature is None else temperature,
             "max_tokens": max_tokens or self.token_budget(n_lines, structured, single),
         }
+        if seed is not None:
+            body["seed"] = seed
         if structured:
             body.update(constraint(endpoint.backend, n_lines, self.vllm_constraint, single))
         if endpoint.backend == "llamacpp":
@@ -153,13 +156,13 @@ class ChatClient:
 
     async def ask(self, endpoint: Endpoint, prompt: str, n_lines: int, structured: bool = True,
                   temperature: float | None = None, max_tokens: int | None = None,
-                  single: bool = False) -> Answer:
+                  single: bool = False, seed: int | None = None) -> Answer:
         """One chat completion, retried on transient failures; raises EndpointError.
         ``single``: the prompt asks about one triple without a list (its answer's form)."""
         assert self._http is not None, "use ChatClient as an async context manager"
         headers = {"Authorization": f"Bearer {endpoint.api_key}"} if endpoint.api_key else {}
         body = self.payload(endpoint, prompt, n_lines, structured, temperature, max_tokens,
-                            single)
+                            single, seed)
         last = ""
         async with self.semaphore:
             for attempt in range(1, self.retries + 2):

@@ -81,7 +81,13 @@ def prompt(prompt_type: str, n: int) -> str:
 
 async def _send(settings: CurationSettings, urls: Mapping[Judge, str]
                 ) -> list[tuple[Judge, str, str, int, int]]:
-    from emerge_lib.curation.verdicts import client_for, endpoint_of, retry_temperature
+    from emerge_lib.curation.prompts import prompt_sha
+    from emerge_lib.curation.verdicts import (
+        answer_seed,
+        client_for,
+        endpoint_of,
+        retry_temperature,
+    )
 
     cfg = settings.model_copy(update={
         judge: settings.route(judge).model_copy(update={"url": url, "backend": "vllm"})
@@ -96,9 +102,10 @@ async def _send(settings: CurationSettings, urls: Mapping[Judge, str]
                 for prompt_type in (ASSERTION, DEPRECATION):
                     for attempt in (0, 1):
                         for n in COUNTS:
-                            await client.ask(endpoint, prompt(prompt_type, n), n,
-                                             cfg.structured,
-                                             retry_temperature(cfg, attempt, 1))
+                            text = prompt(prompt_type, n)
+                            await client.ask(endpoint, text, n, cfg.structured,
+                                             retry_temperature(cfg, attempt, 1),
+                                             seed=answer_seed(prompt_sha(text), 1, attempt))
                             sent.append((judge, prompt_type, form, attempt, n))
     return sent
 

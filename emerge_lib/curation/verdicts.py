@@ -346,6 +346,17 @@ def retry_temperature(settings: CurationSettings, attempt: int, ask_round: int
     return None if attempt == 0 and ask_round == 1 else max(settings.temperature, 0.7)
 
 
+def answer_seed(sha: str, ask_round: int, attempt: int) -> int:
+    """The sampling seed of one ask: the same prompt, round and attempt draw the same
+    answer in every run (a retry or a re-ask samples at a higher temperature, and an
+    unseeded draw made two builds of one world release different gold), while each
+    retry draws anew. 31 bits: every server's seed type holds it."""
+    import hashlib
+
+    digest = hashlib.sha256(f"{sha}:{ask_round}:{attempt}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+
+
 async def _ask_all(todo: list[Request], settings: CurationSettings, plan: SnapshotPlan,
                    writer: _VerdictWriter, report: CurateReport,
                    on_progress: Callable[[CurateReport], None] | None) -> None:
@@ -360,7 +371,8 @@ async def _ask_all(todo: list[Request], settings: CurationSettings, plan: Snapsh
         for attempt in range(settings.retries + 1):
             temperature = retry_temperature(settings, attempt, req.ask_round)
             answer = await client.ask(endpoint, req.prompt, n, settings.structured,
-                                      temperature, single=req.single)
+                                      temperature, single=req.single,
+                                      seed=answer_seed(req.sha, req.ask_round, attempt))
             attempts += answer.attempts
             report.tokens_out += answer.tokens_out
             # an answer max_tokens cut is not read, even when what came parses

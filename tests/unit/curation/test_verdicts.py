@@ -121,3 +121,24 @@ def test_the_final_judge_decides_only_a_line_it_judged_whole() -> None:
     assert final_operations(["E", "D"], {ASSERTION: True, DEPRECATION: None}) == ["E"]
     assert final_operations(["EE-KG"], {DEPRECATION: True}) is None
     assert final_operations(["X", "E"], {ASSERTION: True}) == ["X", "E"]
+
+
+def test_each_ask_draws_with_a_seed_of_its_prompt_round_and_attempt() -> None:
+    """A retry or a re-ask samples (temperature 0.7); unseeded, two builds of one world
+    released different gold (the demo's recall moved 47.6 → 31.2 between runs). Each ask
+    now sends a seed: the same for the same prompt, round and attempt in every run, another
+    for each retry and each re-ask, within every server's 31 bits; the request body
+    carries it as vLLM, llama.cpp and OpenAI take it."""
+    from emerge_lib.curation.client import ChatClient, Endpoint
+    from emerge_lib.curation.verdicts import answer_seed
+
+    seeds = {(r, a): answer_seed("3f2a9c", r, a) for r in (1, 2) for a in (0, 1, 2)}
+    assert len(set(seeds.values())) == 6
+    assert seeds == {(r, a): answer_seed("3f2a9c", r, a) for r in (1, 2) for a in (0, 1, 2)}
+    assert answer_seed("other", 1, 0) != seeds[(1, 0)]
+    assert all(0 <= s < 2 ** 31 for s in seeds.values())
+    body = ChatClient().payload(Endpoint("http://x/v1", "m", "vllm", None), "p", 1, False,
+                                0.7, seed=seeds[(1, 1)])
+    assert body["seed"] == seeds[(1, 1)] and body["temperature"] == 0.7
+    assert "seed" not in ChatClient().payload(Endpoint("http://x/v1", "m", "vllm", None),
+                                              "p", 1, False)
