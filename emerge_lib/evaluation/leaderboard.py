@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from emerge_lib.core.errors import InputError
-from emerge_lib.evaluation.data import OP_TITLES, OPS
+from emerge_lib.evaluation.data import OPS
+from emerge_lib.evaluation.report import op_heading
 
 #: what two runs must share to be ranked together
 SAME = ("gold_digest", "gold_filter", "threshold", "assessors", "annotator")
@@ -117,7 +118,7 @@ def rank(all_entries: Sequence[Entry]) -> dict[tuple[str, str], list[Entry]]:
 
 
 def _title(op: str) -> str:
-    return "Overall" if op == OVERALL else OP_TITLES.get(op, op)
+    return "Overall" if op == OVERALL else op_heading(op) if op in OPS else op
 
 
 def _cell(e: Entry) -> str:

@@ -24,6 +24,12 @@ from emerge_lib.core.ops import OP_LABELS, op_label
 from emerge_lib.evaluation.data import OP_TITLES, OPS
 from emerge_lib.evaluation.metrics import InstanceScore
 
+
+def op_heading(op: str) -> str:
+    """An operation as a table or plot heads it: ``"EE-Triples (Mint+Add)"``."""
+    return f"{OP_TITLES[op]} ({OP_LABELS[op]})"
+
+
 TABLE_TITLES = {
     "completeness": "Completeness (the paper's Table 3)",
     "recall": "Recall on QID triples (the paper's Table 4)",
@@ -55,7 +61,7 @@ def table(rows: Sequence[Mapping[str, Any]], metric: str, hide: Hidden = ()
             if not any((model, op, s) in cell for s in snaps):
                 continue
             vals = [cell.get((model, op, s)) for s in snaps]
-            md_rows.append([f"{OP_TITLES[op]} ({OP_LABELS[op]})" if first else "", model,
+            md_rows.append([op_heading(op) if first else "", model,
                             *("–" if v is None else _percent(v) for v in vals)])
             csv_rows.append([OP_TITLES[op], model,
                              *("" if v is None else round(100 * v["value"], 1) for v in vals),
@@ -132,7 +138,7 @@ def plot(rows: Sequence[Mapping[str, Any]], metrics: Sequence[str], path: Path,
             if pts:
                 xs = [i for i, s in enumerate(snaps) if s in pts]
                 ax.plot(xs, [pts[snaps[i]] for i in xs], marker="o", label=model)
-        ax.set_title(f"{OP_TITLES[op]} ({OP_LABELS[op]}) — {m}", fontsize=9)
+        ax.set_title(f"{op_heading(op)} — {m}", fontsize=9)
         ax.set_xticks(range(len(snaps)), snaps)
         ax.tick_params(axis="x", labelrotation=45, labelsize=7)
         ax.set_ylim(0, 100)

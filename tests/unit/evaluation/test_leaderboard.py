@@ -69,6 +69,8 @@ def test_runs_are_ranked_per_operation_and_overall(tmp_path: Path, capsys) -> No
     page = (board / "index.html").read_text()
     assert "data:image/png;base64," in page and page.count("<table>") == len(
         {r["operation"] for r in rows})
+    md = (board / "leaderboard.md").read_text()  # the paper's names beside the ids
+    assert "### recall: E-Triples (Add)" in md and "### recall: Overall" in md
     # the bootstrap's intervals (emerge evaluate's default) come along
     assert "| 1 | best | best | 100.0 [100.0, 100.0] | 2 |" in \
         (board / "leaderboard.md").read_text()
