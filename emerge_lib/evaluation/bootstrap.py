@@ -1,7 +1,8 @@
 """95 % bootstrap intervals for the summary values (``emerge evaluate --bootstrap B``).
 
-Each value is a micro-average: matched gold triples / gold triples of a cell (model,
-operation, column). A resample draws, within each stratum (an instance's snapshot and
+Each value is a ratio of sums over a cell's instances (model, operation, column):
+matched / gold triples (recall, completeness), matched / predicted triples
+(pred_completeness), or the instances' scores / instances (the authors' QID metrics). A resample draws, within each stratum (an instance's snapshot and
 delta, ``t→τ_k``), as many instances as the stratum holds, with replacement; the drawn
 instances carry every model's and operation's scores (a paired bootstrap: the models are
 compared on the same draws). A cell's interval is the 2.5th and 97.5th percentiles of its
@@ -46,18 +47,19 @@ def resample_counts(strata: Sequence[str], b: int, seed: int) -> Iterator[np.nda
 def _cells(scores: Sequence[InstanceScore], metrics: Sequence[str],
            instances: dict[tuple[str, str], int]
            ) -> dict[tuple[str, str, str, str], tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """Each cell's instances (their index), matched gold triples and gold triples."""
-    acc: dict[tuple[str, str, str, str], dict[int, list[int]]] = defaultdict(dict)
+    """Each cell's instances (their index), numerators and denominators
+    (:meth:`InstanceScore.pair`: matched and gold triples; an instance's score and 1)."""
+    acc: dict[tuple[str, str, str, str], dict[int, list[float]]] = defaultdict(dict)
     for s in scores:
         i = instances[(s.stratum, s.hash_id)]
         for m in metrics:
-            hits = getattr(s, f"{m}_hits")
-            if hits is None:
+            counted = s.pair(m)
+            if counted is None:
                 continue
             for column in (s.snapshot, "all"):
-                pair = acc[(s.model, s.op, column, m)].setdefault(i, [0, 0])
-                pair[0] += hits
-                pair[1] += s.n_gold
+                pair = acc[(s.model, s.op, column, m)].setdefault(i, [0.0, 0.0])
+                pair[0] += counted[0]
+                pair[1] += counted[1]
     return {key: (np.fromiter(by, dtype=np.int64),
                   np.array([v[0] for v in by.values()], dtype=np.float64),
                   np.array([v[1] for v in by.values()], dtype=np.float64))

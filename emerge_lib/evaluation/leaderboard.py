@@ -87,7 +87,9 @@ def check_comparable(runs: Mapping[str, Mapping[str, object]]) -> None:
 
 
 def entries(name: str, rows: Sequence[Mapping[str, object]]) -> list[Entry]:
-    """The run's cells over all snapshots, plus the overall micro-average per metric."""
+    """The run's cells over all snapshots, plus the overall value per metric: pooled over
+    what each cell averages (its ``n_instances`` or ``n_pred`` where it has one, else its
+    ``n_gold``), so it is the metric over every operation's units at once."""
     out: list[Entry] = []
     pooled: dict[tuple[str, str], list[float]] = {}
     for r in rows:
@@ -98,12 +100,16 @@ def entries(name: str, rows: Sequence[Mapping[str, object]]) -> list[Entry]:
         out.append(Entry(name, str(r.get("model")), str(r.get("metric")),
                          str(r.get("operation")), value, n, _number(r.get("ci_low")),
                          _number(r.get("ci_high"))))
-        acc = pooled.setdefault((str(r.get("model")), str(r.get("metric"))), [0.0, 0.0])
-        acc[0] += value * n
-        acc[1] += n
-    for (model, metric), (matched, gold) in sorted(pooled.items()):
-        if gold:
-            out.append(Entry(name, model, metric, OVERALL, matched / gold, int(gold)))
+        # what the value averages over: gold triples, or (the authors' further columns)
+        # instances or predicted triples
+        weight = _number(r.get("n_instances", r.get("n_pred", n))) or 0.0
+        acc = pooled.setdefault((str(r.get("model")), str(r.get("metric"))), [0.0, 0.0, 0])
+        acc[0] += value * weight
+        acc[1] += weight
+        acc[2] += n
+    for (model, metric), (matched, weight, gold) in sorted(pooled.items()):
+        if weight:
+            out.append(Entry(name, model, metric, OVERALL, matched / weight, int(gold)))
     return out
 
 

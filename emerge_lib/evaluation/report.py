@@ -4,6 +4,8 @@
 - ``completeness.md`` / ``.csv``, ``recall.md`` / ``.csv``: the paper's Tables 3 and 4
   (rows: operations × models; columns: snapshots, then "all"), values in percent with one
   decimal as the paper prints them; the CSV has the same cells with ``n_gold`` columns;
+  ``qid_precision``, ``qid_recall``, ``qid_f1`` (``n_instances`` columns) and
+  ``pred_completeness`` (``n_pred`` columns) likewise: the authors' further columns;
   rows that are zero by construction (``metrics.zero_by_construction``: a model none of
   whose predictions can count for the operation under the metric) are left out of the
   tables and the plot, and named under the Markdown table (summary.json keeps them);
@@ -22,7 +24,7 @@ from typing import Any
 
 from emerge_lib.core.ops import OP_LABELS, op_label
 from emerge_lib.evaluation.data import OP_TITLES, OPS
-from emerge_lib.evaluation.metrics import InstanceScore
+from emerge_lib.evaluation.metrics import COUNTS, READS, InstanceScore
 
 
 def op_heading(op: str) -> str:
@@ -33,6 +35,11 @@ def op_heading(op: str) -> str:
 TABLE_TITLES = {
     "completeness": "Completeness (the paper's Table 3)",
     "recall": "Recall on QID triples (the paper's Table 4)",
+    "qid_precision": "QID precision (the authors' cie_exact_match: per instance, averaged)",
+    "qid_recall": "QID recall (the authors' cie_exact_match: per instance, averaged)",
+    "qid_f1": "QID F1 (the authors' cie_exact_match: per instance, averaged)",
+    "pred_completeness": "Prediction-side completeness (the authors' max_scores_pred: "
+                         "predicted triples matched by an asserted gold triple)",
 }
 
 
@@ -65,7 +72,7 @@ def table(rows: Sequence[Mapping[str, Any]], metric: str, hide: Hidden = ()
                             *("–" if v is None else _percent(v) for v in vals)])
             csv_rows.append([OP_TITLES[op], model,
                              *("" if v is None else round(100 * v["value"], 1) for v in vals),
-                             *("" if v is None else v["n_gold"] for v in vals)])
+                             *("" if v is None else v[COUNTS[metric]] for v in vals)])
             first = False
     return header, md_rows, csv_rows
 
@@ -95,7 +102,7 @@ def markdown(rows: Sequence[Mapping[str, Any]], metric: str, hide: Hidden = ()) 
             if r["operation"] not in ops:
                 ops.append(r["operation"])
     if left_out:
-        what = "QID triples" if metric == "recall" else "labelled triples"
+        what = "QID triples" if READS[metric] == "qid" else "labelled triples"
         lines += ["", "Not shown, zero by construction (no predicted " + what + " for the "
                   "operation): " + "; ".join(f"{m}: {', '.join(op_label(o) for o in ops)}"
                                              for m, ops in sorted(left_out.items())) + "."]
@@ -108,7 +115,7 @@ def write_csv(rows: Sequence[Mapping[str, Any]], metric: str, path: Path,
     snaps = header[2:]
     with path.open("w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh)
-        w.writerow([*header, *(f"n_gold {s}" for s in snaps)])
+        w.writerow([*header, *(f"{COUNTS[metric]} {s}" for s in snaps)])
         w.writerows(cells)
 
 

@@ -113,7 +113,7 @@ def evaluate(gold: str | Path | Sequence[str | Path],
         _check_annotations(instances, settings)
 
     embedder = None
-    if "completeness" in settings.metrics:
+    if {"completeness", "pred_completeness"} & set(settings.metrics):
         from emerge_lib.evaluation.embed import Embedder
         from emerge_lib.evaluation.models import ensure
 

@@ -100,3 +100,20 @@ def test_a_folder_that_is_not_a_run_is_one_line(tmp_path: Path, capsys) -> None:
     assert main(["leaderboard", str(tmp_path), "--out", str(tmp_path / "b")]) == 1
     assert "run.json: not found (give the --out folder of `emerge evaluate`)" in \
         capsys.readouterr().err
+
+
+def test_the_authors_per_instance_columns_pool_over_instances(tmp_path: Path) -> None:
+    """qid_recall cells are means over instances: the overall pools them by n_instances.
+    Planted ("some", operation null): h1 X recall 1/2, h1 E 1, h2 E 0, h2 D 0; cells X 0.5
+    (1 instance), E 0.5 (2), D 0 (1): overall 1.5/4 = 0.375 (by gold triples it would be
+    2/5)."""
+    gold = _gold(tmp_path / "gold", GOLD)
+    some = _run(tmp_path, "some", gold, {("Q1", "P69", "Q2"), ("Q1", "P27", "Q30")},
+                "--metrics", "recall,qid_recall")
+    board = tmp_path / "board"
+    assert main(["leaderboard", str(some), "--out", str(board)]) == 0
+    with (board / "leaderboard.csv").open() as fh:
+        got = {(r["metric"], r["operation"]): r for r in csv.DictReader(fh)}
+    assert float(got[("qid_recall", "overall")]["value"]) == pytest.approx(0.375)
+    assert float(got[("qid_recall", "E")]["value"]) == pytest.approx(0.5)
+    assert float(got[("recall", "overall")]["value"]) == pytest.approx(2 / 5)

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from evalkit import record, run, triple
+from evalkit import FakeEmbedder, record, run, triple
 
 from emerge_lib.core.errors import InputError
 from emerge_lib.evaluation.data import (
@@ -17,7 +17,14 @@ from emerge_lib.evaluation.data import (
     prediction_from_json,
 )
 from emerge_lib.evaluation.embed import triple_text
-from emerge_lib.evaluation.metrics import Settings
+from emerge_lib.evaluation.metrics import (
+    Settings,
+    model_predictions,
+    qid_prf,
+    score,
+    summarize,
+    valid_qid_triple,
+)
 
 
 def pred(triple=None, labels=None, op="add"):
@@ -221,3 +228,97 @@ def test_scores_per_delta() -> None:
                     ("m", "E", "all", "recall"): (2 / 3, 3)}
     with pytest.raises(ValueError, match="snapshot_key"):
         Settings(snapshot_key="window")
+
+
+# --- the authors' further columns: QID precision/recall/F1 and prediction-side completeness
+
+JUDGE = "Meta-Llama-3.1-405B"  # the authors' assessor, named as their files name it
+YES, NO = [(JUDGE, ASSERTION, True)], [(JUDGE, ASSERTION, False)]
+
+
+def test_qid_prf_is_the_authors_exact_match_with_its_edge_cases() -> None:
+    a, b, c, d = ("Q1", "P1", "Q2"), ("Q3", "P1", "Q4"), ("Q5", "P1", "Q6"), ("Q7", "P1", "Q8")
+    assert qid_prf([], []) == (0.0, 0.0, 0.0)  # both empty: 0, not 1 (their :67-68)
+    assert qid_prf([], [a]) == (0.0, 0.0, 0.0)  # no gold: precision 0/1, recall 0
+    assert qid_prf([a], []) == (0.0, 0.0, 0.0)  # no prediction: precision 0 by their guard
+    # invalid predictions are dropped before counting: a None, --NME--, NME, an empty part,
+    # a lower-case or label-like id (their _is_valid_qid_triple)
+    junk = [("Q1", "P1", None), ("Q1", "P1", "--NME--"), ("NME", "P1", "Q2"), ("", "P1", "Q2"),
+            ("q1", "P1", "Q2"), ("Q1", "country", "Q2")]
+    assert qid_prf([a], [a, *junk]) == (1.0, 1.0, 1.0)
+    assert qid_prf([a], junk) == (0.0, 0.0, 0.0)
+    p, r, f = qid_prf([a, b, c], [a, d, a])  # duplicates count once: tp 1 of 2 predicted
+    assert (p, r) == (0.5, pytest.approx(1 / 3)) and f == pytest.approx(0.4)  # 2·(1/6)/(5/6)
+    assert not valid_qid_triple(("Q1", "P1")) and valid_qid_triple(("Q1", "P31", "Q5"))
+
+
+def test_qid_metrics_average_instances_and_count_those_the_filter_emptied() -> None:
+    """Planted: a holds gold A, B (asserted) and C (rejected), predicted A, C, D and an
+    invalid triple: P 1/3, R 1/2, F1 0.4. b's only E triple was rejected: gold empty after
+    the filter, one prediction: 0, 0, 0, and it still counts (the authors' row exists
+    before the filter). c: gold F, no line of the model: 0, 0, 0 (empty predictions)."""
+    qa, qb, qc, qd, qf, qx = (["Q1", "P1", f"Q{i}"] for i in (2, 3, 4, 5, 6, 7))
+    a = record("a", [triple(*qa, ["a", "r", "b"], "e-triples", llm=YES),
+                     triple(*qb, ["a", "r", "c"], "e-triples", llm=YES),
+                     triple(*qc, ["a", "r", "d"], "e-triples", llm=NO),
+                     triple(*qx, ["a", "r", "x"], "x-triples", llm=YES)])
+    b = record("b", [triple(*qc, ["a", "r", "d"], "e-triples", llm=NO)])
+    c = record("c", [triple(*qf, ["a", "r", "f"], "e-triples", llm=YES)])
+    preds = {"m": {"a": [pred(qa), pred(qc), pred(qd), pred(["Q1", "P1", "--NME--"]),
+                         pred(qx, op="deprecate")],  # counts for D only: not X's, not E's
+                   "b": [pred(qa)]}}
+    rows, scores = run([a, b, c], preds, gold_filter="llm-asserted")
+    n_inst = {k[3]: r for k, r in _rows([a, b, c], preds, gold_filter="llm-asserted").items()
+              if k[:3] == ("m", "E", "all")}
+    assert rows[("m", "E", "all", "qid_precision")] == (pytest.approx(1 / 9), 3)  # (1/3+0+0)/3
+    assert rows[("m", "E", "all", "qid_recall")] == (pytest.approx(1 / 6), 3)  # (1/2+0+0)/3
+    assert rows[("m", "E", "all", "qid_f1")] == (pytest.approx(0.4 / 3), 3)
+    assert n_inst["qid_f1"]["n_instances"] == 3 and n_inst["qid_f1"]["n_gold"] == 3
+    # emerge's recall is the micro-average over the asserted gold triples: A of A, B, F
+    assert rows[("m", "E", "all", "recall")] == (pytest.approx(1 / 3), 3)
+    # X: a's one asserted triple, predicted only as a deprecation: 0 everywhere
+    assert rows[("m", "X", "all", "qid_recall")] == (0.0, 1)
+    b_row = next(s for s in scores if s.hash_id == "b")
+    assert (b_row.n_gold, b_row.recall_hits, b_row.qid) == (0, None, (0.0, 0.0, 0.0))
+    assert "recall" not in b_row.to_dict() and b_row.to_dict()["qid_precision"] == 0.0
+    rows, _ = run([a, b, c], preds, gold_filter="llm-asserted", only_predicted=True)
+    assert rows[("m", "E", "all", "qid_precision")] == (pytest.approx(1 / 6), 2)  # a and b
+    assert rows[("m", "E", "all", "qid_f1")] == (pytest.approx(0.2), 2)
+    # without the filter b's C is gold: b scores 0 (predicted A), a scores P 2/3, R 2/3
+    rows, _ = run([a, b, c], preds, gold_filter="all")
+    assert rows[("m", "E", "all", "qid_recall")] == (pytest.approx(2 / 9), 5)
+
+
+def test_prediction_side_completeness_masks_by_the_verdicts() -> None:
+    """Planted (FakeEmbedder: "near:" 0.95, "far:" 0.85 with their key): a's gold k1 is
+    asserted, k2 rejected; predicted k1, near:k1 (matched), k2 (matches only the rejected
+    triple: masked out, unmatched), far:k1 (below 0.9), k1 again (one distinct triple),
+    and k9 as a deprecation (not E's). b's only gold was rejected: its prediction scores
+    0. c has gold and no prediction: nothing to count. E: 2 of 5 predicted triples."""
+    a = record("a", [triple("Q1", "P1", "Q2", ["k1", "", ""], "e-triples", llm=YES),
+                     triple("Q1", "P1", "Q3", ["k2", "", ""], "e-triples", llm=NO)])
+    b = record("b", [triple("Q1", "P1", "Q4", ["k3", "", ""], "e-triples", llm=NO)])
+    c = record("c", [triple("Q1", "P1", "Q5", ["k4", "", ""], "e-triples", llm=YES)])
+    labels = ["k1", "near:k1", "k2", "far:k1", "k1"]
+    preds = {"m": {"a": [pred(labels=[t, "", ""]) for t in labels]
+                   + [pred(labels=["k9", "", ""], op="deprecate")],
+                   "b": [pred(labels=["k3", "", ""])]}}
+    rows = _rows([a, b, c], preds, gold_filter="llm-asserted")
+    cell = rows[("m", "E", "all", "pred_completeness")]
+    assert (cell["value"], cell["n_pred"]) == (pytest.approx(2 / 5), 5)
+    # gold side for contrast: k1 matched, k4 not
+    assert rows[("m", "E", "all", "completeness")]["value"] == 0.5
+    # unfiltered, k2 and k3 are gold: 4 of 5
+    rows = _rows([a, b, c], preds, gold_filter="all")
+    assert rows[("m", "E", "all", "pred_completeness")]["value"] == pytest.approx(4 / 5)
+    # a group with no predicted triple has no value (0/0): no row
+    rows = _rows([c], {"m": {"c": []}}, gold_filter="llm-asserted")
+    assert ("m", "E", "all", "pred_completeness") not in rows
+    assert rows[("m", "E", "all", "qid_precision")]["value"] == 0.0
+
+
+def _rows(instances, preds, **kw):
+    settings = Settings(**kw)
+    scores = score(instances, model_predictions(instances, preds), settings, FakeEmbedder())
+    return {(r["model"], r["operation"], r["snapshot"], r["metric"]): r
+            for r in summarize(scores, settings.metrics)}
