@@ -26,10 +26,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     examples(p, "emerge evaluate --gold demo/release --predictions predictions.jsonl "
              "--out scores",
              "emerge evaluate --gold emerge-authors/data --predictions edc.jsonl --by delta "
-             "--metrics recall --out scores-by-delta")
-    p.add_argument("--gold", action="append", required=True, metavar="PATH",
+             "--metrics recall --out scores-by-delta",
+             "emerge evaluate --compare scores-a scores-b --out a-vs-b")
+    p.add_argument("--gold", action="append", metavar="PATH",
                    help="EMERGE JSONL file or folder (a release, or the authors' data/ with "
-                        "evaluation_set/); repeatable")
+                        "evaluation_set/); repeatable; required unless --compare")
+    p.add_argument("--compare", nargs=2, metavar=("RUN_A", "RUN_B"), default=None,
+                   help="instead of scoring: compare two --out folders of emerge evaluate "
+                        "that scored the same gold, per operation and metric (A - B, its 95 "
+                        "%% interval and a two-sided p-value from a paired bootstrap with "
+                        "--bootstrap resamples and --seed); writes compare.md and "
+                        "compare.csv into --out")
     p.add_argument("--predictions", action="append", default=[], metavar="PATH",
                    help="predictions JSONL (one {hash_id, model, predicted} per line); "
                         "repeatable; optional when the gold records carry predictions blocks")
@@ -98,6 +105,16 @@ def run(args: argparse.Namespace) -> int:
     from emerge_lib.evaluation.report import markdown
     from emerge_lib.evaluation.run import evaluate
 
+    if args.compare:
+        from emerge_lib.evaluation.compare import compare
+
+        _, md = compare(*args.compare, resamples=args.bootstrap, seed=args.seed, out=args.out)
+        print(md)
+        print(f"written to {args.out}/compare.md, compare.csv")
+        return 0
+    if not args.gold:
+        raise InputError("emerge evaluate: give --gold (the gold to score), or --compare "
+                         "RUN_A RUN_B")
     metrics = tuple(m.strip() for m in args.metrics.split(",") if m.strip())
     assessors = None  # our asserted_operations where present, else the authors' names
     if args.assertion_assessor or args.deprecation_assessor:

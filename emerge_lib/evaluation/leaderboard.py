@@ -72,16 +72,18 @@ def read_run(folder: str | Path) -> tuple[dict[str, object], list[Mapping[str, o
     return run, rows
 
 
-def check_comparable(runs: Mapping[str, Mapping[str, object]]) -> None:
+def check_comparable(runs: Mapping[str, Mapping[str, object]], *,
+                     together: str = "ranked together") -> None:
     """Every run scored the same gold the same way, else one line naming the first
-    difference."""
+    difference (``together``: what they cannot be, ``emerge evaluate --compare`` says
+    "compared")."""
     names = list(runs)
     first = runs[names[0]]
     for name in names[1:]:
         for key in SAME:
             if runs[name].get(key) != first.get(key):
                 raise InputError(
-                    f"{name} and {names[0]} cannot be ranked together: their {key} differs "
+                    f"{name} and {names[0]} cannot be {together}: their {key} differs "
                     f"({runs[name].get(key)!r} vs {first.get(key)!r}); score every run on "
                     "the same release with the same settings")
 
