@@ -346,7 +346,9 @@ class LLMRoute(_Strict):
 
 Judge = Literal["additions", "deprecations"]
 Op = Literal["X", "E", "EE", "EE-KG", "D"]  # the TKGU operations
-Metric = Literal["recall", "completeness"]
+#: emerge_lib.evaluation.metrics.ALL_METRICS (a test holds the two lists equal)
+Metric = Literal["recall", "completeness", "qid_precision", "qid_recall", "qid_f1",
+                 "pred_completeness"]
 
 
 def _judges(*names: Judge) -> list[Judge]:
@@ -523,7 +525,8 @@ class EvaluationSettings(_Strict):
     settings): prediction files, metrics, the embedding model, where results go."""
 
     predictions: list[str] = Field(default_factory=list)  # JSONL {hash_id, model, predicted}
-    metrics: list[Metric] = Field(default_factory=lambda: _metrics("recall", "completeness"))
+    metrics: list[Metric] = Field(default_factory=lambda: _metrics(
+        "recall", "completeness", "qid_precision", "qid_recall", "qid_f1", "pred_completeness"))
     threshold: float = Field(default=0.9, ge=0, le=1)
     # auto: LLM-supported gold where the release is curated (the paper's tables), else all
     gold_filter: Literal["auto", "all", "llm-asserted", "human"] = "auto"

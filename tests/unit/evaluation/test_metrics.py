@@ -322,3 +322,13 @@ def _rows(instances, preds, **kw):
     scores = score(instances, model_predictions(instances, preds), settings, FakeEmbedder())
     return {(r["model"], r["operation"], r["snapshot"], r["metric"]): r
             for r in summarize(scores, settings.metrics)}
+
+
+def test_the_configuration_knows_every_metric_and_scores_them_all_by_default() -> None:
+    from typing import get_args
+
+    from emerge_lib.core.config import EvaluationSettings, Metric
+    from emerge_lib.evaluation.metrics import ALL_METRICS
+
+    assert get_args(Metric) == ALL_METRICS
+    assert tuple(EvaluationSettings().metrics) == ALL_METRICS == Settings().metrics
