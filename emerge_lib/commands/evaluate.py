@@ -4,6 +4,7 @@ Tables 3 and 4) of predictions against EMERGE gold files, ours or the authors'."
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -110,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
 
         _, md = compare(*args.compare, resamples=args.bootstrap, seed=args.seed, out=args.out)
         print(md)
-        print(f"written to {args.out}/compare.md, compare.csv")
+        print(f"written to {Path(args.out) / 'compare.md'} and compare.csv")
         return 0
     if not args.gold:
         raise InputError("emerge evaluate: give --gold (the gold to score), or --compare "
