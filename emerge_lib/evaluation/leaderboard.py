@@ -165,9 +165,14 @@ def _plot_png(ranked: Mapping[tuple[str, str], list[Entry]]) -> bytes:
     import matplotlib.pyplot as plt
 
     panels = list(ranked)
-    fig, axes = plt.subplots(1, len(panels), figsize=(2.6 * len(panels), 3.2), squeeze=False,
+    # a row per metric's six columns at most (six metrics in one row were 36 panels wide)
+    cols = min(len(OPS) + 1, len(panels))
+    rows = -(-len(panels) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(2.6 * cols, 3.2 * rows), squeeze=False,
                              sharey=True)
-    for ax, key in zip(axes.flat, panels, strict=True):
+    for ax in list(axes.flat)[len(panels):]:
+        ax.axis("off")
+    for ax, key in zip(axes.flat, panels, strict=False):
         ranked_entries = ranked[key]
         labels = [f"{e.run}/{e.model}" for e in ranked_entries]
         values = [100 * e.value for e in ranked_entries]
@@ -177,7 +182,8 @@ def _plot_png(ranked: Mapping[tuple[str, str], list[Entry]]) -> bytes:
         ax.set_xticks(range(len(values)), labels, rotation=60, ha="right", fontsize=7)
         ax.set_title(f"{_title(key[1])} — {key[0]}", fontsize=9)
         ax.set_ylim(0, 100)
-    axes.flat[0].set_ylabel("%")
+    for row in axes:
+        row[0].set_ylabel("%")
     fig.tight_layout()
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=100)
