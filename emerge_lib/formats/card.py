@@ -602,7 +602,9 @@ LEAK_FREE = (
     "(window, then the revision the passage appeared in). **The corpus-wide "
     "configurations (`corpus`, its per-snapshot splits, `evaluation_set`, `triples`) "
     "overlap `test`**: every test line is also a corpus line, so a model fitted on them "
-    "and scored on `test` is scored on what it saw.")
+    "and scored on `test` is scored on what it saw. A delta file of no more lines than "
+    "the draw asks for (`selection.evaluation_per_delta`) is drawn whole: on a small "
+    "release `train` and `validation` can then be empty.")
 
 
 def _structure(out: Path, prepared: Prepared, configs: Sequence[Mapping[str, Any]]) -> str:
@@ -797,7 +799,9 @@ def sections(out: Path, prepared: Prepared, validation: str, facts: CardFacts,
         "direct_use": _bullets(about.USES) + "\n\n" + (
             "```python\nfrom emerge_lib import load_release\n"
             "lines = load_release(\"RELEASE\")                 # a datasets.Dataset\n"
-            "triples = load_release(\"RELEASE\", kind=\"triples\", format=\"pandas\")\n\n"
+            "triples = load_release(\"RELEASE\", kind=\"triples\", format=\"pandas\")\n"
+            "train = load_release(\"RELEASE\", split=\"train\")   # leak-free: no test article\n"
+            "context = load_release(\"RELEASE\", kind=\"context\", split=\"test\")  # G_t around\n\n"
             "import datasets\n"
             "ds = datasets.load_dataset(\"RELEASE\")              # every snapshot and test\n"
             "```"),

@@ -219,7 +219,9 @@ def load_release(path_or_s3_url: str | Path, snapshot: str | None = None,
     what = f"{kind} of {'snapshot ' + snapshot if snapshot else 'every snapshot'}" + (
         ", the evaluation set" if which == "test" else
         f", the {which} split" if which in ("train", "validation") else "") + (
-        f", {table.num_rows} rows after {after}" if after is not None else "")
+        (f", {table.num_rows} lines that appeared after {after}" if kind == "lines" else
+         f", {table.num_rows} rows of the lines that appeared after {after}")
+        if after is not None else "")
     if not table.num_rows:  # a filter can leave columns of no chunk, which datasets refuses
         table = table.schema.empty_table()
     table = table.replace_schema_metadata({**(table.schema.metadata or {}),

@@ -143,8 +143,7 @@ class ReleaseSummary:
 def write_release(catalog: Catalog, out_dir: str | Path, plans: Sequence[SnapshotPlan],
                   settings: PassageSettings, curation: CurationSettings,
                   validation: ValidationSettings, dataset_settings: Mapping[str, Any],
-                  pinned: Sequence[str], derived: ReleaseSettings | None = None
-                  ) -> ReleaseSummary:
+                  pinned: Sequence[str], derived: ReleaseSettings) -> ReleaseSummary:
     """Write the release of the snapshots of ``plans`` (each with its windows) under
     ``out_dir``: the corpus, the evaluation set, the KG snapshots, the validation results,
     the dataset card and, last, the manifest, which records ``dataset_settings`` (what
@@ -158,7 +157,7 @@ def write_release(catalog: Catalog, out_dir: str | Path, plans: Sequence[Snapsho
     suites on exactly the rows released; a failure raises after the manifest is written
     (it says ``success: false``, so nothing publishes it). ``derived``: the leak-free
     splits and the KG context written from the lines (``release.splits``,
-    ``release.context``; the defaults when None).
+    ``release.context``).
     """
     final = Path(out_dir)
     with release_lock(final):
@@ -174,7 +173,7 @@ def write_release(catalog: Catalog, out_dir: str | Path, plans: Sequence[Snapsho
                                                   summary.versions.items() if v is not None))
             reads = Reads(catalog, summary.versions, settings, curation)
             records = _write_data(reads, out, plans, summary, validation.enabled)
-            _derive(out, summary, derived or ReleaseSettings())
+            _derive(out, summary, derived)
             summary.files += annotation
             report = validate_release(catalog, out, summary.snapshots, records,
                                       summary.versions) if validation.enabled else None

@@ -112,7 +112,7 @@ def test_after_keeps_the_lines_first_seen_after_a_cutoff(tmp_path: Path, caplog)
     ctx = load_release(release, kind="context", after="2024-06-30", format="arrow")
     assert ctx.column("hash_id").to_pylist() == [S_C1["hash_id"]]
     ds = load_release(release, split="train", after="2030-01-01")
-    assert ds.num_rows == 0 and "0 rows after 2030-01-01" in ds.info.description
+    assert ds.num_rows == 0 and "0 lines that appeared after 2030-01-01" in ds.info.description
     with pytest.raises(LoadError, match=r"^after='2024-13-01': not a date or ISO 8601 "):
         load_release(release, after="2024-13-01")
     with pytest.raises(LoadError, match="kind 'kg' has no split and no after="):
