@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from datetime import date
 from pathlib import Path
 from typing import Any, Literal
 
@@ -106,7 +107,7 @@ def _snapshots(release: OpenRelease) -> list[str]:
 
 
 def read_table(release: OpenRelease, kind: Kind = "lines", snapshot: str | None = None,
-               split: str | None = None, after: str | None = None) -> pa.Table:
+               split: str | None = None, after: str | date | None = None) -> pa.Table:
     """The Arrow table of ``kind`` (see :func:`load_release`) of an open release."""
     if kind not in KINDS:
         raise LoadError(f"kind {kind!r}: expected one of {', '.join(KINDS)}")
@@ -166,14 +167,14 @@ def _line_files(release: OpenRelease, which: str, folder: str) -> list[Path]:
     return files
 
 
-def appeared_after(lines: pa.Table, after: str) -> pa.Table:
+def appeared_after(lines: pa.Table, after: str | date) -> pa.Table:
     """The lines whose passage first appeared (``revision_date``) after ``after``, a
     model's training cutoff: ``emerge evaluate --after``'s rule (a date is midnight UTC; a
     line without a revision date is left out). Says how many were kept, in one line."""
     from emerge_lib.formats.format import instant
 
     try:
-        cutoff = instant(after)
+        cutoff = instant(after.isoformat() if isinstance(after, date) else after)
     except ValueError as exc:
         raise LoadError(f"after={after!r}: {exc}") from None
     when = lines.column("revision_date")
@@ -189,7 +190,7 @@ def appeared_after(lines: pa.Table, after: str) -> pa.Table:
 
 def load_release(path_or_s3_url: str | Path, snapshot: str | None = None,
                  split: str | None = None, kind: Kind = "lines",
-                 format: Format = "datasets", *, after: str | None = None,
+                 format: Format = "datasets", *, after: str | date | None = None,
                  cache_dir: str | Path | None = None,
                  client: Any = None, unsigned: bool = False) -> Any:
     """A release in one line.
@@ -206,9 +207,10 @@ def load_release(path_or_s3_url: str | Path, snapshot: str | None = None,
       ``"kg"`` (the KG snapshot's triples), ``"entities"``, ``"relations"``, ``"priors"``
       (triples per relation in T_t);
     - ``format``: ``"datasets"`` (a ``datasets.Dataset``), ``"pandas"``, ``"arrow"``;
-    - ``after``: a date or ISO instant (a model's training cutoff): only the lines whose
-      passage first appeared after it (``emerge evaluate --after``'s rule), and their
-      triples or context; how many were kept is logged and in the description.
+    - ``after``: a model's training cutoff, a date or ISO instant (a string, a ``date``
+      or a ``datetime``; naive is UTC): only the lines whose passage first appeared after
+      it (``emerge evaluate --after``'s rule), and their triples or context; how many were
+      kept is logged and in the description.
     """
     if format not in FORMATS:
         raise LoadError(f"format {format!r}: expected one of {', '.join(FORMATS)}")

@@ -3,6 +3,7 @@ in every kind, split and format; files only, no engine."""
 
 from __future__ import annotations
 
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 import pytest
@@ -108,6 +109,9 @@ def test_after_keeps_the_lines_first_seen_after_a_cutoff(tmp_path: Path, caplog)
     assert "after=2024-06-30: 1 of 5 lines appeared after it" in caplog.text
     assert load_release(release, after="2023-01-01", format="arrow").num_rows == 5
     assert load_release(release, after="2024-01-02", format="arrow").num_rows == 3
+    assert load_release(release, after=date(2024, 1, 2), format="arrow").num_rows == 3
+    assert load_release(release, after=datetime(2024, 1, 3, tzinfo=UTC),
+                        format="arrow").num_rows == 1
     assert load_release(release, after="2024-01-03T00:00:00Z", format="arrow").num_rows == 1
     ctx = load_release(release, kind="context", after="2024-06-30", format="arrow")
     assert ctx.column("hash_id").to_pylist() == [S_C1["hash_id"]]
