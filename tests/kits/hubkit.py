@@ -163,6 +163,13 @@ def check_load_release(release: Path | str, truth: Truth, **kw: Any) -> dict[str
         assert test.num_rows == sum(truth.evaluation.values()) and version_of(test) == version
     kg = load_release(release, kind="kg", format="arrow", **kw)
     assert kg.num_rows > 0 and kg.column_names[:4] == ["snapshot", "s", "p", "o"]
+    pages = {split: set(load_release(release, split=split, format="arrow", **kw)
+                        .column("anchor_page_id").to_pylist())
+             for split in ("train", "validation", "test")}
+    assert not (pages["train"] & pages["validation"] or pages["test"] & (
+        pages["train"] | pages["validation"])), "the leak-free splits share an article"
+    context = load_release(release, kind="context", format="arrow", **kw)
+    assert set(context.column("hash_id").to_pylist()) == truth.hash_ids
     return seconds
 
 
