@@ -45,8 +45,10 @@ def register(sub: argparse._SubParsersAction) -> None:
             "Run SQL over a release (a folder, or s3://BUCKET/PREFIX fetched verified into "
             "a cache) with DuckDB. Views: lines, evaluation (the lines, with snapshot and "
             "delta_end in front), triples (a row per TKGU triple), operations (a row per "
-            "triple and operation), evaluation_triples, evaluation_operations, kg_triples, "
-            "entities, relations, instances. See docs/using-a-release.md."
+            "triple and operation), evaluation_triples, evaluation_operations, train, "
+            "validation, test (the leak-free splits' lines), context (a line's k-hop KG "
+            "context), relation_priors, kg_triples, entities, relations, instances. See "
+            "docs/using-a-release.md."
         ),
     )
     from emerge_lib.commands._common import examples

@@ -520,6 +520,30 @@ class ValidationSettings(_Strict):
     near_duplicates: bool = True
 
 
+class SplitSettings(_Strict):
+    """The release's leak-free splits (docs/using-a-release.md "Leak-free splits"): ``test``
+    is the authors' stratified draw (``evaluation_set/``); every other line whose article
+    has no line in ``test`` goes to ``validation`` or ``train`` by a hash of its page_id."""
+
+    # the share of the remaining articles (not lines) that go to validation
+    validation_share: float = Field(default=0.1, ge=0, le=1)
+
+
+class ContextSettings(_Strict):
+    """The k-hop context of each released line (``parquet/context/``): the triples of the
+    line's snapshot KG within ``hops`` of the entities the line mentions."""
+
+    hops: int = Field(default=1, ge=1, le=3)
+    max_triples: int = Field(default=50, ge=0)  # per line, nearest hop first, then (s, p, o)
+
+
+class ReleaseSettings(_Strict):
+    """What the release derives from its lines beyond the authors' files."""
+
+    splits: SplitSettings = Field(default_factory=SplitSettings)
+    context: ContextSettings = Field(default_factory=ContextSettings)
+
+
 class EvaluationSettings(_Strict):
     """What the evaluation DAG scores each published release with (``emerge evaluate``'s
     settings): prediction files, metrics, the embedding model, where results go."""
@@ -550,6 +574,7 @@ class Config(_Strict):
     curation: CurationSettings = Field(default_factory=CurationSettings)
     selection: SelectionSettings = Field(default_factory=SelectionSettings)
     validation: ValidationSettings = Field(default_factory=ValidationSettings)
+    release: ReleaseSettings = Field(default_factory=ReleaseSettings)
     publish: PublishSettings = Field(default_factory=PublishSettings)
     evaluation: EvaluationSettings = Field(default_factory=EvaluationSettings)
 
@@ -590,7 +615,7 @@ class Config(_Strict):
         c = self.curation
         return {**self.model_dump(mode="json", include={
                     "snapshots", "stability", "passages", "deltas", "align", "qualifiers",
-                    "selection", "validation"}),
+                    "selection", "validation", "release"}),
                 "curation": {"enabled": c.enabled, "additions": c.additions.name,
                              "deprecations": c.deprecations.name,
                              "assertion_judges": c.assertion_judges,

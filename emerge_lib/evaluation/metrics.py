@@ -34,7 +34,6 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
 import numpy as np
 
@@ -47,6 +46,7 @@ from emerge_lib.evaluation.data import (
     resolve_gold_filter,
 )
 from emerge_lib.evaluation.embed import Embedder, triple_text
+from emerge_lib.formats.format import instant
 
 METRICS = ("recall", "completeness")
 #: the authors' per-instance QID exact match (cie_exact_match_scorer.py)
@@ -99,16 +99,6 @@ class Settings:
             raise ValueError("bootstrap resamples must be 0 (none) or more")
         if self.after is not None:
             instant(self.after)
-
-
-def instant(value: str) -> datetime:
-    """A date (``2024-01-01``, midnight UTC) or an ISO 8601 instant, as an aware datetime;
-    ValueError naming the value otherwise."""
-    try:
-        when = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except (TypeError, ValueError):
-        raise ValueError(f"not a date or ISO 8601 instant: {value!r}") from None
-    return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
 @dataclass(slots=True)

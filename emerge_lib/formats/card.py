@@ -45,10 +45,14 @@ from emerge_lib.formats.layout import (
     EVALUATION_SET,
     HUMAN_ANNOTATION,
     KG_SNAPSHOTS,
+    PARQUET_CONTEXT,
     PARQUET_CORPUS,
     PARQUET_EVALUATION,
+    PARQUET_SPLITS,
     PARQUET_TRIPLES,
     PLOTS,
+    RELATION_PRIORS,
+    SPLITS,
     snapshot_dir_name,
     table_parquet_path,
 )
@@ -378,7 +382,16 @@ def hub_configs(out: Path) -> list[dict[str, Any]]:
                                                        if test else [])})
     if evaluation:
         configs.append({"config_name": "evaluation_set", "data_files": files(evaluation)})
+    leak_free = {split: [p.relative_to(out).as_posix() for p in
+                         sorted(out.glob(f"{PARQUET_SPLITS}/snapshot_*/{split}.parquet"))
+                         if _rows(p)] for split in SPLITS}
+    if any(leak_free.values()):
+        configs.append({"config_name": "leak_free", "data_files": [
+            {"split": split, "path": paths} for split, paths in leak_free.items() if paths]})
     for name, pattern in (("triples", f"{PARQUET_TRIPLES}/snapshot_*/delta_*.parquet"),
+                          ("context", f"{PARQUET_CONTEXT}/snapshot_*/delta_*.parquet"),
+                          (RELATION_PRIORS,
+                           f"{PARQUET_CONTEXT}/snapshot_*/{RELATION_PRIORS}.parquet"),
                           *((t, f"{KG_SNAPSHOTS}/snapshot_*/{t}.parquet")
                             for t in ("kg_triples", "entities", "relations"))):
         splits = per_snapshot(pattern)
@@ -575,6 +588,25 @@ def glossary(settings: Mapping[str, Any]) -> str:
     ])
 
 
+#: the card's account of the splits: what each is for, and what overlaps what
+LEAK_FREE = (
+    "Fit and tune on the `leak_free` configuration, score on its `test`. "
+    "`test` is the authors' stratified draw (the evaluation set) as it is; `validation` "
+    "(for choosing prompts, shots and checkpoints) and `train` (for fitting or few-shot "
+    "examples) hold the other lines whose article has no line in `test`, in any snapshot, "
+    "an article's lines to one of them by a hash of its page_id "
+    "(`release.splits.validation_share` of the articles to validation). The three share no "
+    "article and no passage: a passage's repeats in later cumulative windows stay in its "
+    "article's split, and a line of an article in `test` that was not drawn is in no split "
+    "(the manifest's `splits` counts them). Each snapshot's file is in time order "
+    "(window, then the revision the passage appeared in). **The corpus-wide "
+    "configurations (`corpus`, its per-snapshot splits, `evaluation_set`, `triples`) "
+    "overlap `test`**: every test line is also a corpus line, so a model fitted on them "
+    "and scored on `test` is scored on what it saw. A delta file of no more lines than "
+    "the draw asks for (`selection.evaluation_per_delta`) is drawn whole: on a small "
+    "release `train` and `validation` can then be empty.")
+
+
 def _structure(out: Path, prepared: Prepared, configs: Sequence[Mapping[str, Any]]) -> str:
     from emerge_lib.formats.schema import LINE_SCHEMA, TRIPLE_ROW_SCHEMA, field_rows
 
@@ -587,6 +619,12 @@ def _structure(out: Path, prepared: Prepared, configs: Sequence[Mapping[str, Any
         ["`kg_snapshots/snapshot_D/{kg_triples,entities,relations}.parquet`", "G_t: T_t, V_t, R_t"],
         [f"`{PARQUET_CORPUS}/`, `{PARQUET_EVALUATION}/`", "the same lines as typed Parquet"],
         [f"`{PARQUET_TRIPLES}/`", "the corpus lines' triples, one row each"],
+        [f"`{PARQUET_SPLITS}/snapshot_D/{{train,validation,test}}.parquet`", "the leak-free "
+         "splits' lines (below)"],
+        [f"`{PARQUET_CONTEXT}/snapshot_D/delta_D.parquet`", "each corpus line's k-hop "
+         "context in G_t"],
+        [f"`{PARQUET_CONTEXT}/snapshot_D/{RELATION_PRIORS}.parquet`", "triples per relation "
+         "in T_t"],
         ["`parquet/instances.parquet`", "the instances: one row per (line, triple, operation)"],
         ["`human_annotation/`", "human verdicts, when annotated"],
         ["`validation/`", "the validation results (`results.json`) and every check on a "
@@ -612,6 +650,8 @@ def _structure(out: Path, prepared: Prepared, configs: Sequence[Mapping[str, Any
         "snapshot (`snapshot_YYYY_MM_DD`), and `test` (the evaluation set) in `corpus`.",
         _markdown_table(["config", "split", "files", "rows"], config_rows)
         if config_rows else "No Parquet files with rows.",
+        "### Leak-free splits",
+        LEAK_FREE,
         "### Fields of a line (`corpus`, `evaluation_set`)",
         _markdown_table(["field", "type", "meaning"],
                         [[f"`{n}`", f"`{t}`", _cell(d)] for n, t, d in field_rows(LINE_SCHEMA)]),
@@ -759,7 +799,9 @@ def sections(out: Path, prepared: Prepared, validation: str, facts: CardFacts,
         "direct_use": _bullets(about.USES) + "\n\n" + (
             "```python\nfrom emerge_lib import load_release\n"
             "lines = load_release(\"RELEASE\")                 # a datasets.Dataset\n"
-            "triples = load_release(\"RELEASE\", kind=\"triples\", format=\"pandas\")\n\n"
+            "triples = load_release(\"RELEASE\", kind=\"triples\", format=\"pandas\")\n"
+            "train = load_release(\"RELEASE\", split=\"train\")   # leak-free: no test article\n"
+            "context = load_release(\"RELEASE\", kind=\"context\", split=\"test\")  # G_t around\n\n"
             "import datasets\n"
             "ds = datasets.load_dataset(\"RELEASE\")              # every snapshot and test\n"
             "```"),

@@ -39,9 +39,13 @@ from emerge_lib.formats import about
 from emerge_lib.formats.format import iso_date, window_end
 from emerge_lib.formats.layout import (
     CROISSANT,
+    PARQUET_CONTEXT,
     PARQUET_CORPUS,
     PARQUET_EVALUATION,
+    PARQUET_SPLITS,
     PARQUET_TRIPLES,
+    RELATION_PRIORS,
+    SPLITS,
 )
 
 CONFORMS_TO = ["http://mlcommons.org/croissant/1.1", "http://mlcommons.org/croissant/RAI/1.0"]
@@ -106,6 +110,16 @@ RECORD_SETS: dict[str, RecordSetSpec] = {
     "triples": RecordSetSpec(f"{PARQUET_TRIPLES}/*/*.parquet",
                              "One TKGU triple of a corpus line (its tkgu_triples unnested), "
                              "with the line's hash_id, snapshot, window end and window."),
+    **{split: RecordSetSpec(
+        f"{PARQUET_SPLITS}/*/{split}.parquet",
+        f"The lines of the leak-free `{split}` split (train, validation and test share no "
+        "article; test is the evaluation set); their triples are the `triples` record set's "
+        "of the same hash_id.", "hash_id", ("tkgu_triples",)) for split in SPLITS},
+    "context": RecordSetSpec(f"{PARQUET_CONTEXT}/*/delta_*.parquet",
+                             "A corpus line's k-hop context: the triples of its snapshot's "
+                             "KG around the entities it mentions.", "hash_id"),
+    RELATION_PRIORS: RecordSetSpec(f"{PARQUET_CONTEXT}/*/{RELATION_PRIORS}.parquet",
+                                   "R_t's prior: the triples of T_t per relation."),
     "kg_triples": RecordSetSpec("kg_snapshots/*/kg_triples.parquet",
                                 "T_t: the KG snapshot's triples (s, p, o), per snapshot."),
     "entities": RecordSetSpec("kg_snapshots/*/entities.parquet",
@@ -241,8 +255,9 @@ def build_croissant(out: str | Path, files: Sequence[Mapping[str, Any]], *, vers
     for name, spec in RECORD_SETS.items():
         members = sorted(f["path"] for f in data if _matches(f["path"], spec.includes))
         schema = _schema_of(root, members)
-        if schema is None:
-            continue
+        if schema is None or not any(pq.ParquetFile(root / m).metadata.num_rows
+                                     for m in members):
+            continue  # no record to read (a split of no line): no record set
         file_set = f"{name}-parquet"
         distribution.append({"@type": "cr:FileSet", "@id": file_set, "name": file_set,
                              "description": f"{len(members)} Parquet files (each listed "

@@ -111,6 +111,16 @@ def iso_instant(ts: datetime | None) -> str | None:
     return None if ts is None else _utc(ts).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def instant(value: str) -> datetime:
+    """A date (``2024-01-01``, midnight UTC) or an ISO 8601 instant, as an aware datetime;
+    ValueError naming the value otherwise."""
+    try:
+        when = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except (TypeError, ValueError):
+        raise ValueError(f"not a date or ISO 8601 instant: {value!r}") from None
+    return when if when.tzinfo else when.replace(tzinfo=UTC)
+
+
 def iso_date(ts: datetime | str | None) -> str | None:
     """``2019-01-04``: the UTC date of an instant."""
     return None if ts is None else _utc(ts).strftime("%Y-%m-%d")

@@ -19,6 +19,9 @@ and ours beside them (typed copies for datasets, DuckDB, pandas, Croissant; the 
     parquet/corpus/snapshot_D/delta_D.parquet          the corpus lines, typed
     parquet/evaluation_set/snapshot_D/delta_D.parquet  the evaluation lines, typed
     parquet/triples/snapshot_D/delta_D.parquet         the corpus lines' triples, a row each
+    parquet/splits/snapshot_D/{train,validation,test}.parquet   the leak-free splits' lines
+    parquet/context/snapshot_D/delta_D.parquet         each corpus line's k-hop KG context
+    parquet/context/snapshot_D/relation_priors.parquet R_t's triples per relation in T_t
     parquet/<table>.parquet                            a released catalog table (instances)
     release.json                                       the files, snapshots, lines, operations
     validation/                                        the validation results and their page
@@ -46,9 +49,15 @@ PARQUET = "parquet"
 PARQUET_CORPUS = f"{PARQUET}/{CORPUS}"
 PARQUET_EVALUATION = f"{PARQUET}/{EVALUATION_SET}"
 PARQUET_TRIPLES = f"{PARQUET}/triples"
+PARQUET_SPLITS = f"{PARQUET}/splits"  # the leak-free splits, a file per snapshot and split
+PARQUET_CONTEXT = f"{PARQUET}/context"  # each corpus line's k-hop context, per window
+#: the leak-free splits, in this order everywhere (the card, the loaders, the manifest)
+SPLITS = ("train", "validation", "test")
+RELATION_PRIORS = "relation_priors"  # parquet/context/snapshot_D/relation_priors.parquet
 #: each JSONL folder's typed twins: JSONL top folder → the Parquet folders of its lines
 #: (and, for the corpus, of its triples)
-PARQUET_TWINS = {CORPUS: (PARQUET_CORPUS, PARQUET_TRIPLES), EVALUATION_SET: (PARQUET_EVALUATION,)}
+PARQUET_TWINS = {CORPUS: (PARQUET_CORPUS, PARQUET_TRIPLES, PARQUET_CONTEXT),
+                 EVALUATION_SET: (PARQUET_EVALUATION,)}
 LISTING = "release.json"  # the files, snapshots, lines and operations (release.json)
 VALIDATION = "validation"  # the validation results and their page
 VALIDATION_RESULTS = f"{VALIDATION}/results.json"  # every check with its observed values
@@ -92,6 +101,16 @@ def parquet_twin(jsonl_path: str, folder: str | None = None) -> str:
     return f"{folder or PARQUET_TWINS[top][0]}/{rest.removesuffix('.jsonl')}.parquet"
 
 
+def split_path(snapshot: datetime | str, split: str) -> str:
+    """``parquet/splits/snapshot_D/train.parquet``: a snapshot's lines of a leak-free split."""
+    return f"{PARQUET_SPLITS}/{snapshot_dir_name(snapshot)}/{split}.parquet"
+
+
+def priors_path(snapshot: datetime | str) -> str:
+    """``parquet/context/snapshot_D/relation_priors.parquet``: R_t's counts in T_t."""
+    return f"{PARQUET_CONTEXT}/{snapshot_dir_name(snapshot)}/{RELATION_PRIORS}.parquet"
+
+
 def table_parquet_path(name: str) -> str:
     """``parquet/<table>.parquet``: a released catalog table of every snapshot."""
     return f"{PARQUET}/{name}.parquet"
@@ -118,8 +137,13 @@ def written_by_release(rel: str, tables: Collection[str]) -> bool:
         return True
     if len(parts) == 4 and parts[0] == PARQUET:  # parquet/<kind>/snapshot_D/delta_D.parquet
         twins = {folder for folders in PARQUET_TWINS.values() for folder in folders}
-        return f"{parts[0]}/{parts[1]}" in twins and parts[2].startswith("snapshot_") and \
-            parts[3].startswith("delta_") and parts[3].endswith(".parquet")
+        folder, name = f"{parts[0]}/{parts[1]}", parts[3]
+        if not parts[2].startswith("snapshot_") or not name.endswith(".parquet"):
+            return False
+        stem = name.removesuffix(".parquet")
+        return (folder in twins and name.startswith("delta_")) or \
+            (folder == PARQUET_SPLITS and stem in SPLITS) or \
+            (folder == PARQUET_CONTEXT and stem == RELATION_PRIORS)
     if len(parts) == 2:
         folder, name = parts
         if folder == PARQUET:

@@ -134,6 +134,36 @@ TRIPLE_ROW_SCHEMA = pa.schema([
     ("triple_index", pa.int32()),  # its position in the line's tkgu_triples
     *TRIPLE,
 ])
+#: One KG triple of a line's context: its ends and relation with their labels (null where
+#: V_t or R_t has none) and how many hops from the line's entities it lies.
+CONTEXT_TRIPLE = pa.struct([
+    ("s", pa.string()), ("p", pa.string()), ("o", pa.string()),
+    ("s_label", pa.string()), ("p_label", pa.string()), ("o_label", pa.string()),
+    ("hop", pa.int32()),
+])
+#: A corpus line's k-hop context in its snapshot's KG (``parquet/context/``): the entities
+#: it starts from (its article's and its mentions' QIDs), the triples of T_t within
+#: ``hops`` of them (at most the configured cap, nearest first, then by s, p, o), and how
+#: many there were before the cap.
+CONTEXT_SCHEMA = pa.schema([
+    pa.field("hash_id", pa.string(), nullable=False),
+    ("snapshot", pa.date32()),
+    ("delta_end", pa.date32()),
+    ("window", pa.int32()),
+    ("seeds", STRINGS),
+    ("hops", pa.int32()),
+    ("context_triples", pa.list_(CONTEXT_TRIPLE)),
+    ("context_total", pa.int64()),
+    ("truncated", pa.bool_()),
+])
+#: R_t's prior: how many triples of T_t each relation has (``relation_priors.parquet``).
+PRIORS_SCHEMA = pa.schema([
+    ("snapshot", pa.date32()),
+    ("pid", pa.string()),
+    ("label", pa.string()),
+    ("triples", pa.int64()),
+    ("share", pa.float64()),
+])
 OUR_LINE_FIELDS = ("passage_id", "window", "paragraph_offset")
 OUR_TRIPLE_FIELDS = ("deprecation_signal", "asserted_operations")
 assert LINE_SCHEMA.names == [*RELEASE_FIELDS, *OUR_LINE_FIELDS]

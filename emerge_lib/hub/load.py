@@ -14,7 +14,9 @@ with the result: ``ds.info.description`` starts with ``EMERGE release <version>`
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
+from datetime import date
 from pathlib import Path
 from typing import Any, Literal
 
@@ -25,22 +27,36 @@ import pyarrow.parquet as pq
 from emerge_lib.formats import about
 from emerge_lib.formats.layout import (
     KG_SNAPSHOTS,
+    PARQUET_CONTEXT,
     PARQUET_CORPUS,
     PARQUET_EVALUATION,
+    PARQUET_SPLITS,
     PARQUET_TRIPLES,
+    RELATION_PRIORS,
 )
-from emerge_lib.formats.schema import LINE_SCHEMA, TRIPLE_ROW_SCHEMA
+from emerge_lib.formats.schema import (
+    CONTEXT_SCHEMA,
+    LINE_SCHEMA,
+    PRIORS_SCHEMA,
+    TRIPLE_ROW_SCHEMA,
+)
 from emerge_lib.hub.release import OpenRelease, ReleaseNotFound, open_release
 
-Kind = Literal["lines", "triples", "kg", "entities", "relations"]
+log = logging.getLogger(__name__)
+
+Kind = Literal["lines", "triples", "context", "kg", "entities", "relations", "priors"]
 Format = Literal["datasets", "pandas", "arrow"]
-KINDS = ("lines", "triples", "kg", "entities", "relations")
+KINDS = ("lines", "triples", "context", "kg", "entities", "relations", "priors")
 FORMATS = ("datasets", "pandas", "arrow")
-#: the corpus (default) and the evaluation set (``test``, the Hub's split name)
+#: the corpus (default); the leak-free splits: ``train``, ``validation`` and ``test`` (the
+#: evaluation set, the authors' draw: the Hub's split name)
 SPLITS = {None: "corpus", "corpus": "corpus", "test": "test", "evaluation": "test",
-          "evaluation_set": "test"}
+          "evaluation_set": "test", "train": "train", "validation": "validation"}
+
 VERSION_KEY = b"emerge.version"
 KG_TABLE = {"kg": "kg_triples", "entities": "entities", "relations": "relations"}
+#: the kinds of a snapshot rather than of its lines: no split, no ``after``
+PER_SNAPSHOT = (*KG_TABLE, "priors")
 
 
 class LoadError(ReleaseNotFound):
@@ -91,42 +107,91 @@ def _snapshots(release: OpenRelease) -> list[str]:
 
 
 def read_table(release: OpenRelease, kind: Kind = "lines", snapshot: str | None = None,
-               split: str | None = None) -> pa.Table:
+               split: str | None = None, after: str | date | None = None) -> pa.Table:
     """The Arrow table of ``kind`` (see :func:`load_release`) of an open release."""
     if kind not in KINDS:
         raise LoadError(f"kind {kind!r}: expected one of {', '.join(KINDS)}")
     if split not in SPLITS:
-        raise LoadError(f"split {split!r}: expected corpus or test (the evaluation set)")
+        raise LoadError(f"split {split!r}: expected corpus, train, validation or test (the "
+                        "evaluation set)")
     which = SPLITS[split]
     folder = _snapshot_dir(snapshot)
     if snapshot is not None and folder.removeprefix("snapshot_") not in _snapshots(release):
         raise LoadError(f"{release.source}: no snapshot {folder.removeprefix('snapshot_')}; "
                         f"it has {', '.join(_snapshots(release)) or 'none'}")
-    if kind in KG_TABLE:
-        if which != "corpus":
-            raise LoadError(f"kind {kind!r} has no split: the KG snapshot is G_t")
-        files = release.files(f"{KG_SNAPSHOTS}/{folder}/{KG_TABLE[kind]}.parquet")
+    if kind in PER_SNAPSHOT:
+        if which != "corpus" or after is not None:
+            raise LoadError(f"kind {kind!r} has no split and no after=: it is the "
+                            "snapshot's, not its lines'")
+        pattern = (f"{PARQUET_CONTEXT}/{folder}/{RELATION_PRIORS}.parquet" if kind == "priors"
+                   else f"{KG_SNAPSHOTS}/{folder}/{KG_TABLE[kind]}.parquet")
+        files = release.files(pattern)
         if not files:
-            raise LoadError(f"{release.source}: no {KG_TABLE[kind]} Parquet in this release")
-        return _read(files, None)
+            raise LoadError(f"{release.source}: no {pattern.split('/')[-1]} in this release"
+                            + (" (built before the KG context)" if kind == "priors" else ""))
+        return _read(files, PRIORS_SCHEMA if kind == "priors" else None)
+    lines = _read(_line_files(release, which, folder), LINE_SCHEMA)
+    if after is not None:
+        lines = appeared_after(lines, after)
+    if kind == "lines":
+        return lines
+    if kind == "context":
+        files = release.files(f"{PARQUET_CONTEXT}/{folder}/delta_*.parquet")
+        if not files:
+            raise LoadError(f"{release.source}: no {PARQUET_CONTEXT}/ in this release (built "
+                            "before the KG context)")
+        table = _read(files, CONTEXT_SCHEMA)
+    else:
+        table = _read(release.files(f"{PARQUET_TRIPLES}/{folder}/delta_*.parquet"),
+                      TRIPLE_ROW_SCHEMA)
+    if which != "corpus" or after is not None:  # a subset of the corpus lines, by hash_id
+        table = table.filter(pc.is_in(table.column("hash_id"),
+                                      value_set=lines.column("hash_id")))
+    return table
+
+
+def _line_files(release: OpenRelease, which: str, folder: str) -> list[Path]:
+    """The Parquet files of the lines of a split: the corpus, the evaluation set (``test``)
+    or a leak-free split's files."""
+    if which in ("train", "validation"):
+        files = release.files(f"{PARQUET_SPLITS}/{folder}/{which}.parquet")
+        if not files and not any(p.startswith(f"{PARQUET_SPLITS}/") for p in release.paths):
+            raise LoadError(f"{release.source}: no {PARQUET_SPLITS}/ in this release (built "
+                            "before the leak-free splits)")
+        return files
     lines_folder = PARQUET_CORPUS if which == "corpus" else PARQUET_EVALUATION
-    lines = release.files(f"{lines_folder}/{folder}/delta_*.parquet")
-    if not lines and not any(p.startswith(f"{lines_folder}/") for p in release.paths):
+    files = release.files(f"{lines_folder}/{folder}/delta_*.parquet")
+    if not files and not any(p.startswith(f"{lines_folder}/") for p in release.paths):
         raise LoadError(f"{release.source}: no {lines_folder}/ in this release (built before "
                         "typed Parquet, or without an evaluation set)")
-    if kind == "lines":
-        return _read(lines, LINE_SCHEMA)
-    triples = _read(release.files(f"{PARQUET_TRIPLES}/{folder}/delta_*.parquet"),
-                    TRIPLE_ROW_SCHEMA)
-    if which == "test":  # the evaluation lines are corpus lines: their triples by hash_id
-        ids = _read(lines, LINE_SCHEMA).column("hash_id")
-        triples = triples.filter(pc.is_in(triples.column("hash_id"), value_set=ids))
-    return triples
+    return files
+
+
+def appeared_after(lines: pa.Table, after: str | date) -> pa.Table:
+    """The lines whose passage first appeared (``revision_date``) after ``after``, a
+    model's training cutoff: ``emerge evaluate --after``'s rule (a date is midnight UTC; a
+    line without a revision date is left out). Says how many were kept, in one line."""
+    from emerge_lib.formats.format import instant
+
+    try:
+        cutoff = instant(after.isoformat() if isinstance(after, date) else after)
+    except ValueError as exc:
+        raise LoadError(f"after={after!r}: {exc}") from None
+    when = lines.column("revision_date")
+    kept = lines.filter(pc.fill_null(pc.greater(when, pa.scalar(cutoff, when.type)), False))
+    undated = when.null_count
+    log.info("after=%s: %d of %d lines appeared after it%s", after, kept.num_rows,
+             lines.num_rows, f" ({undated} without a revision_date, left out)" if undated else "")
+    if not kept.num_rows and lines.num_rows:
+        log.warning("after=%s: no line's passage appeared after it (latest revision_date: "
+                    "%s)", after, pc.max(when).as_py())
+    return kept
 
 
 def load_release(path_or_s3_url: str | Path, snapshot: str | None = None,
                  split: str | None = None, kind: Kind = "lines",
-                 format: Format = "datasets", *, cache_dir: str | Path | None = None,
+                 format: Format = "datasets", *, after: str | date | None = None,
+                 cache_dir: str | Path | None = None,
                  client: Any = None, unsigned: bool = False) -> Any:
     """A release in one line.
 
@@ -134,19 +199,33 @@ def load_release(path_or_s3_url: str | Path, snapshot: str | None = None,
       version) or ``s3://BUCKET/PREFIX/v/VERSION``: fetched verified into a cache once
       (``emerge_lib.hub.release``);
     - ``snapshot``: one snapshot (``2024-01-01``), or all of them;
-    - ``split``: ``None`` (the corpus) or ``"test"`` (the evaluation set);
+    - ``split``: ``None`` (the corpus), or a leak-free split: ``"train"``,
+      ``"validation"``, ``"test"`` (the evaluation set, the authors' draw), disjoint by
+      article (docs/using-a-release.md "Leak-free splits");
     - ``kind``: ``"lines"`` (a row per line), ``"triples"`` (a row per TKGU triple of a
-      line, with its ``hash_id``), ``"kg"`` (the KG snapshot's triples), ``"entities"``,
-      ``"relations"``;
-    - ``format``: ``"datasets"`` (a ``datasets.Dataset``), ``"pandas"``, ``"arrow"``.
+      line, with its ``hash_id``), ``"context"`` (a line's k-hop neighbourhood in G_t),
+      ``"kg"`` (the KG snapshot's triples), ``"entities"``, ``"relations"``, ``"priors"``
+      (triples per relation in T_t);
+    - ``format``: ``"datasets"`` (a ``datasets.Dataset``), ``"pandas"``, ``"arrow"``;
+    - ``after``: a model's training cutoff, a date or ISO instant (a string, a ``date``
+      or a ``datetime``; naive is UTC): only the lines whose passage first appeared after
+      it (``emerge evaluate --after``'s rule), and their triples or context; how many were
+      kept is logged and in the description.
     """
     if format not in FORMATS:
         raise LoadError(f"format {format!r}: expected one of {', '.join(FORMATS)}")
     release = open_release(path_or_s3_url, snapshots=[snapshot] if snapshot else (),
                            cache_dir=cache_dir, client=client, unsigned=unsigned)
-    table = read_table(release, kind, snapshot, split)
+    table = read_table(release, kind, snapshot, split, after)
+    which = SPLITS.get(split)
     what = f"{kind} of {'snapshot ' + snapshot if snapshot else 'every snapshot'}" + (
-        ", the evaluation set" if SPLITS.get(split) == "test" else "")
+        ", the evaluation set" if which == "test" else
+        f", the {which} split" if which in ("train", "validation") else "") + (
+        (f", {table.num_rows} lines that appeared after {after}" if kind == "lines" else
+         f", {table.num_rows} rows of the lines that appeared after {after}")
+        if after is not None else "")
+    if not table.num_rows:  # a filter can leave columns of no chunk, which datasets refuses
+        table = table.schema.empty_table()
     table = table.replace_schema_metadata({**(table.schema.metadata or {}),
                                            VERSION_KEY: release.version.encode()})
     if format == "arrow":
@@ -162,7 +241,7 @@ def load_release(path_or_s3_url: str | Path, snapshot: str | None = None,
         citation=about.CITATION, homepage=about.PAPER_URL, license=about.LICENSE,
         dataset_name="emerge", config_name=kind)
     return datasets.Dataset(table, info=info,
-                            split=datasets.NamedSplit(SPLITS[split] if kind not in KG_TABLE
+                            split=datasets.NamedSplit(SPLITS[split] if kind not in PER_SNAPSHOT
                                                       else "train"))
 
 

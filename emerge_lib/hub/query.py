@@ -8,6 +8,10 @@ Views (each only when the release has its files):
 - ``triples``: one row per TKGU triple of a corpus line (``parquet/triples/``);
 - ``operations``: one row per (triple, operation): ``operation`` in front of the triple;
 - ``evaluation_triples``, ``evaluation_operations``: the same for the evaluation lines;
+- ``train``, ``validation``, ``test``: the leak-free splits' lines (``parquet/splits/``;
+  ``test`` holds the evaluation set's lines), the same columns as ``lines``;
+- ``context``: a corpus line's k-hop KG context (``parquet/context/``);
+  ``relation_priors``: triples per relation of each snapshot's KG;
 - ``kg_triples``, ``entities``, ``relations``: the KG snapshots; ``instances``.
 
 ``SELECT operation, count(*) FROM operations GROUP BY ALL`` counts the corpus's
@@ -28,9 +32,13 @@ from typing import Any
 from emerge_lib.core.errors import EmergeError
 from emerge_lib.formats.layout import (
     KG_SNAPSHOTS,
+    PARQUET_CONTEXT,
     PARQUET_CORPUS,
     PARQUET_EVALUATION,
+    PARQUET_SPLITS,
     PARQUET_TRIPLES,
+    RELATION_PRIORS,
+    SPLITS,
     table_parquet_path,
 )
 from emerge_lib.hub.release import OpenRelease
@@ -70,6 +78,10 @@ def connect(release: OpenRelease, threads: int | None = None) -> Any:
                         "WHERE hash_id IN (SELECT hash_id FROM evaluation)")
             con.execute("CREATE VIEW evaluation_operations AS SELECT unnest(tkgu_operations) "
                         "AS operation, * FROM evaluation_triples")
+    for split in SPLITS:
+        view(split, f"{PARQUET_SPLITS}/snapshot_*/{split}.parquet", LINE_COLUMNS)
+    view("context", f"{PARQUET_CONTEXT}/snapshot_*/delta_*.parquet")
+    view(RELATION_PRIORS, f"{PARQUET_CONTEXT}/snapshot_*/{RELATION_PRIORS}.parquet")
     for table in ("kg_triples", "entities", "relations"):
         view(table, f"{KG_SNAPSHOTS}/snapshot_*/{table}.parquet")
     view("instances", table_parquet_path("instances"))

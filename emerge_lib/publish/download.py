@@ -62,7 +62,7 @@ _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 #: a snapshot's files: corpus/, evaluation_set/ and kg_snapshots/ folders, their typed twins
 #: under parquet/ (corpus, evaluation_set, triples), and its KG TSV
 _SNAPSHOT = re.compile(r"(?:(?:corpus|evaluation_set|kg_snapshots"
-                       r"|parquet/(?:corpus|evaluation_set|triples))/snapshot_"
+                       r"|parquet/(?:corpus|evaluation_set|triples|splits|context))/snapshot_"
                        r"|kg_snapshots/kg_snapshot_)(\d{4}-\d{2}-\d{2})(?:/|\.tsv\.gz$)")
 
 

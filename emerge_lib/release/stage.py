@@ -21,7 +21,7 @@ def _release(ctx: StageContext, _: None) -> Outcome:
     assert ctx.release_dir is not None  # _no_folder skips a context without one
     summary = write_release(ctx.catalog, ctx.release_dir, ctx.cfg.plans(), ctx.cfg.passages,
                             ctx.cfg.curation, ctx.cfg.validation, ctx.cfg.dataset_settings(),
-                            RELEASE_READS)
+                            RELEASE_READS, ctx.cfg.release)
     return Outcome(summary.rows(), {"files": len(summary.files)}, detail=summary)
 
 
@@ -32,6 +32,6 @@ def _no_folder(ctx: StageContext) -> str | None:
 RELEASE = Stage(
     name="release", scope="release", reads=RELEASE_READS, writes=(),
     settings=("snapshots", "stability", "passages", "deltas", "align", "qualifiers", "curation",
-              "selection", "validation", "dumps"),  # dumps: synthetic, for the card
+              "selection", "validation", "release", "dumps"),  # dumps: synthetic, for the card
     run=_release, summary="the EMERGE-format release (JSONL + Parquet + manifest.json) of "
     "every configured snapshot", skip=_no_folder)

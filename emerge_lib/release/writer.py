@@ -32,13 +32,20 @@ from pathlib import Path
 from typing import Any
 
 from emerge_lib.catalog import TABLES, Catalog
-from emerge_lib.core.config import CurationSettings, PassageSettings, ValidationSettings
+from emerge_lib.core.config import (
+    CurationSettings,
+    PassageSettings,
+    ReleaseSettings,
+    ValidationSettings,
+)
 from emerge_lib.core.schedule import SnapshotPlan
 from emerge_lib.formats.card import prepare
 from emerge_lib.formats.layout import (
     CARD,
     CARD_HTML,
+    CORPUS,
     CROISSANT,
+    EVALUATION_SET,
     KG_SNAPSHOT_TABLES,
     LISTING,
     PLOTS,
@@ -48,6 +55,7 @@ from emerge_lib.formats.layout import (
     evaluation_path,
     kg_parquet_path,
     kg_tsv_path,
+    parquet_twin,
     snapshot_dir_name,
     table_parquet_path,
 )
@@ -59,9 +67,11 @@ from emerge_lib.release._atomic import (
     staging_of,
     swap_into_place,
 )
+from emerge_lib.release.context import write_context
 from emerge_lib.release.describe import Entries, describe
 from emerge_lib.release.foreign import carry_foreign, stale
 from emerge_lib.release.provenance import dumps, gold, judges
+from emerge_lib.release.splits import write_splits
 from emerge_lib.release.tables import dropped, write_kg_tsv, write_parquet
 from emerge_lib.release.windows import Reads, Record, ReleaseError, Window, Written, write_window
 from emerge_lib.validation.validate import ReleaseValidation, check_croissant, validate_release
@@ -90,6 +100,7 @@ class ReleaseSummary:
     gold: dict[str, int] = field(default_factory=dict)  # whose gold → curated lines
     validation: dict[str, Any] = field(default_factory=dict)  # the manifest's verdict
     card: list[dict[str, Any]] = field(default_factory=list)  # the card's table rows
+    splits: dict[str, dict[str, int]] = field(default_factory=dict)  # the splits' counts
 
     def rows(self) -> dict[str, int]:
         """Released rows: instances (over the JSONL files), passages (lines), Parquet rows."""
@@ -122,7 +133,7 @@ class ReleaseSummary:
                 "ops": dict(sorted(self.ops.items())),
                 "orphan_instances": self.orphan_instances,
                 "anchor_mismatches": self.anchor_mismatches,
-                "left_out": dict(sorted(self.left_out.items()))}
+                "left_out": dict(sorted(self.left_out.items())), "splits": self.splits}
 
     def __str__(self) -> str:
         return (f"release {self.out_dir}: {len(self.files)} files, "
@@ -132,7 +143,7 @@ class ReleaseSummary:
 def write_release(catalog: Catalog, out_dir: str | Path, plans: Sequence[SnapshotPlan],
                   settings: PassageSettings, curation: CurationSettings,
                   validation: ValidationSettings, dataset_settings: Mapping[str, Any],
-                  pinned: Sequence[str]) -> ReleaseSummary:
+                  pinned: Sequence[str], derived: ReleaseSettings) -> ReleaseSummary:
     """Write the release of the snapshots of ``plans`` (each with its windows) under
     ``out_dir``: the corpus, the evaluation set, the KG snapshots, the validation results,
     the dataset card and, last, the manifest, which records ``dataset_settings`` (what
@@ -144,7 +155,9 @@ def write_release(catalog: Catalog, out_dir: str | Path, plans: Sequence[Snapsho
     byte-identical data files. With ``validation.enabled`` the release JSONL is checked
     (the release suites) and the manifest records whether every snapshot passed its table
     suites on exactly the rows released; a failure raises after the manifest is written
-    (it says ``success: false``, so nothing publishes it).
+    (it says ``success: false``, so nothing publishes it). ``derived``: the leak-free
+    splits and the KG context written from the lines (``release.splits``,
+    ``release.context``).
     """
     final = Path(out_dir)
     with release_lock(final):
@@ -160,6 +173,7 @@ def write_release(catalog: Catalog, out_dir: str | Path, plans: Sequence[Snapsho
                                                   summary.versions.items() if v is not None))
             reads = Reads(catalog, summary.versions, settings, curation)
             records = _write_data(reads, out, plans, summary, validation.enabled)
+            _derive(out, summary, derived)
             summary.files += annotation
             report = validate_release(catalog, out, summary.snapshots, records,
                                       summary.versions) if validation.enabled else None
@@ -224,6 +238,25 @@ def _write_data(reads: Reads, out: Path, plans: Sequence[SnapshotPlan],
     return records
 
 
+def _derive(out: Path, summary: ReleaseSummary, settings: ReleaseSettings) -> None:
+    """The leak-free splits and the KG context, from the lines and KG just written."""
+    corpus: dict[str, list[str]] = {snap: [] for snap in summary.snapshots}
+    for rel in summary.lines:
+        if rel.startswith(f"{CORPUS}/"):
+            snap = next(s for s in summary.snapshots if rel.split("/")[1] == snapshot_dir_name(s))
+            corpus[snap].append(rel)
+    evaluation = [parquet_twin(rel) for rel in summary.lines
+                  if rel.startswith(f"{EVALUATION_SET}/")]
+    counts, written = write_splits(out, {s: [parquet_twin(f) for f in files]
+                                         for s, files in corpus.items()},
+                                   evaluation, settings.splits)
+    written.update(write_context(out, corpus, settings.context))
+    summary.splits = counts.record()
+    summary.parquet_rows.update(written)
+    summary.files += list(written)
+    log.info("release: splits %s (left out: %s)", counts.lines, counts.excluded or "none")
+
+
 def _describe(reads: Reads, out: Path, summary: ReleaseSummary,
               report: ReleaseValidation | None, dataset_settings: Mapping[str, Any]) -> None:
     """The validation results, the card's statistics and plots, release.json, then what
@@ -243,7 +276,8 @@ def _describe(reads: Reads, out: Path, summary: ReleaseSummary,
               "settings_sha256": config_hash(dataset_settings),
               "dumps": dumps(reads.catalog, reads.versions.get("ingested_files")),
               "curation": {"judges": judges(reads, summary.snapshots),
-                           "gold": gold(reads.curation, summary.gold)}}
+                           "gold": gold(reads.curation, summary.gold)},
+              "splits": summary.splits}
 
     def judge(known: Entries) -> dict[str, Any]:
         if report is None:

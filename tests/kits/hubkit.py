@@ -163,6 +163,13 @@ def check_load_release(release: Path | str, truth: Truth, **kw: Any) -> dict[str
         assert test.num_rows == sum(truth.evaluation.values()) and version_of(test) == version
     kg = load_release(release, kind="kg", format="arrow", **kw)
     assert kg.num_rows > 0 and kg.column_names[:4] == ["snapshot", "s", "p", "o"]
+    pages = {split: set(load_release(release, split=split, format="arrow", **kw)
+                        .column("anchor_page_id").to_pylist())
+             for split in ("train", "validation", "test")}
+    assert not (pages["train"] & pages["validation"] or pages["test"] & (
+        pages["train"] | pages["validation"])), "the leak-free splits share an article"
+    context = load_release(release, kind="context", format="arrow", **kw)
+    assert set(context.column("hash_id").to_pylist()) == truth.hash_ids
     return seconds
 
 
@@ -182,12 +189,14 @@ TEXT = "Alma Keller founded Northam Observatory with Bruno Tal in Eastport."
 
 
 def line(snap: str, window: int, pid: str, ops: list[tuple[str, str, str]],
-         verdict: bool | None = None) -> dict[str, Any]:
-    """A release line of the passage ``pid`` with one triple per (op, s, o); ``verdict``:
-    one judge's assertion of the first."""
+         verdict: bool | None = None, revised: datetime = datetime(2024, 1, 3, tzinfo=UTC)
+         ) -> dict[str, Any]:
+    """A release line of the passage ``pid`` (of the article ``len(pid)``, revised at
+    ``revised``) with one triple per (op, s, o); ``verdict``: one judge's assertion of the
+    first."""
     start = TEXT.index("Bruno Tal")
     passage = {"passage_id": pid, "page_id": len(pid), "page_title": "Alma Keller",
-               "page_qid": "Q1", "rev_id": 3, "rev_timestamp": datetime(2024, 1, 3, tzinfo=UTC),
+               "page_qid": "Q1", "rev_id": 3, "rev_timestamp": revised,
                "paragraph_idx": 0, "text": TEXT,
                "mentions": [{"start": start, "end": start + 9, "anchor": "Bruno Tal",
                              "target": "Bruno Tal", "qid": "Q7"}]}
@@ -208,10 +217,11 @@ def line(snap: str, window: int, pid: str, ops: list[tuple[str, str, str]],
 
 def build_release(root: Path, lines: dict[tuple[str, int], list[dict[str, Any]]],
                   evaluation: dict[tuple[str, int], list[dict[str, Any]]],
-                  meta: dict[str, Any] | None = None) -> Path:
+                  meta: dict[str, Any] | None = None, derived: Any = None) -> Path:
     """A small release as the writer lays it out, from hand-made lines: the JSONL, their
     Parquet twins (through the writer's own functions), a KG snapshot, croissant.json
-    (with the version) and the manifest (``meta``: e.g. a planted validation verdict)."""
+    (with the version) and the manifest (``meta``: e.g. a planted validation verdict);
+    with ``derived`` (``ReleaseSettings``), the leak-free splits and the KG context too."""
     paths = []
     for (snap, k), records in sorted(lines.items()):
         for rel, recs in ((corpus_path(snap, k, 7), records),
@@ -234,6 +244,8 @@ def build_release(root: Path, lines: dict[tuple[str, int], list[dict[str, Any]]]
             "snapshot": [snap] * 2, "s": ["Q1", "Q2"], "p": ["P1", "P1"],
             "o": ["Q2", "Q3"]})), root / rel)
         paths.append(rel)
+    if derived is not None:
+        paths += _derived(root, lines, evaluation, derived)
     if meta and "validation" in meta:  # the results the publish gate holds the files to
         from emerge_lib.formats.manifest import validated_files
 
@@ -253,6 +265,22 @@ def build_release(root: Path, lines: dict[tuple[str, int], list[dict[str, Any]]]
     return root
 
 
+def _derived(root: Path, lines: dict[tuple[str, int], list[dict[str, Any]]],
+             evaluation: dict[tuple[str, int], list[dict[str, Any]]], settings: Any) -> list[str]:
+    """The splits and context files, through the writer's own functions."""
+    from emerge_lib.release.context import write_context
+    from emerge_lib.release.splits import write_splits
+
+    corpus: dict[str, list[str]] = {}
+    for snap, k in sorted(lines):
+        corpus.setdefault(snap, []).append(corpus_path(snap, k, 7))
+    tests = [parquet_twin(evaluation_path(s, k, 7)) for s, k in sorted(evaluation)]
+    _, written = write_splits(root, {s: [parquet_twin(f) for f in fs] for s, fs in corpus.items()},
+                              tests, settings.splits)
+    written.update(write_context(root, corpus, settings.context))
+    return sorted(written)
+
+
 #: the lines of the small release the hub tests read (tests/unit/hub, formats/test_croissant)
 A1 = line(SNAPS[0], 1, "a", [("E", "Q1", "Q2"), ("X", "Q1", "Q3")], verdict=True)
 B1 = line(SNAPS[0], 1, "b", [("D", "Q2", "Q3")])
@@ -265,6 +293,26 @@ def small_release(folder: Path) -> Path:
     return build_release(folder, {(SNAPS[0], 1): [A1, B1], (SNAPS[0], 2): [A2],
                                   (SNAPS[1], 1): [C4]},
                          {(SNAPS[0], 1): [B1], (SNAPS[1], 1): []})
+
+
+#: a release with splits and context: article 1 (A1 drawn into test; its repeat A2 left
+#: out), article 2 (two windows of one passage) and article 3, revised in 2023, 2024, 2025
+JAN = datetime(2024, 1, 3, tzinfo=UTC)
+S_A1 = line(SNAPS[0], 1, "a", [("E", "Q1", "Q2")])
+S_A2 = line(SNAPS[0], 2, "a", [("E", "Q1", "Q2")])
+S_B1 = line(SNAPS[0], 1, "bb", [("E", "Q1", "Q3")], revised=datetime(2023, 6, 1, tzinfo=UTC))
+S_B2 = line(SNAPS[0], 2, "bb", [("E", "Q1", "Q3")], revised=datetime(2023, 6, 1, tzinfo=UTC))
+S_C1 = line(SNAPS[0], 1, "ccc", [("D", "Q1", "Q2")], revised=datetime(2025, 1, 1, tzinfo=UTC))
+
+
+def split_release(folder: Path, validation_share: float = 0.5) -> Path:
+    """One snapshot, two windows, three articles; its splits and context written."""
+    from emerge_lib.core.config import ReleaseSettings
+
+    return build_release(folder, {(SNAPS[0], 1): [S_A1, S_B1, S_C1], (SNAPS[0], 2): [S_A2, S_B2]},
+                         {(SNAPS[0], 1): [S_A1], (SNAPS[0], 2): []},
+                         derived=ReleaseSettings.model_validate(
+                             {"splits": {"validation_share": validation_share}}))
 
 
 # -- a release with its validation written (the checks page, emerge validate) ---------------

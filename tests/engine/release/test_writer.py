@@ -26,10 +26,11 @@ from emerge_lib.formats.format import (
     hash_id,
     passage_record,
 )
-from emerge_lib.formats.layout import LISTING, PARQUET_TRIPLES, parquet_twin
+from emerge_lib.formats.layout import LISTING, PARQUET_TRIPLES, SPLITS, parquet_twin, split_path
 from emerge_lib.formats.manifest import MANIFEST, read_manifest, verify_release
 from emerge_lib.formats.schema import lines_table, read_jsonl, release_schema
 from emerge_lib.release import windows
+from emerge_lib.release.splits import validation_article
 from emerge_lib.release.windows import ReleaseError
 
 SNAP = "2024-01-01T00:00:00Z"
@@ -103,10 +104,16 @@ INSTANCES_W2 = [inst(P4, "EE", "Q900", "P112", "Q901", emerging_head=True,
                      source_delta_type="emerging")]
 
 
+#: T_t: the X triple of P1 (one hop from its mention Q46633), a triple two hops from it,
+#: one apart from every line; the E triple Q7259 P1327 Q46633 is not in T_t
+KG = [("Q46633", "P27", "Q145"), ("Q145", "P31", "Q6256"), ("Q0", "P31", "Q5")]
+
+
 def release_to(cat: Catalog, out: Path, windows: int = 2, days: float = 7,
-               snapshots: tuple[str, ...] = (SNAP,), **passages: Any) -> dict[str, Any]:
+               snapshots: tuple[str, ...] = (SNAP,), release: dict[str, Any] | None = None,
+               **passages: Any) -> dict[str, Any]:
     """The release stage through the registry; returns its release.json."""
-    run(cat, "release", release_dir=out, passages=passages,
+    run(cat, "release", release_dir=out, passages=passages, release=release or {},
         snapshots={"timestamps": list(snapshots), "windows": windows, "window_days": days})
     return json.loads((out / LISTING).read_text())
 
@@ -118,8 +125,8 @@ def warehouse(tmp_path_factory, spark) -> Catalog:
     cat = Catalog(tmp_path_factory.mktemp("release") / "warehouse", spark)
     put(cat, "passages", [P1, P2, P3, P4])
     put(cat, "instances", INSTANCES_W1 + INSTANCES_W2)
-    put(cat, "kg_triples", [{"snapshot": snap, "s": f"Q{i}", "p": "P31", "o": "Q5"}
-                            for snap, n in ((SNAP, 3), (OLD, 2)) for i in range(n)])
+    put(cat, "kg_triples", [{"snapshot": SNAP, "s": s, "p": p, "o": o} for s, p, o in KG] +
+        [{"snapshot": OLD, "s": f"Q{i}", "p": "P31", "o": "Q5"} for i in range(2)])
     put(cat, "entities", [{"snapshot": snap, "qid": "Q5", "title": "Human", "label": "human",
                            "description": "", "text_description": "Humans are…",
                            "created_at": ts("2012-10-29T00:00:00Z")} for snap in (SNAP, OLD)])
@@ -267,7 +274,10 @@ def test_rerun_is_byte_identical(released, warehouse: Catalog, tmp_path: Path) -
     for rel in ("corpus/snapshot_2024-01-01/delta_2024-01-08.jsonl",
                 "corpus/snapshot_2024-01-01/delta_2024-01-15.jsonl", LISTING, MANIFEST,
                 "kg_snapshots/snapshot_2024-01-01/kg_triples.parquet", "parquet/instances.parquet",
-                "kg_snapshots/kg_snapshot_2024-01-01.tsv.gz"):
+                "kg_snapshots/kg_snapshot_2024-01-01.tsv.gz",
+                *(split_path(SNAP, split) for split in SPLITS),
+                "parquet/context/snapshot_2024-01-01/delta_2024-01-08.parquet",
+                "parquet/context/snapshot_2024-01-01/relation_priors.parquet"):
         assert (tmp_path / rel).read_bytes() == (out / rel).read_bytes(), rel
 
 
@@ -283,9 +293,9 @@ def test_only_released_tables_at_pinned_versions(released, warehouse: Catalog) -
     assert [tuple(row.split("\t")) for row in tsv.decode().splitlines()] == sorted(
         (r["s"], r["p"], r["o"]) for r in pq.read_table(snap / "kg_triples.parquet").to_pylist())
     # internal tables (timelines, stable_statements, passages) stay in the warehouse; beside
-    # instances, parquet/ holds the lines' typed twins and their triples
+    # instances, parquet/ holds the lines' typed twins, their triples, splits and context
     assert sorted(p.name for p in (out / "parquet").iterdir()) == [
-        "corpus", "instances.parquet", "triples"]
+        "context", "corpus", "instances.parquet", "splits", "triples"]
     for rel in ("corpus/snapshot_2024-01-01/delta_2024-01-08.jsonl",
                 "corpus/snapshot_2024-01-01/delta_2024-01-15.jsonl"):
         twin = pq.read_table(out / parquet_twin(rel))
@@ -309,6 +319,59 @@ def test_only_released_tables_at_pinned_versions(released, warehouse: Catalog) -
     assert manifest["files"][[f["path"] for f in manifest["files"]].index(
         "parquet/instances.parquet")]["rows"] == 7
     assert warehouse.read_arrow("kg_triples").num_rows == 5  # the old snapshot was left out
+
+
+def test_splits_by_article_in_time_order(released) -> None:
+    """No draw here (no select run): test is empty and each article's lines, its passages'
+    later-window repeats included, go to train or validation by a hash of its page_id."""
+    out, summary = released
+    expect = {page: "validation" if validation_article(page, 0.1) else "train"
+              for page in (10, 20)}
+    got = {split: pq.read_table(out / split_path(SNAP, split)).to_pylist() for split in SPLITS}
+    assert {r["passage_id"]: split for split, rows in got.items() for r in rows} == {
+        "p1hash": expect[10], "p2hash": expect[20], "p4hash": expect[20]}
+    for rows in got.values():  # time order: window, then the revision
+        assert [(r["window"], r["revision_timestamp"]) for r in rows] == sorted(
+            (r["window"], r["revision_timestamp"]) for r in rows)
+    lines_of = {split: sum(1 for pid in ("p1hash", "p2hash", "p4hash")
+                           if {"p1hash": expect[10]}.get(pid, expect[20]) == split)
+                for split in SPLITS}
+    assert summary["splits"] == {
+        "lines": lines_of, "excluded": {},
+        "articles": {split: sum(1 for page in (10, 20) if expect[page] == split)
+                     for split in SPLITS}}
+    assert read_manifest(out)["splits"] == summary["splits"]
+
+
+def test_context_is_the_planted_neighbourhood(released, warehouse: Catalog,
+                                              tmp_path: Path) -> None:
+    """P1 mentions Q46633: its one-hop context is its X triple, and the E triple is not
+    in T_t; a second hop adds the triple two away; the relation priors count T_t."""
+    out, _ = released
+    rel = "parquet/context/snapshot_2024-01-01/delta_2024-01-08.parquet"
+
+    def context(root: Path) -> dict[str, dict[str, Any]]:
+        rows = pq.read_table(root / rel).to_pylist()
+        return {r["hash_id"]: r for r in rows}
+
+    p1 = hash_id(SNAP, 1, 10, "p1hash")
+    one = context(out)
+    assert one[p1]["seeds"] == ["Q7259", "Q46633", "Q1857044"]
+    assert [(t["s"], t["p"], t["o"], t["hop"]) for t in one[p1]["context_triples"]] == [
+        ("Q46633", "P27", "Q145", 1)]
+    assert (one[p1]["context_total"], one[p1]["truncated"], one[p1]["hops"]) == (1, False, 1)
+    assert one[hash_id(SNAP, 1, 20, "p2hash")]["context_triples"] == []
+    priors = pq.read_table(out / "parquet/context/snapshot_2024-01-01/relation_priors.parquet")
+    assert [(r["pid"], r["label"], r["triples"]) for r in priors.to_pylist()] == [
+        ("P31", "instance of", 2), ("P27", None, 1)]
+    release_to(warehouse, tmp_path, release={"context": {"hops": 2}})
+    two = context(tmp_path)[p1]
+    assert [(t["s"], t["p"], t["o"], t["hop"], t["p_label"]) for t in two["context_triples"]] \
+        == [("Q46633", "P27", "Q145", 1, None), ("Q145", "P31", "Q6256", 2, "instance of")]
+    capped = tmp_path / "capped"
+    release_to(warehouse, capped, release={"context": {"hops": 2, "max_triples": 0}})
+    assert (context(capped)[p1]["context_triples"], context(capped)[p1]["truncated"]) == (
+        [], True)
 
 
 def test_snapshot_is_one_type_in_every_table_of_the_release(released) -> None:

@@ -77,3 +77,26 @@ def test_the_release_tables_join_on_snapshot(release: Path) -> None:
     kg = load_release(release, kind="kg", format="pandas")
     assert len(triples.merge(kg[["snapshot"]].drop_duplicates(), on="snapshot")) == \
         len(triples) == 7
+
+
+def test_the_splits_and_the_context_are_views(tmp_path: Path) -> None:
+    """train, validation and test share no article; test is the evaluation set; every
+    corpus line is in one split or is a line of a test article; context has a row a line."""
+    from hubkit import split_release
+
+    opened = open_release(split_release(tmp_path / "r"))
+    _, rows = run(opened, "SELECT count(*) FROM (SELECT anchor_page_id FROM train INTERSECT "
+                          "SELECT anchor_page_id FROM validation UNION ALL (SELECT "
+                          "anchor_page_id FROM test INTERSECT SELECT anchor_page_id FROM "
+                          "(SELECT * FROM train UNION ALL SELECT * FROM validation)))")
+    assert rows == [(0,)]
+    _, rows = run(opened, "SELECT hash_id FROM test EXCEPT SELECT hash_id FROM evaluation")
+    assert rows == []
+    _, rows = run(opened, "SELECT count(*) FROM lines WHERE hash_id NOT IN (SELECT hash_id "
+                          "FROM train UNION ALL SELECT hash_id FROM validation UNION ALL "
+                          "SELECT hash_id FROM test)")
+    assert rows == [(1,)]  # A2: the repeat of the drawn A1, left out
+    _, rows = run(opened, "SELECT count(*), sum(len(context_triples)) FROM context")
+    assert rows == [(5, 5)]  # each line's article Q1: its one triple Q1 P1 Q2
+    _, rows = run(opened, "SELECT pid, triples FROM relation_priors")
+    assert rows == [("P1", 2)]
