@@ -78,13 +78,15 @@ def extract(job: ExtractJob, threads: int | None = 1) -> FileSummary:
     page_range = ref.page_range
     stamp = basis(catalog, job.kind, job.wiki, page_range)
     if job.kind == "wikidata":
-        from emerge_lib.ingest.wikidata.commit import load_watermarks
+        from emerge_lib.ingest.wikidata.commit import load_state, load_watermarks
         from emerge_lib.ingest.wikidata.extract import WikidataFileExtractor
 
         marks = load_watermarks(catalog, job.wiki, page_range)
-        summary = WikidataFileExtractor(ref.path, job.staging, job.wiki, ref.name,
-                                        ref.dump_date, marks, threads,
-                                        replace_pages=job.rewrite).run()
+        summary = WikidataFileExtractor(
+            ref.path, job.staging, job.wiki, ref.name, ref.dump_date, marks, threads,
+            replace_pages=job.rewrite,
+            state_at=(lambda wanted: load_state(catalog, wanted)) if ref.increment else None,
+        ).run()
     else:
         from emerge_lib.ingest.wikipedia.commit import load_marks
         from emerge_lib.ingest.wikipedia.extract import WikipediaFileExtractor
