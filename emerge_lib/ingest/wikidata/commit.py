@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any
 
 from emerge_lib.catalog import Catalog
 from emerge_lib.ingest.staging import FileSummary, read_staged
@@ -91,7 +90,7 @@ def load_state(catalog: Catalog, wanted: Mapping[str, Watermark]) -> dict[str, E
 
 
 def _open_at(wm: Watermark, valid_from: datetime, rev_from: int, valid_to: datetime | None,
-             rev_to: Any) -> bool:
+             rev_to: int | None) -> bool:
     """Does an interval hold at the watermark revision (time order, then revision id)?
     Without ``rev_to`` (items), an interval that ends in the watermark's second is taken as
     ended before it."""
