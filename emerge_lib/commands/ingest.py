@@ -30,7 +30,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     examples(p, "emerge ingest -c world/config.yaml",
              "emerge ingest --wiki wikidata --wikidata "
-             "dumps/wikidatawiki-20240101-pages-meta-history1.xml-p1p1000.bz2")
+             "dumps/wikidatawiki-20240101-pages-meta-history1.xml-p1p1000.bz2",
+             "emerge ingest -c world/config.yaml --incr 20240220:20240519")
     p.add_argument("--wiki", choices=["wikidata", "wikipedia", "both"], default="both",
                    help="which history to ingest (default both)")
     config_flag(p)
