@@ -1,4 +1,4 @@
-"""emerge_incr: each day's Wikidata adds/changes dump into the timelines, one run a day.
+"""emerge_incr: each day's adds/changes dumps of both wikis into the timelines, one run a day.
 
 Thin wiring over ``emerge_lib.pipeline.incr`` (what ``emerge ingest --incr DAY`` runs):
 the run at a day's midnight (UTC) reads the increment of the day that just ended from

@@ -330,7 +330,7 @@ def incr_day(context: Mapping[str, Any]) -> str:
 
 
 def incr_task(tr: TaskRun, asset: Asset) -> dict[str, Any]:
-    """The emerge_incr DAG's one task: the day's Wikidata increment into the timelines,
+    """The emerge_incr DAG's one task: the day's increments of both wikis into the timelines,
     then the stable statements (``emerge_lib.pipeline.incr``); a day not published yet
     is retryable (the task's retries wait for it)."""
     from emerge_lib.pipeline.incr import ingest_increments

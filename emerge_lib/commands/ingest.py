@@ -45,8 +45,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="extraction processes (default: dumps.workers, 0 = one per core)")
     p.add_argument("--incr", metavar="FIRST[:LAST]",
                    help="ingest the mirror's daily adds/changes dumps (other/incr) of these "
-                        "days (YYYYMMDD, inclusive) instead of full dumps: Wikidata only, "
-                        "each day continued from the warehouse (docs/operations.md)")
+                        "days (YYYYMMDD, inclusive) instead of full dumps, each day continued "
+                        "from the warehouse (docs/operations.md)")
     p.set_defaults(func=run)
 
 
@@ -79,18 +79,21 @@ def _run_incr(cfg: Config, args: argparse.Namespace) -> int:
 
     from emerge_lib.commands._common import bars
     from emerge_lib.core.errors import InputError
+    from emerge_lib.ingest.plan import Kind
     from emerge_lib.pipeline.incr import ingest_increments
 
     m = re.fullmatch(r"(\d{8})(?::(\d{8}))?", args.incr)
     if m is None or (m.group(2) and m.group(2) < m.group(1)):
         raise InputError(f"--incr {args.incr}: give FIRST[:LAST] as YYYYMMDD days, "
                          "FIRST not after LAST")
-    if args.wikidata or args.wikipedia or args.wiki == "wikipedia":
-        raise InputError("--incr reads Wikidata's increments from the configured mirror: no "
-                         "--wikidata/--wikipedia paths, and no Wikipedia (its increments are "
-                         "not continued yet)")
+    if args.wikidata or args.wikipedia:
+        raise InputError("--incr reads the increments from the configured mirror: give no "
+                         "--wikidata/--wikipedia paths (an increment given as a path is "
+                         "continued all the same)")
+    kinds: tuple[Kind, ...] = (("wikidata", "wikipedia") if args.wiki == "both" else
+                               ("wikidata",) if args.wiki == "wikidata" else ("wikipedia",))
     with bars():
-        ingest_increments(cfg, m.group(1), m.group(2) or m.group(1))
+        ingest_increments(cfg, m.group(1), m.group(2) or m.group(1), kinds=kinds)
     print(f"warehouse: {cfg.warehouse}")
     return 0
 

@@ -3,10 +3,10 @@ mirror into the timelines, then the stability rule (``emerge ingest --incr``, th
 ``emerge_incr`` DAG's daily task: one day each).
 
 Why its own door: the increments are not dump dates of the configuration but days, read
-from ``other/incr`` and continued from the warehouse (``ingest.wikidata.extract``); the
-stages that commit them are the ordinary ingest stages, fed the day's files as paths.
-Wikidata only for now: a Wikipedia increment would refuse every stored page it touches
-(their paragraph runs are not continued yet; docs/operations.md).
+from ``other/incr`` and continued from the warehouse (``ingest.wikidata.extract``,
+``ingest.wikipedia.extract``); the stages that commit them are the ordinary ingest
+stages, fed the day's files as paths. A wiki of which the warehouse holds no full dump
+has nothing to continue: its increments are not read (a first ingest reads a full dump).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-KINDS: tuple[Kind, ...] = ("wikidata",)  # the wikis whose increments are continued
+KINDS: tuple[Kind, ...] = ("wikidata", "wikipedia")
 
 
 def ingest_increments(cfg: Config, first: str, last: str, *,
@@ -42,9 +42,16 @@ def ingest_increments(cfg: Config, first: str, last: str, *,
     from emerge_lib.ingest.plan import increment_refs
 
     results: list[StageResult] = []
+    paths: dict[str, list[str]] = {}
     with open_context(cfg, spark=spark) as probe:
-        paths = {kind: [str(r.path) for r in increment_refs(
-            cfg, probe.catalog, kind, first, last, progress_factory)] for kind in kinds}
+        for kind in kinds:
+            if not _has_full_dump(probe, kind):
+                log.warning("%s: the warehouse holds no full dump of it: its increments have "
+                            "nothing to continue and are not read; ingest a full dump first",
+                            kind)
+                continue
+            paths[kind] = [str(r.path) for r in increment_refs(
+                cfg, probe.catalog, kind, first, last, progress_factory)]
     if not any(paths.values()):
         log.info("no increment of %s..%s to ingest (before the newest full dump)", first, last)
         return results
@@ -52,6 +59,16 @@ def ingest_increments(cfg: Config, first: str, last: str, *,
                       wikipedia=paths.get("wikipedia") or None) as ctx:
         results += _run(ctx, kinds)
     return results
+
+
+def _has_full_dump(ctx: StageContext, kind: Kind) -> bool:
+    from emerge_lib.ingest.files import DumpFileRef
+    from emerge_lib.ingest.plan import wiki_of
+
+    names = ctx.catalog.read_arrow("ingested_files", filters=[
+        ("wiki", "=", wiki_of(ctx.cfg, kind))], columns=["dump_file", "error"]).to_pylist()
+    return any(r["error"] is None and not DumpFileRef.of(r["dump_file"]).increment
+               for r in names)
 
 
 def _run(ctx: StageContext, kinds: Sequence[Kind]) -> list[StageResult]:

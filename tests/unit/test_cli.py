@@ -235,7 +235,7 @@ def test_planted_secrets_appear_in_no_output_channel(tmp_path) -> None:
 @pytest.mark.parametrize(("argv", "says"), [
     (["--incr", "2024-03-01"], "--incr 2024-03-01: give FIRST[:LAST] as YYYYMMDD days"),
     (["--incr", "20240302:20240301"], "FIRST not after LAST"),
-    (["--incr", "20240301", "--wiki", "wikipedia"], "no Wikipedia (its increments are not"),
+    (["--incr", "20240301", "--wikidata", "x.bz2"], "give no --wikidata/--wikipedia paths"),
 ])
 def test_ingest_incr_refuses_bad_days_in_one_line(argv: list[str], says: str, tmp_path,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
