@@ -321,6 +321,28 @@ def stability_task(tr: TaskRun, asset: Asset) -> dict[str, Any]:
     return result
 
 
+def incr_day(context: Mapping[str, Any]) -> str:
+    """The day an emerge_incr run ingests: the day before its logical date (a run at
+    midnight reads the adds/changes dump of the day that just ended)."""
+    from datetime import timedelta
+
+    return (context["logical_date"] - timedelta(days=1)).strftime("%Y%m%d")
+
+
+def incr_task(tr: TaskRun, asset: Asset) -> dict[str, Any]:
+    """The emerge_incr DAG's one task: the day's increments of both wikis into the timelines,
+    then the stable statements (``emerge_lib.pipeline.incr``); a day not published yet
+    is retryable (the task's retries wait for it)."""
+    from emerge_lib.pipeline.incr import ingest_increments
+
+    day = incr_day(tr.context)
+    allow_children()
+    with verdicts():
+        results = ingest_increments(tr.cfg, day, day)
+    tr.context["outlet_events"][asset].extra = {"increment": day}
+    return {"day": day, "stages": [r.to_dict() for r in results]}
+
+
 def announce_dump_task(tr: TaskRun, asset: Asset) -> dict[str, Any]:
     """The dumps DAG's last step: the dumps Asset's event with the dump date, which
     starts an emerge_ingest run of it."""

@@ -30,7 +30,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     examples(p, "emerge ingest -c world/config.yaml",
              "emerge ingest --wiki wikidata --wikidata "
-             "dumps/wikidatawiki-20240101-pages-meta-history1.xml-p1p1000.bz2")
+             "dumps/wikidatawiki-20240101-pages-meta-history1.xml-p1p1000.bz2",
+             "emerge ingest -c world/config.yaml --incr 20240220:20240519")
     p.add_argument("--wiki", choices=["wikidata", "wikipedia", "both"], default="both",
                    help="which history to ingest (default both)")
     config_flag(p)
@@ -42,6 +43,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--engine", help="embedded or sc://host:port (overrides the configuration)")
     p.add_argument("--workers", type=int,
                    help="extraction processes (default: dumps.workers, 0 = one per core)")
+    p.add_argument("--incr", metavar="FIRST[:LAST]",
+                   help="ingest the mirror's daily adds/changes dumps (other/incr) of these "
+                        "days (YYYYMMDD, inclusive) instead of full dumps, each day continued "
+                        "from the warehouse (docs/operations.md)")
     p.set_defaults(func=run)
 
 
@@ -52,6 +57,8 @@ def run(args: argparse.Namespace) -> int:
     from emerge_lib.pipeline.runner import run_stage
 
     cfg = load(args)
+    if args.incr:
+        return _run_incr(cfg, args)
     kinds = kinds_to_ingest(cfg, args)  # before any engine, as the paths
     check_inputs([*(args.wikidata or []), *(args.wikipedia or [])])
     with open_context(cfg, wikidata=args.wikidata, wikipedia=args.wikipedia) as ctx, bars():
@@ -62,6 +69,31 @@ def run(args: argparse.Namespace) -> int:
             run_stage(ctx, f"ingest_{kind}")
             if kind == "wikidata":
                 run_stage(ctx, "stability")
+    print(f"warehouse: {cfg.warehouse}")
+    return 0
+
+
+def _run_incr(cfg: Config, args: argparse.Namespace) -> int:
+    """``--incr FIRST[:LAST]``: the days' increments (emerge_lib.pipeline.incr)."""
+    import re
+
+    from emerge_lib.commands._common import bars
+    from emerge_lib.core.errors import InputError
+    from emerge_lib.ingest.plan import Kind
+    from emerge_lib.pipeline.incr import ingest_increments
+
+    m = re.fullmatch(r"(\d{8})(?::(\d{8}))?", args.incr)
+    if m is None or (m.group(2) and m.group(2) < m.group(1)):
+        raise InputError(f"--incr {args.incr}: give FIRST[:LAST] as YYYYMMDD days, "
+                         "FIRST not after LAST")
+    if args.wikidata or args.wikipedia:
+        raise InputError("--incr reads the increments from the configured mirror: give no "
+                         "--wikidata/--wikipedia paths (an increment given as a path is "
+                         "continued all the same)")
+    kinds: tuple[Kind, ...] = (("wikidata", "wikipedia") if args.wiki == "both" else
+                               ("wikidata",) if args.wiki == "wikidata" else ("wikipedia",))
+    with bars():
+        ingest_increments(cfg, m.group(1), m.group(2) or m.group(1), kinds=kinds)
     print(f"warehouse: {cfg.warehouse}")
     return 0
 

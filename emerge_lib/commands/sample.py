@@ -71,6 +71,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="a history that gives a stage nothing: no_removal, no_addition, "
                         "no_emerging, no_new_passage, no_line or quiet (its scenarios; "
                         "with --items 1 --articles 1, no filler pages either)")
+    p.add_argument("--increments", action="store_true",
+                   help="also write Wikimedia's daily adds/changes dumps (mirror/other/incr/"
+                        "WIKI/YYYYMMDD/), one per day from the first dump date to the day "
+                        "before the newest")
     p.add_argument("--force", action="store_true",
                    help="replace a sample world already in DIR")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -112,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
         compress_level=args.compress_level,
         formats=tuple(f.strip() for f in args.formats.split(",") if f.strip()),
         bench_statements=max(0, args.bench_statements), bench_passages=max(0, args.bench_passages),
-        scenarios=scenarios, new_text=new_text,
+        scenarios=scenarios, new_text=new_text, increments=args.increments,
     )
     try:
         report = generate_world(out, spec, progress=not args.quiet)

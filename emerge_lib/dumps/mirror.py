@@ -13,6 +13,15 @@ to know whether the history job is ``done``. The layout is Wikimedia's:
 Files are addressed by name under ``{mirror}/{wiki}/{date}/`` (the ``url`` in
 dumpstatus.json is site-absolute and would break on mirrors that live under a path).
 
+The daily adds/changes dumps live apart, one folder per day, with no dumpstatus.json:
+
+    {mirror}/other/incr/{wiki}/{YYYYMMDD}/{wiki}-{date}-pages-meta-hist-incr.xml.bz2
+    {mirror}/other/incr/{wiki}/{YYYYMMDD}/{wiki}-{date}-md5sums.txt, status.txt (done),
+                                          maxrevid.txt
+
+:meth:`Mirror.increments` lists those of a date range (a ``DumpFile`` with ``incr``),
+verified against the md5sums like any other file.
+
 Every history file is published twice: bz2 (job ``metahistorybz2dump``) and 7z
 (``metahistory7zdump``, recompressed from the bz2 after it). :meth:`Mirror.history_files`
 takes one file per page range, in the preferred format where both are listed (7z by
@@ -53,6 +62,7 @@ HISTORY_JOB = "metahistorybz2dump"
 HISTORY_JOBS = {"7z": "metahistory7zdump", "bz2": HISTORY_JOB}  # format -> dumpstatus job
 _HISTORY_NAME = re.compile(r"-pages-meta-history(\d*)\.xml(?:-p(\d+)p(\d+))?\.")
 _DATE = re.compile(r"^\d{8}$")
+INCR = "other/incr"  # the adds/changes dumps' folder under a mirror's root
 _CHUNK = 1 << 20
 
 Progress = Callable[[int], object]
@@ -85,6 +95,12 @@ class DumpFile(msgspec.Struct, frozen=True):
     size: int | None = None
     sha1: str | None = None
     md5: str | None = None
+    incr: bool = False  # a daily adds/changes dump, under other/incr/
+
+    @property
+    def folder(self) -> tuple[str, ...]:
+        """Its folder's path under the mirror's root."""
+        return (*INCR.split("/"), self.wiki, self.date) if self.incr else (self.wiki, self.date)
 
 
 def history_file_range(name: str) -> tuple[int, int, int] | None:
@@ -176,13 +192,18 @@ class Mirror:
         assert self._root is not None
         return self._root.joinpath(*parts)
 
+    def file_url(self, f: DumpFile) -> str:
+        return "/".join((self.base_url, *f.folder, f.name))
+
     # -- small documents ------------------------------------------------------------
-    def _get_bytes(self, wiki: str, date: str, name: str) -> bytes | None:
+    def _get_bytes(self, wiki: str, date: str, name: str, *,
+                   incr: bool = False) -> bytes | None:
         """A small file's content, or None when the mirror does not have it (404 / missing)."""
+        folder = DumpFile(wiki, date, name, incr=incr).folder
         if self._root is not None:
-            p = self._local(wiki, date, name)
+            p = self._local(*folder, name)
             return p.read_bytes() if p.is_file() else None
-        url = self.url(wiki, date, name)
+        url = "/".join((self.base_url, *folder, name))
         resp = self._request("GET", url)
         if resp.status_code == 404:
             return None
@@ -341,13 +362,53 @@ class Mirror:
             names = re.findall(r'href="(\d{8})/?"', resp.text)
         return sorted({n for n in names if _DATE.match(n)})
 
+    def increment_dates(self, wiki: str) -> list[str]:
+        """Days (YYYYMMDD) with an adds/changes dump of ``wiki``, ascending."""
+        if self._root is not None:
+            d = self._local(*INCR.split("/"), wiki)
+            names = [p.name for p in d.iterdir() if p.is_dir()] if d.is_dir() else []
+        else:
+            resp = self._request("GET", f"{self.base_url}/{INCR}/{wiki}/")
+            if resp.status_code == 404:
+                return []
+            names = re.findall(r'href="(\d{8})/?"', resp.text)
+        return sorted({n for n in names if _DATE.match(n)})
+
+    def increment(self, wiki: str, date: str) -> DumpFile:
+        """The day's pages-meta-hist-incr file with its published md5; DumpNotReadyError
+        while its status.txt is not ``done`` (or the day is missing)."""
+        status = self._get_bytes(wiki, date, "status.txt", incr=True)
+        state = status.decode("utf-8", "replace").strip() if status is not None else None
+        if state != "done":
+            raise DumpNotReadyError(f"{wiki} {date}: the adds/changes dump is "
+                                    f"{state or 'absent'!r}, not 'done' ({INCR}/{wiki}/{date})")
+        data = self._get_bytes(wiki, date, f"{wiki}-{date}-md5sums.txt", incr=True)
+        sums = _parse_sums(data.decode("utf-8", "replace")) if data else {}
+        name = f"{wiki}-{date}-pages-meta-hist-incr.xml.bz2"
+        if name not in sums:
+            raise MirrorError(f"{wiki} {date}: {name} is not in the adds/changes dump's md5sums")
+        return DumpFile(wiki, date, name, md5=sums[name], incr=True)
+
+    def increments(self, wiki: str, first: str, last: str) -> list[DumpFile]:
+        """The adds/changes dumps of ``first`` … ``last`` (YYYYMMDD, inclusive), oldest
+        first. Every day of the range must be published and done: a missing day would
+        leave a gap the ingest can only refuse, page by page."""
+        listed = set(self.increment_dates(wiki))
+        days = _days(first, last)
+        missing = [d for d in days if d not in listed]
+        if missing:
+            raise DumpNotReadyError(
+                f"{wiki}: no adds/changes dump for {len(missing)} day(s) of {first}..{last} "
+                f"on {self.base_url} (first: {missing[0]})")
+        return [self.increment(wiki, d) for d in days]
+
     # -- downloads ------------------------------------------------------------------
     def local_path(self, f: DumpFile, *, verify: bool = False) -> Path:
         """On a ``file://`` mirror, the file itself (read in place instead of copying
         terabytes); ``verify`` checks size and checksum first."""
         if self._root is None:
             raise MirrorError("local_path() needs a file:// mirror; use download()")
-        path = self._local(f.wiki, f.date, f.name)
+        path = self._local(*f.folder, f.name)
         if not path.is_file():
             raise MirrorError(f"{path} does not exist")
         if verify:
@@ -423,7 +484,7 @@ class Mirror:
     def _copy_local(
         self, f: DumpFile, part: Path, have: int, hashers: dict[str, Any], progress: Progress | None
     ) -> None:
-        src = self._local(f.wiki, f.date, f.name)
+        src = self._local(*f.folder, f.name)
         if not src.is_file():
             raise MirrorError(f"{src} does not exist")
         with open(src, "rb") as fin, open(part, "ab") as fout:
@@ -439,7 +500,7 @@ class Mirror:
         self, f: DumpFile, part: Path, have: int, hashers: dict[str, Any], progress: Progress | None
     ) -> None:
         assert self._client is not None
-        url = self.url(f.wiki, f.date, f.name)
+        url = self.file_url(f)
         attempt = 0
         while True:
             if f.size is not None and have >= f.size:
@@ -513,6 +574,21 @@ class Mirror:
                 raise ChecksumMismatchError(f"{f.name}: {algo} {got} != published {expected[algo]}")
         if not hashers:
             logger.warning("%s: no published checksum, size-only verification", f.name)
+
+
+def _days(first: str, last: str) -> list[str]:
+    """YYYYMMDD days from ``first`` to ``last``, inclusive."""
+    from datetime import datetime, timedelta
+
+    try:
+        day, end = (datetime.strptime(d, "%Y%m%d") for d in (first, last))
+    except ValueError as exc:
+        raise MirrorError(f"not a YYYYMMDD date range: {first}..{last}") from exc
+    out = []
+    while day <= end:
+        out.append(day.strftime("%Y%m%d"))
+        day += timedelta(days=1)
+    return out
 
 
 class _Retryable(Exception):

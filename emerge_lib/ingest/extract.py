@@ -78,20 +78,25 @@ def extract(job: ExtractJob, threads: int | None = 1) -> FileSummary:
     page_range = ref.page_range
     stamp = basis(catalog, job.kind, job.wiki, page_range)
     if job.kind == "wikidata":
-        from emerge_lib.ingest.wikidata.commit import load_watermarks
+        from emerge_lib.ingest.wikidata.commit import load_state, load_watermarks
         from emerge_lib.ingest.wikidata.extract import WikidataFileExtractor
 
         marks = load_watermarks(catalog, job.wiki, page_range)
-        summary = WikidataFileExtractor(ref.path, job.staging, job.wiki, ref.name,
-                                        ref.dump_date, marks, threads,
-                                        replace_pages=job.rewrite).run()
+        summary = WikidataFileExtractor(
+            ref.path, job.staging, job.wiki, ref.name, ref.dump_date, marks, threads,
+            replace_pages=job.rewrite,
+            state_at=(lambda wanted: load_state(catalog, wanted)) if ref.increment else None,
+        ).run()
     else:
-        from emerge_lib.ingest.wikipedia.commit import load_marks
+        from emerge_lib.ingest.wikipedia.commit import load_marks, load_pages
         from emerge_lib.ingest.wikipedia.extract import WikipediaFileExtractor
 
         ranges = list(job.file.ranges)
         pages = load_marks(catalog, job.wiki, ranges, page_range, skippable=not job.rewrite)
-        summary = WikipediaFileExtractor(ref.path, job.staging, ranges, job.wiki, ref.name,
-                                         ref.dump_date, pages, threads).run()
+        summary = WikipediaFileExtractor(
+            ref.path, job.staging, ranges, job.wiki, ref.name, ref.dump_date, pages, threads,
+            state_at=(lambda wanted: load_pages(catalog, job.wiki, wanted))
+            if ref.increment else None,
+        ).run()
     summary.basis, summary.sha1, summary.staging = stamp, ref.sha1, job.staging
     return summary

@@ -18,6 +18,10 @@ _RANGE = re.compile(r"-p(\d+)p(\d+)\.")
 _DATE = re.compile(r"-(\d{8})-")
 
 
+#: Wikimedia's daily adds/changes dumps (other/incr/…): ``<wiki>-<date>-pages-meta-hist-incr``
+_INCREMENT = re.compile(r"-\d{8}-pages-meta-hist-incr\.xml")
+
+
 class IngestError(EmergeError):
     """A file failed, or the share of rejected revisions or pages exceeded its limit."""
 
@@ -48,11 +52,18 @@ class DumpFileRef:
         m = _RANGE.search(self.path.name)
         return (int(m.group(1)), int(m.group(2))) if m else None
 
+    @property
+    def increment(self) -> bool:
+        """A daily adds/changes dump: only the day's revisions, continued from the
+        warehouse (``ingest.wikidata.extract``), by its Wikimedia name."""
+        return _INCREMENT.search(self.path.name) is not None
+
 
 def refs_by_date(files: Sequence[DumpFileRef]) -> dict[str, list[DumpFileRef]]:
     """Files grouped by dump date, oldest first: each newer dump must see the watermarks
-    the older one left."""
+    the older one left. A day's increment (``DumpFileRef.increment``, keyed ``DATE+incr``)
+    follows the full dump of its date, which holds the revisions before that day."""
     out: dict[str, list[DumpFileRef]] = {}
-    for r in sorted(files, key=lambda r: (r.dump_date, r.path.name)):
-        out.setdefault(r.dump_date, []).append(r)
+    for r in sorted(files, key=lambda r: (r.dump_date, r.increment, r.path.name)):
+        out.setdefault(f"{r.dump_date}+incr" if r.increment else r.dump_date, []).append(r)
     return out

@@ -205,6 +205,40 @@ def refs_from_mirror(cfg: Config, kind: Kind, done: Callable[[str, int | None, s
     return out
 
 
+def increment_refs(cfg: Config, catalog: Catalog, kind: Kind, first: str, last: str,
+                   progress_factory: ProgressFactory | None = None) -> list[DumpFileRef]:
+    """The configured mirror's daily adds/changes dumps of ``first`` … ``last`` (YYYYMMDD)
+    as local files (a file:// mirror's in place, verified; an http(s) one's downloaded into
+    ``dumps.download_dir``/WIKI/incr/DATE, resumably and verified against its md5sums),
+    oldest first. Days before the newest full dump the warehouse holds are left out: that
+    dump has their revisions. Every other day of the range must be published and done."""
+    from emerge_lib.dumps.mirror import Mirror
+
+    wiki = wiki_of(cfg, kind)
+    full = [r["dump_date"] for r in catalog.read_arrow(
+        "ingested_files", filters=[("wiki", "=", wiki)],
+        columns=["dump_date", "dump_file", "error"]).to_pylist()
+        if r["error"] is None and not DumpFileRef.of(r["dump_file"]).increment]
+    covered = max(full, default="")
+    if covered > first:
+        log.info("%s: increments before %s are in the full dump of that date: from %s",
+                 wiki, covered, covered)
+        first = covered
+    if first > last:
+        return []
+    out: list[DumpFileRef] = []
+    with Mirror(cfg.dumps.mirror) as mirror:
+        for f in mirror.increments(wiki, first, last):
+            if mirror.scheme == "file":
+                path = mirror.local_path(f, verify=True)
+            else:
+                progress = progress_factory(f) if progress_factory else None
+                path = mirror.download(f, Path(cfg.dumps.download_dir) / wiki / "incr" / f.date,
+                                       progress=progress)
+            out.append(DumpFileRef(path, f.date))
+    return out
+
+
 def plan_ingest(cfg: Config, catalog: Catalog, kind: Kind,
                 paths: Sequence[str | Path] | None,
                 progress_factory: ProgressFactory | None) -> IngestPlan:

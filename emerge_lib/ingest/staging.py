@@ -38,6 +38,13 @@ _MICROS = pa.timestamp("us", tz="UTC")
 PARTIAL = ("the file holds none of the page's ingested revisions, only newer ones (an "
            "adds/changes increment?): its history is not replayed from them; ingest "
            "full-history files (pages-meta-history)")
+#: the same, for an increment read as one: what it lacks cannot be continued from
+PARTIAL_GAP = ("the increment does not follow on from the page's ingested revisions (a "
+               "revision's parent is neither in the file nor ingested: a day skipped?); "
+               "ingest the missing increments, or the next full dump")
+PARTIAL_LATE = ("the increment holds a revision dated before the page's ingested ones (an "
+                "import?): replaying the page needs its whole history; the next full dump "
+                "(pages-meta-history) replays it")
 
 
 @dataclass
@@ -194,6 +201,7 @@ class Quarantine:
     threads: int | None
     summary: FileSummary
     out: StagedOutputs
+    empty_ok: bool = False  # a file without revisions is fine (a quiet day's increment)
 
     @contextmanager
     def open_dump(self, **options: Any) -> Iterator[Dump]:
@@ -216,7 +224,7 @@ class Quarantine:
         try:
             self.summary.bytes = os.path.getsize(self.path)
             body()
-            if self.summary.revisions == 0:
+            if self.summary.revisions == 0 and not (self.empty_ok and not self.summary.pages):
                 raise NothingReadError(
                     f"{self.dump_file}: no revision could be read from {self.summary.pages} "
                     f"page(s): {self._why_nothing()}"

@@ -81,6 +81,9 @@ class SampleSpec:
     # the worlds of histories that give a stage nothing (plan.EMPTY_CASES)
     scenarios: tuple[str, ...] | None = None
     new_text: bool = True  # False: no paragraph is added after t (no passage)
+    # Wikimedia's daily adds/changes dumps too (sample.incr), mirror/other/incr/…: one per
+    # day from the first dump date to the day before the newest
+    increments: bool = False
 
     @property
     def bench(self) -> bool:
@@ -454,11 +457,28 @@ def generate_world(out: str | Path, spec: SampleSpec | None = None, *, progress:
                 report.compressed_bytes += f.size
                 report.pages += f.pages
                 report.revisions += f.revisions
+    about = manifest(world, spec, truth, traps, manifest_files)
+    if spec.increments:
+        about["dumps"]["increments"] = _increments(world, mirror)
     (out / "config.yaml").write_text(config_yaml(world, spec), encoding="utf-8")
-    (out / "world.json").write_text(json.dumps(manifest(world, spec, truth, traps, manifest_files),
-                                               indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    (out / "world.json").write_text(json.dumps(about, indent=1, sort_keys=True) + "\n",
+                                    encoding="utf-8")
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _increments(world: World, mirror: Path) -> list[str]:
+    """The daily adds/changes dumps of both wikis (sample.incr); returns their dates."""
+    from emerge_lib.sample.incr import day_start, write_increments
+
+    first, last = day_start(world.dates[0]), day_start(world.dates[-1]) - DAY
+    if last < first:
+        return []
+    dates: list[str] = []
+    for wiki, total, page_of in ((WIKIDATA, world.wd.total, world.wikidata_page),
+                                 (ENWIKI, world.en.total, world.enwiki_page)):
+        dates = write_increments(mirror, wiki, range(1, total + 1), page_of, first, last)
+    return dates
 
 
 def _collect(runs: dict, wiki: str, result: list[tuple[str, WrittenFile]], bar: object, task: tuple) -> None:
@@ -517,7 +537,8 @@ def manifest(world: World, spec: SampleSpec, truth: list[dict], traps: list[dict
     out = {
         "generator": "emerge sample",
         "spec": {k: v for k, v in asdict(spec).items()
-                 if k not in ("jobs",) and not (k.startswith("bench_") and not v)},
+                 if k not in ("jobs",) and not ((k.startswith("bench_") or k == "increments")
+                                                and not v)},
         "snapshots": [iso(t) for t in world.snapshots],
         "dumps": {"dates": world.dates, "cutoffs": [iso(c) for c in world.cutoffs], "files": files},
         "truth": {"rows": len(truth), "by_op": dict(sorted(Counter(r["op"] for r in truth).items())),

@@ -38,6 +38,7 @@ class Rev:
     text: str | None  # None = deleted text
     model: str = "wikibase-item"
     comment: str | None = None
+    parent: int | None = None  # <parentid>, as Wikimedia writes it
 
 
 @dataclass
@@ -60,7 +61,8 @@ def render(pages: list[PageSpec], dbname: str = "wikidatawiki", close: bool = Tr
             attr = f" title={quoteattr(page.redirect)}" if page.redirect else ""
             out.append(f"    <redirect{attr} />\n")
         for rev in page.revisions:
-            out.append(f"    <revision>\n      <id>{rev.rev_id}</id>\n"
+            parent = f"      <parentid>{rev.parent}</parentid>\n" if rev.parent else ""
+            out.append(f"    <revision>\n      <id>{rev.rev_id}</id>\n{parent}"
                        f"      <timestamp>{rev.timestamp}</timestamp>\n"
                        "      <contributor><username>Tester</username><id>1</id></contributor>\n")
             if rev.comment is not None:

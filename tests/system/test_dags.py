@@ -28,7 +28,25 @@ def dagbag():
 def test_the_dag_files_import_without_errors(dagbag) -> None:
     assert dagbag.import_errors == {}
     assert set(dagbag.dag_ids) == {"emerge_dumps", "emerge_ingest", "emerge_snapshot",
-                                   "emerge_evaluate"}
+                                   "emerge_evaluate", "emerge_incr"}
+
+
+def test_the_incr_dag_is_one_task_a_day_caught_up_in_order(dagbag) -> None:
+    """emerge_incr: daily at midnight, missed days caught up, one run at a time (a writer
+    of the timelines), one task that emits the timelines Asset; the run of a day's
+    midnight reads the increment of the day before."""
+    import pendulum
+
+    from emerge_lib.airflow.assets import TIMELINES
+    from emerge_lib.airflow.runtime import incr_day
+
+    dag = dagbag.dags["emerge_incr"]
+    assert dag.catchup and dag.max_active_runs == 1
+    assert (dag.timetable.expression, str(dag.timetable.timezone)) == ("0 0 * * *", "UTC")
+    (task,) = dag.tasks
+    assert task.task_id == "ingest_increment" and task.retries == 12
+    assert [a.name for a in task.outlets] == [TIMELINES.name]
+    assert incr_day({"logical_date": pendulum.datetime(2024, 3, 1, tz="UTC")}) == "20240229"
 
 
 def test_the_cli_lists_no_import_errors(airflow_db) -> None:

@@ -230,3 +230,17 @@ def test_planted_secrets_appear_in_no_output_channel(tmp_path) -> None:
     lines = [x for x in bad.stderr.splitlines() if x.startswith("emerge:")]
     assert bad.returncode == 2 and len(lines) == 1 and "EMERGE__DUMPS__MIRROR" in lines[0]
     assert "planted-not-a-secret" not in bad.stderr
+
+
+@pytest.mark.parametrize(("argv", "says"), [
+    (["--incr", "2024-03-01"], "--incr 2024-03-01: give FIRST[:LAST] as YYYYMMDD days"),
+    (["--incr", "20240302:20240301"], "FIRST not after LAST"),
+    (["--incr", "20240301", "--wikidata", "x.bz2"], "give no --wikidata/--wikipedia paths"),
+])
+def test_ingest_incr_refuses_bad_days_in_one_line(argv: list[str], says: str, tmp_path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    from emerge_lib.cli import main
+
+    assert main(["ingest", "--warehouse", str(tmp_path / "wh"), *argv]) != 0
+    err = capsys.readouterr().err
+    assert says in err and "Traceback" not in err and len(err.strip().splitlines()) == 1

@@ -19,11 +19,17 @@ Rerunning any step, or the whole ingest, leaves the same tables.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from datetime import datetime
 
 from emerge_lib.catalog import Catalog
 from emerge_lib.ingest.staging import FileSummary, read_staged
-from emerge_lib.ingest.wikidata.extract import Watermark
+from emerge_lib.ingest.wikidata.extract import (
+    EntityFacts,
+    StatementVersion,
+    Watermark,
+    bucket,
+)
 
 WATERMARK_COLUMNS = ["page_id", "last_rev_id", "last_timestamp", "first_timestamp",
                      "max_rev_id", "revisions"]
@@ -44,6 +50,57 @@ def load_watermarks(catalog: Catalog, wiki: str,
             max_rev, count,
         )
     return out
+
+
+def load_state(catalog: Catalog, wanted: Mapping[str, Watermark]) -> dict[str, EntityFacts]:
+    """Each entity's facts as of its watermark revision, read back from the timelines: the
+    statement and item (or property) intervals open then. That is the state an increment
+    continues from (``extract``'s module docstring). As of the watermark, not the newest
+    rows: after a commit killed before its watermarks, the rows it wrote are newer and the
+    rerun writes them again. Entities without a stored item or property row are left out."""
+    if not wanted:
+        return {}
+    ids = sorted(wanted)
+    buckets = sorted({bucket(e) for e in ids})
+    stmts = catalog.read_arrow("statement_timeline", filters=[
+        ("s_bucket", "in", buckets), ("s", "in", ids)], columns=[
+        "s", "p", "o", "statement_id", "rank", "qualifiers", "valid_from", "valid_to",
+        "rev_from", "rev_to"]).to_pylist()
+    versions: dict[str, set[StatementVersion]] = {}
+    for r in stmts:
+        if _open_at(wanted[r["s"]], r["valid_from"], r["rev_from"], r["valid_to"], r["rev_to"]):
+            quals = tuple((q["pid"], q["kind"], q["time"], q["precision"], q["item"])
+                          for q in r["qualifiers"] or ())
+            versions.setdefault(r["s"], set()).add(StatementVersion(
+                r["statement_id"], r["p"], r["o"], r["rank"], quals))
+    out: dict[str, EntityFacts] = {}
+    items = [e for e in ids if e.startswith("Q")]
+    props = [e for e in ids if e.startswith("P")]
+    for table, key, names in (("item_timeline", "qid", items), ("property_timeline", "pid", props)):
+        if not names:
+            continue
+        for r in catalog.read_arrow(table, filters=[(key, "in", names)]).to_pylist():
+            eid = r[key]
+            if not _open_at(wanted[eid], r["valid_from"], r["rev_from"], r["valid_to"], None):
+                continue
+            out[eid] = EntityFacts(
+                frozenset(versions.get(eid, ())), r.get("enwiki_title"), r["label_en"],
+                r["description_en"], r.get("redirect_to"), r.get("datatype"))
+    return out
+
+
+def _open_at(wm: Watermark, valid_from: datetime, rev_from: int, valid_to: datetime | None,
+             rev_to: int | None) -> bool:
+    """Does an interval hold at the watermark revision (time order, then revision id)?
+    Without ``rev_to`` (items), an interval that ends in the watermark's second is taken as
+    ended before it."""
+    mark = (wm.last_timestamp, wm.last_rev_id)
+    if (int(valid_from.timestamp()), rev_from) > mark:
+        return False
+    if valid_to is None:
+        return True
+    end = int(valid_to.timestamp())
+    return end > mark[0] or (end == mark[0] and rev_to is not None and rev_to > mark[1])
 
 
 def page_filters(wiki: str, page_range: tuple[int, int] | None) -> list[tuple[str, str, object]]:

@@ -11,13 +11,22 @@ are decoded; the watermark revision is decoded once to know which intervals are 
 those that end are emitted as closures (matched on the open row, valid_to IS NULL). A new
 revision dated before the watermark (a late import) makes the page replay its whole
 history, replacing the page's rows.
+
+A daily adds/changes increment (``increment``: Wikimedia's ``pages-meta-hist-incr``) holds
+only the day's revisions, not the watermark revision: a page the warehouse holds continues
+from the state the warehouse stored as of its watermark (``state_at``: the intervals open
+at the watermark revision, read back by ``ingest.wikidata.commit.load_state``), never
+replayed from the increment alone. It is refused (``partial_history``, the page keeps its
+rows) when the increment does not follow on from the watermark: a revision whose parent is
+neither in the file nor among the ingested revisions (a skipped day), or one dated before
+the watermark (a late import: its replay needs the whole history, the next full dump's).
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -28,7 +37,14 @@ import pyarrow as pa
 
 from emerge_lib.dumps import wikidata
 from emerge_lib.dumps.xml import Page, Revision
-from emerge_lib.ingest.staging import PARTIAL, FileSummary, Quarantine, StagedOutputs
+from emerge_lib.ingest.staging import (
+    PARTIAL,
+    PARTIAL_GAP,
+    PARTIAL_LATE,
+    FileSummary,
+    Quarantine,
+    StagedOutputs,
+)
 
 log = logging.getLogger(__name__)
 
@@ -204,6 +220,7 @@ class WikidataFileExtractor(Quarantine):
         threads: int | None = 1,
         scan_entities: bool = True,
         replace_pages: bool = False,
+        state_at: Callable[[Mapping[str, Watermark]], dict[str, EntityFacts]] | None = None,
     ) -> None:
         self.path = Path(path)
         self.wiki = wiki
@@ -214,6 +231,11 @@ class WikidataFileExtractor(Quarantine):
         # a re-ingest: every page's stored rows are replaced (unless the warehouse holds a
         # newer state of it), not continued from its watermark
         self.replace_pages = replace_pages
+        # an adds/changes increment: stored pages continue from the warehouse's state
+        self.state_at = state_at
+        self.increment = state_at is not None
+        self.empty_ok = self.increment  # a quiet day has no revision
+        self._stored: dict[str, EntityFacts] = {}  # entity → its facts at the watermark
         stem = self.dump_file.replace("/", "_")
         self.out = _Outputs(str(staging), stem)
         # consecutive revisions mostly share their claims: the parser reuses the decoded
@@ -364,6 +386,9 @@ class WikidataFileExtractor(Quarantine):
             self.summary.pages += 1
         self._versions_cache.clear()  # keeps memory flat; ids never repeat across pages
         wm = None if replay_all else self.watermarks.get(page.page_id)
+        if wm is not None and self.increment:
+            self._continue_page(page, eid, wm)
+            return True
         new: list[tuple[int, int, EntityFacts]] = []
         at_watermark: EntityFacts | None = None
         watermark_rev: Revision | None = None  # decoded only if the page has new revisions
@@ -441,6 +466,64 @@ class WikidataFileExtractor(Quarantine):
         ))
         return True
 
+    def _continue_page(self, page: Page, eid: str, wm: Watermark) -> None:
+        """A stored page in an increment: its revisions after the watermark (in time) on
+        top of the warehouse's state at the watermark (see the module docstring)."""
+        mark = (wm.last_timestamp, wm.last_rev_id)
+        new: list[tuple[int, int, EntityFacts]] = []
+        ids: set[int] = set()
+        parents: list[int | None] = []
+        count = late = 0
+        max_rev = wm.seen_up_to
+        last = mark  # the newest revision, by (timestamp, revision id)
+        for rev in page:
+            count += 1
+            if (rev.timestamp, rev.rev_id) <= mark:
+                late += 1  # already ingested (a rerun), or dated before the watermark
+                continue
+            ids.add(rev.rev_id)
+            parents.append(rev.parent_id)
+            max_rev = max(max_rev, rev.rev_id)
+            last = max(last, (rev.timestamp, rev.rev_id))
+            facts = self.decode(page, rev)
+            if facts is not None:
+                new.append((rev.rev_id, rev.timestamp, facts))
+        self.summary.revisions += count
+        if page.reject is not None or not ids:
+            if not count:
+                self.reject(page.page_id, page.title, None, "no_revisions",
+                            "page has no revisions")
+            return  # broken (its reject row is written), or nothing past the watermark
+        gap = [p for p in parents if p is None or (p > wm.seen_up_to and p not in ids)]
+        if late or gap or eid not in self._stored:
+            detail = PARTIAL_LATE if late else PARTIAL_GAP if gap else PARTIAL
+            self.reject(page.page_id, page.title, None, "partial_history", detail)
+            return
+        new.sort(key=lambda r: (r[1], r[0]))
+        at_watermark = self._stored[eid]
+        state = _PageState(eid, page.ns == PROPERTY_NS, wm.first_timestamp)
+        for v in at_watermark.statements:
+            state.open[v] = (wm.last_rev_id, wm.last_timestamp)
+        state.item = (at_watermark, wm.last_rev_id, wm.last_timestamp)
+        state.watermark_rev = wm.last_rev_id
+        self.replay(state, new, already_written=True)
+        self.out.add_values("page_watermarks", (
+            self.wiki, page.page_id, page.title, last[1], last[0], max_rev,
+            (wm.revisions or 0) + len(ids), wm.first_timestamp, self.dump_date, self.dump_file,
+        ))
+
+    def _stored_pages(self) -> None:
+        """The warehouse's state at the watermark of every stored page of the increment
+        (a first pass that reads no revision: one read per table, not one per page)."""
+        assert self.state_at is not None
+        wanted: dict[str, Watermark] = {}
+        for page in self._pages():
+            eid = self.entity_id(page)
+            wm = self.watermarks.get(page.page_id)
+            if eid is not None and wm is not None:
+                wanted[eid] = wm
+        self._stored = self.state_at(wanted) if wanted else {}
+
     def _pages(self, only: set[int] | None = None) -> Iterator[Page]:
         with self.open_dump(text_bytes=True, entity_scanner=self.entity_scanner()) as dump:
             for page in dump:
@@ -449,6 +532,8 @@ class WikidataFileExtractor(Quarantine):
                 yield page
 
     def _read(self) -> None:
+        if self.increment:
+            self._stored_pages()
         replay: set[int] = set()
         for page in self._pages():
             if not self.process_page(page):

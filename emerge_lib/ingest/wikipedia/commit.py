@@ -26,7 +26,7 @@ from emerge_lib.catalog import Catalog
 from emerge_lib.ingest.staging import FileSummary, read_staged
 from emerge_lib.ingest.wikidata.commit import page_filters
 from emerge_lib.ingest.wikipedia.coverage import Range, coverage, covers, utc_of
-from emerge_lib.ingest.wikipedia.extract import PageMark
+from emerge_lib.ingest.wikipedia.extract import PageMark, StoredPage
 
 
 def load_marks(catalog: Catalog, wiki: str, ranges: Sequence[Range],
@@ -46,6 +46,31 @@ def load_marks(catalog: Catalog, wiki: str, ranges: Sequence[Range],
     return out
 
 
+
+
+def load_pages(catalog: Catalog, wiki: str, marks: Mapping[int, PageMark]
+               ) -> dict[int, StoredPage]:
+    """The stored rows of these pages, for an increment to continue (one read per table):
+    page and paragraph runs, the first revision's time, and whether the watermark
+    revision was unreadable (a reject: its state is not what the runs say)."""
+    ids = sorted(marks)
+    out = {i: StoredPage() for i in ids}
+    for r in catalog.read_arrow("page_timeline", filters=[("page_id", "in", ids)]).to_pylist():
+        out[r["page_id"]].page_rows.append(r)
+    for r in catalog.read_arrow("paragraph_timeline",
+                                filters=[("page_id", "in", ids)]).to_pylist():
+        out[r["page_id"]].paragraph_rows.append(r)
+    for r in catalog.read_arrow("page_watermarks", filters=[("wiki", "=", wiki),
+                                                             ("page_id", "in", ids)],
+                                columns=["page_id", "first_timestamp"]).to_pylist():
+        first = r["first_timestamp"]
+        out[r["page_id"]].first_us = None if first is None else int(first.timestamp()) * 1_000_000
+    for r in catalog.read_arrow("ingest_rejects", filters=[("wiki", "=", wiki),
+                                                            ("page_id", "in", ids)],
+                                columns=["page_id", "rev_id"]).to_pylist():
+        if r["rev_id"] is not None and r["rev_id"] == marks[r["page_id"]].last_rev_id:
+            out[r["page_id"]].last_unreadable = True
+    return out
 
 
 # -- commit --------------------------------------------------------------------------------

@@ -32,6 +32,18 @@ Incremental: a page whose newest revision equals its watermark, written by a fil
 coverage already includes the requested ranges, is skipped; a page whose stored state is
 newer than this file is skipped too. Every other page is written whole (its old rows are
 deleted by the commit), which keeps increments simple and exact.
+
+A daily adds/changes increment (``state_at``) lacks the revisions before the watermark: a
+stored page is written whole from its stored rows as of the watermark (``StoredPage``)
+and the day's revisions: the page run open at the watermark continues, the paragraph
+runs open then continue, closed rows are kept. One subtlety: the older dump cleaned the
+watermark revision W as the base of the ranges that start after it; once a revision of
+the increment precedes such a start, it is that range's base instead, and unless W lies
+in a range or is still another range's base, the full history would not clean W at all:
+its effect is undone (the runs it opened are dropped, those it closed reopened). Refused
+(``partial_history``) as in Wikidata: a revision whose parent was never ingested (a
+skipped day), one dated before the watermark, and a page whose watermark revision could
+not be read (its state is not the stored one).
 """
 
 from __future__ import annotations
@@ -40,18 +52,26 @@ import hashlib
 import logging
 import re
 from bisect import bisect_left
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
 from emerge_lib.dumps.xml import Page
-from emerge_lib.ingest.staging import PARTIAL, FileSummary, Quarantine, StagedOutputs
+from emerge_lib.ingest.staging import (
+    PARTIAL,
+    PARTIAL_GAP,
+    PARTIAL_LATE,
+    FileSummary,
+    Quarantine,
+    StagedOutputs,
+)
 from emerge_lib.ingest.wikipedia.coverage import Range, merge_ranges
 from emerge_lib.text.titles import is_redirect, normalize_title, redirect_target
-from emerge_lib.text.wikitext import Paragraph, extract_paragraphs
+from emerge_lib.text.wikitext import Mention, Paragraph, extract_paragraphs
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +99,23 @@ class PageMark:
     title: str | None = None
     skippable: bool = False  # the file that wrote it covered the ranges asked for now
     max_rev_id: int | None = None  # ids grow: a late import has a new id, an old date
+
+
+Row = dict[str, Any]  # a stored row, as pyarrow reads it
+PageState = tuple[str, bool, str | None]  # a page run's (title, is_redirect, target)
+
+
+@dataclass
+class StoredPage:
+    """A page's stored rows, read back for an increment (``commit.load_pages``)."""
+
+    page_rows: list[Row] = field(default_factory=list)
+    paragraph_rows: list[Row] = field(default_factory=list)
+    last_unreadable: bool = False  # its watermark revision is a reject: state unknown
+    first_us: int | None = None  # its first revision's time (page_watermarks), in µs
+
+
+Key = tuple[int, int]  # (timestamp, revision id): the order of a page's revisions
 
 
 @dataclass
@@ -160,8 +197,12 @@ class WikipediaFileExtractor(Quarantine):
         dump_date: str | None = None,
         marks: dict[int, PageMark] | None = None,
         threads: int | None = 1,
+        state_at: Callable[[Mapping[int, PageMark]], dict[int, StoredPage]] | None = None,
     ) -> None:
         self.path = Path(path)
+        self.state_at = state_at  # an adds/changes increment: stored pages continue
+        self.empty_ok = state_at is not None
+        self._stored: dict[int, StoredPage] = {}
         self.ranges = merge_ranges(ranges)
         self.starts = [a for a, _ in self.ranges]
         self.wiki = wiki
@@ -190,8 +231,10 @@ class WikipediaFileExtractor(Quarantine):
         deferred = 0
         max_rev = -1
         cleaner = _Cleaner(self.summary)
+        parents: dict[int, int | None] = {}
         for rev in page:
             self.summary.revisions += 1
+            parents[rev.rev_id] = rev.parent_id
             key = (rev.timestamp, rev.rev_id)
             if rev.rev_id > max_rev:
                 max_rev = rev.rev_id
@@ -236,6 +279,14 @@ class WikipediaFileExtractor(Quarantine):
             return
         metas.sort(key=lambda m: m.key)
         newest = metas[-1].key
+        if mark is not None and self.state_at is not None:
+            for rid, t in selected.items():
+                cleaned[rid] = cleaner.clean(t)
+            for entry in base:
+                if entry is not None and entry[0][1] not in cleaned:
+                    cleaned[entry[0][1]] = cleaner.clean(entry[1])
+            self._continue_page(page, mark, metas, parents, cleaned)
+            return
         if mark is not None and all(m.key[1] > mark.last_rev_id for m in metas):
             self.reject(page.page_id, page.title, None, "partial_history", PARTIAL)
             return  # rebuilt from the newer revisions alone, it would lose its history
@@ -290,11 +341,12 @@ class WikipediaFileExtractor(Quarantine):
                     self.summary.moves += 1
         return out
 
-    def _page_runs(self, page: Page, metas: list[_Meta], titles: list[tuple[str, bool]]) -> None:
+    def _page_runs(self, page: Page, metas: list[_Meta], titles: list[tuple[str, bool]],
+                   run: tuple[PageState | None, Key] | None = None,
+                   redirect: tuple[bool, str | None] = (False, None)) -> None:
+        """``run`` and ``redirect``: the state an earlier ingest left open (an increment)."""
         newest = len(metas) - 1
-        state: tuple[Any, ...] | None = None
-        redirect: tuple[bool, str | None] = (False, None)
-        run: tuple[tuple[Any, ...], tuple[int, int]] | None = None
+        state: PageState | None = None
         for i, m in enumerate(metas):
             if m.redirect is not None:
                 redirect = m.redirect
@@ -313,7 +365,7 @@ class WikipediaFileExtractor(Quarantine):
         if run is not None:
             self._emit_page_run(page.page_id, run, None)
 
-    def _emit_page_run(self, page_id: int, run: tuple[tuple[Any, ...] | None, tuple[int, int]],
+    def _emit_page_run(self, page_id: int, run: tuple[PageState | None, Key],
                        end: tuple[int, int] | None) -> None:
         state, start = run
         if state is None:
@@ -328,11 +380,13 @@ class WikipediaFileExtractor(Quarantine):
 
     def _paragraph_runs(self, page_id: int, metas: list[_Meta],
                         titles: list[tuple[str, bool]],
-                        cleaned: dict[int, list[Paragraph]]) -> None:
+                        cleaned: dict[int, list[Paragraph]],
+                        open_runs: dict[str, tuple[Paragraph, Key]] | None = None) -> None:
+        """``open_runs``: the runs an earlier ingest left open (an increment)."""
         self.summary.in_range += len(cleaned)
-        if not cleaned:
+        open_runs = {} if open_runs is None else open_runs
+        if not cleaned and not open_runs:
             return
-        open_runs: dict[str, tuple[Paragraph, tuple[int, int]]] = {}
         for i, m in enumerate(metas):
             paragraphs = cleaned.get(m.key[1])
             if paragraphs is None:
@@ -365,14 +419,111 @@ class WikipediaFileExtractor(Quarantine):
             "removed_at": None if end is None else end[0] * US,
         })
 
+    # -- a stored page in an increment ---------------------------------------------------
+    def _continue_page(self, page: Page, mark: PageMark, metas: list[_Meta],
+                       parents: Mapping[int, int | None],
+                       cleaned: dict[int, list[Paragraph]]) -> None:
+        """The page whole: its stored rows as of the watermark and the day's revisions
+        (the module docstring)."""
+        w: Key = (mark.last_timestamp, mark.last_rev_id)
+        new = [m for m in metas if m.key > w]
+        if not new:
+            return  # read before (a rerun): nothing past the watermark
+        seen = mark.max_rev_id if mark.max_rev_id is not None else mark.last_rev_id
+        ids = {m.key[1] for m in new}
+        stored = self._stored.get(page.page_id)
+        detail = (PARTIAL_LATE if len(new) < len(metas) else
+                  PARTIAL_GAP if any(p is None or (p > seen and p not in ids)
+                                     for p in (parents[i] for i in ids)) else
+                  PARTIAL if stored is None or stored.last_unreadable else None)
+        if detail is not None:
+            self.reject(page.page_id, page.title, None, "partial_history", detail)
+            return
+        assert stored is not None
+        self.summary.replayed_pages += 1
+        cleaned = {rid: ps for rid, ps in cleaned.items() if rid in ids}
+        drop_w = self._w_dropped(w, new)
+        run, redirect = self._stored_page_runs(page.page_id, stored, w)
+        open_runs = self._stored_paragraph_runs(page.page_id, stored, w, drop_w)
+        titles = self._titles(page, new, None)
+        self._page_runs(page, new, titles, run, redirect)
+        self._paragraph_runs(page.page_id, new, titles, cleaned, open_runs)
+        self.out.add("written_pages", {"page_id": page.page_id})
+        newest = new[-1].key
+        self.out.add("page_watermarks", {
+            "wiki": self.wiki, "page_id": page.page_id, "title": page.title,
+            "last_rev_id": newest[1], "last_timestamp": newest[0] * US,
+            "max_rev_id": max(seen, *ids), "first_timestamp": stored.first_us,
+            "dump_date": self.dump_date, "dump_file": self.dump_file,
+        })
+
+    def _w_dropped(self, w: Key, new: list[_Meta]) -> bool:
+        """Did the older dump clean the watermark revision W only as the base of ranges
+        that a revision of the increment now bases (so the full history would not)?"""
+        first_ok = next((m.key[0] for m in new if m.text_ok), None)
+        inside = any(a < w[0] <= b for a, b in self.ranges)
+        bases = [a for a, _ in self.ranges if a >= w[0]]  # W was their base then
+        if inside or not bases or first_ok is None:
+            return False
+        return all(a >= first_ok for a in bases)
+
+    def _stored_page_runs(self, page_id: int, stored: StoredPage, w: Key
+                          ) -> tuple[tuple[PageState | None, Key], tuple[bool, str | None]]:
+        """Re-emit the page runs closed by W; the one open at W is returned to continue."""
+        run: tuple[PageState | None, Key] = (None, w)
+        redirect: tuple[bool, str | None] = (False, None)
+        for r in stored.page_rows:
+            start = (_seconds(r["valid_from"]), r["rev_from"])
+            if start > w:
+                continue  # written by a commit killed before its watermarks: again below
+            end = None if r["valid_to"] is None else (_seconds(r["valid_to"]), r["rev_to"])
+            if end is not None and end <= w:
+                self._emit_page_run(page_id, ((r["title"], r["is_redirect"],
+                                               r["redirect_target"]), start), end)
+            else:
+                run = ((r["title"], r["is_redirect"], r["redirect_target"]), start)
+                redirect = (r["is_redirect"], r["redirect_target"])
+        return run, redirect
+
+    def _stored_paragraph_runs(self, page_id: int, stored: StoredPage, w: Key,
+                               drop_w: bool) -> dict[str, tuple[Paragraph, Key]]:
+        """Re-emit the paragraph runs closed by W (before it, when W's cleaning is undone);
+        those open then are returned to continue."""
+        open_runs: dict[str, tuple[Paragraph, Key]] = {}
+        for r in stored.paragraph_rows:
+            start = (_seconds(r["first_seen_at"]), r["first_seen_rev"])
+            end = None if r["removed_at"] is None else (_seconds(r["removed_at"]),
+                                                        r["removed_rev"])
+            if start > w or (drop_w and start == w):
+                continue  # a killed commit's, or opened by W, whose cleaning is undone
+            p = Paragraph(r["paragraph_idx"], 0, r["text"],
+                          [Mention(m["start"], m["end"], m["anchor"], m["target"])
+                           for m in r["mentions"] or ()],
+                          r["tokens"], r["markup_ratio"], r["paragraph_hash"])
+            closed = end is not None and (end < w if drop_w else end <= w)
+            if closed:
+                self._emit_paragraph_run(page_id, (p, start), end)
+            else:
+                open_runs[p.hash] = (p, start)
+        return open_runs
+
     # -- the file ------------------------------------------------------------------------
     def _read(self) -> None:
+        if self.state_at is not None:
+            with self.open_dump() as dump:  # the stored pages: one read per table
+                wanted = {page.page_id: self.marks[page.page_id] for page in dump
+                          if page.ns == ARTICLE_NS and page.page_id in self.marks}
+            self._stored = self.state_at(wanted) if wanted else {}
         with self.open_dump() as dump:
             for page in dump:
                 self.process_page(page)
 
     def run(self) -> WikipediaFileSummary:
         return self.read_guarded(self._read)  # type: ignore[return-value]
+
+
+def _seconds(value: datetime) -> int:
+    return int(value.timestamp())
 
 
 class _Cleaner:

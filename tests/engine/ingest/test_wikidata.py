@@ -140,8 +140,9 @@ def test_incremental_dump_equals_a_fresh_ingest_and_reruns_change_nothing(
 def test_an_increment_of_newer_revisions_alone_keeps_the_stored_history(tmp_path: Path,
                                                                         spark) -> None:
     """A file holding only Q1's newer revisions (a daily adds/changes increment) after its
-    full history was ingested: replayed from them alone, Q1 would lose its history. Q1 is
-    a counted reject (partial_history) and keeps its rows; Q7, new in the file, is
+    full history was ingested, without the <parentid> that would show it follows on from
+    the ingested ones: replayed from them alone, Q1 would lose its history. Q1 is a
+    counted reject (partial_history) and keeps its rows; Q7, new in the file, is
     ingested; the full dump later gives the tables of a fresh ingest of it."""
     newer = [Rev(14, "2024-02-10T00:00:00Z",
                  item("Q1", [claim("P27", "Q30", "q1$b")], enwiki="One"))]
@@ -170,6 +171,131 @@ def test_an_increment_of_newer_revisions_alone_keeps_the_stored_history(tmp_path
     fresh = Catalog(tmp_path / "fresh", spark)
     ingest_wikidata(fresh, [f2], max_reject_ratio=1.0)
     assert snapshot_of(catalog) == snapshot_of(fresh)
+
+
+def _increments(tmp_path: Path) -> tuple[Path, list[Path], Path]:
+    """pages_v1 as a full dump; three days of increments (Q1 edited on days 1 and 3, its
+    statements and label changing; Q3 on day 2; Q7 created on day 1, edited on day 3;
+    P27 relabelled on day 2; a day 3 revision of Q2 with unreadable text); and the full
+    dump of all of it."""
+    q1 = [Rev(14, "2024-02-01T10:00:00Z", item("Q1", [claim("P27", "Q30", "q1$b")],
+                                                 enwiki="One"), parent=13),
+          Rev(15, "2024-02-01T11:00:00Z", item("Q1", [claim("P27", "Q30", "q1$b"),
+                                                      claim("P31", "Q5", "q1$a")],
+                                                 enwiki="Eins"), parent=14)]
+    q1_day3 = [Rev(18, "2024-02-03T09:00:00Z", item("Q1", [claim("P31", "Q5", "q1$a")],
+                                                      enwiki="Eins"), parent=15)]
+    q3 = [Rev(16, "2024-02-02T00:00:00Z", item("Q3", [claim("P31", "Q1", "q3$a")], "Three"),
+              parent=31)]
+    q7 = [Rev(70, "2024-02-01T12:00:00Z", item("Q7", [claim("P31", "Q5", "q7$a")], "Seven"))]
+    q7_day3 = [Rev(71, "2024-02-03T10:00:00Z", item("Q7", [claim("P31", "Q1", "q7$b")],
+                                                      "Seven"), parent=70)]
+    p27 = [Rev(17, "2024-02-02T01:00:00Z",
+               '{"type":"property","id":"P27","datatype":"wikibase-item",'
+               '"labels":{"en":{"language":"en","value":"citizenship"}},'
+               '"descriptions":[],"aliases":[],"claims":[]}', model="wikibase-property",
+               parent=50)]
+    q2 = [Rev(19, "2024-02-03T11:00:00Z", "{not json", parent=22)]
+    days = [
+        [PageSpec(1, "Q1", q1), PageSpec(7, "Q7", q7)],
+        [PageSpec(3, "Q3", q3), PageSpec(5, "Property:P27", p27, ns=120)],
+        [PageSpec(1, "Q1", q1_day3), PageSpec(2, "Q2", q2), PageSpec(7, "Q7", q7_day3)],
+    ]
+    base = write_bz2(tmp_path / "d0" / "wikidatawiki-20240201-pages-meta-history1.xml-p1p10.bz2",
+                     pages_v1())
+    incr = [write_bz2(tmp_path / "incr" / f"2024020{i + 1}" /
+                      f"wikidatawiki-2024020{i + 1}-pages-meta-hist-incr.xml.bz2", pages)
+            for i, pages in enumerate(days)]
+    full = pages_v1()
+    full[0].revisions += q1 + q1_day3
+    full[1].revisions += q2
+    full[2].revisions += q3
+    full[3].revisions += p27
+    full.append(PageSpec(7, "Q7", q7 + q7_day3))
+    whole = write_bz2(tmp_path / "d1" / "wikidatawiki-20240204-pages-meta-history1.xml-p1p10.bz2",
+                      full)
+    return base, incr, whole
+
+
+def _tables(catalog: Catalog) -> tuple:
+    """Every timeline row, every column; the watermarks but the file they came from."""
+    def rows(name: str, drop: tuple[str, ...] = ()) -> list:
+        return sorted(repr({k: v for k, v in r.items() if k not in drop})
+                      for r in catalog.read_arrow(name).to_pylist())
+
+    return (rows("statement_timeline"), rows("item_timeline"), rows("property_timeline"),
+            rows("page_watermarks", ("dump_date", "dump_file")))
+
+
+def test_daily_increments_continue_from_the_warehouse_and_equal_the_full_dump(
+        tmp_path: Path, spark) -> None:
+    """Full dump, then three days of adds/changes increments (which lack the watermark
+    revisions): every timeline row equals an ingest of the full dump of all of it, and a
+    rerun of the increments changes nothing."""
+    base, incr, whole = _increments(tmp_path)
+    catalog = Catalog(tmp_path / "inc", spark)
+    ingest_wikidata(catalog, [base], max_reject_ratio=1.0)
+    report = ingest_wikidata(catalog, incr, max_reject_ratio=1.0)
+    assert [f.dump_file for f in report.files] == [f.name for f in incr]  # day by day
+    reasons = {(r["page_id"], r["reason"]) for r in catalog.read_arrow("ingest_rejects").to_pylist()}
+    assert not {r for r in reasons if r[1] == "partial_history"}
+    assert (2, "invalid_json") in reasons
+    fresh = Catalog(tmp_path / "fresh", spark)
+    ingest_wikidata(fresh, [whole], max_reject_ratio=1.0)
+    assert _tables(catalog) == _tables(fresh)
+    # continued, not rewritten: Q1's qualified P27 that the full dump left open ends on
+    # day 1, the P27 opened on day 1 ends on day 3
+    assert {r for r in statements(catalog) if r[:2] == ("Q1", "P27")} >= {
+        ("Q1", "P27", "Q30", "normal", 13, 14, ts("2024-01-04T00:00:00Z"),
+         ts("2024-02-01T10:00:00Z"), ("P582",)),
+        ("Q1", "P27", "Q30", "normal", 14, 18, ts("2024-02-01T10:00:00Z"),
+         ts("2024-02-03T09:00:00Z"), ())}
+    again = ingest_wikidata(catalog, incr, max_reject_ratio=1.0)
+    assert again.files == [] and len(again.done) == 3
+    assert _tables(catalog) == _tables(fresh)
+
+
+def test_an_increment_read_again_after_a_kill_gives_the_same_tables(
+        tmp_path: Path, spark, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A commit killed after the timelines, before the watermarks (what kill -9 leaves):
+    the rerun continues from the state as of the old watermarks, not from the rows the
+    killed commit wrote, and gives the tables of an uninterrupted ingest."""
+    base, incr, whole = _increments(tmp_path)
+    catalog = Catalog(tmp_path / "inc", spark)
+    ingest_wikidata(catalog, [base], max_reject_ratio=1.0)
+    real_merge = Catalog.merge
+
+    def killed(self: Catalog, name: str, *args, **kwargs):
+        if name == "page_watermarks":
+            raise KeyboardInterrupt("killed")
+        return real_merge(self, name, *args, **kwargs)
+
+    monkeypatch.setattr(Catalog, "merge", killed)
+    with pytest.raises(KeyboardInterrupt):
+        ingest_wikidata(catalog, incr[:1], max_reject_ratio=1.0)
+    monkeypatch.setattr(Catalog, "merge", real_merge)
+    ingest_wikidata(catalog, incr, max_reject_ratio=1.0)
+    fresh = Catalog(tmp_path / "fresh", spark)
+    ingest_wikidata(fresh, [whole], max_reject_ratio=1.0)
+    assert _tables(catalog) == _tables(fresh)
+
+
+def test_an_increment_after_a_skipped_day_is_refused_page_by_page(tmp_path: Path,
+                                                                   spark) -> None:
+    """Day 1 missing: day 3's Q1 and Q7 revisions follow revisions never ingested (their
+    parents), so both are counted partial_history rejects and keep their rows; Q2 (its
+    parent ingested) goes on; the missing day and then day 3 again repair them."""
+    base, incr, whole = _increments(tmp_path)
+    catalog = Catalog(tmp_path / "inc", spark)
+    ingest_wikidata(catalog, [base], max_reject_ratio=1.0)
+    before = {r for r in statements(catalog) if r[0] == "Q1"}
+    ingest_wikidata(catalog, [incr[2]], max_reject_ratio=1.0)
+    refused = {r["page_id"]: r["detail"] for r in catalog.read_arrow("ingest_rejects").to_pylist()
+               if r["reason"] == "partial_history"}
+    assert sorted(refused) == [1] and "day skipped" in refused[1]  # Q7 is not stored: new
+    assert {r for r in statements(catalog) if r[0] == "Q1"} == before
+    marks = {r["page_id"]: r["last_rev_id"] for r in catalog.read_arrow("page_watermarks").to_pylist()}
+    assert marks[1] == 13 and marks[2] == 19
 
 
 def test_late_revision_replays_the_page(tmp_path: Path, spark) -> None:

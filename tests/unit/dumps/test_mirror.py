@@ -281,3 +281,69 @@ def test_file_mirror(mirror_dir: Path, tmp_path: Path) -> None:
         m.download(
             DumpFile(WIKI, DATE, files[1].name, files[1].size, sha1="1" * 40), tmp_path / "x"
         )
+
+
+def _increments(root: Path, days: list[str], status: str = "done") -> dict[str, bytes]:
+    """Adds/changes dumps of ``days`` under ``root``/other/incr, Wikimedia's layout."""
+    out = {}
+    for k, day in enumerate(days):
+        folder = root / "other" / "incr" / WIKI / day
+        folder.mkdir(parents=True)
+        name = f"{WIKI}-{day}-pages-meta-hist-incr.xml.bz2"
+        data = bz2.compress(_history_xml(800 + k), 1)
+        (folder / name).write_bytes(data)
+        stubs = f"{WIKI}-{day}-stubs-meta-hist-incr.xml.gz"
+        (folder / stubs).write_bytes(b"stub")
+        (folder / f"{WIKI}-{day}-md5sums.txt").write_text(
+            f"{hashlib.md5(data).hexdigest()}  {name}\n{hashlib.md5(b'stub').hexdigest()}  {stubs}\n")
+        (folder / "status.txt").write_text(f"{status}\n")
+        (folder / "maxrevid.txt").write_text("123\n")
+        out[name] = data
+    return out
+
+
+def test_increments_of_a_date_range_download_resumably_and_verified(
+    server: ThreadingHTTPServer, mirror_dir: Path, tmp_path: Path
+) -> None:
+    data = _increments(mirror_dir, ["20240302", "20240303", "20240304"])
+    with Mirror(_url(server), backoff=0, retries=3) as m:
+        assert m.increment_dates(WIKI) == ["20240302", "20240303", "20240304"]
+        found = m.increments(WIKI, "20240302", "20240303")
+        assert [(f.date, f.name, f.incr) for f in found] == [
+            ("20240302", f"{WIKI}-20240302-pages-meta-hist-incr.xml.bz2", True),
+            ("20240303", f"{WIKI}-20240303-pages-meta-hist-incr.xml.bz2", True)]
+        assert found[0].md5 == hashlib.md5(data[found[0].name]).hexdigest()
+        cut = len(data[found[1].name]) // 2
+        server.cut_once[found[1].name] = cut  # type: ignore[attr-defined]
+        paths = [m.download(f, tmp_path / "dl" / f.date) for f in found]
+        assert [p.read_bytes() for p in paths] == [data[f.name] for f in found]
+        ranges = [r for p, r in server.requests if p.endswith(found[1].name)]  # type: ignore[attr-defined]
+        assert ranges == [None, f"bytes={cut}-"]
+        assert all(f"/other/incr/{WIKI}/" in p for p, _ in server.requests  # type: ignore[attr-defined]
+                   if "incr.xml" in p)
+        (mirror_dir / "other" / "incr" / WIKI / "20240304" /
+         f"{WIKI}-20240304-pages-meta-hist-incr.xml.bz2").write_bytes(b"tampered")
+        bad = m.increment(WIKI, "20240304")
+        with pytest.raises(ChecksumMismatchError, match="md5"):
+            m.download(bad, tmp_path / "dl" / "bad")
+        assert not (tmp_path / "dl" / "bad" / bad.name).exists()
+
+
+def test_a_missing_or_unfinished_day_is_not_ready(server: ThreadingHTTPServer,
+                                                  mirror_dir: Path) -> None:
+    _increments(mirror_dir, ["20240302", "20240304"])
+    _increments(mirror_dir, ["20240305"], status="in-progress")
+    with Mirror(_url(server), backoff=0) as m:
+        with pytest.raises(DumpNotReadyError, match="1 day.*first: 20240303"):
+            m.increments(WIKI, "20240302", "20240304")
+        with pytest.raises(DumpNotReadyError, match="'in-progress', not 'done'"):
+            m.increments(WIKI, "20240304", "20240305")
+
+
+def test_increments_on_a_file_mirror_are_read_in_place(mirror_dir: Path) -> None:
+    data = _increments(mirror_dir, ["20240302"])
+    with Mirror(mirror_dir.as_uri()) as m:
+        (f,) = m.increments(WIKI, "20240302", "20240302")
+        path = m.local_path(f, verify=True)
+    assert path == mirror_dir / "other" / "incr" / WIKI / "20240302" / f.name
+    assert path.read_bytes() == data[f.name]
