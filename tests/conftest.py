@@ -60,7 +60,7 @@ LONGEST_FIRST = ("system/core/test_engine_spark.py", "system/test_dags_celery.py
                  "system/annotation/test_labelstudio.py",
                  "system/catalog/test_storage_two_machines.py",
                  "e2e/core/test_engine.py", "e2e/commands/test_build_concurrent.py",
-                 "e2e/commands/test_build.py",
+                 "e2e/commands/test_build.py", "e2e/pipeline/test_incr.py",
                  "e2e/pipeline/test_runner_more_seeds.py", "e2e/pipeline/test_runner.py",
                  "e2e/curation/test_verdicts.py", "system/curation/test_verdicts.py",
                  "e2e/formats/test_format.py", "unit/evaluation/test_run.py",
