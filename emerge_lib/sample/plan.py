@@ -1431,20 +1431,28 @@ class Cast:
     def s_repeat_mention(self) -> None:
         """Their s03 coreference_regex: a new article's second paragraph names the birth
         place its lead linked, in plain text; that repeat is a mention, so the birth place
-        is EE in the second paragraph's line (without it, EE-KG there)."""
+        is EE in the second paragraph's line (without it, EE-KG there). Two near misses of
+        their rule (EXTR:563-609, fed at 800-803): the lead links [[Veloria]] and the
+        second paragraph says "Velorian" (no word boundaries: the anchor inside a longer
+        word is a mention, so citizenship is EE there too); and a later revision's new
+        paragraphs repeat unlinked the university the first revision's lead linked (the
+        anchors are only those of the same revision's new paragraphs: not a mention, so
+        the degree stays EE-KG there) beside the employer its own earlier new paragraph
+        linked (a mention)."""
         b, k = self.b, self.k
         name = self.n("vera")
         lead = prose(
             Bold(name), " is a Velorian harbour engineer born in ", Link(self.n("pel")),
-            ". She trained at ", Link(self.n("nu")), " and designed the breakwater that ",
+            ", ", Link(self.title_of("core:veloria")), ". She trained at ", Link(self.n("nu")),
+            " and designed the breakwater that ",
             "protects the old fishing quarter, a project followed closely by engineers along ",
             "the whole coast.",
         )
         body = prose(
             "Her later work took her to ", Link(self.n("bw")), ", where she led the harbour ",
             "modelling team after the storms of 2023, but she kept a workshop in ",
-            self.n("pel"), " and taught there every summer, drawing students from all over ",
-            "the region.",
+            self.n("pel"), " and taught there every summer, drawing Velorian students from ",
+            "all over the region.",
         )
         art = Article((infobox("engineer", name, [("birth_place", f"[[{self.n('pel')}]]")]),
                        lead, heading("Career"), body, heading("References"),
@@ -1455,9 +1463,30 @@ class Cast:
         self.scenario("vera", body, "repeat-mention")
         b.entity(k("vera"), name, "person", created + HOUR, enwiki=name,
                  statements=(st("P31", "core:human"), st("P19", k("pel")), st("P69", k("nu")),
-                             st("P108", k("bw"))))
+                             st("P108", k("bw")), st("P27", "core:veloria")))
         self.expect(4, "EE", "vera", "P19", "pel", "page:vera")
         self.expect(4, "EE", "vera", "P108", "bw", "page:vera")
+        self.expect(4, "EE", "vera", "P27", "core:veloria", "page:vera")
+        if not self.new_text:
+            return
+        # a later revision (same window): two new paragraphs, the first linking the employer
+        awards = prose(
+            "In 2024 the regional engineering council named her project lead for the new ",
+            "harbour wall, a commission she shares with the modelling group of ",
+            Link(self.n("bw")), " and with the port's own survey office.",
+        )
+        teaching = prose(
+            "Her seminars on breakwater design, first given for ", self.n("bw"),
+            " staff, now draw graduates of ", self.n("nu"), " and of several technical ",
+            "schools along the coast every spring.",
+        )
+
+        def grow(a: Article) -> Article:
+            return a.insert_after(body, awards).insert_after(awards, teaching)
+        b.page_edit(k("page:vera"), self.at(25, 2), grow, "/* Career */ council commission",
+                    user="ExampleEditor")
+        self.scenario("vera", awards, "repeat-same-revision-lead")
+        self.scenario("vera", teaching, "repeat-other-revision")
 
 
 #: every scenario a cast plants around its t, in the order they run (``Cast.s_<name>``)
