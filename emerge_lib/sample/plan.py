@@ -147,6 +147,9 @@ CAST_NAMES = {
     "finn": "Finn Calloway", "mill": "Harrow Mill", "mill2": "Harrow Mill (company)",
     # an unlinked repeat of an anchor (their s03 coreference_regex)
     "vera": "Vera Ostrow",
+    # a two-operation triple one of whose verdicts is garbage (the stub with
+    # garbage_for=GARBLED_SUBJECT answers a deprecation prompt about "Mumbles …" with prose)
+    "mumbles": "Mumbles Pier Trust",
 }
 _CAST_SUFFIX = ("", " II", " III", " IV", " V", " VI", " VII", " VIII", " IX", " X")
 
@@ -566,6 +569,7 @@ class Cast:
         self.person("ada", c0 + 36 * HOUR, [("P27", "core:veloria")], ["core:veloria"])
         self._thing("saga", "work", c0 + 38 * HOUR, [("P31", "core:organization")], ["kh"])
         self._merged_before_t(c0 + 39 * HOUR)
+        self._thing("mumbles", "org", c0 + 44 * HOUR, [("P31", "core:organization")], ["pel"])
         # a membership entered before t that is to start on day 2 (a start qualifier
         # inside the first window)
         self.person("cato", c0 + 37 * HOUR, [("P27", "core:veloria")], ["core:veloria"],
@@ -1080,6 +1084,33 @@ class Cast:
         self.trap("window-addition-ended", "D comes from T_t only by the §1.1 rule",
                   window=1, op="D", s="oskar", p="P54", o="club", settings="design")
 
+    def s_unparsed_two_operations(self) -> None:
+        """A two-operation triple (E and D: a headquarters entered and ended inside the
+        window) whose deprecation verdict comes back garbage from the curated worlds' stub
+        (``curation.stub`` with ``garbage_for=GARBLED_SUBJECT``: a deprecation prompt about
+        a subject named "Mumbles …" is answered with prose that never parses), its
+        assertion verdict YES. The authors' s07
+        (``curation.unparsed_fails: operation``) keeps the line on the E; the whole-triple
+        reading (``triple``) drops it. The rows are those of any two-operation triple."""
+        b, k = self.b, self.k
+        end = Qualifier("P582", day_time(self.at(5)), 11)
+        b.edit(k("mumbles"), self.at(2, 7), lambda s: s.add(st("P159", k("pel"), qualifiers=(
+            Qualifier("P580", day_time(self.at(1)), 11), end))),
+            f"/* wbcreateclaim-create:1| */ [[Property:P159]]: [[{k('pel')}]]", user="Wikiwalker")
+        para = prose(
+            "Early in 2024 the trust moved its offices to ", Link(self.n("pel")), " while the ",
+            "pier's kiosk was rebuilt, and moved them back within the week once the storm ",
+            "damage to the landing stage turned out to be slighter than first feared.",
+        )
+        self.add_para("mumbles", self.at(6, 2), para, "Offices", scenario="unparsed-two-operations")
+        self.expect(1, "E", "mumbles", "P159", "pel", "page:mumbles", settings="design")
+        for w in range(1, WINDOWS + 1):  # cumulative: the passage is in every delta
+            self.expect(w, "E", "mumbles", "P159", "pel", "page:mumbles",
+                        settings="released,unselected")
+            self.expect(w, "D", "mumbles", "P159", "pel", "page:mumbles",
+                        signal="qualifier:P582", tags=("unparsed-deprecation",),
+                        settings="released,unselected")
+
     # ---- the authors' selection rules (R1-R5, docs/data-model.md): what each removes and
     # a near miss it keeps; "released" is their rules on, "unselected" and "design" off
     def _cumulative(self, first: int, op: str, s: str, p: str, o: str, page: str,
@@ -1497,7 +1528,7 @@ SCENARIOS: tuple[str, ...] = (
     "single_entity", "rank_restored", "removal_kept", "rank_kept", "removal_added_back",
     "passage_before_removal", "ee_kg_transient", "merged_into_new", "sparse_line",
     "ee_kg_only", "new_relation", "removal_start_qualifier", "title_colon", "merged_before",
-    "repeat_mention")
+    "repeat_mention", "unparsed_two_operations")
 
 
 #: histories that give a stage nothing, each as the scenarios it plants and whether its
