@@ -34,6 +34,7 @@ _.s_single_entity, _.s_rank_restored, _.s_window_addition_ended, _.s_removal_kep
 _.s_rank_kept, _.s_removal_added_back, _.s_passage_before_removal, _.s_ee_kg_transient
 _.s_merged_into_new, _.s_sparse_line, _.s_ee_kg_only, _.s_new_relation
 _.s_removal_start_qualifier, _.s_title_colon, _.s_merged_before, _.s_repeat_mention
+_.s_unparsed_two_operations
 
 # Each table is declared once as a module constant; the declaration registers it in TABLES
 STATEMENT_TIMELINE, ITEM_TIMELINE, PROPERTY_TIMELINE, PAGE_WATERMARKS, INGESTED_FILES
@@ -81,3 +82,7 @@ ALL_QUEUES  # emerge_lib/airflow/pools.py
 # The stub's busy model: a fault the CeleryExecutor's pools test plays (tests/system/
 # test_dags_celery.py: a held deprecations model keeps its pool's slot)
 _.hold  # emerge_lib/curation/stub.py
+
+# The subject the sample worlds give their garbage answer (unparsed-two-operations): the
+# stub's garbage_for, as the curation rule tests pass it (tests/e2e/curation/test_rules.py)
+GARBLED_SUBJECT  # emerge_lib/curation/stub.py

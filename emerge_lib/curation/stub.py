@@ -5,7 +5,10 @@ It speaks the same protocol over the same wire as vLLM's and llama.cpp's servers
 (HTTP/1.1 with keep-alive, ``POST /v1/chat/completions``, ``GET /v1/models``) and answers
 each prompt's numbered triples with ``k. YES …`` lines (or NO for triples whose subject
 label starts with "No"), instantly; models named in ``contrary`` answer the other way,
-those in ``garbled`` with prose that never parses. ``faults`` scripts what the next
+those in ``garbled`` with prose that never parses; with ``garbage_for`` set (the sample
+worlds' ``GARBLED_SUBJECT``), a deprecation prompt about a subject whose label starts with
+it gets prose that never parses too (a world plants its own garbage answer: the
+``unparsed-two-operations`` scenario). ``faults`` scripts what the next
 requests get instead: ``"500"``, ``"hang"`` (no answer until the client gives up), ``"close"`` (the connection
 is dropped), ``"prose"`` (an answer without a list), ``"short"`` (one line too few),
 ``"long"`` (one too many), ``"401"`` (a refusal whose body quotes the API key the
@@ -34,6 +37,20 @@ _TRIPLE = re.compile(r"^(\d+)\. \((.*)\)$", re.MULTILINE)
 
 
 _SINGLE = re.compile(r"^\((.*)\)$", re.MULTILINE)
+
+#: what the stub answers instead of a verdict list: prose that never parses
+GARBAGE = "The text supports some of these triples but not all of them."
+#: the subject label the sample worlds give a triple whose deprecation answer is garbage
+#: (``garbage_for``; emerge_lib.sample.plan's ``unparsed-two-operations`` scenario)
+GARBLED_SUBJECT = "Mumbles"
+
+
+def garbled_prompt(prompt: str, subject: str | None) -> bool:
+    """Whether ``prompt`` is a deprecation prompt about a triple whose subject label starts
+    with ``subject`` (never, when it is None)."""
+    return subject is not None and "no longer valid" in prompt and any(
+        inside.startswith(subject)
+        for inside in [*(t for _, t in _TRIPLE.findall(prompt)), *_SINGLE.findall(prompt)])
 
 
 def answer_for(prompt: str, contrary: bool = False) -> str:
@@ -64,6 +81,9 @@ class StubServer:
     # served model names whose every answer is prose without a list (never parses): a
     # judge that always answers garbage, whatever the retries
     garbled: set[str] = field(default_factory=set)
+    # a deprecation prompt about a subject whose label starts with this is answered with
+    # prose (``garbled_prompt``): the garbage answer a sample world plants
+    garbage_for: str | None = None
     requests: int = 0
     waiting: int = 0  # requests held back now (``hold``)
     bodies: list[bytes] = field(default_factory=list)
@@ -187,8 +207,9 @@ class StubServer:
         request = json.loads(body or b"{}")
         prompt = request.get("messages", [{}])[-1].get("content", "")
         text = answer_for(prompt, request.get("model") in self.contrary)
-        if fault == "prose" or request.get("model") in self.garbled:
-            text = "The text supports some of these triples but not all of them."
+        if fault == "prose" or request.get("model") in self.garbled or \
+                garbled_prompt(prompt, self.garbage_for):
+            text = GARBAGE
         elif fault == "short":
             text = "\n".join(text.splitlines()[:-1])
         elif fault == "loop":  # parses, but every explanation is a loop

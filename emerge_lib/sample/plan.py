@@ -147,6 +147,9 @@ CAST_NAMES = {
     "finn": "Finn Calloway", "mill": "Harrow Mill", "mill2": "Harrow Mill (company)",
     # an unlinked repeat of an anchor (their s03 coreference_regex)
     "vera": "Vera Ostrow",
+    # a two-operation triple one of whose verdicts is garbage (the stub with
+    # garbage_for=GARBLED_SUBJECT answers a deprecation prompt about "Mumbles …" with prose)
+    "mumbles": "Mumbles Pier Trust",
 }
 _CAST_SUFFIX = ("", " II", " III", " IV", " V", " VI", " VII", " VIII", " IX", " X")
 
@@ -566,6 +569,7 @@ class Cast:
         self.person("ada", c0 + 36 * HOUR, [("P27", "core:veloria")], ["core:veloria"])
         self._thing("saga", "work", c0 + 38 * HOUR, [("P31", "core:organization")], ["kh"])
         self._merged_before_t(c0 + 39 * HOUR)
+        self._thing("mumbles", "org", c0 + 44 * HOUR, [("P31", "core:organization")], ["pel"])
         # a membership entered before t that is to start on day 2 (a start qualifier
         # inside the first window)
         self.person("cato", c0 + 37 * HOUR, [("P27", "core:veloria")], ["core:veloria"],
@@ -1080,6 +1084,33 @@ class Cast:
         self.trap("window-addition-ended", "D comes from T_t only by the §1.1 rule",
                   window=1, op="D", s="oskar", p="P54", o="club", settings="design")
 
+    def s_unparsed_two_operations(self) -> None:
+        """A two-operation triple (E and D: a headquarters entered and ended inside the
+        window) whose deprecation verdict comes back garbage from the curated worlds' stub
+        (``curation.stub`` with ``garbage_for=GARBLED_SUBJECT``: a deprecation prompt about
+        a subject named "Mumbles …" is answered with prose that never parses), its
+        assertion verdict YES. The authors' s07
+        (``curation.unparsed_fails: operation``) keeps the line on the E; the whole-triple
+        reading (``triple``) drops it. The rows are those of any two-operation triple."""
+        b, k = self.b, self.k
+        end = Qualifier("P582", day_time(self.at(5)), 11)
+        b.edit(k("mumbles"), self.at(2, 7), lambda s: s.add(st("P159", k("pel"), qualifiers=(
+            Qualifier("P580", day_time(self.at(1)), 11), end))),
+            f"/* wbcreateclaim-create:1| */ [[Property:P159]]: [[{k('pel')}]]", user="Wikiwalker")
+        para = prose(
+            "Early in 2024 the trust moved its offices to ", Link(self.n("pel")), " while the ",
+            "pier's kiosk was rebuilt, and moved them back within the week once the storm ",
+            "damage to the landing stage turned out to be slighter than first feared.",
+        )
+        self.add_para("mumbles", self.at(6, 2), para, "Offices", scenario="unparsed-two-operations")
+        self.expect(1, "E", "mumbles", "P159", "pel", "page:mumbles", settings="design")
+        for w in range(1, WINDOWS + 1):  # cumulative: the passage is in every delta
+            self.expect(w, "E", "mumbles", "P159", "pel", "page:mumbles",
+                        settings="released,unselected")
+            self.expect(w, "D", "mumbles", "P159", "pel", "page:mumbles",
+                        signal="qualifier:P582", tags=("unparsed-deprecation",),
+                        settings="released,unselected")
+
     # ---- the authors' selection rules (R1-R5, docs/data-model.md): what each removes and
     # a near miss it keeps; "released" is their rules on, "unselected" and "design" off
     def _cumulative(self, first: int, op: str, s: str, p: str, o: str, page: str,
@@ -1431,20 +1462,28 @@ class Cast:
     def s_repeat_mention(self) -> None:
         """Their s03 coreference_regex: a new article's second paragraph names the birth
         place its lead linked, in plain text; that repeat is a mention, so the birth place
-        is EE in the second paragraph's line (without it, EE-KG there)."""
+        is EE in the second paragraph's line (without it, EE-KG there). Two near misses of
+        their rule (EXTR:563-609, fed at 800-803): the lead links [[Veloria]] and the
+        second paragraph says "Velorian" (no word boundaries: the anchor inside a longer
+        word is a mention, so citizenship is EE there too); and a later revision's new
+        paragraphs repeat unlinked the university the first revision's lead linked (the
+        anchors are only those of the same revision's new paragraphs: not a mention, so
+        the degree stays EE-KG there) beside the employer its own earlier new paragraph
+        linked (a mention)."""
         b, k = self.b, self.k
         name = self.n("vera")
         lead = prose(
             Bold(name), " is a Velorian harbour engineer born in ", Link(self.n("pel")),
-            ". She trained at ", Link(self.n("nu")), " and designed the breakwater that ",
+            ", ", Link(self.title_of("core:veloria")), ". She trained at ", Link(self.n("nu")),
+            " and designed the breakwater that ",
             "protects the old fishing quarter, a project followed closely by engineers along ",
             "the whole coast.",
         )
         body = prose(
             "Her later work took her to ", Link(self.n("bw")), ", where she led the harbour ",
             "modelling team after the storms of 2023, but she kept a workshop in ",
-            self.n("pel"), " and taught there every summer, drawing students from all over ",
-            "the region.",
+            self.n("pel"), " and taught there every summer, drawing Velorian students from ",
+            "all over the region.",
         )
         art = Article((infobox("engineer", name, [("birth_place", f"[[{self.n('pel')}]]")]),
                        lead, heading("Career"), body, heading("References"),
@@ -1455,9 +1494,30 @@ class Cast:
         self.scenario("vera", body, "repeat-mention")
         b.entity(k("vera"), name, "person", created + HOUR, enwiki=name,
                  statements=(st("P31", "core:human"), st("P19", k("pel")), st("P69", k("nu")),
-                             st("P108", k("bw"))))
+                             st("P108", k("bw")), st("P27", "core:veloria")))
         self.expect(4, "EE", "vera", "P19", "pel", "page:vera")
         self.expect(4, "EE", "vera", "P108", "bw", "page:vera")
+        self.expect(4, "EE", "vera", "P27", "core:veloria", "page:vera")
+        if not self.new_text:
+            return
+        # a later revision (same window): two new paragraphs, the first linking the employer
+        awards = prose(
+            "In 2024 the regional engineering council named her project lead for the new ",
+            "harbour wall, a commission she shares with the modelling group of ",
+            Link(self.n("bw")), " and with the port's own survey office.",
+        )
+        teaching = prose(
+            "Her seminars on breakwater design, first given for ", self.n("bw"),
+            " staff, now draw graduates of ", self.n("nu"), " and of several technical ",
+            "schools along the coast every spring.",
+        )
+
+        def grow(a: Article) -> Article:
+            return a.insert_after(body, awards).insert_after(awards, teaching)
+        b.page_edit(k("page:vera"), self.at(25, 2), grow, "/* Career */ council commission",
+                    user="ExampleEditor")
+        self.scenario("vera", awards, "repeat-same-revision-lead")
+        self.scenario("vera", teaching, "repeat-other-revision")
 
 
 #: every scenario a cast plants around its t, in the order they run (``Cast.s_<name>``)
@@ -1468,7 +1528,7 @@ SCENARIOS: tuple[str, ...] = (
     "single_entity", "rank_restored", "removal_kept", "rank_kept", "removal_added_back",
     "passage_before_removal", "ee_kg_transient", "merged_into_new", "sparse_line",
     "ee_kg_only", "new_relation", "removal_start_qualifier", "title_colon", "merged_before",
-    "repeat_mention")
+    "repeat_mention", "unparsed_two_operations")
 
 
 #: histories that give a stage nothing, each as the scenarios it plants and whether its

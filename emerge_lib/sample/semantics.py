@@ -67,7 +67,8 @@ class TruthSettings:
 #: the selection before the authors' rules (the no-selection-rules preset)
 RULES_OFF = {"permanence": 0, "creation_over_redirects": False, "between_mentions": False,
              "passage_after_removal": False, "ee_kg_persistence": 0, "interesting": False,
-             "relations_in_snapshot": False, "resolve_redirects": False}
+             "relations_in_snapshot": False, "resolve_redirects": False,
+             "repeat_mentions": False}
 RELEASED = TruthSettings()
 DESIGN = TruthSettings(name="design", passage_windows="first_appearance",
                        emerging="not_in_snapshot", deprecate_window_additions=False,

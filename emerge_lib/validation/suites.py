@@ -271,6 +271,41 @@ def missing_verdicts(catalog: Catalog, cfg: SuiteSettings, plan: SnapshotPlan,
     return out
 
 
+def final_judge_gaps(catalog: Catalog, cfg: SuiteSettings, plan: SnapshotPlan,
+                     versions: dict[str, int | None]) -> list[dict[str, Any]]:
+    """One row per kept line the final judge has not judged whole: a triple's operation
+    without its verdict (the prompt ``final_requests`` renders now, under the final
+    judge's name). Such a line's gold silently falls back to the configured judges'
+    rule (``gold_assessments``), which only the manifest and the card would show."""
+    from emerge_lib.curation.verdicts import final_requests
+
+    def rows(name: str, window: int) -> list[dict[str, Any]]:
+        if versions.get(name) is None:
+            return []
+        found: list[dict[str, Any]] = catalog.read_arrow(
+            name, filters=[("snapshot", "=", plan.key), ("window", "=", window)],
+            version=versions[name]).to_pylist()
+        return found
+
+    out = []
+    for w in plan.windows:
+        kept = {(w.k, r["passage_id"]) for r in rows("selection", w.k) if r["kept"]}
+        if not kept:
+            continue
+        answered = {(v["passage_id"], v["s"], v["p"], v["o"], v["llm_name"],
+                     v["prompt_type"], v["prompt_sha"]) for v in rows("verdicts", w.k)}
+        lacking: dict[str, list[str]] = defaultdict(list)
+        for req in final_requests(cfg.curation, cfg.passages, rows("instances", w.k),
+                                  rows("passages", w.k), kept):
+            for _, pid in req.targets:
+                lacking[pid] += [f"{s} {p} {o} {req.prompt_type}" for s, p, o in req.triples
+                                 if (pid, s, p, o, req.llm_name, req.prompt_type, req.sha)
+                                 not in answered]
+        out += [{"window": w.k, "passage_id": pid, "unjudged": len(missing),
+                 "example": missing[0]} for pid, missing in sorted(lacking.items()) if missing]
+    return out
+
+
 _TOKEN = re.compile(r"(?u)\b\w\w+\b")  # scikit-learn CountVectorizer's tokens
 
 
@@ -396,6 +431,12 @@ def snapshot_suites(spark: SparkSession, catalog: Catalog, cfg: SuiteSettings,
                 Check("every aligned triple has the verdicts its rule needs",
                       "ExpectColumnValuesToBeNull", {"column": "missing"})]),
         ]
+        if cfg.curation.final_judge is not None:
+            suites.append(Suite("final_judge_coverage", spark.createDataFrame(
+                final_judge_gaps(catalog, cfg, plan, versions),
+                schema="window int, passage_id string, unjudged int, example string"), [
+                rows_check("every operation of every kept line has the final judge's "
+                           "verdict (the gold)", "SELECT * FROM {batch}")]))
     return suites
 
 

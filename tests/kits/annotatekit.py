@@ -44,7 +44,11 @@ def curated(worlds, spark, dest: Path) -> Curated:
     built = worlds.copy(worlds.built(TINY, release=False), dest)
     out = dest / "release"
     with StubServer() as stub:
-        cfg = built.config(curation=endpoint_overrides(stub.url, flush_seconds=0.2),
+        # no final judge: the release's gold is the configured judges' (select and the
+        # final_judge stage do not run here; with a final judge configured the gate would
+        # refuse kept lines it has not judged)
+        cfg = built.config(curation=endpoint_overrides(stub.url, flush_seconds=0.2,
+                                                       final_judge=None),
                            validation={"enabled": True})
         ctx = StageContext(cfg, Catalog(built.warehouse, spark), release_dir=out)
         for plan in cfg.plans():

@@ -36,7 +36,9 @@ removal whose statement at t carries a start qualifier (P580) dated inside its w
 no end qualifier (s07 judges it as qualified); their s02: every QID read through the
 redirects at the end of the dump for the whole history (a merged item's statements,
 sitelink and V membership are the surviving item's, histories of one key joined before
-the 168 h rule); a row tagged guard-title-colon is in a line
+the 168 h rule); their s03 coreference_regex (released only, as passages.repeat_mentions
+is off in the no-selection-rules preset): a plain-text repeat of an anchor of the
+revision's earlier new paragraphs is a mention; a row tagged guard-title-colon is in a line
 s07's table-markup guard refuses when it reads the released passage split at its first
 ':' (the title holds a colon) and keeps on the paragraph alone (title-colon-kept: keeps
 either way). Traps with a paragraph must fail one of
@@ -443,7 +445,8 @@ class Checker:
 
     def mentions(self, page_id: int, block: str, tau: int) -> set[str]:
         links = re.findall(r"\[\[([^\]|]+)(?:\|[^\]]*)?\]\]", block)
-        out = {self.resolve(m, tau) for m in [*links, *self.repeats(page_id, block)]
+        repeats = self.repeats(page_id, block) if self.rules else []  # passages.repeat_mentions
+        out = {self.resolve(m, tau) for m in [*links, *repeats]
                if not re.match(r"(?i)(file|image|category):", m)}
         own = self.resolve(self.pages[page_id][0], tau)
         out.add(own)

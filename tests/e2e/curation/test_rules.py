@@ -22,7 +22,7 @@ from curatekit import ADDITIONS_LLM, DEPRECATIONS_LLM, curate_all, curated_ctx, 
 from worlds import TINY
 
 from emerge_lib.catalog import Catalog
-from emerge_lib.curation.stub import StubServer
+from emerge_lib.curation.stub import GARBLED_SUBJECT, StubServer
 from emerge_lib.pipeline.runner import run_stage
 
 
@@ -80,3 +80,40 @@ def test_a_removal_with_a_start_qualifier_is_judged_by_one_model(worlds, spark) 
     instance = next(r for r in catalog.read_arrow("instances").to_pylist()
                     if (r["s"], r["p"], r["o"]) == triple["removal-start-qualifier"])
     assert (instance["signal"], instance["qualifier_pid"]) == ("removed", "P580")
+
+
+def test_a_garbage_answer_planted_in_the_world_fails_only_its_operation(
+        worlds, tmp_path: Path, spark) -> None:
+    """The world plants the garbage (``unparsed-two-operations``: a headquarters entered
+    and ended inside the window, E and D, its subject "Mumbles …", whose deprecation
+    prompt the stub answers with prose when told the worlds' marker): no prompt or
+    triple is named here. Under the
+    authors' s07 the line stays on the E's YES; under ``unparsed_fails: triple`` it goes.
+    The near miss, the other two-operation triple (``window-addition-ended``), parses and
+    stays under both."""
+    world = worlds.world(TINY)
+    catalog = Catalog(worlds.copy(worlds.built(TINY, release=False), tmp_path).warehouse, spark)
+    rows = [json.loads(x) for x in (world / "truth.jsonl").read_text().splitlines() if x]
+    (planted,) = {(r["s"], r["p"], r["o"]) for r in rows
+                  if r["scenario"] == "unparsed-two-operations" and r["op"] == "D"}
+    with StubServer(garbage_for=GARBLED_SUBJECT) as stub:
+        ctx = curated_ctx(catalog, world, stub.url, retries=0)
+        assert ctx.cfg.curation.unparsed_fails == "operation"  # the default
+        curate_all(ctx)
+        earlier = curated_ctx(catalog, world, stub.url, unparsed_fails="triple")
+    said: dict[tuple[str, str], set[str]] = {}
+    for r in catalog.read_arrow("verdicts").to_pylist():
+        if (r["s"], r["p"], r["o"]) == planted:
+            said.setdefault((r["llm_name"], r["prompt_type"]), set()).add(r["verdict"])
+    assert said == {(DEPRECATIONS_LLM, "triple_deprecation"): {"UNPARSED"},
+                    (ADDITIONS_LLM, "triple_assertion"): {"YES"}}
+    unparsed = {(r["s"], r["p"], r["o"]) for r in catalog.read_arrow("verdicts").to_pylist()
+                if r["verdict"] == "UNPARSED"}
+    assert unparsed == {planted}  # the world's one garbage answer, in each window
+    garbled = planted_lines(world, "unparsed-two-operations")
+    near_miss = planted_lines(world, "window-addition-ended")
+    assert len(garbled) == len(near_miss) == 5  # the passage in each cumulative window
+    assert fates(ctx, catalog, garbled) == {(True, None)}
+    assert fates(ctx, catalog, near_miss) == {(True, None)}
+    assert fates(earlier, catalog, garbled) == {(False, "unsupported")}
+    assert fates(earlier, catalog, near_miss) == {(True, None)}

@@ -40,6 +40,7 @@ from emerge_lib.formats.card import RULE_C_ASSESSOR, rule_c
 from emerge_lib.formats.format import OP_NAMES
 from emerge_lib.formats.manifest import MANIFEST
 from emerge_lib.pipeline.runner import run_stage
+from emerge_lib.validation.gate import ValidationFailed
 
 
 class FinalDisagrees(StubServer):
@@ -223,3 +224,38 @@ def test_a_killed_final_judges_journal_is_committed_not_asked_again(judged) -> N
     after = [v for v in snapshot_rows(catalog, "verdicts", plan.key) if v["judge"] == FINAL]
     assert sorted(v["answered_at"] for v in after) == sorted(v["answered_at"] for v in mine)
     assert not dead.path.exists()
+
+
+def test_the_gate_fails_a_kept_line_the_final_judge_has_not_judged_whole(judged) -> None:
+    """A partial final-judge run (one verdict gone) fails validation, naming how many lines
+    and one of them; asking the final judge again completes it and the gate passes."""
+    ctx, catalog, plan = judged["ctx"], judged["catalog"], judged["plan"]
+    check = "every operation of every kept line has the final judge's verdict (the gold)"
+
+    def coverage() -> list[dict[str, Any]]:
+        return [r for r in snapshot_rows(catalog, "validation_results", plan.key)
+                if r["suite"] == "final_judge_coverage"]
+
+    run_stage(ctx, "validate", plan)
+    assert [(r["expectation"], r["success"], r["unexpected_count"]) for r in coverage()] == [
+        (check, True, 0)]
+    mine = sorted((v for v in snapshot_rows(catalog, "verdicts", plan.key)
+                   if v["judge"] == FINAL), key=lambda v: (v["passage_id"], v["s"], v["o"]))
+    gone = mine[0]
+    catalog.delete_matching("verdicts", catalog.frame("verdicts", [gone]),
+                            ["window", "passage_id", "s", "p", "o", "llm_name", "prompt_type"])
+    example = f"{gone['s']} {gone['p']} {gone['o']} {gone['prompt_type']}"
+    with pytest.raises(ValidationFailed) as failed:
+        run_stage(ctx, "validate", plan)
+    assert f"final_judge_coverage: {check} (1 unexpected: " in str(failed.value)
+    assert gone["passage_id"] in str(failed.value)
+    (result,) = coverage()
+    assert not result["success"] and result["unexpected_count"] == 1
+    assert json.loads(result["observed"]) == [{
+        "window": gone["window"], "passage_id": gone["passage_id"], "unjudged": 1,
+        "example": example}]
+    with FinalDisagrees() as stub:  # the final judge asked again: the gap is filled
+        ctx.cfg.curation.additions.url = ctx.cfg.curation.deprecations.url = stub.url
+        run_stage(ctx, "final_judge", plan)
+    run_stage(ctx, "validate", plan)
+    assert [r["success"] for r in coverage()] == [True]

@@ -18,7 +18,9 @@ from truth_checker import check_world, clean, seconds
 from emerge_lib.dumps.compressed import open_dump
 from emerge_lib.sample import SampleSpec, generate_world
 
-SMALL = dict(items=260, articles=130, revisions=3)
+# articles: the two casts' planted articles (123) and 9 filler articles, some of which add
+# a link-free paragraph inside a window (a planted page more means a filler article less)
+SMALL = dict(items=260, articles=132, revisions=3)
 NAME = re.compile(r"^(wikidatawiki|enwiki)-(\d{8})-pages-meta-history(\d+)\.xml-p(\d+)p(\d+)\.bz2$")
 OPS = {"X", "E", "EE", "EE-KG", "D"}
 
@@ -273,6 +275,42 @@ def test_an_unlinked_repeat_of_an_earlier_anchor_is_a_mention(world: Path) -> No
         born = [r for r in mine if r["p"] == "P19"]
         assert [r["op"] for r in born] == ["EE"] and born[0]["o"] in born[0]["mentioned"]
         assert {r["op"] for r in mine if r["p"] == "P69"} == {"EE-KG"}  # not repeated
+
+
+def test_repeat_mention_near_misses_follow_their_rule_exactly(world: Path) -> None:
+    """Their coreference_regex has no word boundaries: the lead links Veloria and the
+    second paragraph's "Velorian" is a mention of it (citizenship EE there). Its anchors
+    are the same revision's earlier new paragraphs only: a later revision's paragraph that
+    repeats the university the first revision linked does not mention it (EE-KG), while
+    the employer its own revision's earlier paragraph linked is (EE)."""
+    rows = _rows(world / "truth.jsonl")
+    snaps = {r["snapshot"] for r in rows if r["scenario"] == "repeat-mention"}
+    assert len(snaps) == 2
+    def ops(snap: str, scenario: str, window: int) -> dict[str, set[str]]:
+        out: dict[str, set[str]] = defaultdict(set)
+        for r in rows:
+            if (r["snapshot"], r["scenario"], r["window"]) == (snap, scenario, window):
+                out[r["p"]].add(r["op"])
+        return dict(out)
+
+    for snap in snaps:
+        for window in (4, 5):
+            # inside a longer word: Velorian names Veloria
+            body = ops(snap, "repeat-mention", window)
+            assert body == {"P19": {"EE"}, "P27": {"EE"}, "P69": {"EE-KG"}, "P108": {"EE"},
+                            "P31": {"EE-KG"}, "P17": {"X"}}  # P17: Pellham in Veloria
+            # another revision's anchor: the university is no mention; the employer is
+            assert ops(snap, "repeat-other-revision", window) == {
+                "P19": {"EE-KG"}, "P27": {"EE-KG"}, "P69": {"EE-KG"}, "P108": {"EE"},
+                "P31": {"EE-KG"}}
+            assert ops(snap, "repeat-same-revision-lead", window) == ops(
+                snap, "repeat-other-revision", window)
+            veloria = {r["o"] for r in rows if r["snapshot"] == snap and r["p"] == "P27"
+                       and r["scenario"] == "repeat-mention" and r["window"] == window}
+            teaching = [r for r in rows if (r["snapshot"], r["scenario"], r["window"]) ==
+                        (snap, "repeat-other-revision", window)]
+            (place,) = veloria
+            assert all(place not in r["mentioned"] for r in teaching)
 
 
 def test_filler_size_and_seed_do_not_change_truth(world: Path, tmp_path: Path) -> None:

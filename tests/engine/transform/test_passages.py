@@ -86,7 +86,10 @@ def test_unlinked_repeats_of_the_revisions_earlier_anchors_are_mentions(kg: Cata
         (1, "intro", ("Q5", "Q6")), (1, "repeat", ("Q5", "Q7")),
         (1, "repeat-title", ("Q4", "Q6")), (1, "other-revision", ("Q7",)),
         (1, "after-short", ("Q9",)), (1, "after-reverted", ("Q1", "Q3")))}
-    catalog = with_passages(kg, DESIGN, "repeats", paragraphs=_revision_of_title_4())
+    # on explicitly: DESIGN lies over the no-selection-rules preset, which turns them off
+    catalog = with_passages(kg, {**DESIGN, "passages": {**DESIGN["passages"],
+                                                        "repeat_mentions": True}},
+                            "repeats", paragraphs=_revision_of_title_4())
     page_4 = {p["paragraph_hash"] for p in _revision_of_title_4()}
     got = {(w, key): qids for w, key, qids in passages_of(catalog) if key in page_4}
     assert got == mine  # "short" and "reverted-intro" are no passages themselves

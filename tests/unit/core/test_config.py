@@ -198,6 +198,10 @@ def test_the_presets_are_configuration_files_layered_like_any_other(tmp_path, mo
             off.selection.guard_split_at_colon, off.curation.unparsed_fails,
             off.curation.reasks, off.curation.degenerate_check,
             off.curation.single_prompts) == (False, False, False, "triple", 0, False, False)
+    assert (off.deltas.resolve_redirects, off.passages.repeat_mentions,
+            off.curation.final_judge) == (False, False, None)
+    assert (default.deltas.resolve_redirects, default.passages.repeat_mentions,
+            default.curation.final_judge) == (True, True, "deprecations")
     assert (default.align.relations_in_snapshot, default.deltas.removal_start_qualifier,
             default.selection.guard_split_at_colon, default.curation.unparsed_fails,
             default.curation.reasks, default.curation.single_prompts) == (
