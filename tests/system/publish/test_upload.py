@@ -26,7 +26,7 @@ from s3kit import (
 
 from emerge_lib.catalog import Catalog
 from emerge_lib.cli import main
-from emerge_lib.core.config import load_config
+from emerge_lib.core.config import ReleaseSettings, load_config
 from emerge_lib.core.stage import StageContext
 from emerge_lib.formats.manifest import MANIFEST, read_manifest, verify_release
 from emerge_lib.pipeline.runner import build_steps, run_stage
@@ -594,7 +594,8 @@ def test_load_release_fetches_a_published_release_once(s3_server: Any, tmp_path:
     b = line(SNAPS[0], 1, "b", [("D", "Q2", "Q3")])
     c = line(SNAPS[1], 1, "c", [("EE", "Q9", "Q1")])
     release = build_release(tmp_path / "release", {(SNAPS[0], 1): [a, b], (SNAPS[1], 1): [c]},
-                            {(SNAPS[0], 1): [b]}, meta={"validation": PASSED})
+                            {(SNAPS[0], 1): [b]}, meta={"validation": PASSED},
+                            derived=ReleaseSettings())  # the splits and context, as a build has
     url = f"s3://{BUCKET}/hub"
     version = publish(release, url, client_of(s3_server), tmp_path).version
     client, cache = client_of(s3_server, "reader"), tmp_path / "cache"

@@ -133,7 +133,9 @@ def test_the_wheel_with_eval_installs_into_a_fresh_environment_and_scores(tmp_pa
     rows = json.loads((out / "summary.json").read_text())
     overall = {(r["metric"], r["operation"]): r["value"] for r in rows if r["snapshot"] == "all"}
     assert overall and set(overall.values()) == {1.0}
-    assert {m for m, _ in overall} == {"recall", "completeness"}
+    # every column by default, the authors' QID P/R/F1 and prediction-side completeness too
+    assert {m for m, _ in overall} == {"recall", "completeness", "qid_precision", "qid_recall",
+                                       "qid_f1", "pred_completeness"}
     # the package data came through the sdist and the wheel: a preset loads
     preset = run([str(env_dir / "bin" / "emerge"), "config", "-c", "paper"], timeout=120,
                  env=env, cwd=tmp_path)
