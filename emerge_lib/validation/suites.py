@@ -234,6 +234,18 @@ def _curation_checks(cfg: SuiteSettings) -> list[Check]:
     ]
 
 
+def _window_rows(catalog: Catalog, plan: SnapshotPlan, versions: dict[str, int | None],
+                 name: str, window: int) -> list[dict[str, Any]]:
+    """A window's rows of ``name`` at the version the suite reads (none when the table is
+    not there)."""
+    if versions.get(name) is None:
+        return []
+    found: list[dict[str, Any]] = catalog.read_arrow(
+        name, filters=[("snapshot", "=", plan.key), ("window", "=", window)],
+        version=versions[name]).to_pylist()
+    return found
+
+
 def missing_verdicts(catalog: Catalog, cfg: SuiteSettings, plan: SnapshotPlan,
                      versions: dict[str, int | None]) -> list[dict[str, Any]]:
     """(window, passage, triple) rows whose required verdicts are not all there: the
@@ -242,12 +254,7 @@ def missing_verdicts(catalog: Catalog, cfg: SuiteSettings, plan: SnapshotPlan,
     from emerge_lib.curation.verdicts import plan_requests, qualified
 
     def rows(name: str, window: int) -> list[dict[str, Any]]:
-        if versions.get(name) is None:
-            return []
-        found: list[dict[str, Any]] = catalog.read_arrow(
-            name, filters=[("snapshot", "=", plan.key), ("window", "=", window)],
-            version=versions[name]).to_pylist()
-        return found
+        return _window_rows(catalog, plan, versions, name, window)
 
     out = []
     for w in plan.windows:
@@ -280,12 +287,7 @@ def final_judge_gaps(catalog: Catalog, cfg: SuiteSettings, plan: SnapshotPlan,
     from emerge_lib.curation.verdicts import final_requests
 
     def rows(name: str, window: int) -> list[dict[str, Any]]:
-        if versions.get(name) is None:
-            return []
-        found: list[dict[str, Any]] = catalog.read_arrow(
-            name, filters=[("snapshot", "=", plan.key), ("window", "=", window)],
-            version=versions[name]).to_pylist()
-        return found
+        return _window_rows(catalog, plan, versions, name, window)
 
     out = []
     for w in plan.windows:
@@ -321,12 +323,7 @@ def near_duplicates(catalog: Catalog, cfg: SuiteSettings, plan: SnapshotPlan,
     from emerge_lib.curation.verdicts import passage_text
 
     def rows(name: str, window: int) -> list[dict[str, Any]]:
-        if versions.get(name) is None:
-            return []
-        found: list[dict[str, Any]] = catalog.read_arrow(
-            name, filters=[("snapshot", "=", plan.key), ("window", "=", window)],
-            version=versions[name]).to_pylist()
-        return found
+        return _window_rows(catalog, plan, versions, name, window)
 
     sel = cfg.selection
     out = []
