@@ -97,10 +97,11 @@ def test_truncated_bz2_raises_with_offset(tmp_path: Path, backend: str) -> None:
             got += chunk
     # every byte of the complete blocks comes out (a correct prefix), then the error; an
     # external lbzip2 stops at the last block it wrote when its input breaks off (its
-    # workers' later blocks are dropped): a shorter prefix, still correct, the offset exact
+    # workers' later blocks are dropped): a shorter prefix, still correct, the offset exact;
+    # on a loaded machine it can break off before writing any block (seen: offset 0)
     good = max(d for bit, d in _bz2_blocks(p) if bit < cut.stat().st_size * 8)
     if backend == "lbzip2":
-        assert 0 < info.value.offset == len(got) <= good
+        assert 0 <= info.value.offset == len(got) <= good
     else:
         assert info.value.offset == len(got) == good
     assert bytes(got) == data[:len(got)]
