@@ -75,6 +75,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="also write Wikimedia's daily adds/changes dumps (mirror/other/incr/"
                         "WIKI/YYYYMMDD/), one per day from the first dump date to the day "
                         "before the newest")
+    p.add_argument("--recent-share", type=float, default=0.5, metavar="S",
+                   help="of a filler page's later edits, the share in the last 200 days "
+                        "before the newest dump (default 0.5; 0..1): with --revisions, sizes "
+                        "the history apart from its newest quarter")
     p.add_argument("--force", action="store_true",
                    help="replace a sample world already in DIR")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -99,6 +103,11 @@ def run(args: argparse.Namespace) -> int:
             (out / name).unlink(missing_ok=True)
     from emerge_lib.sample.plan import EMPTY_CASES
 
+    if not 0.0 <= args.recent_share <= 1.0:
+        print(f"emerge sample: --recent-share {args.recent_share}: give a share from 0 to 1",
+              file=sys.stderr)
+        return 2
+
     scenarios, new_text = None, True
     if args.case:
         if args.case not in EMPTY_CASES:
@@ -117,6 +126,7 @@ def run(args: argparse.Namespace) -> int:
         formats=tuple(f.strip() for f in args.formats.split(",") if f.strip()),
         bench_statements=max(0, args.bench_statements), bench_passages=max(0, args.bench_passages),
         scenarios=scenarios, new_text=new_text, increments=args.increments,
+        recent_share=args.recent_share,
     )
     try:
         report = generate_world(out, spec, progress=not args.quiet)

@@ -134,6 +134,7 @@ class FillerSettings:
     bench_statements: int = 0  # extra item-valued statements per filler item
     bench_passages: int = 0  # linked paragraphs added inside windows, over all filler articles
     windows: tuple[tuple[int, int], ...] = ()  # (τ_{k-1}, τ_k] of every snapshot's windows
+    recent_share: float = 0.5  # of a page's later edits, the share in the last 200 days
 
 
 class Filler:
@@ -199,15 +200,16 @@ class Filler:
         return f"Q{self.wd.filler_pid(i)}"
 
     def _timestamps(self, rng: random.Random, created: int, n: int) -> list[int]:
-        """n distinct timestamps from creation on; half of the later edits fall in the last
-        200 days (edit activity is recent on real wikis, so windows see filler edits too)."""
+        """n distinct timestamps from creation on; half of the later edits (``recent_share``)
+        fall in the last 200 days (edit activity is recent on real wikis, so windows see
+        filler edits too; a smaller share puts more of the history before them)."""
         span = self.cfg.end - created
         if span <= 4 * n:
             return [created + k for k in range(n)]
         recent = max(created + 1, self.cfg.end - 200 * DAY)
         picked: set[int] = set()
         while len(picked) < n - 1:
-            lo = recent if rng.random() < 0.5 else created + 1
+            lo = recent if rng.random() < self.cfg.recent_share else created + 1
             picked.add(rng.randrange(lo, self.cfg.end))
         return [created, *sorted(picked)]
 

@@ -457,3 +457,39 @@ def test_cli_writes_a_world_and_refuses_to_clobber(tmp_path: Path, capsys: pytes
     assert len(list((out / "mirror" / "enwiki").iterdir())) == 2
     assert main(args) == 2
     assert main([*args, "--force"]) == 0
+
+
+def _revisions_by_date(world: Path) -> dict[str, list[int]]:
+    """wiki -> the revisions of each dump date, oldest first (world.json)."""
+    about = json.loads((world / "world.json").read_text())
+    return {wiki: [sum(f["revisions"] for f in about["dumps"]["files"][f"{wiki}/{d}"]
+                       if f["format"] == "bz2") for d in about["dumps"]["dates"]]
+            for wiki in ("wikidatawiki", "enwiki")}
+
+
+def test_recent_share_moves_history_before_the_quarter_and_keeps_truth(
+        tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """--recent-share sizes the history apart from its newest quarter (the extension
+    benchmark's two worlds): the same revisions per page, fewer of them between the two
+    dumps, and the planted truth unchanged."""
+    from emerge_lib.cli import main
+
+    spec = dict(seed=5, items=300, articles=200, revisions=8, formats=("bz2",), compress_level=1)
+    usual, early = tmp_path / "usual", tmp_path / "early"
+    generate_world(usual, SampleSpec(**spec))
+    generate_world(early, SampleSpec(recent_share=0.1, **spec))
+    assert (usual / "truth.jsonl").read_bytes() == (early / "truth.jsonl").read_bytes()
+    a, b = _revisions_by_date(usual), _revisions_by_date(early)
+    for wiki in a:
+        (a0, a1), (b0, b1) = a[wiki], b[wiki]
+        if wiki == "wikidatawiki":  # the same revisions (enwiki: edits falling in the
+            assert a1 == b1  # snapshots' forbidden ranges are dropped, fewer when early)
+        assert b1 - b0 < 0.6 * (a1 - a0), (wiki, a[wiki], b[wiki])  # the quarter shrinks
+    assert "recent_share" not in json.loads((usual / "world.json").read_text())["spec"]
+    assert json.loads((early / "world.json").read_text())["spec"]["recent_share"] == 0.1
+    assert "--recent-share 0.1`" in (early / "config.yaml").read_text().splitlines()[0]
+
+    assert main(["sample", "--out", str(tmp_path / "bad"), "--recent-share", "1.5",
+                 "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["emerge sample: --recent-share 1.5: give a share from 0 to 1"]

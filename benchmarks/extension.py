@@ -1,0 +1,274 @@
+"""A quarter's extension from Wikimedia's daily increments against the same quarter from
+the next full dump, on a generated world at two sizes whose histories differ 2x and whose
+quarters hold the same revisions (issue 44, "Measured").
+
+Each size is one sample world with two full dumps, D0 and D1 = D0 + 90 days, and the
+daily adds/changes dumps of the days between (``emerge sample --increments``). Its
+history is sized apart from its quarter by ``--revisions`` (revisions per filler page)
+and ``--recent-share`` (the share of a page's later edits in the last 200 days before
+D1): the small world has ``--revisions R --recent-share 0.5`` (the generator's default),
+the large one ``--revisions 2R`` with a share chosen so that D1 - D0 holds about the same
+revisions (0.12 for R = 4 on 4,000 items and 1,000 articles: at 0.13 the quarter held
+4,197 revisions against 3,929, Wikidata +13 % and enwiki -21 %, the history 2.2x; the
+share that matches depends on the planted pages' weight: 0.17 at 400 items). Through the
+``emerge`` command as a user runs it (subprocesses, CPU from
+``getrusage(RUSAGE_CHILDREN)``, each stage's wall and CPU from its log line,
+``_harness.watch_emerge``):
+
+* (a) increments: ``emerge ingest`` of D0's full dumps into a fresh warehouse (the base,
+  timed but not part of the quarter), then ``emerge ingest --incr D0:D1-1``, the quarter;
+* (b) full dump: ``emerge ingest`` of D1's full dumps into a fresh warehouse, as a
+  quarter is extended without increments (each history dump holds the whole history).
+
+Bytes read from dumps: the compressed files each run opens (the full dumps' bz2 history
+files; the days' ``pages-meta-hist-incr.xml.bz2``) and their XML. Only the ingest is
+incremental: stability runs whole after either (it is in both runs' stages), and the
+per-snapshot stages and the release are not run here (docs/performance.md keeps their
+cost). The target: (a)'s cost grows <= 1.1x while the history doubles; (a) beside (b)
+at each size.
+
+    .venv/bin/python benchmarks/extension.py [--worlds /tmp/bench-extension]
+        [--items 4000] [--articles 1000] [--revisions 4] [--recent-share 0.12]
+        [--sizes small,large] [--workers N]
+
+A missing world is generated first (``emerge sample … --increments --formats bz2
+--compress-level 9``; one to two minutes each on 2 cores).
+"""
+
+from __future__ import annotations
+
+import argparse
+import bz2
+import json
+import os
+import pickle
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from _harness import Watched, cpu_count, ensure_world, loglog_slope, watch_emerge
+
+GROWTH_TARGET = 1.1  # issue 44: the quarter's cost grows <= 1.1x while the history doubles
+WIKIS = {"wikidata": "wikidatawiki", "wikipedia": "enwiki"}
+
+
+@dataclass
+class Dumps:
+    """What one run reads: its files, their compressed and XML bytes, their revisions."""
+
+    files: dict[str, list[Path]]  # kind -> paths
+    bz2_bytes: int = 0
+    xml_bytes: int = 0
+    revisions: int = 0
+
+
+@dataclass
+class Size:
+    """One world: its dumps and the three runs."""
+
+    name: str
+    world: Path
+    d0: str = ""
+    d1: str = ""
+    base: Dumps = field(default_factory=lambda: Dumps({}))
+    quarter: Dumps = field(default_factory=lambda: Dumps({}))
+    full: Dumps = field(default_factory=lambda: Dumps({}))
+    days: int = 0
+    runs: dict[str, Watched] = field(default_factory=dict)
+
+
+def world_args(revisions: int, share: float, items: int, articles: int, jobs: int) -> list[str]:
+    return ["--items", str(items), "--articles", str(articles), "--revisions", str(revisions),
+            "--recent-share", str(share), "--increments", "--formats", "bz2",
+            "--compress-level", "9", "--jobs", str(jobs), "--quiet"]
+
+
+def full_dump(world: Path, about: dict, date: str) -> Dumps:
+    """A full dump date's bz2 history files of both wikis (sizes from world.json)."""
+    out = Dumps({})
+    for kind, wiki in WIKIS.items():
+        entries = [e for e in about["dumps"]["files"][f"{wiki}/{date}"] if e["format"] == "bz2"]
+        out.files[kind] = sorted(world / "mirror" / wiki / date / e["name"] for e in entries)
+        out.bz2_bytes += sum(e["size"] for e in entries)
+        out.xml_bytes += sum(e["xml_bytes"] for e in entries)
+        out.revisions += sum(e["revisions"] for e in entries)
+    return out
+
+
+def increments(world: Path, first: str, last: str) -> tuple[Dumps, int]:
+    """The days' pages-meta-hist-incr files of both wikis and their bytes (XML: read)."""
+    out = Dumps({})
+    days = 0
+    for kind, wiki in WIKIS.items():
+        root = world / "mirror" / "other" / "incr" / wiki
+        folders = [d for d in sorted(root.iterdir()) if first <= d.name <= last]
+        days = len(folders)
+        out.files[kind] = [d / f"{wiki}-{d.name}-pages-meta-hist-incr.xml.bz2" for d in folders]
+        for f in out.files[kind]:
+            out.bz2_bytes += f.stat().st_size
+            data = bz2.decompress(f.read_bytes())
+            out.xml_bytes += len(data)
+            out.revisions += data.count(b"<revision>")
+    return out, days
+
+
+def prepare(size: Size) -> None:
+    about = json.loads((size.world / "world.json").read_text())
+    size.d0, size.d1 = about["dumps"]["dates"][0], about["dumps"]["dates"][-1]
+    size.base, size.full = full_dump(size.world, about, size.d0), full_dump(size.world, about,
+                                                                           size.d1)
+    last = (datetime.strptime(size.d1, "%Y%m%d").replace(tzinfo=UTC)
+            - timedelta(days=1)).strftime("%Y%m%d")
+    size.quarter, size.days = increments(size.world, size.d0, last)
+
+
+def run(size: Size, scratch: Path, workers: int | None) -> None:
+    """The three ``emerge ingest`` runs of one size, each into a fresh or its warehouse."""
+    config = str(size.world / "config.yaml")
+    extra = ["--workers", str(workers)] if workers else []
+
+    def ingest(key: str, warehouse: Path, *args: str) -> None:
+        print(f"[{size.name}] {key}: emerge ingest {' '.join(args)[:100]}…", flush=True)
+        watched = watch_emerge(["ingest", "-c", config, "--warehouse", str(warehouse), *extra,
+                                *args], echo=lambda line: print("   ", line[-150:], flush=True))
+        if watched.returncode != 0:
+            raise SystemExit(f"{key} failed ({watched.returncode}):\n{watched.log_tail[-3000:]}")
+        size.runs[key] = watched
+        print(f"[{size.name}] {key}: {watched.wall:.1f} s wall, {watched.cpu:.1f} s CPU",
+              flush=True)
+
+    def paths(d: Dumps) -> list[str]:
+        return ["--wikidata", *map(str, d.files["wikidata"]),
+                "--wikipedia", *map(str, d.files["wikipedia"])]
+
+    last = size.quarter.files["wikidata"][-1].parent.name
+    ingest("base", scratch / "a", *paths(size.base))
+    ingest("increments", scratch / "a", "--incr", f"{size.d0}:{last}")
+    ingest("full", scratch / "b", *paths(size.full))
+
+
+def stage_table(size: Size) -> None:
+    print(f"\n{size.name}: {size.world}; D0 {size.d0} -> D1 {size.d1}, {size.days} days of "
+          f"increments; history at D0 {size.base.revisions:,} revisions "
+          f"({size.base.xml_bytes / 1e6:.1f} MB XML), quarter {size.quarter.revisions:,}")
+    print(f"  {'run / stage':<34} {'wall s':>8} {'CPU s':>8} {'dump MB bz2':>12} "
+          f"{'XML MB':>8} {'revisions':>10}")
+    reads = {"base": size.base, "increments": size.quarter, "full": size.full}
+    for key, watched in size.runs.items():
+        d = reads[key]
+        print(f"  {key + ' (whole command)':<34} {watched.wall:8.1f} {watched.cpu:8.1f} "
+              f"{d.bz2_bytes / 1e6:12.2f} {d.xml_bytes / 1e6:8.1f} {d.revisions:10,}")
+        for s in watched.stages:
+            print(f"    {s.key:<32} {s.seconds:8.1f} {s.cpu:8.1f}")
+        rest_wall, rest_cpu = watched.rest()
+        print(f"    {'(start-up, engine, exit)':<32} {rest_wall:8.1f} {rest_cpu:8.1f}")
+
+
+def report(sizes: list[Size]) -> None:
+    for size in sizes:
+        stage_table(size)
+    print("\nthe quarter: (a) increments beside (b) the next full dump")
+    print(f"  {'size':<8} {'history revs':>12} {'quarter revs':>12} {'(a) wall':>9} "
+          f"{'(a) CPU':>8} {'(a) MB':>8} {'(b) wall':>9} {'(b) CPU':>8} {'(b) MB':>8} "
+          f"{'b/a CPU':>8}")
+    for s in sizes:
+        a, b = s.runs["increments"], s.runs["full"]
+        print(f"  {s.name:<8} {s.base.revisions:12,} {s.quarter.revisions:12,} {a.wall:9.1f} "
+              f"{a.cpu:8.1f} {s.quarter.bz2_bytes / 1e6:8.2f} {b.wall:9.1f} {b.cpu:8.1f} "
+              f"{s.full.bz2_bytes / 1e6:8.2f} {b.cpu / a.cpu:8.2f}")
+    if len(sizes) < 2:
+        return
+    small, large = sizes[0], sizes[-1]
+    hist = large.base.revisions / small.base.revisions
+    quarter = large.quarter.revisions / small.quarter.revisions
+    quarter_xml = large.quarter.xml_bytes / small.quarter.xml_bytes
+    print(f"\nfrom {small.name} to {large.name}: history x{hist:.2f} "
+          f"({large.base.xml_bytes / small.base.xml_bytes:.2f}x its XML), quarter "
+          f"x{quarter:.2f} ({quarter_xml:.2f}x its XML)")
+    for key, label in (("increments", "(a) increments"), ("full", "(b) full dump")):
+        lo, hi = small.runs[key], large.runs[key]
+        wall, cpu = hi.wall / lo.wall, hi.cpu / lo.cpu
+        xs = [s.base.revisions for s in (small, large)]
+        slope = loglog_slope(xs, [s.runs[key].cpu for s in (small, large)])
+        verdict = ""
+        if key == "increments":
+            read = large.quarter.bz2_bytes / small.quarter.bz2_bytes
+            verdict = (f", dump bytes read x{read:.2f} (target: CPU and bytes <= "
+                       f"{GROWTH_TARGET}x while the history doubles; wall is printed, not "
+                       f"judged, on a shared machine: "
+                       f"{'PASS' if cpu <= GROWTH_TARGET and read <= GROWTH_TARGET else 'FAIL'})")
+        print(f"  {label}: wall x{wall:.2f}, CPU x{cpu:.2f}, "
+              f"log-log slope of CPU on history {slope:.2f}{verdict}" if slope is not None
+              else f"  {label}: wall x{wall:.2f}, CPU x{cpu:.2f}{verdict}")
+        for name in sorted({st.key for st in hi.stages} & {st.key for st in lo.stages}):
+            c_lo = sum(st.cpu for st in lo.stages if st.key == name)
+            c_hi = sum(st.cpu for st in hi.stages if st.key == name)
+            w_lo = sum(st.seconds for st in lo.stages if st.key == name)
+            w_hi = sum(st.seconds for st in hi.stages if st.key == name)
+            print(f"    {name:<28} wall {w_lo:7.1f} -> {w_hi:7.1f} s, CPU {c_lo:7.1f} -> "
+                  f"{c_hi:7.1f} s")
+    a_cpu = large.runs["increments"].cpu / small.runs["increments"].cpu
+    print(f"  (a) CPU per MB of the quarter's XML: x{a_cpu / quarter_xml:.2f} "
+          "(the growth the quarter's own size does not explain)")
+    print("  per day of increments, (a) at each size: "
+          + ", ".join(f"{s.name} {s.runs['increments'].wall / s.days:.2f} s wall, "
+                      f"{s.runs['increments'].cpu / s.days:.2f} s CPU" for s in sizes))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--worlds", type=Path, default=Path("/tmp/bench-extension"),
+                    help="where the two worlds are (generated when missing)")
+    ap.add_argument("--items", type=int, default=4000)
+    ap.add_argument("--articles", type=int, default=1000)
+    ap.add_argument("--revisions", type=int, default=4,
+                    help="the small world's; the large one has twice as many")
+    ap.add_argument("--recent-share", type=float, default=0.12,
+                    help="the large world's share of later edits in the last 200 days "
+                         "(the small one has the default 0.5)")
+    ap.add_argument("--sizes", default="small,large", help="which of the two to run")
+    ap.add_argument("--workers", type=int, help="extraction processes (default: one per core)")
+    ap.add_argument("--keep", action="store_true", help="keep the warehouses (printed)")
+    ap.add_argument("--replay", type=Path, help="print the report of a saved run "
+                                                "(WORLDS/last-run.pickle) and stop")
+    args = ap.parse_args()
+    if args.replay:
+        report(pickle.loads(args.replay.read_bytes()))
+        return
+
+    shapes = {"small": (args.revisions, 0.5), "large": (2 * args.revisions, args.recent_share)}
+    names = [n.strip() for n in args.sizes.split(",") if n.strip()]
+    unknown = sorted(set(names) - set(shapes))
+    if unknown:
+        raise SystemExit(f"--sizes: no size named {', '.join(unknown)} (small, large)")
+    sizes: list[Size] = []
+    for name in names:
+        revisions, share = shapes[name]
+        world = args.worlds / f"{name}-i{args.items}-a{args.articles}-r{revisions}-s{share}"
+        ensure_world(world, world_args(revisions, share, args.items, args.articles,
+                                       cpu_count()))
+        size = Size(name, world)
+        prepare(size)
+        sizes.append(size)
+    print(f"{cpu_count()} cores, load average {os.getloadavg()[0]:.1f}", flush=True)
+    for size in sizes:
+        scratch = Path(tempfile.mkdtemp(prefix=f"emerge-bench-extension-{size.name}-"))
+        try:
+            run(size, scratch, args.workers)
+        finally:
+            if args.keep:
+                print(f"warehouses kept in {scratch}")
+            else:
+                shutil.rmtree(scratch, ignore_errors=True)
+    print(f"\nload average at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    saved = args.worlds / "last-run.pickle"
+    saved.write_bytes(pickle.dumps(sizes))
+    print(f"measurements saved in {saved} (--replay {saved} prints the report again)")
+    report(sizes)
+
+
+if __name__ == "__main__":
+    main()
