@@ -5,9 +5,12 @@ end-to-end tier's generated worlds alike.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
 from stagekit import ingest
 
 from emerge_lib.catalog import Catalog
@@ -106,3 +109,22 @@ def same_rows_both_ways(files: list[Path], tmp_path: Path) -> None:
         without = staged_rows(path, tmp_path / f"text{i}", False)
         assert with_scan == without, path
         assert with_scan[1] > 0
+
+
+@contextlib.contextmanager
+def killed_before(table: str) -> Iterator[None]:
+    """The ingest inside is killed (what kill -9 leaves) when it comes to merge into
+    ``table``: what it committed before stays, the rest never happens."""
+    real = Catalog.merge
+
+    def killed(self: Catalog, name: str, *args, **kwargs):
+        if name == table:
+            raise KeyboardInterrupt("killed")
+        return real(self, name, *args, **kwargs)
+
+    setattr(Catalog, "merge", killed)  # noqa: B010 (a method swapped for the test)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            yield
+    finally:
+        setattr(Catalog, "merge", real)  # noqa: B010

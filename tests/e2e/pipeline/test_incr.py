@@ -62,7 +62,7 @@ def test_increments_give_the_full_dumps_timelines(world: Path, tmp_path: Path, s
     started = time.monotonic()
     # from a day long before D0: the days the full dump of D0 holds are left out
     assert main(["ingest", "-c", str(world / "config.yaml"), "--warehouse",
-                 str(tmp_path / "incr"), "--workers", "1", "--incr",
+                 str(tmp_path / "incr"), "--incr",  # the defaults: a process per core
                  f"20231201:{days[-1]}"]) == 0
     seconds = time.monotonic() - started
     files = catalog.read_arrow("ingested_files").to_pylist()

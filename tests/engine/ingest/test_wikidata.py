@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from dumpbuilder import PageSpec, Rev, claim, item, legacy_item, redirect, write_bz2
-from ingestkit import ingest_wikidata, items, snapshot_of, statements, ts
+from ingestkit import ingest_wikidata, items, killed_before, snapshot_of, statements, ts
 from sparkkit import on_each_engine
 
 from emerge_lib.catalog import Catalog
@@ -256,24 +256,15 @@ def test_daily_increments_continue_from_the_warehouse_and_equal_the_full_dump(
 
 
 def test_an_increment_read_again_after_a_kill_gives_the_same_tables(
-        tmp_path: Path, spark, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, spark) -> None:
     """A commit killed after the timelines, before the watermarks (what kill -9 leaves):
     the rerun continues from the state as of the old watermarks, not from the rows the
     killed commit wrote, and gives the tables of an uninterrupted ingest."""
     base, incr, whole = _increments(tmp_path)
     catalog = Catalog(tmp_path / "inc", spark)
     ingest_wikidata(catalog, [base], max_reject_ratio=1.0)
-    real_merge = Catalog.merge
-
-    def killed(self: Catalog, name: str, *args, **kwargs):
-        if name == "page_watermarks":
-            raise KeyboardInterrupt("killed")
-        return real_merge(self, name, *args, **kwargs)
-
-    monkeypatch.setattr(Catalog, "merge", killed)
-    with pytest.raises(KeyboardInterrupt):
+    with killed_before("page_watermarks"):
         ingest_wikidata(catalog, incr[:1], max_reject_ratio=1.0)
-    monkeypatch.setattr(Catalog, "merge", real_merge)
     ingest_wikidata(catalog, incr, max_reject_ratio=1.0)
     fresh = Catalog(tmp_path / "fresh", spark)
     ingest_wikidata(fresh, [whole], max_reject_ratio=1.0)

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from ingestkit import T, ingest_wikipedia, pages, runs, state, ts
+from ingestkit import T, ingest_wikipedia, killed_before, pages, runs, state, ts
 from sparkkit import on_each_engine
 from wikipedia_builder import (
     B2,
@@ -524,7 +524,7 @@ def test_daily_increments_continue_stored_pages_and_equal_the_full_dump(
 
 
 def test_a_wikipedia_increment_after_a_kill_or_a_skipped_day(
-        tmp_path: Path, spark, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, spark) -> None:
     """Day 2 alone: pages 1 and 3 follow revisions never ingested, refused and kept.
     A commit of day 1 killed before its watermarks, then the days again: the tables of
     the full dump."""
@@ -539,17 +539,8 @@ def test_a_wikipedia_increment_after_a_kill_or_a_skipped_day(
 
     catalog = Catalog(tmp_path / "killed", spark)
     ingest_wikipedia(catalog, [base], snapshots=TWO)
-    real_merge = Catalog.merge
-
-    def killed(self: Catalog, name: str, *args, **kwargs):
-        if name == "page_watermarks":
-            raise KeyboardInterrupt("killed")
-        return real_merge(self, name, *args, **kwargs)
-
-    monkeypatch.setattr(Catalog, "merge", killed)
-    with pytest.raises(KeyboardInterrupt):
+    with killed_before("page_watermarks"):
         ingest_wikipedia(catalog, incr[:1], snapshots=TWO)
-    monkeypatch.setattr(Catalog, "merge", real_merge)
     ingest_wikipedia(catalog, incr, snapshots=TWO)
     fresh = Catalog(tmp_path / "fresh", spark)
     ingest_wikipedia(fresh, [whole], snapshots=TWO)
