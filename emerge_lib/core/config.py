@@ -538,10 +538,16 @@ class ContextSettings(_Strict):
 
 
 class ReleaseSettings(_Strict):
-    """What the release derives from its lines beyond the authors' files."""
+    """What the release derives from its lines beyond the authors' files, and how it is
+    written."""
 
     splits: SplitSettings = Field(default_factory=SplitSettings)
     context: ContextSettings = Field(default_factory=ContextSettings)
+    # carry a snapshot's files over from the release already in the folder (hard links,
+    # sha256 verified) when nothing they are made of changed (release/carry.py); false:
+    # every file rewritten. How the files are made, not what they hold: not in
+    # dataset_settings, so either way gives the same bytes
+    carry_unchanged: bool = True
 
 
 class EvaluationSettings(_Strict):
@@ -615,7 +621,8 @@ class Config(_Strict):
         c = self.curation
         return {**self.model_dump(mode="json", include={
                     "snapshots", "stability", "passages", "deltas", "align", "qualifiers",
-                    "selection", "validation", "release"}),
+                    "selection", "validation", "release"},
+                    exclude={"release": {"carry_unchanged"}}),
                 "curation": {"enabled": c.enabled, "additions": c.additions.name,
                              "deprecations": c.deprecations.name,
                              "assertion_judges": c.assertion_judges,

@@ -22,7 +22,9 @@ def _release(ctx: StageContext, _: None) -> Outcome:
     summary = write_release(ctx.catalog, ctx.release_dir, ctx.cfg.plans(), ctx.cfg.passages,
                             ctx.cfg.curation, ctx.cfg.validation, ctx.cfg.dataset_settings(),
                             RELEASE_READS, ctx.cfg.release)
-    return Outcome(summary.rows(), {"files": len(summary.files)}, detail=summary)
+    return Outcome(summary.rows(), {"files": len(summary.files), "carried_files": summary.carried,
+                                    "carried_mb": round(summary.carried_bytes / 1e6, 1)},
+                   note=summary.carry, detail=summary)
 
 
 def _no_folder(ctx: StageContext) -> str | None:

@@ -33,6 +33,7 @@ from typing import Any
 
 from emerge_lib.catalog import TABLES, Catalog
 from emerge_lib.core.config import (
+    ContextSettings,
     CurationSettings,
     PassageSettings,
     ReleaseSettings,
@@ -59,7 +60,7 @@ from emerge_lib.formats.layout import (
     snapshot_dir_name,
     table_parquet_path,
 )
-from emerge_lib.formats.manifest import code_version, config_hash
+from emerge_lib.formats.manifest import code_version, config_hash, sha256_file
 from emerge_lib.release._atomic import (
     atomic_file,
     recover,
@@ -67,13 +68,21 @@ from emerge_lib.release._atomic import (
     staging_of,
     swap_into_place,
 )
+from emerge_lib.release.carry import (
+    SHARED,
+    Carrier,
+    Decision,
+    Part,
+    shared_fingerprint,
+    snapshot_fingerprint,
+)
 from emerge_lib.release.context import write_context
 from emerge_lib.release.describe import Entries, describe
 from emerge_lib.release.foreign import carry_foreign, stale
 from emerge_lib.release.provenance import dumps, gold, judges
 from emerge_lib.release.splits import write_splits
 from emerge_lib.release.tables import dropped, write_kg_tsv, write_parquet
-from emerge_lib.release.windows import Reads, Record, ReleaseError, Window, Written, write_window
+from emerge_lib.release.windows import Reads, Record, ReleaseError, Window, write_window
 from emerge_lib.validation.validate import ReleaseValidation, check_croissant, validate_release
 
 log = logging.getLogger(__name__)
@@ -101,6 +110,9 @@ class ReleaseSummary:
     validation: dict[str, Any] = field(default_factory=dict)  # the manifest's verdict
     card: list[dict[str, Any]] = field(default_factory=list)  # the card's table rows
     splits: dict[str, dict[str, int]] = field(default_factory=dict)  # the splits' counts
+    carried: int = 0  # files carried over from the release before (release.carry)
+    carried_bytes: int = 0
+    carry: str = ""  # the carry-over's summary line
 
     def rows(self) -> dict[str, int]:
         """Released rows: instances (over the JSONL files), passages (lines), Parquet rows."""
@@ -111,20 +123,17 @@ class ReleaseSummary:
                 out[name] = out.get(name, 0) + n
         return out
 
-    def add(self, window: Window, done: Written) -> None:
-        """Count one window's files in."""
-        self.files += [*done.parquet_rows, window.corpus]
-        self.parquet_rows.update(done.parquet_rows)
-        self.lines[window.corpus] = done.lines
-        if window.evaluation:
-            self.files.append(window.evaluation)
-            self.lines[window.evaluation] = done.drawn
-        for counts, more in ((self.ops, done.ops), (self.left_out, done.left_out),
-                             (self.gold, done.gold)):
+    def merge(self, part: Part) -> None:
+        """Count one snapshot's files in (written or carried)."""
+        self.files += part.files
+        self.parquet_rows.update(part.parquet_rows)
+        self.lines.update(part.lines)
+        for counts, more in ((self.ops, part.ops), (self.left_out, part.left_out),
+                             (self.gold, part.gold)):
             for key, n in more.items():
                 counts[key] = counts.get(key, 0) + n
-        self.orphan_instances += done.orphan_instances
-        self.anchor_mismatches += done.anchor_mismatches
+        self.orphan_instances += part.orphan_instances
+        self.anchor_mismatches += part.anchor_mismatches
 
     def listing(self) -> dict[str, Any]:
         """release.json: the snapshots, files, lines and operations."""
@@ -157,9 +166,12 @@ def write_release(catalog: Catalog, out_dir: str | Path, plans: Sequence[Snapsho
     suites on exactly the rows released; a failure raises after the manifest is written
     (it says ``success: false``, so nothing publishes it). ``derived``: the leak-free
     splits and the KG context written from the lines (``release.splits``,
-    ``release.context``).
+    ``release.context``), and whether a snapshot whose inputs did not change since the
+    release in ``out_dir`` has its files carried over from it (``release.carry_unchanged``,
+    ``release.carry``: the same bytes, not written again).
     """
     final = Path(out_dir)
+    report: ReleaseValidation | None = None
     with release_lock(final):
         recover(final)
         out, _ = staging_of(final)
@@ -172,12 +184,36 @@ def write_release(catalog: Catalog, out_dir: str | Path, plans: Sequence[Snapsho
             log.info("release reads %s", ", ".join(f"{name}@{v}" for name, v in
                                                   summary.versions.items() if v is not None))
             reads = Reads(catalog, summary.versions, settings, curation)
-            records = _write_data(reads, out, plans, summary, validation.enabled)
-            _derive(out, summary, derived)
-            summary.files += annotation
-            report = validate_release(catalog, out, summary.snapshots, records,
-                                      summary.versions) if validation.enabled else None
-            _describe(reads, out, summary, report, dataset_settings)
+            carrier = Carrier(final, out, enabled=derived.carry_unchanged)
+            parts, records = _write_data(reads, out, plans, summary, carrier,
+                                         dataset_settings, derived, validation.enabled)
+            origin = _provenance(reads, summary.snapshots, dataset_settings)
+            shared = shared_fingerprint(reads, {k: fp for k, (fp, _) in parts.items()}, origin,
+                                        {rel: sha256_file(out / rel) for rel in annotation})
+            earlier = None
+            if all(k in carrier.decisions and carrier.decisions[k].carried for k in parts):
+                earlier = carrier.shared(shared, [f for _, part in parts.values()
+                                                  for f in part.every_file()])
+            else:
+                carrier.decisions[SHARED] = Decision(
+                    reason=carrier.why_not or "a snapshot was written")
+            if earlier is not None:
+                _as_before(out, summary, earlier)
+            else:
+                _write_tables(reads, out, summary)
+                _derive(out, summary, derived, parts)
+                summary.files += annotation
+                if validation.enabled:
+                    for key, (_, part) in parts.items():
+                        if key not in records:  # carried: its lines read back
+                            records[key] = part.records(out)
+                    report = validate_release(catalog, out, summary.snapshots, records,
+                                              summary.versions)
+                _describe(reads, out, summary, report, origin)
+            carrier.save(parts, shared, summary.manifest)
+            carrier.log_decisions()
+            summary.carried, summary.carried_bytes = carrier.carried_files, carrier.carried_bytes
+            summary.carry = carrier.summary()
             summary.removed = stale(final, set(summary.files))
             swap_into_place(out, final)
         except BaseException:
@@ -192,54 +228,81 @@ def write_release(catalog: Catalog, out_dir: str | Path, plans: Sequence[Snapsho
 
 
 def _write_data(reads: Reads, out: Path, plans: Sequence[SnapshotPlan],
-                summary: ReleaseSummary, keep_records: bool) -> dict[str, list[Record]]:
-    """Every window's files, the KG snapshots and the released tables into ``out``;
-    returns the lines written per snapshot (for the release suites, when kept)."""
+                summary: ReleaseSummary, carrier: Carrier, dataset_settings: Mapping[str, Any],
+                derived: ReleaseSettings, keep_records: bool
+                ) -> tuple[dict[str, tuple[str, Part]], dict[str, list[Record]]]:
+    """Every snapshot's files into ``out``, carried over (``carrier``) or written; returns
+    each snapshot's fingerprint and part, and the lines written per snapshot (for the
+    release suites, when kept; a carried snapshot has none here)."""
     by_key = {p.key: p for p in plans}
     dirs = [snapshot_dir_name(s) for s in summary.snapshots]
     if len(set(dirs)) != len(dirs):
         raise ReleaseError(f"two snapshots share a release folder (one per day): "
                            f"{summary.snapshots}")
-    versions = reads.versions
-    records: dict[str, list[Record]] = {}
-    for snap in summary.snapshots:
-        plan = by_key[snap]
-        names = [delta_file_name(snap, w.k, plan.window_days) for w in plan.windows]
+    for plan in plans:
+        names = [delta_file_name(plan.key, w.k, plan.window_days) for w in plan.windows]
         if len(set(names)) != len(names):
             raise ReleaseError(
                 f"windows of {plan.window_days} days give two files with the same end date: "
                 f"{names}")
-        selected = versions["selection"] is not None and bool(reads.catalog.read_arrow(
-            "selection", filters=[("snapshot", "=", snap)], columns=["window"],
-            version=versions["selection"]).num_rows)
-        mine = records.setdefault(snap, [])
-        for w in plan.windows:
-            window = Window(snap, w.k, plan.window_days, corpus_path(snap, w.k, plan.window_days),
-                            evaluation_path(snap, w.k, plan.window_days) if selected else None)
-            done = write_window(reads, out, window, keep_records)
-            summary.add(window, done)
-            mine += done.records
-            log.debug("release: %s, %d passages (%d drawn)", window.corpus, done.lines,
-                      done.drawn)
-        for name in KG_SNAPSHOT_TABLES:
-            rel = kg_parquet_path(snap, name)
-            summary.parquet_rows[rel] = write_parquet(reads.catalog, name, out / rel, [snap],
-                                                      versions[name], {})
-            summary.files.append(rel)
-        rel = kg_tsv_path(snap)
-        write_kg_tsv(reads.catalog, out / rel, snap, versions["kg_triples"])
-        summary.files.append(rel)
+    parts: dict[str, tuple[str, Part]] = {}
+    records: dict[str, list[Record]] = {}
+    for snap in summary.snapshots:
+        fingerprint = snapshot_fingerprint(reads, by_key[snap], dataset_settings,
+                                           derived.context)
+        part = carrier.snapshot(snap, fingerprint)
+        if part is None:
+            part, records[snap] = _write_snapshot(reads, out, by_key[snap], derived.context,
+                                                  keep_records)
+        parts[snap] = (fingerprint, part)
+        summary.merge(part)
+    return parts, records
+
+
+def _write_snapshot(reads: Reads, out: Path, plan: SnapshotPlan, context: ContextSettings,
+                    keep_records: bool) -> tuple[Part, list[Record]]:
+    """One snapshot's files: its windows', its KG snapshot's and its lines' context."""
+    snap, versions = plan.key, reads.versions
+    selected = versions["selection"] is not None and bool(reads.catalog.read_arrow(
+        "selection", filters=[("snapshot", "=", snap)], columns=["window"],
+        version=versions["selection"]).num_rows)
+    part, mine = Part(), []
+    for w in plan.windows:
+        window = Window(snap, w.k, plan.window_days, corpus_path(snap, w.k, plan.window_days),
+                        evaluation_path(snap, w.k, plan.window_days) if selected else None)
+        done = write_window(reads, out, window, keep_records)
+        part.add(window, done)
+        mine += done.records
+        log.debug("release: %s, %d passages (%d drawn)", window.corpus, done.lines,
+                  done.drawn)
+    for name in KG_SNAPSHOT_TABLES:
+        rel = kg_parquet_path(snap, name)
+        part.parquet_rows[rel] = write_parquet(reads.catalog, name, out / rel, [snap],
+                                               versions[name], {})
+        part.files.append(rel)
+    rel = kg_tsv_path(snap)
+    write_kg_tsv(reads.catalog, out / rel, snap, versions["kg_triples"])
+    part.files.append(rel)
+    corpus = [rel for rel in part.lines if rel.startswith(f"{CORPUS}/")]
+    part.context = write_context(out, {snap: corpus}, context)
+    return part, mine
+
+
+def _write_tables(reads: Reads, out: Path, summary: ReleaseSummary) -> None:
+    """The tables released whole (``parquet/<table>.parquet``), of every snapshot."""
+    versions = reads.versions
     left_out = dropped(reads.catalog, summary.snapshots, versions["selection"])
     for name in sorted(n for n, s in TABLES.items() if s.released and n not in KG_SNAPSHOT_TABLES):
         rel = table_parquet_path(name)
         summary.parquet_rows[rel] = write_parquet(reads.catalog, name, out / rel,
                                                   summary.snapshots, versions[name], left_out)
         summary.files.append(rel)
-    return records
 
 
-def _derive(out: Path, summary: ReleaseSummary, settings: ReleaseSettings) -> None:
-    """The leak-free splits and the KG context, from the lines and KG just written."""
+def _derive(out: Path, summary: ReleaseSummary, settings: ReleaseSettings,
+            parts: Mapping[str, tuple[str, Part]]) -> None:
+    """The leak-free splits, from the lines just written (or carried); the KG context
+    (each snapshot's, written with it) listed after them."""
     corpus: dict[str, list[str]] = {snap: [] for snap in summary.snapshots}
     for rel in summary.lines:
         if rel.startswith(f"{CORPUS}/"):
@@ -250,15 +313,38 @@ def _derive(out: Path, summary: ReleaseSummary, settings: ReleaseSettings) -> No
     counts, written = write_splits(out, {s: [parquet_twin(f) for f in files]
                                          for s, files in corpus.items()},
                                    evaluation, settings.splits)
-    written.update(write_context(out, corpus, settings.context))
+    for snap in sorted(parts):
+        written.update(parts[snap][1].context)
     summary.splits = counts.record()
     summary.parquet_rows.update(written)
     summary.files += list(written)
     log.info("release: splits %s (left out: %s)", counts.lines, counts.excluded or "none")
 
 
+def _provenance(reads: Reads, snapshots: Sequence[str], dataset_settings: Mapping[str, Any]
+                ) -> dict[str, Any]:
+    """The manifest's account of what made the release (but the gold's lines and the
+    splits, which the snapshots' files decide)."""
+    return {"code_version": code_version(), "settings": dict(dataset_settings),
+            "settings_sha256": config_hash(dataset_settings),
+            "dumps": dumps(reads.catalog, reads.versions.get("ingested_files")),
+            "judges": judges(reads, snapshots)}
+
+
+def _as_before(out: Path, summary: ReleaseSummary, manifest: Mapping[str, Any]) -> None:
+    """The summary of a release carried whole (nothing changed): its release.json and
+    manifest say what the rest of it holds."""
+    listing = json.loads((out / LISTING).read_text(encoding="utf-8"))
+    summary.files = [e["path"] for e in manifest["files"]]
+    summary.parquet_rows.update(listing["parquet_rows"])
+    summary.splits = listing["splits"]
+    summary.manifest = dict(manifest)
+    summary.card = list(manifest.get("card") or [])
+    summary.validation = dict(manifest.get("validation") or {})
+
+
 def _describe(reads: Reads, out: Path, summary: ReleaseSummary,
-              report: ReleaseValidation | None, dataset_settings: Mapping[str, Any]) -> None:
+              report: ReleaseValidation | None, origin: Mapping[str, Any]) -> None:
     """The validation results, the card's statistics and plots, release.json, then what
     states the version (``release.describe``) and the manifest."""
     if report is not None:  # the results, and the page of its checks (written by describe)
@@ -272,10 +358,8 @@ def _describe(reads: Reads, out: Path, summary: ReleaseSummary,
     with atomic_file(out / LISTING) as tmp:
         tmp.write_text(json.dumps(summary.listing(), indent=1, sort_keys=True) + "\n",
                        encoding="utf-8")
-    record = {"code_version": code_version(), "settings": dict(dataset_settings),
-              "settings_sha256": config_hash(dataset_settings),
-              "dumps": dumps(reads.catalog, reads.versions.get("ingested_files")),
-              "curation": {"judges": judges(reads, summary.snapshots),
+    record = {**{k: v for k, v in origin.items() if k != "judges"},
+              "curation": {"judges": origin["judges"],
                            "gold": gold(reads.curation, summary.gold)},
               "splits": summary.splits}
 

@@ -109,7 +109,8 @@ def test_two_builds_into_the_same_out(alone, tmp_path: Path) -> None:
                    _start(world, tmp_path / "wh2", tmp_path / "rel", **FROM_WAREHOUSE))
     assert any("is writing it; waiting" in e for e in errs)  # one waited for the other
     _same_release(tmp_path / "rel", release)
-    assert sorted(p.name for p in tmp_path.iterdir()) == [".rel.lock", "rel", "wh1", "wh2"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        ".rel.carry.json", ".rel.lock", "rel", "wh1", "wh2"]
 
 
 def test_a_build_beside_a_rebuild(alone, tmp_path: Path) -> None:

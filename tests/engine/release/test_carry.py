@@ -1,0 +1,188 @@
+"""The release carries over what did not change (release/carry.py): a snapshot added to a
+release leaves the snapshots before it linked, not written, and the result is, byte for
+byte, the release written whole; changed inputs, a changed setting and a damaged file
+are written again; a rerun with nothing changed writes nothing."""
+
+from __future__ import annotations
+
+import json
+import logging
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from stagekit import run
+from tablekit import put
+
+from emerge_lib.catalog import Catalog
+from emerge_lib.core.stage import StageResult
+from emerge_lib.formats.manifest import MANIFEST, verify_release
+from emerge_lib.release.carry import sidecar_of
+
+A, B = "2024-01-01T00:00:00Z", "2024-04-01T00:00:00Z"
+
+
+def ts(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(UTC)
+
+
+def passage(snap: str, window: int, pid: str, page: int, qid: str) -> dict[str, Any]:
+    text = f"{pid} was founded by Jane Roe in Paris."
+    start = text.index("Jane Roe")
+    return {"snapshot": snap, "window": window, "passage_id": pid, "page_id": page,
+            "page_title": f"Page {page}", "page_qid": qid, "rev_id": page * 10 + window,
+            "rev_timestamp": ts(snap) .replace(day=2 + window), "paragraph_idx": 0,
+            "text": text, "mentions": [{"start": start, "end": start + 8, "anchor": "Jane Roe",
+                                        "target": "Jane Roe", "qid": "Q901"}]}
+
+
+def instance(p: dict[str, Any], op: str, o: str) -> dict[str, Any]:
+    return {"snapshot": p["snapshot"], "window": p["window"], "passage_id": p["passage_id"],
+            "op": op, "s": p["page_qid"], "p": "P112", "o": o, "signal": None,
+            "s_label": "s", "p_label": "founded by", "o_label": "o", "emerging_head": False,
+            "emerging_tail": False, "head_created_at": ts("2012-10-29T00:00:00Z"),
+            "tail_created_at": ts("2013-01-02T00:00:00Z"), "lifespan_from": None,
+            "lifespan_to": None, "qualifier_pid": None, "qualifier_label": None,
+            "qualifier_at": None, "source_delta_type": None if op == "X" else "all"}
+
+
+#: per snapshot: passages of two windows, each with an instance; articles 10/20 in A,
+#: 30/40 in B (so B's lines change no A article's split)
+PASSAGES = {A: [passage(A, 1, "a1", 10, "Q10"), passage(A, 2, "a2", 20, "Q20")],
+            B: [passage(B, 1, "b1", 30, "Q30"), passage(B, 2, "b2", 40, "Q40")]}
+
+
+def instances(snap: str) -> list[dict[str, Any]]:
+    return [instance(p, op, "Q901") for p in PASSAGES[snap] for op in ("X", "E")]
+
+
+@pytest.fixture
+def warehouse(tmp_path: Path, spark) -> Catalog:
+    cat = Catalog(tmp_path / "warehouse", spark)
+    put(cat, "passages", [p for ps in PASSAGES.values() for p in ps])
+    put(cat, "instances", instances(A) + instances(B))
+    put(cat, "kg_triples", [{"snapshot": s, "s": f"Q{n}", "p": "P112", "o": "Q901"}
+                            for s in (A, B) for n in (10, 20, 30, 40)])
+    put(cat, "entities", [{"snapshot": s, "qid": "Q901", "title": "Jane Roe",
+                           "label": "Jane Roe", "description": "", "text_description": "",
+                           "created_at": ts("2012-10-29T00:00:00Z")} for s in (A, B)])
+    put(cat, "relations", [{"snapshot": s, "pid": "P112", "label": "founded by",
+                            "description": ""} for s in (A, B)])
+    return cat
+
+
+def release(cat: Catalog, out: Path, *snapshots: str, **release: Any) -> StageResult:
+    validation = release.pop("validation", {})
+    return run(cat, "release", release_dir=out, release=release, validation=validation,
+               snapshots={"timestamps": list(snapshots), "windows": 2, "window_days": 7})
+
+
+def files(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes()
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def inodes(root: Path, part: str = "") -> dict[str, int]:
+    return {p.relative_to(root).as_posix(): p.stat().st_ino for p in sorted(root.rglob("*"))
+            if p.is_file() and part in p.relative_to(root).as_posix()}
+
+
+def same_release(got: Path, want: Path) -> None:
+    """Every file byte for byte (the manifest, card and croissant.json too), and the
+    fingerprints beside them."""
+    a, b = files(got), files(want)
+    assert sorted(a) == sorted(b), sorted(set(a) ^ set(b))
+    assert [name for name in b if a[name] != b[name]] == []
+    assert {"README.md", "croissant.json", MANIFEST, "release.json"} <= set(b)
+    assert sidecar_of(got).read_bytes() == sidecar_of(want).read_bytes()
+
+
+def a_files(root: Path) -> dict[str, int]:
+    """A's own files (the splits excepted: they are shared)."""
+    return {rel: ino for rel, ino in inodes(root, "2024-01-01").items()
+            if not rel.startswith("parquet/splits/")}
+
+
+def test_a_new_snapshot_carries_the_others_and_equals_a_full_rewrite(
+        warehouse: Catalog, tmp_path: Path, caplog) -> None:
+    out, whole = tmp_path / "release", tmp_path / "whole"
+    first = release(warehouse, out, A)
+    assert first.metrics["carried_files"] == 0
+    before = a_files(out)
+    assert len(before) == 13  # 2 windows × (JSONL + 3 Parquet) + 3 KG + TSV + priors
+    with caplog.at_level(logging.INFO, logger="emerge_lib.release.carry"):
+        second = release(warehouse, out, A, B)
+    release(warehouse, whole, A, B, carry_unchanged=False)
+    same_release(out, whole)
+    assert a_files(out) == before  # the same inodes: linked, not written
+    assert second.metrics["carried_files"] == 13
+    assert second.metrics["carried_mb"] == pytest.approx(
+        sum((out / rel).stat().st_size for rel in before) / 1e6, abs=0.05)
+    assert not set(inodes(out, "2024-04-01").values()) & set(inodes(whole).values())
+    said = caplog.text
+    assert f"{A}: carried 13 files" in said
+    assert f"{B}: written (not in the earlier release)" in said
+    assert "shared files: written (a snapshot was written)" in said
+    assert second.note.startswith("carried 13 files") and "wrote 2 groups" in second.note
+    assert verify_release(out).ok
+
+
+def test_changed_inputs_or_settings_are_written_again(warehouse: Catalog, tmp_path: Path,
+                                                      spark) -> None:
+    out = tmp_path / "release"
+    release(warehouse, out, A, B)
+    linked = a_files(out)
+    # A's instances of window 1 written again (the same rows: new Delta files)
+    warehouse.replace_partition("instances", warehouse.frame("instances", [
+        r for r in instances(A) if r["window"] == 1]), {"snapshot": A, "window": 1})
+    again = release(warehouse, out, A, B)
+    assert again.metrics["carried_files"] == 13  # B's
+    assert not set(a_files(out).values()) & set(linked.values())  # A written anew
+    whole = tmp_path / "whole"
+    release(warehouse, whole, A, B, carry_unchanged=False)
+    same_release(out, whole)
+    # a setting that shapes every snapshot's files (the context's hops): both written
+    hops = release(warehouse, out, A, B, context={"hops": 2})
+    assert hops.metrics["carried_files"] == 0
+    release(warehouse, tmp_path / "whole2", A, B, context={"hops": 2}, carry_unchanged=False)
+    same_release(out, tmp_path / "whole2")
+
+
+def test_a_damaged_or_missing_file_is_written_again(warehouse: Catalog, tmp_path: Path,
+                                                     caplog) -> None:
+    out = tmp_path / "release"
+    release(warehouse, out, A, B)
+    damaged = out / "corpus/snapshot_2024-01-01/delta_2024-01-08.jsonl"
+    data = bytearray(damaged.read_bytes())
+    data[5] ^= 1
+    damaged.write_bytes(bytes(data))
+    (out / "kg_snapshots/kg_snapshot_2024-04-01.tsv.gz").unlink()
+    with caplog.at_level(logging.WARNING, logger="emerge_lib.release.carry"):
+        again = release(warehouse, out, A, B)
+    assert again.metrics["carried_files"] == 0
+    assert "delta_2024-01-08.jsonl no longer matches the manifest's sha256" in caplog.text
+    assert "kg_snapshot_2024-04-01.tsv.gz is missing" in caplog.text
+    release(warehouse, tmp_path / "whole", A, B, carry_unchanged=False)
+    same_release(out, tmp_path / "whole")
+    assert verify_release(out).ok
+
+
+def test_a_rerun_with_nothing_changed_writes_nothing(warehouse: Catalog, tmp_path: Path) -> None:
+    """Every file carried, the manifest too (the validation off: a release whose checks
+    did not pass is never carried whole); the result still a full rewrite's bytes."""
+    out, off = tmp_path / "release", {"enabled": False}
+    release(warehouse, out, A, B, validation=off)
+    before = inodes(out)
+    again = release(warehouse, out, A, B, validation=off)
+    assert inodes(out) == before  # nothing written: every file the same inode
+    assert again.metrics["carried_files"] == len(before) == \
+        len(json.loads((out / MANIFEST).read_text())["files"]) + 1
+    assert again.rows["instances"] == 8 and again.metrics["files"] == len(before) - 1
+    release(warehouse, tmp_path / "whole", A, B, validation=off, carry_unchanged=False)
+    same_release(out, tmp_path / "whole")
+    # with the carry-over off, the same bytes, every file written again
+    forced = release(warehouse, out, A, B, validation=off, carry_unchanged=False)
+    assert forced.metrics["carried_files"] == 0
+    assert not set(inodes(out).values()) & set(before.values())
+    same_release(out, tmp_path / "whole")
