@@ -188,6 +188,8 @@ class Carrier:
         self.state: dict[str, Any] = {}
         self.entries: dict[str, dict[str, Any]] = {}
         self.manifest: dict[str, Any] = {}
+        #: the manifest entries of the files carried, as verified (not hashed again)
+        self.known: dict[str, dict[str, Any]] = {}
         self.why_not = "" if enabled else "release.carry_unchanged is false"
         if enabled:
             self._load()
@@ -277,6 +279,7 @@ class Carrier:
             return None
         self.decisions[key].bytes = self._link(part.every_file())
         self.decisions[key].carried = len(entries)
+        self.known.update({rel: {"path": rel, **entry} for rel, entry in entries.items()})
         return part
 
     def shared(self, fingerprint: str, paths: Sequence[str]) -> dict[str, Any] | None:

@@ -62,14 +62,16 @@ def validation_line(verdict: Mapping[str, Any]) -> str:
 
 
 def describe(out: Path, prepared: Prepared, files: Sequence[str], record: Mapping[str, Any],
-             judge: Judge) -> dict[str, Any]:
+             judge: Judge, carried: Entries | None = None) -> dict[str, Any]:
     """Steps 1-5 of the module docstring for the release in ``out``, whose files are
     ``files`` (the self-describing ones included); ``record``: the manifest's account of
     what made the release (``code_version``, ``settings``, ``settings_sha256``, ``dumps``,
-    ``curation.judges``), to which the verdict and the card's rows are added. Returns the
-    manifest written."""
+    ``curation.judges``), to which the verdict and the card's rows are added;
+    ``carried``: the entries of files carried over, verified as they were (not hashed
+    again). Returns the manifest written."""
     known = {e["path"]: e for e in file_entries(out, [f for f in files
-                                                      if f not in SELF_DESCRIBING])}
+                                                      if f not in SELF_DESCRIBING],
+                                                known=carried)}
     version = content_version(known.values())
     settings = dict(record.get("settings") or {})
     dumps = list(record.get("dumps") or [])

@@ -209,7 +209,7 @@ def write_release(catalog: Catalog, out_dir: str | Path, plans: Sequence[Snapsho
                             records[key] = part.records(out)
                     report = validate_release(catalog, out, summary.snapshots, records,
                                               summary.versions)
-                _describe(reads, out, summary, report, origin)
+                _describe(reads, out, summary, report, origin, carrier.known)
             carrier.save(parts, shared, summary.manifest)
             carrier.log_decisions()
             summary.carried, summary.carried_bytes = carrier.carried_files, carrier.carried_bytes
@@ -344,7 +344,8 @@ def _as_before(out: Path, summary: ReleaseSummary, manifest: Mapping[str, Any]) 
 
 
 def _describe(reads: Reads, out: Path, summary: ReleaseSummary,
-              report: ReleaseValidation | None, origin: Mapping[str, Any]) -> None:
+              report: ReleaseValidation | None, origin: Mapping[str, Any],
+              carried: Entries) -> None:
     """The validation results, the card's statistics and plots, release.json, then what
     states the version (``release.describe``) and the manifest."""
     if report is not None:  # the results, and the page of its checks (written by describe)
@@ -370,5 +371,5 @@ def _describe(reads: Reads, out: Path, summary: ReleaseSummary,
         report.add_croissant(check_croissant(out, known, CROISSANT))
         return report.manifest
 
-    summary.manifest = describe(out, prepared, summary.files, record, judge)
+    summary.manifest = describe(out, prepared, summary.files, record, judge, carried)
     summary.validation = summary.manifest["validation"]
