@@ -228,9 +228,18 @@ class Carrier:
                 return str(exc)
             if not path.is_file():
                 return f"{rel} is missing"
-            if path.stat().st_size != entry["bytes"] or sha256_file(path) != entry["sha256"]:
-                return f"{rel} no longer matches the manifest's sha256"
+            try:
+                if path.stat().st_size != entry["bytes"] or \
+                        sha256_file(path) != entry["sha256"]:
+                    return f"{rel} no longer matches the manifest's sha256"
+            except OSError as exc:
+                return f"{rel} cannot be read ({exc.strerror})"
         return None
+
+    def _malformed(self, exc: Exception) -> str:
+        reason = f"its record in {sidecar_of(self.final)} is malformed ({exc!r:.80})"
+        log.warning("release: %s", reason)
+        return reason
 
     def _link(self, paths: Iterable[str]) -> int:
         """Hard-link (or copy) the earlier release's ``paths`` into ``out``; their bytes."""
@@ -269,11 +278,15 @@ class Carrier:
     def snapshot(self, key: str, fingerprint: str) -> Part | None:
         """Carry the snapshot's files into ``out`` when the rule holds; its part, else
         None (write it)."""
-        recorded = (self.state.get("snapshots") or {}).get(key)
-        entries = self._try(key, fingerprint, recorded)
-        if entries is None or recorded is None:
+        try:
+            recorded = (self.state.get("snapshots") or {}).get(key)
+            entries = self._try(key, fingerprint, recorded)
+            if entries is None or recorded is None:
+                return None
+            part = Part(**recorded["part"])
+        except (AttributeError, KeyError, TypeError, ValueError) as exc:  # a hand-edited sidecar
+            self.decisions[key] = Decision(reason=self._malformed(exc))
             return None
-        part = Part(**recorded["part"])
         if sorted(part.every_file()) != sorted(entries):
             self.decisions[key].reason = "its recorded files disagree"
             return None
@@ -295,7 +308,11 @@ class Carrier:
         if recorded is not None and recorded.get("manifest") != _manifest_sha(self.final):
             self.decisions[SHARED] = Decision(reason="its manifest was rewritten since")
             return None
-        entries = self._try(SHARED, fingerprint, recorded)
+        try:
+            entries = self._try(SHARED, fingerprint, recorded)
+        except (AttributeError, KeyError, TypeError, ValueError) as exc:
+            self.decisions[SHARED] = Decision(reason=self._malformed(exc))
+            return None
         if entries is None:
             return None
         rest = sorted(set(self.entries) - set(paths))

@@ -186,3 +186,20 @@ def test_a_rerun_with_nothing_changed_writes_nothing(warehouse: Catalog, tmp_pat
     assert forced.metrics["carried_files"] == 0
     assert not set(inodes(out).values()) & set(before.values())
     same_release(out, tmp_path / "whole")
+
+
+def test_a_malformed_sidecar_carries_nothing_and_says_so(warehouse: Catalog, tmp_path: Path,
+                                                         caplog) -> None:
+    out = tmp_path / "release"
+    release(warehouse, out, A)
+    want = files(out)
+    state = json.loads(sidecar_of(out).read_text())
+    state["snapshots"][A]["part"] = "not a part"
+    sidecar_of(out).write_text(json.dumps(state))
+    with caplog.at_level(logging.WARNING, logger="emerge_lib.release.carry"):
+        again = release(warehouse, out, A)
+    assert again.metrics["carried_files"] == 0 and files(out) == want
+    assert f"{sidecar_of(out)} is malformed" in caplog.text
+    sidecar_of(out).write_text("{not json")
+    assert release(warehouse, out, A).note.startswith("carried 0 files")
+    assert files(out) == want
