@@ -59,9 +59,16 @@ from typing import Any
 from emerge_lib.core.config import ContextSettings
 from emerge_lib.core.schedule import SnapshotPlan
 from emerge_lib.formats.layout import CORPUS
-from emerge_lib.formats.manifest import MANIFEST, ManifestError, inside, sha256_file
+from emerge_lib.formats.manifest import (
+    MANIFEST,
+    ManifestError,
+    code_version,
+    inside,
+    sha256_file,
+)
 from emerge_lib.release._atomic import atomic_file
 from emerge_lib.release.windows import Reads, Record, Window, Written
+from emerge_lib.validation.gate import CheckResult, GateReport
 
 log = logging.getLogger(__name__)
 
@@ -107,6 +114,20 @@ def snapshot_fingerprint(reads: Reads, plan: SnapshotPlan, dataset_settings: Map
                    for name in SNAPSHOT_READS},
         "settings": settings, "passages": reads.passages.model_dump(mode="json"),
         "curation": _curation(reads), "context": context.model_dump(mode="json")})
+
+
+def suites_key(dataset_settings: Mapping[str, Any]) -> str:
+    """What the release suites' verdict on unchanged lines depends on: the code (its git
+    commit, where it runs from a checkout), Great Expectations' version and the
+    validation settings."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        gx = version("great_expectations")
+    except PackageNotFoundError:
+        gx = None
+    return _digest({"code": code_version(), "gx": gx,
+                    "validation": dataset_settings.get("validation")})
 
 
 def shared_fingerprint(reads: Reads, snapshots: Mapping[str, str],
@@ -324,10 +345,26 @@ class Carrier:
         decision.carried = len(rest) + 1
         return self.manifest
 
+    def gate(self, key: str, suites: str) -> GateReport | None:
+        """The release suites' report on a carried snapshot's lines, as the last release
+        ran them, when the suites are the same (``suites``: :func:`suites_key`) and none of
+        their checks failed to run; else None (run them again)."""
+        recorded = (self.state.get("snapshots") or {}).get(key) or {}
+        gate = recorded.get("gate") or {}
+        if not self.decisions.get(key, Decision()).carried or gate.get("suites") != suites:
+            return None
+        try:
+            report = GateReport([CheckResult(**r) for r in gate["results"]])
+        except (KeyError, TypeError) as exc:
+            self._malformed(exc)
+            return None
+        return None if report.raised else report
+
     def save(self, snapshots: Mapping[str, tuple[str, Part]], shared: str,
-             manifest: Mapping[str, Any]) -> None:
+             manifest: Mapping[str, Any], gates: Mapping[str, GateReport],
+             suites: str) -> None:
         """The new sidecar (written before the swap): each group's fingerprint and its
-        files' manifest entries, and the snapshots' parts."""
+        files' manifest entries, and the snapshots' parts and release suites' reports."""
         entries = {e["path"]: {k: e[k] for k in ("bytes", "sha256", "rows")}
                    for e in manifest["files"]}
         mine: set[str] = set()
@@ -337,10 +374,14 @@ class Carrier:
             mine.update(files)
             state["snapshots"][key] = {"fingerprint": fingerprint, "part": asdict(part),
                                        "entries": {f: entries[f] for f in files}}
+            if key in gates:
+                state["snapshots"][key]["gate"] = {
+                    "suites": suites, "results": [asdict(r) for r in gates[key].results]}
         state["shared"] = {"fingerprint": shared, "manifest": _manifest_sha(self.out),
                            "entries": {f: e for f, e in entries.items() if f not in mine}}
         with atomic_file(sidecar_of(self.final)) as tmp:
-            tmp.write_text(json.dumps(state, sort_keys=True, indent=1) + "\n", encoding="utf-8")
+            tmp.write_text(json.dumps(state, sort_keys=True, indent=1, default=str) + "\n",
+                           encoding="utf-8")
 
     def summary(self) -> str:
         """The log's and the stage's summary line."""

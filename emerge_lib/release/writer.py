@@ -75,6 +75,7 @@ from emerge_lib.release.carry import (
     Part,
     shared_fingerprint,
     snapshot_fingerprint,
+    suites_key,
 )
 from emerge_lib.release.context import write_context
 from emerge_lib.release.describe import Entries, describe
@@ -83,7 +84,12 @@ from emerge_lib.release.provenance import dumps, gold, judges
 from emerge_lib.release.splits import write_splits
 from emerge_lib.release.tables import dropped, write_kg_tsv, write_parquet
 from emerge_lib.release.windows import Reads, Record, ReleaseError, Window, write_window
-from emerge_lib.validation.validate import ReleaseValidation, check_croissant, validate_release
+from emerge_lib.validation.validate import (
+    ReleaseValidation,
+    annotation_files,
+    check_croissant,
+    validate_release,
+)
 
 log = logging.getLogger(__name__)
 
@@ -190,7 +196,7 @@ def write_release(catalog: Catalog, out_dir: str | Path, plans: Sequence[Snapsho
             origin = _provenance(reads, summary.snapshots, dataset_settings)
             shared = shared_fingerprint(reads, {k: fp for k, (fp, _) in parts.items()}, origin,
                                         {rel: sha256_file(out / rel) for rel in annotation})
-            earlier = None
+            earlier, suites = None, suites_key(dataset_settings)
             if all(k in carrier.decisions and carrier.decisions[k].carried for k in parts):
                 earlier = carrier.shared(shared, [f for _, part in parts.values()
                                                   for f in part.every_file()])
@@ -204,13 +210,10 @@ def write_release(catalog: Catalog, out_dir: str | Path, plans: Sequence[Snapsho
                 _derive(out, summary, derived, parts)
                 summary.files += annotation
                 if validation.enabled:
-                    for key, (_, part) in parts.items():
-                        if key not in records:  # carried: its lines read back
-                            records[key] = part.records(out)
-                    report = validate_release(catalog, out, summary.snapshots, records,
-                                              summary.versions)
+                    report = _validate(reads, out, summary, parts, records, carrier, suites)
                 _describe(reads, out, summary, report, origin, carrier.known)
-            carrier.save(parts, shared, summary.manifest)
+            carrier.save(parts, shared, summary.manifest, report.gates if report else {},
+                         suites)
             carrier.log_decisions()
             summary.carried, summary.carried_bytes = carrier.carried_files, carrier.carried_bytes
             summary.carry = carrier.summary()
@@ -225,6 +228,24 @@ def write_release(catalog: Catalog, out_dir: str | Path, plans: Sequence[Snapsho
     if report is not None:
         report.raise_for_failure()
     return summary
+
+
+def _validate(reads: Reads, out: Path, summary: ReleaseSummary,
+              parts: Mapping[str, tuple[str, Part]], records: dict[str, list[Record]],
+              carrier: Carrier, suites: str) -> ReleaseValidation:
+    """The release's audit; a carried snapshot keeps the release suites' report of the
+    last release (the same lines, the same suites) and its lines are read back only for
+    what needs them (the suites run again, the human annotation's checks)."""
+    checked = {key: gate for key in parts if (gate := carrier.gate(key, suites)) is not None}
+    annotated = bool(annotation_files(out))
+    for key, (_, part) in parts.items():
+        if key not in records and (annotated or key not in checked):
+            records[key] = part.records(out)
+    if checked:
+        log.info("release: the release suites' reports of %d carried snapshots kept",
+                 len(checked))
+    return validate_release(reads.catalog, out, summary.snapshots, records, summary.versions,
+                            checked)
 
 
 def _write_data(reads: Reads, out: Path, plans: Sequence[SnapshotPlan],

@@ -27,7 +27,7 @@ import shutil
 import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -165,6 +165,7 @@ class ReleaseValidation:
     files: list[str]  # under validation/, relative to the release folder
     manifest: dict[str, Any]  # the manifest's ``validation`` entry
     failure: EmergeError | None = None
+    gates: dict[str, GateReport] = field(default_factory=dict)  # the release suites' reports
 
     def raise_for_failure(self) -> None:
         if self.failure is not None:
@@ -202,11 +203,14 @@ def _stored_results(catalog: Catalog, snapshot: str) -> tuple[list[dict[str, Any
 
 def validate_release(catalog: Catalog, out: Path, snapshots: list[str],
                      records: dict[str, list[tuple[str, dict[str, Any]]]],
-                     versions: dict[str, int | None]) -> ReleaseValidation:
+                     versions: dict[str, int | None],
+                     checked: Mapping[str, GateReport] | None = None) -> ReleaseValidation:
     """Audit a release being written: every snapshot must have passed its table suites on
     exactly the rows released, and the JSONL lines written must pass the release suites.
     Writes ``validation/results.json``; the page of its checks (``validation/index.html``)
-    states the version, so the release's description writes it (``release.describe``)."""
+    states the version, so the release's description writes it (``release.describe``).
+    ``checked``: the release suites' reports of snapshots whose lines they checked before
+    as they are (a release carrying their files over: release/carry.py), not run again."""
     from emerge_lib.formats.format import RELEASE_FIELDS
     from emerge_lib.validation.gate import run_gate
     from emerge_lib.validation.suites import flatten_release, release_suites
@@ -221,6 +225,7 @@ def validate_release(catalog: Catalog, out: Path, snapshots: list[str],
     unvalidated: list[str] = []  # not checked on these rows: written, not publishable
     stale: list[str] = []  # checked on other rows: changed by a concurrent writer
     raised: list[str] = []
+    gates: dict[str, GateReport] = {}
     for snap in snapshots:
         stored, validated_at = _stored_results(catalog, snap)
         if passed_for(catalog, snap, versions):
@@ -229,9 +234,12 @@ def validate_release(catalog: Catalog, out: Path, snapshots: list[str],
             tables = "failed"
         else:
             tables = "not validated on the rows released"
-        lines, mentions, triples = flatten_release(records.get(snap, []))
-        report = run_gate(release_suites(spark, lines, mentions, triples, RELEASE_FIELDS),
-                          run_name=f"release {snap}")
+        report = (checked or {}).get(snap)
+        if report is None:
+            lines, mentions, triples = flatten_release(records.get(snap, []))
+            report = run_gate(release_suites(spark, lines, mentions, triples, RELEASE_FIELDS),
+                              run_name=f"release {snap}")
+        gates[snap] = report
         release = "passed" if report.success else "failed"
         states[snap] = {"tables": tables, "release": release}
         if validated_at:  # the real run time, a fact of the tables: a rebuild keeps it
@@ -294,7 +302,7 @@ def validate_release(catalog: Catalog, out: Path, snapshots: list[str],
             log.warning("release: %s (the validate stage never ran on them: `emerge build` "
                         "runs it); the release is written but not publishable",
                         verdict["reason"])
-    return ReleaseValidation(files, verdict, failure)
+    return ReleaseValidation(files, verdict, failure, gates)
 
 
 # --- the release's Croissant ---------------------------------------------------------------

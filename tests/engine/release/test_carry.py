@@ -111,7 +111,7 @@ def test_a_new_snapshot_carries_the_others_and_equals_a_full_rewrite(
     assert first.metrics["carried_files"] == 0
     before = a_files(out)
     assert len(before) == 13  # 2 windows × (JSONL + 3 Parquet) + 3 KG + TSV + priors
-    with caplog.at_level(logging.INFO, logger="emerge_lib.release.carry"):
+    with caplog.at_level(logging.INFO, logger="emerge_lib.release"):
         second = release(warehouse, out, A, B)
     release(warehouse, whole, A, B, carry_unchanged=False)
     same_release(out, whole)
@@ -125,7 +125,16 @@ def test_a_new_snapshot_carries_the_others_and_equals_a_full_rewrite(
     assert f"{B}: written (not in the earlier release)" in said
     assert "shared files: written (a snapshot was written)" in said
     assert second.note.startswith("carried 13 files") and "wrote 2 groups" in second.note
+    # A's lines are not checked again: the release suites' report on them is kept (and
+    # validation/results.json is still the full rewrite's, compared above)
+    assert "the release suites' reports of 1 carried snapshots kept" in said
     assert verify_release(out).ok
+    # other suites (here: other validation settings) check the carried lines again
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="emerge_lib.release"):
+        stricter = release(warehouse, out, A, B, validation={"min_instances": 2})
+    assert stricter.metrics["carried_files"] == 26
+    assert "reports of" not in caplog.text
 
 
 def test_changed_inputs_or_settings_are_written_again(warehouse: Catalog, tmp_path: Path,
