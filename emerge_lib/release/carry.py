@@ -25,7 +25,10 @@ everything its bytes are a function of:
   fingerprint (the snapshots', the stored validation results, the dumps ingested, the
   human annotation, the code version the manifest states, every dataset setting) only
   lets a release with nothing changed carry them too, when the last release's
-  validation passed (or was off): a rerun with nothing changed writes nothing.
+  validation passed (or was off): a rerun with nothing changed writes nothing. Inside
+  the validation, a carried snapshot's release-suite report is the last release's when
+  the suites are the same (:func:`suites_key`: the code with its git commit, Great
+  Expectations' version, the validation settings), so its lines are not checked again.
 
 **The rule.** A group is carried when its fingerprint equals the one the last release
 recorded and every file of it still has the size and sha256 that release recorded and its
