@@ -13,8 +13,9 @@ everything its bytes are a function of:
   ``Catalog.partition_digest`` fingerprints exactly those rows), the snapshot's plan
   (windows, window days), the settings that shape them (the dataset settings but the
   snapshot list, the validation and the splits, which shape other files; curation's
-  without its endpoints and keys) and the writer's format (``FORMAT`` and emerge's
-  version, not the git commit: the data files do not state it);
+  without its endpoints and keys) and the code that writes them (the sources of
+  ``WRITER_CODE``, pyarrow's and emerge's versions, ``FORMAT``; not the git commit, which
+  the data files do not state: a commit elsewhere keeps them carried);
 - *the shared files*, a function of every snapshot: ``parquet/<table>.parquet``, the
   splits (``parquet/splits/``: an article drawn into test in one snapshot keeps its lines
   of every snapshot out of train), the validation results and page, the card's plots,
@@ -23,7 +24,8 @@ everything its bytes are a function of:
   splits and plots the lines' Parquet, the release suites the lines) or one table for
   all snapshots (instances), a small part of the release beside the KG tables; their
   fingerprint (the snapshots', the stored validation results, the dumps ingested, the
-  human annotation, the code version the manifest states, every dataset setting) only
+  human annotation, the code version the manifest states and every source of emerge,
+  every dataset setting) only
   lets a release with nothing changed carry them too, when the last release's
   validation passed (or was off): a rerun with nothing changed writes nothing. Inside
   the validation, a carried snapshot's release-suite report is the last release's when
@@ -48,6 +50,7 @@ match it, so one left over from a killed run carries nothing wrong. Without one 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -81,6 +84,13 @@ FORMAT = 1
 #: what a snapshot's files are made of (each partitioned by snapshot)
 SNAPSHOT_READS = ("instances", "passages", "verdicts", "selection", "kg_triples", "entities",
                   "relations")
+#: the code a snapshot's bytes come from (beside the catalog's rows and the settings):
+#: their sources are part of its fingerprint, so a change there writes every snapshot
+#: again; ``FORMAT`` is for a change elsewhere that changes them
+WRITER_CODE = ("release/windows.py", "release/tables.py", "release/context.py",
+               "release/carry.py", "formats/format.py", "formats/schema.py",
+               "formats/layout.py", "curation/verdicts.py", "curation/answers.py",
+               "curation/prompts.py", "curation/rules.py", "catalog/specs.py")
 #: the name of the shared files' group (in the log and the decisions)
 SHARED = "shared files"
 #: a route's fields that say where it runs, not what it answers
@@ -97,6 +107,24 @@ def _digest(doc: object) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
+@functools.cache
+def code_digest(paths: tuple[str, ...] | None = None) -> str:
+    """sha256 of emerge_lib's sources at ``paths`` (relative to the package; None: every
+    module of it) and of the versions of pyarrow, which writes the Parquet (its version
+    is in every file's footer), and of emerge."""
+    import pyarrow
+
+    from emerge_lib.core.version import __version__
+
+    root = Path(__file__).resolve().parent.parent
+    files = sorted(root.rglob("*.py")) if paths is None else [root / p for p in paths]
+    h = hashlib.sha256(f"{__version__}\t{pyarrow.__version__}\n".encode())
+    for path in files:
+        h.update(f"{path.relative_to(root).as_posix()}\n".encode())
+        h.update(path.read_bytes() if path.is_file() else b"")
+    return h.hexdigest()[:32]
+
+
 def _curation(reads: Reads) -> dict[str, Any]:
     return reads.curation.model_dump(mode="json", exclude={
         "additions": _WHERE, "deprecations": _WHERE})
@@ -105,12 +133,10 @@ def _curation(reads: Reads) -> dict[str, Any]:
 def snapshot_fingerprint(reads: Reads, plan: SnapshotPlan, dataset_settings: Mapping[str, Any],
                          context: ContextSettings) -> str:
     """What a snapshot's files are a function of (the module docstring), hashed."""
-    from emerge_lib.core.version import __version__
-
     settings = {k: v for k, v in dataset_settings.items()
                 if k not in ("snapshots", "validation", "release", "curation")}
     return _digest({
-        "format": FORMAT, "emerge": __version__, "snapshot": plan.key,
+        "format": FORMAT, "code": code_digest(WRITER_CODE), "snapshot": plan.key,
         "windows": plan.window_count, "window_days": plan.window_days,
         "tables": {name: reads.catalog.partition_digest(name, reads.versions.get(name),
                                                         plan.key)
@@ -129,7 +155,7 @@ def suites_key(dataset_settings: Mapping[str, Any]) -> str:
         gx = version("great_expectations")
     except PackageNotFoundError:
         gx = None
-    return _digest({"code": code_version(), "gx": gx,
+    return _digest({"code": code_version(), "sources": code_digest(), "gx": gx,
                     "validation": dataset_settings.get("validation")})
 
 
@@ -139,7 +165,8 @@ def shared_fingerprint(reads: Reads, snapshots: Mapping[str, str],
     validation results, ``record`` (the manifest's account: code version, settings,
     dumps, judges), the human annotation's files (path → sha256)."""
     return _digest({
-        "format": FORMAT, "snapshots": dict(snapshots), "record": dict(record),
+        "format": FORMAT, "sources": code_digest(), "snapshots": dict(snapshots),
+        "record": dict(record),
         "validation_results": {key: reads.catalog.partition_digest(
             "validation_results", reads.versions.get("validation_results"), key)
             for key in snapshots},
