@@ -19,6 +19,8 @@ Output is a pure function of the tables: lines are sorted by ``hash_id``, triple
 (s, p, o), keys are in a fixed order and the JSON encoding is fixed, so a rebuild gives
 byte-identical files. The whole release is written into a folder beside the output and
 swapped into place at the end (``release._atomic``), so no reader ever sees a mixed release.
+A snapshot whose inputs did not change since the release already there has its files
+linked into that folder instead of written again (``release.carry``; the same bytes).
 """
 
 from __future__ import annotations

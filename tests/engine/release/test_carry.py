@@ -212,3 +212,18 @@ def test_a_malformed_sidecar_carries_nothing_and_says_so(warehouse: Catalog, tmp
     sidecar_of(out).write_text("{not json")
     assert release(warehouse, out, A).note.startswith("carried 0 files")
     assert files(out) == want
+
+
+def test_a_sidecar_of_a_release_never_swapped_in_carries_nothing_wrong(
+        warehouse: Catalog, tmp_path: Path) -> None:
+    """A run killed after writing its fingerprints but before its swap leaves a sidecar
+    that names files the folder does not hold: they are written, not carried."""
+    out = tmp_path / "release"
+    release(warehouse, out, A)
+    stale = sidecar_of(out).read_bytes()  # A with one hop of context
+    release(warehouse, out, A, context={"hops": 2})
+    sidecar_of(out).write_bytes(stale)  # as if the two-hop release had not been swapped in
+    again = release(warehouse, out, A)
+    assert again.metrics["carried_files"] == 0  # its context files differ from the sidecar's
+    release(warehouse, tmp_path / "whole", A, carry_unchanged=False)
+    same_release(out, tmp_path / "whole")
