@@ -227,3 +227,24 @@ def test_a_sidecar_of_a_release_never_swapped_in_carries_nothing_wrong(
     assert again.metrics["carried_files"] == 0  # its context files differ from the sidecar's
     release(warehouse, tmp_path / "whole", A, carry_unchanged=False)
     same_release(out, tmp_path / "whole")
+
+
+def test_where_no_hard_link_can_be_made_the_files_are_copied(
+        warehouse: Catalog, tmp_path: Path, monkeypatch) -> None:
+    import errno
+
+    from emerge_lib.release import carry
+
+    def no_links(src: Any, dst: Any) -> None:
+        raise OSError(errno.EXDEV, "Invalid cross-device link")
+
+    out = tmp_path / "release"
+    release(warehouse, out, A)
+    before = a_files(out)
+    monkeypatch.setattr(carry.os, "link", no_links)
+    again = release(warehouse, out, A, B)
+    monkeypatch.undo()
+    assert again.metrics["carried_files"] == 13  # carried, as copies
+    assert not set(a_files(out).values()) & set(before.values())
+    release(warehouse, tmp_path / "whole", A, B, carry_unchanged=False)
+    same_release(out, tmp_path / "whole")
