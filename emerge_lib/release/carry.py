@@ -8,7 +8,8 @@ everything its bytes are a function of:
 
 - *a snapshot's files*: its windows' JSONL (corpus, evaluation set) with their typed
   Parquet twins, triples and KG context, its relation priors, its KG tables and T_t's
-  TSV. Their inputs are the snapshot's rows of the tables the writer reads for them
+  TSV (the context and the priors read the snapshot's own lines and KG only, so they
+  are the snapshot's, not shared). Their inputs are the snapshot's rows of the tables the writer reads for them
   (``SNAPSHOT_READS``: every one is partitioned by snapshot, so
   ``Catalog.partition_digest`` fingerprints exactly those rows), the snapshot's plan
   (windows, window days), the settings that shape them (the dataset settings but the
@@ -23,10 +24,11 @@ everything its bytes are a function of:
   **recomputed** whenever a snapshot is written: they read the written files (the
   splits and plots the lines' Parquet, the release suites the lines) or one table for
   all snapshots (instances), a small part of the release beside the KG tables; their
-  fingerprint (the snapshots', the stored validation results, the dumps ingested, the
-  human annotation, the code version the manifest states and every source of emerge,
-  every dataset setting) only
-  lets a release with nothing changed carry them too, when the last release's
+  fingerprint (the snapshots', their stored validation results (partitioned by
+  snapshot), the dumps ingested (``ingested_files`` is partitioned by wiki: its rows as
+  the manifest lists them), the human annotation, the code version the manifest states
+  and every source of emerge, every dataset setting) only lets a release with nothing
+  changed carry them too, when the last release's
   validation passed (or was off): a rerun with nothing changed writes nothing. Inside
   the validation, a carried snapshot's release-suite report is the last release's when
   the suites are the same (:func:`suites_key`: the code with its git commit, Great
