@@ -10,6 +10,7 @@ dumps get the revisions before their cutoff). Memory stays constant: one page at
 from __future__ import annotations
 
 import calendar
+import functools
 import json
 import multiprocessing
 import os
@@ -546,7 +547,7 @@ def _increments(world: World, mirror: Path) -> list[str]:
     for wiki, total, page_of in ((WIKIDATA, world.wd.total, world.wikidata_page),
                                  (ENWIKI, world.en.total, world.enwiki_page)):
         dates = write_increments(mirror, wiki, range(1, total + 1), page_of, first, last,
-                                 lambda pid, end, w=wiki: world.title_at(w, pid, end))
+                                 functools.partial(world.title_at, wiki))
     return dates
 
 
