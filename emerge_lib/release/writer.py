@@ -70,7 +70,7 @@ from emerge_lib.release._atomic import (
 from emerge_lib.release.context import write_context
 from emerge_lib.release.describe import Entries, describe
 from emerge_lib.release.foreign import carry_foreign, stale
-from emerge_lib.release.provenance import dumps, gold, judges
+from emerge_lib.release.provenance import dumps, gold, judges, provisional
 from emerge_lib.release.splits import write_splits
 from emerge_lib.release.tables import dropped, write_kg_tsv, write_parquet
 from emerge_lib.release.windows import Reads, Record, ReleaseError, Window, Written, write_window
@@ -98,6 +98,7 @@ class ReleaseSummary:
     manifest: dict[str, Any] = field(default_factory=dict)  # manifest.json as written
     left_out: dict[str, int] = field(default_factory=dict)  # reason → lines (selection)
     gold: dict[str, int] = field(default_factory=dict)  # whose gold → curated lines
+    provisional: list[dict[str, Any]] = field(default_factory=list)  # provenance.provisional
     validation: dict[str, Any] = field(default_factory=dict)  # the manifest's verdict
     card: list[dict[str, Any]] = field(default_factory=list)  # the card's table rows
     splits: dict[str, dict[str, int]] = field(default_factory=dict)  # the splits' counts
@@ -133,7 +134,8 @@ class ReleaseSummary:
                 "ops": dict(sorted(self.ops.items())),
                 "orphan_instances": self.orphan_instances,
                 "anchor_mismatches": self.anchor_mismatches,
-                "left_out": dict(sorted(self.left_out.items())), "splits": self.splits}
+                "left_out": dict(sorted(self.left_out.items())), "splits": self.splits,
+                **({"provisional": self.provisional} if self.provisional else {})}
 
     def __str__(self) -> str:
         return (f"release {self.out_dir}: {len(self.files)} files, "
@@ -169,6 +171,10 @@ def write_release(catalog: Catalog, out_dir: str | Path, plans: Sequence[Snapsho
             annotation = carry_foreign(final, out)
             summary = ReleaseSummary(out_dir=out, snapshots=sorted(p.key for p in plans))
             summary.versions = {name: catalog.version(name) for name in pinned}
+            summary.provisional = provisional(catalog, summary.versions, plans)
+            for mark in summary.provisional:  # rebuilt when the reconciling data arrives
+                log.warning("release: snapshot %s is provisional: its last window ends %s, "
+                            "deletions are known to %s", *mark.values())
             log.info("release reads %s", ", ".join(f"{name}@{v}" for name, v in
                                                   summary.versions.items() if v is not None))
             reads = Reads(catalog, summary.versions, settings, curation)
@@ -277,7 +283,8 @@ def _describe(reads: Reads, out: Path, summary: ReleaseSummary,
               "dumps": dumps(reads.catalog, reads.versions.get("ingested_files")),
               "curation": {"judges": judges(reads, summary.snapshots),
                            "gold": gold(reads.curation, summary.gold)},
-              "splits": summary.splits}
+              "splits": summary.splits,
+              **({"provisional": summary.provisional} if summary.provisional else {})}
 
     def judge(known: Entries) -> dict[str, Any]:
         if report is None:
