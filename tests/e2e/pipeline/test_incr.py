@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from buildkit import emerge, release_files
 from ingestkit import ingest_wikidata, ingest_wikipedia, killed_before
 
 from emerge_lib.catalog import Catalog
@@ -164,6 +165,45 @@ def test_increments_give_the_full_dumps_timelines(world: Path, tmp_path: Path, s
         got = _rows(catalog, "page_watermarks", drop, wiki)
         want = _rows(fresh, "page_watermarks", drop, wiki)
         assert {k for k in set(got) | set(want) if got.get(k) != want.get(k)} <= restored
-    # a third run: nothing left to reconcile, nothing changes
+    # a third run: nothing left to reconcile; the logging dumps given by path (emerge
+    # ingest --wikipedia/--wikidata …-pages-logging.xml.gz) apply again: nothing changes
     assert main(argv) == 0
+    logs = [world / "mirror" / w / d1 / f"{w}-{d1}-pages-logging.xml.gz" for w in TIMELINES]
+    assert main(["ingest", "-c", str(world / "config.yaml"), "--warehouse", str(tmp_path / "incr"),
+                 "--wikidata", str(logs[0]), "--wikipedia", str(logs[1])]) == 0
     assert _differ(catalog, fresh) == after
+    assert len(catalog.read_arrow("reconciled_pages").to_pylist()) == len(recorded)
+    _same_releases(world, tmp_path, d0, d1)
+
+
+#: what names the dump files a release was built from (the manifest's ``dumps``, the card's
+#: and Croissant's provenance text, Croissant's datePublished: the newest file's date, the
+#: last increment's day against the full dump's): all that may differ
+PROVENANCE = {"README.md", "card.html", "croissant.json", "manifest.json"}
+
+
+def _same_releases(world: Path, tmp_path: Path, d0: str, d1: str) -> None:
+    """`emerge build` (the gate on) of both warehouses, each configured with the dump it
+    was built from: every file byte for byte but the provenance; the manifest too, but its
+    ``dumps`` and the entries of those files. The restored page changes no released row
+    (it names no entity), so the releases are equal."""
+    both = f"'{d0}', '{d1}'"
+    text = (world / "config.yaml").read_text()
+    assert text.count(both) == 2  # the dates of both wikis
+    out = {}
+    for name, date in (("incr", d0), ("fresh", d1)):
+        config = world / f"config-{name}.yaml"
+        config.write_text(text.replace(both, f"'{date}'"))
+        proc = emerge("build", "-c", str(config), "--warehouse", str(tmp_path / name),
+                      "--out", str(tmp_path / f"release-{name}"),
+                      env={"EMERGE__VALIDATION__ENABLED": "true"})
+        assert proc.returncode == 0, proc.stderr[-4000:]
+        out[name] = release_files(tmp_path / f"release-{name}")
+    got, want = out["incr"], out["fresh"]
+    assert sorted(got) == sorted(want) and any(n.endswith(".jsonl") for n in want)
+    assert {n for n in want if got[n] != want[n]} == PROVENANCE
+    manifests = [json.loads(x["manifest.json"]) for x in (got, want)]
+    for m in manifests:
+        m.pop("dumps")
+        m["files"] = [f for f in m["files"] if f["path"] not in PROVENANCE]
+    assert manifests[0] == manifests[1]
