@@ -2,11 +2,13 @@
 to the timelines (the ``reconcile`` stage; docs/operations.md, *The reconciliation*).
 
 Why: an increment carries every new revision (a move's null revision included) but not a
-page's deletion, nor its restoration; a page deleted since the full dump the warehouse
-continues from keeps its rows until the next full dump, which no longer has it. The
-logging dump of a dump run (``<wiki>-<date>-pages-logging.xml.gz``) holds every log event
-before its date. The rule, per title, over the events from the newest full dump the
-warehouse holds up to the logging dump's date:
+page's deletion, nor its restoration; and a newer full dump read over the warehouse adds
+and rewrites pages but removes none: a page deleted since the first full dump the
+warehouse was built from keeps its rows, though a build from the newer full dump alone
+does not have it. The logging dump of a dump run (``<wiki>-<date>-pages-logging.xml.gz``)
+holds every log event before its date. The rule, per title, over the events from the day
+the wiki's deletions are known to (its first full dump, or the last logging dump
+reconciled) up to the logging dump's date:
 
 - its last deletion event is a ``delete`` (or ``suppress/delete``) not followed by a
   ``restore``: the page that held the title (by the watermarks: the newest page of that
@@ -14,7 +16,7 @@ warehouse holds up to the logging dump's date:
   exactly what a build from the newer full dump shows (it does not have the page);
 - the last is a ``restore``: the restored revisions keep their old ids and are in no
   increment; the log cannot rebuild them, so the page is kept as it is and marked
-  ``needs_full_dump`` (counted): the next full dump, read whole, replays it;
+  ``needs_full_dump`` (counted): the next full dump brings its revisions;
 - a ``move``: counted only; its null revision already gave the timelines the new title.
 
 One logging dump is applied as a transaction that a rerun finishes: the record of what it
@@ -115,12 +117,14 @@ def _day(date: str) -> datetime:
 
 
 def reach(catalog: Catalog, wiki: str) -> tuple[str, str]:
-    """(newest full dump date, the day after the newest increment) the wiki's timelines
-    hold, YYYYMMDD ('' when none): a logging dump of a date up to the latter is covered."""
+    """(the date of the wiki's first full dump, the day its timelines reach: its newest
+    full dump or the day after its newest increment), YYYYMMDD ('' when none). The first
+    full dump is read whole; a newer one read over it adds and rewrites pages but removes
+    none, so it brings no deletion: they are known as of the first one."""
     rows = catalog.read_arrow("ingested_files", filters=[("wiki", "=", wiki)],
                               columns=["dump_date", "dump_file", "error"]).to_pylist()
-    full = max((r["dump_date"] for r in rows if r["error"] is None
-                and not DumpFileRef.of(r["dump_file"]).increment), default="")
+    fulls = [r["dump_date"] for r in rows if r["error"] is None
+             and not DumpFileRef.of(r["dump_file"]).increment]
     days = [r["dump_date"] for r in rows if r["error"] is None
             and DumpFileRef.of(r["dump_file"]).increment]
     after = ""
@@ -128,11 +132,11 @@ def reach(catalog: Catalog, wiki: str) -> tuple[str, str]:
         from datetime import timedelta
 
         after = (_day(max(days)) + timedelta(days=1)).strftime("%Y%m%d")
-    return full, max(full, after)
+    return min(fulls, default=""), max([*fulls, after])
 
 
 def reconciled_to(catalog: Catalog, wiki: str) -> str:
-    """The day before which the wiki's deletions and restorations are known: its newest
+    """The day before which the wiki's deletions and restorations are known: its first
     full dump, or a later logging dump reconciled (YYYYMMDD; '' when neither)."""
     full, _ = reach(catalog, wiki) if catalog.exists("ingested_files") else ("", "")
     logs = (catalog.read_arrow("reconciled_logs", filters=[("wiki", "=", wiki)],
@@ -245,24 +249,25 @@ def reconcile(catalog: Catalog, wiki: str, path: Path, dump_date: str, *,
     from emerge_lib.ingest.run import ingest_lock
 
     with ingest_lock(catalog, wiki):
-        full, reached = reach(catalog, wiki)
+        first, reached = reach(catalog, wiki)
         report = ReconcileReport(wiki, path.name, dump_date)
-        if not full:
+        if not first:
             report.skipped = "the warehouse holds no full dump of it: nothing to reconcile"
             return report, {}
-        if dump_date <= full:
-            report.skipped = f"its full dump of {full} already has these events"
+        since = reconciled_to(catalog, wiki)
+        if dump_date <= since:
+            report.skipped = f"its deletions are known to {since} already"
             return report, {}
         if reached < dump_date:
-            raise IngestError(f"{path.name}: the {wiki} timelines reach {reached} (full dump "
-                              f"{full} and increments); ingest the increments up to the day "
-                              f"before {dump_date} first")
-        report = plan_reconcile(catalog, wiki, read_logging(path), since=full,
+            raise IngestError(f"{path.name}: the {wiki} timelines reach {reached}; ingest the "
+                              f"increments up to the day before {dump_date} (or its full "
+                              "dump) first")
+        report = plan_reconcile(catalog, wiki, read_logging(path), since=since,
                                 dump_file=path.name, dump_date=dump_date)
         removed = apply_reconcile(catalog, report, sha1)
     level = logging.WARNING if report.needs_full_dump else logging.INFO
     log.log(level, "%s %s: %d events since %s: %d pages deleted (rows removed), %d restored "
             "(need the next full dump), %d moves (no change), %d deletions of pages not held",
-            wiki, dump_date, report.events, full, report.deleted, report.needs_full_dump,
+            wiki, dump_date, report.events, since, report.deleted, report.needs_full_dump,
             report.moves, report.unmatched)
     return report, removed

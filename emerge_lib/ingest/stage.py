@@ -256,14 +256,10 @@ def _mirror_logs(ctx: StageContext) -> dict[Kind, tuple[Any, str, str | None]]:
     return out
 
 
-def _nothing_continued(ctx: StageContext) -> str | None:
-    from emerge_lib.ingest.files import DumpFileRef
-
-    if ctx.catalog.exists("ingested_files") and any(
-            DumpFileRef.of(name).increment for name in ctx.catalog.read_arrow(
-                "ingested_files", columns=["dump_file"]).column("dump_file").to_pylist()):
+def _nothing_ingested(ctx: StageContext) -> str | None:
+    if ctx.catalog.exists("ingested_files") and ctx.catalog.row_count("ingested_files"):
         return None
-    return "no daily increment ingested: the full dumps hold their own deletions"
+    return "no dump ingested: nothing to reconcile"
 
 
 RECONCILE = Stage(
@@ -271,6 +267,6 @@ RECONCILE = Stage(
     reads=("page_watermarks", "ingested_files", "reconciled_pages", "reconciled_logs"),
     writes=("statement_timeline", "item_timeline", "property_timeline", "page_timeline",
             "paragraph_timeline", "page_watermarks", "reconciled_pages", "reconciled_logs"),
-    settings=("dumps",), run=_reconcile, in_build=False, skip=_nothing_continued,
-    summary="a logging dump's deletions and restorations → the timelines continued from "
-            "daily increments")
+    settings=("dumps",), run=_reconcile, in_build=False, skip=_nothing_ingested,
+    summary="a logging dump's deletions and restorations → the timelines (continued from "
+            "daily increments or newer full dumps)")

@@ -93,10 +93,11 @@ def gold(curation: CurationSettings, lines: Mapping[str, int]) -> dict[str, Any]
 def provisional(catalog: Catalog, versions: Mapping[str, int | None],
                 plans: Sequence[Any]) -> list[dict[str, Any]]:
     """The snapshots built provisionally (docs/operations.md, *The reconciliation*): the
-    timelines of a wiki reach past what its reconciling data covers (daily increments
-    after its newest full dump or reconciled logging dump: deletions and restorations
-    not yet known), and the snapshot's last window ends after that day. Each with the
-    day its data is covered to; none for a warehouse of full dumps alone."""
+    timelines of a wiki reach past the day its deletions are known to (its first full
+    dump, or the newest logging dump reconciled), and the snapshot's last window ends
+    after that day. Each with that day. Only increments count as reaching past it: a
+    warehouse of full dumps is not marked, though one read over another removes no page
+    either (docs/operations.md says so)."""
     from datetime import UTC, datetime, timedelta
 
     files, logs = versions.get("ingested_files"), versions.get("reconciled_logs")
@@ -111,8 +112,8 @@ def provisional(catalog: Catalog, versions: Mapping[str, int | None],
         if "-pages-meta-hist-incr.xml" in r["dump_file"]:  # a day: before the next day
             day = (datetime.strptime(r["dump_date"], "%Y%m%d") + timedelta(days=1))
             reached[r["wiki"]] = max(reached.get(r["wiki"], ""), day.strftime("%Y%m%d"))
-        else:
-            covered[r["wiki"]] = max(covered.get(r["wiki"], ""), r["dump_date"])
+        else:  # the first full dump: a newer one read over it removes no page
+            covered[r["wiki"]] = min(covered.get(r["wiki"]) or r["dump_date"], r["dump_date"])
     if logs is not None:
         for r in catalog.read_arrow("reconciled_logs", version=logs,
                                     columns=["wiki", "dump_date"]).to_pylist():
