@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import gzip
 import logging
+import re
 import xml.etree.ElementTree as ET
 import zlib
 from collections.abc import Sequence
@@ -51,6 +52,7 @@ TIMELINES = {"wikidatawiki": (("statement_timeline", "s"), ("item_timeline", "qi
              "enwiki": (("page_timeline", "page_id"), ("paragraph_timeline", "page_id"))}
 DELETE = frozenset({("delete", "delete"), ("suppress", "delete")})
 RESTORE = frozenset({("delete", "restore")})
+_TARGET = re.compile(r'"4::target";s:\d+:"(.*?)";')
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,16 @@ class LogItem:
     type: str
     action: str
     title: str | None  # None: suppressed (logtitle deleted="deleted")
+    params: str = ""  # a move's target among them
+
+    @property
+    def target(self) -> str | None:
+        """A move's new title: PHP-serialized ``4::target`` (MediaWiki since 2012), or
+        the first line of the older plain params."""
+        if self.type != "move" or not self.params:
+            return None
+        m = _TARGET.search(self.params)
+        return m.group(1) if m else (self.params.split("\n", 1)[0] or None)
 
 
 @dataclass
@@ -100,11 +112,12 @@ def read_logging(path: Path) -> list[LogItem]:
                 kind, action = (f["type"].text or "") if "type" in f else "", \
                     (f["action"].text or "") if "action" in f else ""
                 if kind in ("delete", "suppress", "move") and "id" in f and "timestamp" in f:
-                    title = f.get("logtitle")
+                    title, params = f.get("logtitle"), f.get("params")
                     out.append(LogItem(
                         int(f["id"].text or 0),
                         datetime.fromisoformat((f["timestamp"].text or "").replace("Z", "+00:00")),
-                        kind, action, title.text if title is not None else None))
+                        kind, action, title.text if title is not None else None,
+                        (params.text or "") if params is not None else ""))
                 el.clear()
     except (OSError, EOFError, zlib.error, ET.ParseError, ValueError) as exc:
         raise IngestError(f"{path}: not a readable logging dump ({type(exc).__name__}: "
@@ -146,36 +159,50 @@ def reconciled_to(catalog: Catalog, wiki: str) -> str:
 
 
 def _decide(items: Sequence[LogItem], since: datetime, until: datetime
-            ) -> tuple[dict[str, LogItem], int, int]:
+            ) -> tuple[dict[str, LogItem], list[LogItem], int]:
     """Per title, its last delete or restore event in [since, until); the moves and the
     events counted."""
     last: dict[str, LogItem] = {}
-    moves = events = 0
+    moves: list[LogItem] = []
+    events = 0
     for it in sorted(items, key=lambda x: (x.ts, x.log_id)):
         if not since <= it.ts < until:
             continue
         events += 1
         if it.type == "move":
-            moves += 1
+            moves.append(it)
         elif it.title is not None and ((it.type, it.action) in DELETE
                                        or (it.type, it.action) in RESTORE):
             last[it.title] = it
     return last, moves, events
 
 
-def _holder(marks: Sequence[dict[str, Any]], title: str, ts: datetime) -> int | None:
-    """The page that held ``title`` at ``ts``: the newest of that title created before."""
-    held = [m for m in marks if m["title"] == title
-            and (m["first_timestamp"] is None or m["first_timestamp"] <= ts)]
-    return max(held, key=lambda m: (m["first_timestamp"] or ts, m["page_id"]))["page_id"] \
-        if held else None
+def _holder(marks: Sequence[dict[str, Any]], title: str, ts: datetime,
+            moves: Sequence[LogItem] = (), *, strict: bool = False) -> int | None:
+    """The page that held ``title`` at ``ts``: the newest of that title created before
+    (``strict``: before, not at, ``ts``); else, when the warehouse knows it by an older
+    title (a page moved, then deleted, both after what the timelines read of it), the
+    page that held the title it was moved from just before the move (the redirect the
+    move left there is created at the move)."""
+    held = [m for m in marks if m["title"] == title and (
+        m["first_timestamp"] is None
+        or (m["first_timestamp"] < ts if strict else m["first_timestamp"] <= ts))]
+    if held:
+        return max(held, key=lambda m: (m["first_timestamp"] or ts, m["page_id"]))["page_id"]
+    earlier = [mv for mv in moves if mv.ts <= ts and mv.target == title and mv.title]
+    if not earlier:
+        return None
+    last = max(earlier, key=lambda mv: (mv.ts, mv.log_id))
+    return _holder(marks, last.title or "", last.ts, [mv for mv in moves if mv is not last],
+                   strict=True)
 
 
 def plan_reconcile(catalog: Catalog, wiki: str, items: Sequence[LogItem], *, since: str,
                    dump_file: str, dump_date: str) -> ReconcileReport:
     """What the events of [since, dump_date) do to the wiki's pages (nothing written)."""
     report = ReconcileReport(wiki, dump_file, dump_date)
-    last, report.moves, report.events = _decide(items, _day(since), _day(dump_date))
+    last, moves, report.events = _decide(items, _day(since), _day(dump_date))
+    report.moves = len(moves)
     marks = catalog.read_arrow("page_watermarks", filters=[("wiki", "=", wiki)],
                                columns=["page_id", "title", "first_timestamp"]).to_pylist() \
         if catalog.exists("page_watermarks") else []
@@ -184,7 +211,7 @@ def plan_reconcile(catalog: Catalog, wiki: str, items: Sequence[LogItem], *, sin
         if catalog.exists("reconciled_pages") else {}
     for title, it in sorted(last.items()):
         done = recorded.get(it.log_id)  # a rerun: the page its first run found
-        page_id = done["page_id"] if done is not None else _holder(marks, title, it.ts)
+        page_id = done["page_id"] if done is not None else _holder(marks, title, it.ts, moves)
         restored = (it.type, it.action) in RESTORE
         if page_id is None and not restored:
             report.unmatched += 1  # a page the warehouse never held: nothing to remove

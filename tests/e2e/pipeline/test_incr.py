@@ -142,7 +142,12 @@ def test_increments_give_the_full_dumps_timelines(world: Path, tmp_path: Path, s
     with killed_before("reconciled_logs"):
         ingest_increments(cfg, days[-1], days[-1], spark=spark)
     assert not catalog.exists("reconciled_logs")
-    assert main(argv) == 0
+    results = {r.stage: r for r in ingest_increments(cfg, days[-1], days[-1], spark=spark)}
+    # the metric: the pages whose state it changed, the planted deletions; the restoration
+    assert (results["reconcile"].metrics["pages changed"],
+            results["reconcile"].metrics["need full dump"]) == (
+        len(planted["deleted"]), len(planted["restored"]))
+    assert "stability" in results  # the deleted item's statements left the stable ones
     after = _differ(catalog, fresh)
     restored = {str(r["page_id"]) for r in planted["restored"]}
     for name, differ in after.items():

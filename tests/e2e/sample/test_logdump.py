@@ -80,8 +80,13 @@ def test_the_full_dumps_agree_with_the_log(world: Path) -> None:
         assert r["page_id"] in ids[(r["wiki"], old)] and r["page_id"] not in ids[(r["wiki"], new)]
     for r in planted["restored"]:
         assert r["page_id"] not in ids[("enwiki", old)] and r["page_id"] in ids[("enwiki", new)]
-    moved = planted["moved"][0]["page_id"]
-    assert moved in ids[("enwiki", old)] and moved in ids[("enwiki", new)]
+    moved = planted["moved"][0]
+    assert moved["page_id"] in ids[("enwiki", old)] and moved["page_id"] in ids[("enwiki", new)]
+    # each dump names the moved page as it was titled then
+    for date, title in ((old, moved["from"]), (new, moved["title"])):
+        titles = {page.id: page.title for path in (world / "mirror" / "enwiki" / date).glob("*.bz2")
+                  for page in mwxml.Dump.from_file(bz2.open(path))}
+        assert titles[moved["page_id"]] == title, date
 
 
 def _day(date: str):

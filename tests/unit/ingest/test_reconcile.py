@@ -39,7 +39,7 @@ def test_the_last_delete_or_restore_since_the_full_dump_decides(tmp_path: Path) 
     last, moves, events = _decide(items, _day("2024-02-20"), _day("2024-05-20"))
     assert {t: (i.action, i.log_id) for t, i in last.items()} == {
         "Gone": ("delete", 2), "Back": ("restore", 5), "Old": ("delete", 7)}
-    assert (moves, events) == (1, 6)  # the January deletion is in the full dump
+    assert ([m.target for m in moves], events) == (["There"], 6)  # January: in the full dump
 
 
 def test_a_damaged_logging_dump_fails_with_one_line(tmp_path: Path) -> None:
@@ -55,3 +55,25 @@ def test_a_damaged_logging_dump_fails_with_one_line(tmp_path: Path) -> None:
     broken.write_bytes(gzip.compress(b"<mediawiki><logitem><id>1</id></mediawiki>"))
     with pytest.raises(IngestError, match="broken.xml.gz"):
         read_logging(broken)
+
+
+def test_a_page_moved_then_deleted_is_found_by_the_title_the_warehouse_knows() -> None:
+    """Full dumps read one over another: the warehouse knows page 7 as "Old"; the log moves
+    it to "New" (leaving a redirect, page 9, at "Old" at the same second), then deletes
+    "New": page 7 is the one, not the redirect; a title held by nobody matches nothing."""
+    from emerge_lib.ingest.reconcile import LogItem, _holder
+
+    def at(text: str) -> datetime:
+        return _day(text)
+
+    marks = [{"page_id": 7, "title": "Old", "first_timestamp": at("2023-01-01")},
+             {"page_id": 9, "title": "Old", "first_timestamp": at("2024-03-01")},
+             {"page_id": 4, "title": "Other", "first_timestamp": at("2023-01-01")}]
+    move = LogItem(1, at("2024-03-01"), "move", "move", "Old",
+                   'a:2:{s:9:"4::target";s:3:"New";s:10:"5::noredir";s:1:"0";}')
+    assert move.target == "New"
+    assert LogItem(2, at("2024-03-01"), "move", "move", "A", "B\n").target == "B"  # pre-2012
+    assert _holder(marks, "New", at("2024-03-05"), [move]) == 7
+    assert _holder(marks, "Old", at("2024-03-05"), [move]) == 9  # the redirect, deleted
+    assert _holder(marks, "Nowhere", at("2024-03-05"), [move]) is None
+    assert _holder(marks, "New", at("2024-02-01"), [move]) is None  # before the move
