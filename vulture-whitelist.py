@@ -39,6 +39,7 @@ _.s_unparsed_two_operations
 # Each table is declared once as a module constant; the declaration registers it in TABLES
 STATEMENT_TIMELINE, ITEM_TIMELINE, PROPERTY_TIMELINE, PAGE_WATERMARKS, INGESTED_FILES
 INGEST_REJECTS, PAGE_TIMELINE, PARAGRAPH_TIMELINE, PARAGRAPH_COVERAGE, STABLE_STATEMENTS
+RECONCILED_PAGES, RECONCILED_LOGS
 KG_TRIPLES, ENTITIES, DELTA_TRIPLES, INSTANCES, VERDICTS, SELECTION, VALIDATION_RESULTS
 
 # Fields of reports and parsed records: written into JSON, logs or dataclasses.asdict, or

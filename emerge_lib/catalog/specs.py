@@ -159,7 +159,7 @@ STATEMENT_TIMELINE = _register(
         write_mode="merge",
         key=("s", "version_hash", "rev_from"),
         partition_by=("s_bucket",),
-        producers=("ingest_wikidata",),
+        producers=("ingest_wikidata", "reconcile"),
         consumers=("stability", "deltas", "align"),
         description="Item-valued statements of every item revision, as validity intervals.",
     )
@@ -183,7 +183,7 @@ ITEM_TIMELINE = _register(
         write_mode="merge",
         key=("qid", "rev_from"),
         partition_by=("qid_bucket",),
-        producers=("ingest_wikidata",),
+        producers=("ingest_wikidata", "reconcile"),
         consumers=("stability", "snapshot", "deltas", "passages", "align"),
         description="Per item: enwiki sitelink, English label/description, redirect, over time.",
     )
@@ -203,7 +203,7 @@ PROPERTY_TIMELINE = _register(
         ),
         write_mode="merge",
         key=("pid", "rev_from"),
-        producers=("ingest_wikidata",),
+        producers=("ingest_wikidata", "reconcile"),
         consumers=("snapshot", "align"),
         description="Properties (namespace 120): label, description and datatype over time.",
     )
@@ -227,8 +227,8 @@ PAGE_WATERMARKS = _register(
         write_mode="merge",
         key=("wiki", "page_id"),
         partition_by=("wiki",),
-        producers=("ingest_wikidata", "ingest_wikipedia"),
-        consumers=("ingest_wikidata", "ingest_wikipedia", "passages"),
+        producers=("ingest_wikidata", "ingest_wikipedia", "reconcile"),
+        consumers=("ingest_wikidata", "ingest_wikipedia", "passages", "reconcile"),
         description="Last ingested revision per page: what an incremental dump may skip.",
     )
 )
@@ -256,7 +256,8 @@ INGESTED_FILES = _register(
         key=("wiki", "dump_file"),
         partition_by=("wiki",),
         producers=("ingest_wikidata", "ingest_wikipedia"),
-        consumers=("ingest_wikidata", "ingest_wikipedia", "snapshot", "passages", "release"),
+        consumers=("ingest_wikidata", "ingest_wikipedia", "snapshot", "passages", "release",
+                   "reconcile"),
         description="One row per ingested dump file with counts, rejects, timing and its sha1.",
     )
 )
@@ -282,6 +283,59 @@ INGEST_REJECTS = _register(
     )
 )
 
+RECONCILED_PAGES = _register(
+    TableSpec(
+        name="reconciled_pages",
+        schema=_schema(
+            ("wiki", pa.string()),
+            ("log_id", pa.int64()),  # the logitem that decided it (its last delete/restore)
+            ("title", pa.string()),  # logtitle
+            ("page_id", pa.int64()),  # NULL: the warehouse holds no page of that title
+            ("action", pa.string()),  # deleted (rows removed) | needs_full_dump (kept)
+            ("log_action", pa.string()),  # type/action: delete/delete, delete/restore
+            ("timestamp", TS),
+            ("dump_date", pa.string()),  # of the logging dump
+            ("dump_file", pa.string()),
+        ),
+        write_mode="merge",
+        key=("wiki", "log_id"),
+        partition_by=("wiki",),
+        producers=("reconcile",),
+        consumers=("reconcile",),
+        description=(
+            "What a logging dump changed in pages continued from daily increments: a page "
+            "deleted (its rows removed from every timeline) or restored (kept; its old "
+            "revisions only come with the next full dump)."
+        ),
+    )
+)
+
+RECONCILED_LOGS = _register(
+    TableSpec(
+        name="reconciled_logs",
+        schema=_schema(
+            ("wiki", pa.string()),
+            ("dump_date", pa.string()),  # events before this day are reconciled
+            ("dump_file", pa.string()),
+            ("sha1", pa.string()),
+            ("events", pa.int64()),  # delete, restore and move events after the full dump
+            ("deleted", pa.int64()),  # pages whose rows the reconciliation removed
+            ("needs_full_dump", pa.int64()),  # restored pages, kept until a full dump
+            ("moves", pa.int64()),  # moves: their null revisions already told the timelines
+            ("unmatched", pa.int64()),  # deletions of titles the warehouse does not hold
+        ),
+        write_mode="merge",
+        key=("wiki", "dump_file"),
+        partition_by=("wiki",),
+        producers=("reconcile",),
+        consumers=("reconcile", "release"),
+        description=(
+            "One row per logging dump reconciled (written last): up to which day each "
+            "wiki's deletions and restorations are known (the provisional rule)."
+        ),
+    )
+)
+
 PAGE_TIMELINE = _register(
     TableSpec(
         name="page_timeline",
@@ -297,7 +351,7 @@ PAGE_TIMELINE = _register(
         ),
         write_mode="merge",
         key=("page_id", "rev_from"),
-        producers=("ingest_wikipedia",),
+        producers=("ingest_wikipedia", "reconcile"),
         consumers=("snapshot", "passages", "align"),
         description=(
             "Per article page: maximal runs of (title, is_redirect, redirect_target) over "
@@ -325,7 +379,7 @@ PARAGRAPH_TIMELINE = _register(
         ),
         write_mode="merge",
         key=("page_id", "paragraph_hash", "first_seen_rev"),
-        producers=("ingest_wikipedia",),
+        producers=("ingest_wikipedia", "reconcile"),
         consumers=("snapshot", "passages", "align"),
         description=(
             "Presence runs of each paragraph (by text hash) of each article, only over the "

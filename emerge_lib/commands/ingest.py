@@ -31,14 +31,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     examples(p, "emerge ingest -c world/config.yaml",
              "emerge ingest --wiki wikidata --wikidata "
              "dumps/wikidatawiki-20240101-pages-meta-history1.xml-p1p1000.bz2",
-             "emerge ingest -c world/config.yaml --incr 20240220:20240519")
+             "emerge ingest -c world/config.yaml --incr 20240220:20240519",
+             "emerge ingest -c world/config.yaml --wikipedia "
+             "mirror/enwiki/20240520/enwiki-20240520-pages-logging.xml.gz")
     p.add_argument("--wiki", choices=["wikidata", "wikipedia", "both"], default="both",
                    help="which history to ingest (default both)")
     config_flag(p)
     p.add_argument("--wikidata", nargs="+", metavar="PATH",
-                   help="Wikidata history files (default: the configured mirror's dumps)")
+                   help="Wikidata history files (default: the configured mirror's dumps), or "
+                        "its logging dump (*-pages-logging.xml.gz: reconciled, "
+                        "docs/operations.md)")
     p.add_argument("--wikipedia", nargs="+", metavar="PATH",
-                   help="Wikipedia history files (default: the configured mirror's dumps)")
+                   help="Wikipedia history files (default: the configured mirror's dumps), or "
+                        "its logging dump (*-pages-logging.xml.gz: reconciled)")
     p.add_argument("--warehouse", help="warehouse root (overrides the configuration)")
     p.add_argument("--engine", help="embedded or sc://host:port (overrides the configuration)")
     p.add_argument("--workers", type=int,
@@ -59,6 +64,8 @@ def run(args: argparse.Namespace) -> int:
     cfg = load(args)
     if args.incr:
         return _run_incr(cfg, args)
+    if any(_is_logging(p) for p in [*(args.wikidata or []), *(args.wikipedia or [])]):
+        return _run_reconcile(cfg, args)
     kinds = kinds_to_ingest(cfg, args)  # before any engine, as the paths
     check_inputs([*(args.wikidata or []), *(args.wikipedia or [])])
     with open_context(cfg, wikidata=args.wikidata, wikipedia=args.wikipedia) as ctx, bars():
@@ -94,6 +101,34 @@ def _run_incr(cfg: Config, args: argparse.Namespace) -> int:
                                ("wikidata",) if args.wiki == "wikidata" else ("wikipedia",))
     with bars():
         ingest_increments(cfg, m.group(1), m.group(2) or m.group(1), kinds=kinds)
+    print(f"warehouse: {cfg.warehouse}")
+    return 0
+
+
+def _is_logging(path: str) -> bool:
+    return path.endswith("-pages-logging.xml.gz")
+
+
+def _run_reconcile(cfg: Config, args: argparse.Namespace) -> int:
+    """Logging dumps given as paths (one a wiki): their deletions and restorations applied
+    to the timelines continued from increments (docs/operations.md, the reconciliation)."""
+    from emerge_lib.core.errors import InputError
+    from emerge_lib.ingest.plan import check_inputs
+    from emerge_lib.pipeline.context import open_context
+    from emerge_lib.pipeline.runner import run_stage
+
+    logs = {}
+    for kind in ("wikidata", "wikipedia"):
+        paths = getattr(args, kind) or []
+        if any(not _is_logging(p) for p in paths) or len(paths) > 1:
+            raise InputError(f"--{kind}: give one logging dump (*-pages-logging.xml.gz) a wiki, "
+                             "and history files in another run")
+        if paths:
+            logs[kind] = str(check_inputs(paths)[0])
+    with open_context(cfg) as ctx:
+        result = run_stage(ctx, "reconcile", logs=logs)
+        if any(r.wiki == cfg.dumps.wikidata.wiki and not r.skipped for r in result.detail):
+            run_stage(ctx, "stability")
     print(f"warehouse: {cfg.warehouse}")
     return 0
 

@@ -22,6 +22,11 @@ The daily adds/changes dumps live apart, one folder per day, with no dumpstatus.
 :meth:`Mirror.increments` lists those of a date range (a ``DumpFile`` with ``incr``),
 verified against the md5sums like any other file.
 
+Beside the history files, a dump run publishes its logging dump (job
+``xmlpagelogsdump``, ``{wiki}-{date}-pages-logging.xml.gz``: the log events up to the run,
+deletions, restorations and moves among them), which :meth:`Mirror.logging_dump` finds:
+the daily increments do not carry those events (docs/operations.md, the reconciliation).
+
 Every history file is published twice: bz2 (job ``metahistorybz2dump``) and 7z
 (``metahistory7zdump``, recompressed from the bz2 after it). :meth:`Mirror.history_files`
 takes one file per page range, in the preferred format where both are listed (7z by
@@ -59,6 +64,7 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 HISTORY_JOB = "metahistorybz2dump"
+LOGGING_JOB = "xmlpagelogsdump"  # the run's pages-logging.xml.gz
 HISTORY_JOBS = {"7z": "metahistory7zdump", "bz2": HISTORY_JOB}  # format -> dumpstatus job
 _HISTORY_NAME = re.compile(r"-pages-meta-history(\d*)\.xml(?:-p(\d+)p(\d+))?\.")
 _DATE = re.compile(r"^\d{8}$")
@@ -349,6 +355,15 @@ class Mirror:
             kept = [f for f in offered if held is not None and held(f)]
             out.append((kept or offered)[0])
         return sorted(out, key=_sort_key)
+
+    def logging_dump(self, wiki: str, date: str) -> DumpFile:
+        """The dump run's logging dump (job ``xmlpagelogsdump``) with its checksums;
+        DumpNotReadyError while the job is not ``done`` or the run has none."""
+        files = self.files(wiki, date, LOGGING_JOB)
+        if len(files) != 1:
+            raise MirrorError(f"{wiki} {date}: job {LOGGING_JOB!r} lists {len(files)} files, "
+                              "not the one pages-logging.xml.gz")
+        return files[0]
 
     def dates(self, wiki: str) -> list[str]:
         """Dump dates (YYYYMMDD) listed for ``wiki``, ascending (directory index or listing)."""

@@ -193,3 +193,80 @@ INGEST_WIKIPEDIA = _ingest_stage(
     ("dumps", "snapshots", "stability"),
     "Wikipedia history files → page and paragraph timelines for the snapshots' ranges")
 STAGES = (INGEST_WIKIDATA, INGEST_WIKIPEDIA)
+
+
+def _reconcile(ctx: StageContext, _: None, *, logs: dict[Kind, str] | None) -> Outcome:
+    """``logs``: {kind: a logging dump's path}; None: each wiki's newest logging dump on
+    the configured mirror that its timelines reach and that is not yet reconciled
+    (``ingest.reconcile``). ``detail``: the ReconcileReports."""
+    from pathlib import Path
+
+    from emerge_lib.ingest.files import DumpFileRef
+    from emerge_lib.ingest.plan import wiki_of
+    from emerge_lib.ingest.reconcile import reconcile
+
+    chosen = ({k: (Path(p), DumpFileRef.of(p).dump_date, None) for k, p in logs.items()}
+              if logs is not None else _mirror_logs(ctx))
+    reports = []
+    rows: dict[str, int] = {}
+    for kind, (path, date, sha1) in chosen.items():
+        report, removed = reconcile(ctx.catalog, wiki_of(ctx.cfg, kind), path, date, sha1=sha1)
+        reports.append(report)
+        for table, n in removed.items():
+            rows[table] = rows.get(table, 0) + n
+    metrics: dict[str, float] = {
+        "logging dumps": sum(not r.skipped for r in reports),
+        "pages changed": sum(r.changed for r in reports),
+        "need full dump": sum(r.needs_full_dump for r in reports),
+        "moves": sum(r.moves for r in reports)}
+    note = "; ".join(f"{r.wiki} {r.dump_date}: {r.skipped}" for r in reports if r.skipped)
+    return Outcome(rows, metrics, note or ("" if reports else "no logging dump to reconcile"),
+                   reports)
+
+
+def _mirror_logs(ctx: StageContext) -> dict[Kind, tuple[Any, str, str | None]]:
+    """Per wiki, the newest logging dump of the mirror after what is reconciled and up to
+    the day the timelines reach (downloaded, verified)."""
+    from pathlib import Path
+
+    from emerge_lib.dumps.mirror import DumpNotReadyError, Mirror
+    from emerge_lib.ingest.plan import wiki_of
+    from emerge_lib.ingest.reconcile import reach, reconciled_to
+
+    out: dict[Kind, tuple[Any, str, str | None]] = {}
+    kinds: tuple[Kind, ...] = ("wikidata", "wikipedia")
+    if not ctx.cfg.dumps.mirror or not ctx.catalog.exists("ingested_files"):
+        return out
+    with Mirror(ctx.cfg.dumps.mirror) as mirror:
+        for kind in kinds:
+            wiki = wiki_of(ctx.cfg, kind)
+            done, (_, reached) = reconciled_to(ctx.catalog, wiki), reach(ctx.catalog, wiki)
+            for date in reversed(mirror.dates(wiki)):
+                if not done < date <= reached:
+                    continue
+                try:
+                    f = mirror.logging_dump(wiki, date)
+                except DumpNotReadyError as exc:
+                    log.info("%s: no logging dump to reconcile yet (%s)", wiki, exc)
+                    continue
+                path = (mirror.local_path(f, verify=True) if mirror.scheme == "file" else
+                        mirror.download(f, Path(ctx.cfg.dumps.download_dir) / wiki / date))
+                out[kind] = (path, date, f.sha1)
+                break
+    return out
+
+
+def _nothing_ingested(ctx: StageContext) -> str | None:
+    if ctx.catalog.exists("ingested_files") and ctx.catalog.row_count("ingested_files"):
+        return None
+    return "no dump ingested: nothing to reconcile"
+
+
+RECONCILE = Stage(
+    name="reconcile", scope="ingest",
+    reads=("page_watermarks", "ingested_files", "reconciled_pages", "reconciled_logs"),
+    writes=("statement_timeline", "item_timeline", "property_timeline", "page_timeline",
+            "paragraph_timeline", "page_watermarks", "reconciled_pages", "reconciled_logs"),
+    settings=("dumps",), run=_reconcile, in_build=False, skip=_nothing_ingested,
+    summary="a logging dump's deletions and restorations → the timelines (continued from "
+            "daily increments or newer full dumps)")

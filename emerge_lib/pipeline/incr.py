@@ -7,6 +7,8 @@ from ``other/incr`` and continued from the warehouse (``ingest.wikidata.extract`
 ``ingest.wikipedia.extract``); the stages that commit them are the ordinary ingest
 stages, fed the day's files as paths. A wiki of which the warehouse holds no full dump
 has nothing to continue: its increments are not read (a first ingest reads a full dump).
+After the days, the newest logging dump of each wiki that the timelines reach is applied
+(``ingest.reconcile``: the deletions and restorations the increments lack).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from emerge_lib.core.stage import StageContext, StageResult
 from emerge_lib.pipeline.context import open_context
+from emerge_lib.pipeline.registry import stage
 from emerge_lib.pipeline.runner import run_stage
 
 if TYPE_CHECKING:
@@ -54,7 +57,6 @@ def ingest_increments(cfg: Config, first: str, last: str, *,
                 cfg, probe.catalog, kind, first, last, progress_factory)]
     if not any(paths.values()):
         log.info("no increment of %s..%s to ingest (before the newest full dump)", first, last)
-        return results
     with open_context(cfg, spark=spark, wikidata=paths.get("wikidata") or None,
                       wikipedia=paths.get("wikipedia") or None) as ctx:
         results += _run(ctx, kinds)
@@ -72,10 +74,18 @@ def _has_full_dump(ctx: StageContext, kind: Kind) -> bool:
 
 
 def _run(ctx: StageContext, kinds: Sequence[Kind]) -> list[StageResult]:
+    """The days, then the logging dump the timelines now reach (``reconcile``: each wiki's
+    newest one on the mirror not yet applied), then the stable statements."""
     out = []
     for kind in kinds:
         if ctx.inputs(kind):
             out.append(run_stage(ctx, f"ingest_{kind}"))
-    if "wikidata" in kinds and ctx.inputs("wikidata"):
+    touched = False
+    if stage("reconcile").applies(ctx):
+        reconciled = run_stage(ctx, "reconcile", logs=None)
+        out.append(reconciled)
+        wikidata = ctx.cfg.dumps.wikidata.wiki
+        touched = any(r.wiki == wikidata and not r.skipped for r in reconciled.detail or ())
+    if ("wikidata" in kinds and ctx.inputs("wikidata")) or touched:
         out.append(run_stage(ctx, "stability"))
     return out

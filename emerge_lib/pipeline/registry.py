@@ -9,7 +9,7 @@ from emerge_lib.core.errors import EmergeError
 from emerge_lib.core.stage import Stage
 from emerge_lib.curation.stage import CURATE, FINAL_JUDGE
 from emerge_lib.evaluation.stage import EVALUATE
-from emerge_lib.ingest.stage import INGEST_WIKIDATA, INGEST_WIKIPEDIA
+from emerge_lib.ingest.stage import INGEST_WIKIDATA, INGEST_WIKIPEDIA, RECONCILE
 from emerge_lib.publish.stage import PUBLISH
 from emerge_lib.release.stage import RELEASE
 from emerge_lib.transform.stage import ALIGN, DELTAS, PASSAGES, SELECT, SNAPSHOT, STABILITY
@@ -17,7 +17,7 @@ from emerge_lib.validation.stage import VALIDATE
 
 STAGES: dict[str, Stage] = {s.name: s for s in (
     INGEST_WIKIDATA, INGEST_WIKIPEDIA, STABILITY, SNAPSHOT, DELTAS, PASSAGES, ALIGN, CURATE,
-    SELECT, FINAL_JUDGE, VALIDATE, RELEASE, PUBLISH, EVALUATE)}
+    SELECT, FINAL_JUDGE, VALIDATE, RELEASE, PUBLISH, EVALUATE, RECONCILE)}
 
 
 def stage(name: str) -> Stage:

@@ -88,3 +88,40 @@ def gold(curation: CurationSettings, lines: Mapping[str, int]) -> dict[str, Any]
             "reference": "the authors' s05 v9: Meta-Llama-3.1-405B_prompt_v1 judges every "
                          "operation of the kept lines (their evaluation's assessor)",
             **counted}
+
+
+def provisional(catalog: Catalog, versions: Mapping[str, int | None],
+                plans: Sequence[Any]) -> list[dict[str, Any]]:
+    """The snapshots built provisionally (docs/operations.md, *The reconciliation*): the
+    timelines of a wiki reach past the day its deletions are known to (its first full
+    dump, or the newest logging dump reconciled), and the snapshot's last window ends
+    after that day. Each with that day. Only increments count as reaching past it: a
+    warehouse of full dumps is not marked, though one read over another removes no page
+    either (docs/operations.md says so)."""
+    from datetime import UTC, datetime, timedelta
+
+    files, logs = versions.get("ingested_files"), versions.get("reconciled_logs")
+    if files is None:
+        return []
+    reached: dict[str, str] = {}
+    covered: dict[str, str] = {}
+    for r in catalog.read_arrow("ingested_files", version=files,
+                                columns=["wiki", "dump_date", "dump_file", "error"]).to_pylist():
+        if r["error"] is not None:
+            continue
+        if "-pages-meta-hist-incr.xml" in r["dump_file"]:  # a day: before the next day
+            day = (datetime.strptime(r["dump_date"], "%Y%m%d") + timedelta(days=1))
+            reached[r["wiki"]] = max(reached.get(r["wiki"], ""), day.strftime("%Y%m%d"))
+        else:  # the first full dump: a newer one read over it removes no page
+            covered[r["wiki"]] = min(covered.get(r["wiki"]) or r["dump_date"], r["dump_date"])
+    if logs is not None:
+        for r in catalog.read_arrow("reconciled_logs", version=logs,
+                                    columns=["wiki", "dump_date"]).to_pylist():
+            covered[r["wiki"]] = max(covered.get(r["wiki"], ""), r["dump_date"])
+    behind = [covered.get(w, "") for w, day in reached.items() if day > covered.get(w, "")]
+    if not behind:
+        return []
+    to = datetime.strptime(min(behind), "%Y%m%d").replace(tzinfo=UTC)
+    return [{"snapshot": p.key, "last_window_end": p.horizon.strftime("%Y-%m-%dT%H:%M:%SZ"),
+             "covered_to": to.strftime("%Y-%m-%d")}
+            for p in plans if p.horizon > to]

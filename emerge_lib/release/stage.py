@@ -10,7 +10,7 @@ from emerge_lib.formats.layout import KG_SNAPSHOT_TABLES
 #: what a release reads (each at the Delta version it had when the release started, logged):
 #: every released table among them
 RELEASE_READS = ("instances", "passages", "verdicts", "selection", "validation_results",
-                 "ingested_files", "kg_triples", "entities", "relations")
+                 "ingested_files", "kg_triples", "entities", "relations", "reconciled_logs")
 assert {n for n, s in TABLES.items() if s.released} <= set(RELEASE_READS)
 assert set(KG_SNAPSHOT_TABLES) <= {n for n, s in TABLES.items() if s.released}
 

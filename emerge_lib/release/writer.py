@@ -82,7 +82,7 @@ from emerge_lib.release.carry import (
 from emerge_lib.release.context import write_context
 from emerge_lib.release.describe import Entries, describe
 from emerge_lib.release.foreign import carry_foreign, stale
-from emerge_lib.release.provenance import dumps, gold, judges
+from emerge_lib.release.provenance import dumps, gold, judges, provisional
 from emerge_lib.release.splits import write_splits
 from emerge_lib.release.tables import dropped, write_kg_tsv, write_parquet
 from emerge_lib.release.windows import Reads, Record, ReleaseError, Window, write_window
@@ -115,6 +115,7 @@ class ReleaseSummary:
     manifest: dict[str, Any] = field(default_factory=dict)  # manifest.json as written
     left_out: dict[str, int] = field(default_factory=dict)  # reason → lines (selection)
     gold: dict[str, int] = field(default_factory=dict)  # whose gold → curated lines
+    provisional: list[dict[str, Any]] = field(default_factory=list)  # provenance.provisional
     validation: dict[str, Any] = field(default_factory=dict)  # the manifest's verdict
     card: list[dict[str, Any]] = field(default_factory=list)  # the card's table rows
     splits: dict[str, dict[str, int]] = field(default_factory=dict)  # the splits' counts
@@ -150,7 +151,8 @@ class ReleaseSummary:
                 "ops": dict(sorted(self.ops.items())),
                 "orphan_instances": self.orphan_instances,
                 "anchor_mismatches": self.anchor_mismatches,
-                "left_out": dict(sorted(self.left_out.items())), "splits": self.splits}
+                "left_out": dict(sorted(self.left_out.items())), "splits": self.splits,
+                **({"provisional": self.provisional} if self.provisional else {})}
 
     def __str__(self) -> str:
         return (f"release {self.out_dir}: {len(self.files)} files, "
@@ -189,6 +191,10 @@ def write_release(catalog: Catalog, out_dir: str | Path, plans: Sequence[Snapsho
             annotation = carry_foreign(final, out)
             summary = ReleaseSummary(out_dir=out, snapshots=sorted(p.key for p in plans))
             summary.versions = {name: catalog.version(name) for name in pinned}
+            summary.provisional = provisional(catalog, summary.versions, plans)
+            for mark in summary.provisional:  # rebuilt when the reconciling data arrives
+                log.warning("release: snapshot %s is provisional: its last window ends %s, "
+                            "deletions are known to %s", *mark.values())
             log.info("release reads %s", ", ".join(f"{name}@{v}" for name, v in
                                                   summary.versions.items() if v is not None))
             reads = Reads(catalog, summary.versions, settings, curation)
@@ -385,7 +391,8 @@ def _describe(reads: Reads, out: Path, summary: ReleaseSummary,
     record = {**{k: v for k, v in origin.items() if k != "judges"},
               "curation": {"judges": origin["judges"],
                            "gold": gold(reads.curation, summary.gold)},
-              "splits": summary.splits}
+              "splits": summary.splits,
+              **({"provisional": summary.provisional} if summary.provisional else {})}
 
     def judge(known: Entries) -> dict[str, Any]:
         if report is None:

@@ -30,6 +30,8 @@ from emerge_lib.sample.filler import RevOut
 from emerge_lib.sample.model import DAY, ymd
 
 PageSource = Callable[[int], tuple[str, int, list[RevOut]]]
+#: a page's title at the end of a day (page id, Unix seconds), None: its one title
+TitleAt = Callable[[int, int], str | None]
 
 _TEXT = re.compile(r'(<text bytes="\d+" sha1="[0-9a-z]+") xml:space="preserve">[^<]*</text>')
 
@@ -58,9 +60,11 @@ class _Day:
 
 
 def write_increments(mirror: Path, wiki: str, page_ids: Iterable[int], page_of: PageSource,
-                     first: int, last: int) -> list[str]:
+                     first: int, last: int, title_at: TitleAt | None = None) -> list[str]:
     """The daily increments of ``wiki`` for the days ``first`` … ``last`` (Unix seconds of
-    their midnights, inclusive); returns their folders' dates."""
+    their midnights, inclusive); returns their folders' dates. A page's ``<title>`` is
+    the one it has at the end of the day (``title_at``; a page moved that day: its new
+    one, as the dump run after the day sees it)."""
     days = {d: _Day() for d in range(first, last + DAY, DAY)}
     max_before = 0  # the wiki's newest revision id before each day (maxrevid.txt)
     for pid in page_ids:
@@ -75,7 +79,8 @@ def write_increments(mirror: Path, wiki: str, page_ids: Iterable[int], page_of: 
         for day, kept in by_day.items():
             readable = [r for r in kept if r[3] is not None]
             latest = max(readable, key=lambda r: (r[0], r[1])) if readable else None
-            head = render.page_open(title, ns, pid, latest[3] if latest and latest[3] else None)
+            named = (title_at(pid, day + DAY) if title_at else None) or title
+            head = render.page_open(named, ns, pid, latest[3] if latest and latest[3] else None)
             out = days[day]
             out.pages.append(head + "".join(r[2] for r in kept) + render.PAGE_CLOSE)
             out.stubs.append(head + "".join(stub_of(r[2]) for r in kept) + render.PAGE_CLOSE)

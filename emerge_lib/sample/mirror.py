@@ -43,7 +43,7 @@ class WrittenFile:
     xml_bytes: int
     pages: int
     revisions: int
-    format: str = "bz2"  # bz2, 7z, or xml (uncompressed)
+    format: str = "bz2"  # bz2, 7z, xml (uncompressed), or logging (a pages-logging.xml.gz)
 
 
 class HistoryWriter:
@@ -178,13 +178,14 @@ def finished_at(date: str) -> str:
 
 def publish(folder: Path, run: DumpRun) -> list[str]:
     """Write dumpstatus.json, dumpruninfo and the md5/sha1 sums; returns the names written.
-    Each format has its job in dumpstatus.json (as on dumps.wikimedia.org); the sums files
-    list every file."""
+    Each format has its job in dumpstatus.json (as on dumps.wikimedia.org), and so has a
+    logging dump (``xmlpagelogsdump``); the sums files list every file."""
     files = sorted(run.files, key=lambda f: f.name)
     updated = finished_at(run.date)
     prefix = f"{run.wiki}-{run.date}"
     jobs = {}
-    for fmt, job in HISTORY_JOBS.items():
+    # a logging dump (sample.logdump) is its own job, as on dumps.wikimedia.org
+    for fmt, job in {**HISTORY_JOBS, "logging": "xmlpagelogsdump"}.items():
         listed = [f for f in files if f.format == fmt]
         if not listed:
             continue

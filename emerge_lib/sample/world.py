@@ -10,6 +10,7 @@ dumps get the revisions before their cutoff). Memory stays constant: one page at
 from __future__ import annotations
 
 import calendar
+import functools
 import json
 import multiprocessing
 import os
@@ -89,6 +90,10 @@ class SampleSpec:
     # apart from the newest quarter's (benchmarks/extension.py: history doubled, the same
     # quarter)
     recent_share: float = 0.5
+    # Wikimedia's logging dump beside each full dump (sample.logdump), and the planted
+    # deletions, restoration and move inside the last quarter that only it (or the newer
+    # full dump) reveals; off: the world is unchanged
+    logging: bool = False
 
     @property
     def bench(self) -> bool:
@@ -174,6 +179,14 @@ class World:
         self.plan: Plan = build_plan(
             self.snapshots, None if spec.scenarios is None else frozenset(spec.scenarios),
             spec.new_text)
+        self.removals: list = []
+        if spec.logging:
+            from emerge_lib.sample.logdump import plant
+
+            if len(self.cutoffs) < 2:
+                raise ValueError("a world with logging dumps needs two dump dates (the "
+                                 "deletions are planted between the last two)")
+            self.removals = plant(self.plan, self.cutoffs[-2], self.cutoffs[-1])
         end = self.cutoffs[-1] - DAY
         self.end = end
 
@@ -201,6 +214,10 @@ class World:
             p.revs.sort(key=lambda r: r.rev_id)
         self.by_wd_pid = {e.page_id: e for e in self.plan.entities.values()}
         self.by_en_pid = {p.page_id: p for p in self.plan.pages.values()}
+        # (wiki, page id) -> its deletion (and restoration), for the dumps that leave it out
+        self.gone = {(r.wiki, (self.plan.pages[r.key] if r.wiki == ENWIKI
+                               else self.plan.entities[r.key]).page_id): r
+                     for r in self.removals}
 
         forbidden = [(t - 3600, t + WINDOWS * WINDOW + 3600) for t in self.snapshots]
         self.filler = Filler(
@@ -300,6 +317,17 @@ class World:
             return self.filler.enwiki_page(self.en.filler_index(pid), pid)  # type: ignore[arg-type]
         return self._article_page(p)
 
+    def title_at(self, wiki: str, pid: int, cutoff: int) -> str | None:
+        """A planted article's title in a dump cut at ``cutoff`` (it may have moved since;
+        None: the page's one title)."""
+        p = self.by_en_pid.get(pid) if wiki == ENWIKI else None
+        return p.title_at(cutoff - 1) if p is not None and len(p.titles) > 1 else None
+
+    def visible(self, wiki: str, pid: int, cutoff: int) -> bool:
+        """Whether the full dump cut at ``cutoff`` has the page (a deleted one: not)."""
+        gone = self.gone.get((wiki, pid))
+        return gone is None or gone.visible(cutoff)
+
     def _entity_page(self, e: PlanEntity) -> tuple[str, int, list[RevOut]]:
         model = "wikibase-property" if e.is_property else "wikibase-item"
         out: list[RevOut] = []
@@ -392,7 +420,9 @@ def _write_chunk(task: tuple[str, int, int, int, str]) -> list[tuple[str, Writte
             _BAR.update(100)  # type: ignore[attr-defined]
         title, ns, revs = page_fn(pid)
         for writer, cutoff in zip(writers, world.cutoffs, strict=True):
-            page = page_xml_for(title, ns, pid, revs, cutoff)
+            if not world.visible(wiki, pid, cutoff):
+                continue
+            page = page_xml_for(world.title_at(wiki, pid, cutoff) or title, ns, pid, revs, cutoff)
             if page is not None:
                 writer.write_page(pid, page[0], page[1])
     return [(date, written) for writer, date in zip(writers, world.dates, strict=True)
@@ -451,6 +481,8 @@ def generate_world(out: str | Path, spec: SampleSpec | None = None, *, progress:
     report = WorldReport(out, {w: list(world.dates) for w in (WIKIDATA, ENWIKI)}, len(truth), len(traps))
     manifest_files = {}
     primary = spec.formats[0] if spec.compress else "xml"
+    if spec.logging:
+        _logging_dumps(world, mirror, runs)
     for (wiki, date), run in runs.items():
         folder = mirror / wiki / date
         publish(folder, run)
@@ -466,11 +498,42 @@ def generate_world(out: str | Path, spec: SampleSpec | None = None, *, progress:
     about = manifest(world, spec, truth, traps, manifest_files)
     if spec.increments:
         about["dumps"]["increments"] = _increments(world, mirror)
+    if spec.logging:
+        about["logging"] = _planted_log(world)
     (out / "config.yaml").write_text(config_yaml(world, spec), encoding="utf-8")
     (out / "world.json").write_text(json.dumps(about, indent=1, sort_keys=True) + "\n",
                                     encoding="utf-8")
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _logging_dumps(world: World, mirror: Path, runs: dict) -> None:
+    """The logging dump of every dump run (sample.logdump), listed with its files."""
+    from emerge_lib.sample.logdump import events, write_logging
+
+    by_wiki = events(world.plan, world.removals)
+    for (wiki, date), run in runs.items():
+        cutoff = world.cutoffs[world.dates.index(date)]
+        run.files.append(write_logging(mirror / wiki / date, wiki, date, cutoff, by_wiki[wiki]))
+
+
+def _planted_log(world: World) -> dict[str, list[dict]]:
+    """world.json's record of the planted log events: what a reconciliation must find."""
+    from emerge_lib.sample.logdump import MOVED_ARTICLE
+
+    out: dict[str, list[dict]] = {"deleted": [], "restored": [], "moved": []}
+    for r in world.removals:
+        page = world.plan.pages[r.key] if r.wiki == ENWIKI else world.plan.entities[r.key]
+        row = {"wiki": r.wiki, "page_id": page.page_id, "title": page.title,
+               "deleted": iso(r.deleted)}
+        if r.restored is None:
+            out["deleted"].append(row)
+        else:
+            out["restored"].append(row | {"restored": iso(r.restored)})
+    moved = world.plan.pages[MOVED_ARTICLE]
+    out["moved"].append({"wiki": ENWIKI, "page_id": moved.page_id, "title": moved.title,
+                         "from": moved.titles[0][1], "moved": iso(moved.titles[-1][0])})
+    return out
 
 
 def _increments(world: World, mirror: Path) -> list[str]:
@@ -483,7 +546,8 @@ def _increments(world: World, mirror: Path) -> list[str]:
     dates: list[str] = []
     for wiki, total, page_of in ((WIKIDATA, world.wd.total, world.wikidata_page),
                                  (ENWIKI, world.en.total, world.enwiki_page)):
-        dates = write_increments(mirror, wiki, range(1, total + 1), page_of, first, last)
+        dates = write_increments(mirror, wiki, range(1, total + 1), page_of, first, last,
+                                 functools.partial(world.title_at, wiki))
     return dates
 
 
@@ -545,7 +609,7 @@ def manifest(world: World, spec: SampleSpec, truth: list[dict], traps: list[dict
     out = {
         "generator": "emerge sample",
         "spec": {k: v for k, v in asdict(spec).items()
-                 if k not in ("jobs",) and not ((k.startswith("bench_") or k == "increments")
+                 if k not in ("jobs",) and not ((k.startswith("bench_") or k in ("increments", "logging"))
                                                 and not v)
                  and not (k == "recent_share" and v == SampleSpec.recent_share)},
         "snapshots": [iso(t) for t in world.snapshots],

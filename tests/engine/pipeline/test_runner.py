@@ -195,7 +195,8 @@ def test_a_stage_that_does_not_apply_is_refused_with_its_reason(catalog: Catalog
         "stability", "snapshot", "deltas", "passages", "align", "select", "validate"}
     for name, needle in (("ingest_wikidata", "no files given"), ("curate", "curation is off"),
                          ("release", "no release folder"), ("publish", "no release folder"),
-                         ("evaluate", "no release folder")):
+                         ("evaluate", "no release folder"),
+                         ("reconcile", "no dump ingested")):
         assert needle in reasons[name], name
         with pytest.raises(EmergeError, match=f"stage {name}: {needle}"):
             run_stage(ctx, name, "2024-01-01T00:00:00Z" if name == "curate" else None)
