@@ -202,7 +202,10 @@ def write_release(catalog: Catalog, out_dir: str | Path, plans: Sequence[Snapsho
             parts, records = _write_data(reads, out, plans, summary, carrier,
                                          dataset_settings, derived, validation.enabled)
             origin = _provenance(reads, summary.snapshots, dataset_settings)
-            shared = shared_fingerprint(reads, {k: fp for k, (fp, _) in parts.items()}, origin,
+            # the provisional marks are release.json's too: reconciling data that changes
+            # no snapshot's rows still clears them
+            shared = shared_fingerprint(reads, {k: fp for k, (fp, _) in parts.items()},
+                                        {**origin, "provisional": summary.provisional},
                                         {rel: sha256_file(out / rel) for rel in annotation})
             earlier, suites = None, suites_key(dataset_settings)
             if all(k in carrier.decisions and carrier.decisions[k].carried for k in parts):

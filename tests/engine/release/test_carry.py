@@ -252,3 +252,30 @@ def test_where_no_hard_link_can_be_made_the_files_are_copied(
     assert not set(a_files(out).values()) & set(before.values())
     release(warehouse, tmp_path / "whole", A, B, carry_unchanged=False)
     same_release(out, tmp_path / "whole")
+
+
+def test_reconciling_data_alone_clears_the_provisional_mark(warehouse: Catalog,
+                                                           tmp_path: Path) -> None:
+    """A logging dump reconciled that changes no snapshot's rows still changes
+    release.json (the provisional mark goes): the shared files are written again, the
+    snapshots' files stay carried."""
+    out, off = tmp_path / "release", {"enabled": False}
+    warehouse.merge("ingested_files", warehouse.frame("ingested_files", [
+        {"wiki": w, "dump_date": d, "dump_file": f"{w}-{d}-{kind}"}
+        for w in ("wikidatawiki", "enwiki")
+        for d, kind in (("20231220", "pages-meta-history1.xml-p1p9.bz2"),
+                        ("20231220", "pages-meta-hist-incr.xml.bz2"),
+                        ("20240519", "pages-meta-hist-incr.xml.bz2"))]))
+    release(warehouse, out, A, B, validation=off)
+    marked = json.loads((out / "release.json").read_text())["provisional"]
+    assert [m["snapshot"] for m in marked] == [A, B]
+    warehouse.merge("reconciled_logs", warehouse.frame("reconciled_logs", [
+        {"wiki": w, "dump_date": "20240520", "dump_file": f"{w}-20240520-pages-logging.xml.gz"}
+        for w in ("wikidatawiki", "enwiki")]))
+    before = a_files(out)
+    again = release(warehouse, out, A, B, validation=off)
+    assert "provisional" not in json.loads((out / "release.json").read_text())
+    assert a_files(out) == before  # A's files carried: only the shared ones written
+    assert again.metrics["carried_files"] > 0
+    release(warehouse, tmp_path / "whole", A, B, validation=off, carry_unchanged=False)
+    same_release(out, tmp_path / "whole")
