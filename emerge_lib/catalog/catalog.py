@@ -554,6 +554,8 @@ class Catalog:
         cannot be told: version ``since`` is no longer in the log (cleaned up), a file
         that left is gone from storage (vacuumed), or the table keeps deletion vectors
         or column mapping (a file's rows are then not its Parquet rows)."""
+        from pyarrow import fs as pafs
+
         if since > until:
             raise CatalogError(f"table {name}: version {since} is after {until}")
         try:
@@ -568,17 +570,19 @@ class Catalog:
         if "deletionVectors" in features or mapping != "none":
             raise CatalogError(f"table {name}: it keeps deletion vectors or column mapping; "
                                "its changed rows cannot be read from its files")
-        old, new = set(before.file_uris()), set(after.file_uris())
+        # the files as the table names them (relative to its root), checked through
+        # deltalake's own file system (an object store's credentials with it)
+        was = before.to_pyarrow_dataset()
+        old = {f.path for f in was.get_fragments()}
+        new = {f.path for f in after.to_pyarrow_dataset().get_fragments()}
         removed, added = sorted(old - new), sorted(new - old)
-        # (on an object store a vacuumed file fails the read instead: the caller's to catch)
-        if self._local_root(name) is not None:
-            from urllib.parse import unquote, urlparse
-
-            gone = [f for f in removed if not Path(
-                unquote(urlparse(f).path) if f.startswith("file://") else f).exists()]
-            if gone:
-                raise CatalogError(f"table {name}: {len(gone)} file(s) of version {since} are "
-                                   f"gone from storage (vacuumed?), e.g. {gone[0]}")
+        gone = [f for f, info in zip(removed, was.filesystem.get_file_info(removed),
+                                     strict=True) if info.type == pafs.FileType.NotFound]
+        if gone:
+            raise CatalogError(f"table {name}: {len(gone)} file(s) of version {since} are gone "
+                               f"from storage (vacuumed?), e.g. {gone[0]}")
+        root = self._local_root(name) or self.path(name)
+        removed, added = [f"{root}/{f}" for f in removed], [f"{root}/{f}" for f in added]
         return FileChanges(removed=removed, added=added)
 
     def read_files(self, name: str, files: Sequence[str], columns: Sequence[str]) -> DataFrame:

@@ -378,6 +378,7 @@ def _verdict(j: int) -> dict:
             "verdict": "YES"}
 
 
+@on_each_engine
 def test_replace_keys_changes_only_the_rows_of_its_keys(catalog: Catalog) -> None:
     t = datetime(2024, 1, 1, tzinfo=UTC)
     name = "stable_statements"

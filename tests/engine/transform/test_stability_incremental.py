@@ -8,6 +8,7 @@ import shutil
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from sparkkit import on_each_engine
 from stagekit import run
 
 from emerge_lib.catalog import Catalog
@@ -65,6 +66,7 @@ def step(catalog: Catalog, tmp_path, touched: int) -> None:
     assert stable(catalog) == full_rebuild(catalog, tmp_path)
 
 
+@on_each_engine
 def test_incremental_runs_equal_full_rebuilds(catalog: Catalog, tmp_path) -> None:
     tl = "statement_timeline"
     catalog.merge(tl, catalog.frame(tl, BASE))
