@@ -169,6 +169,8 @@ def _why_full(catalog: Catalog, settings: StabilitySettings, state: dict[str, An
     if state["statement_timeline"] is None:
         return "no statement_timeline"
     for table in ("statement_timeline", "item_timeline"):
+        if table in state and state[table] is None and last.get(table) is not None:
+            return f"{table} is gone since the last run"
         if table in state and state[table] is not None and (
                 last.get(table) is None or last.get(f"{table}_id") != state[f"{table}_id"]):
             return (f"{table} was made anew since the last run" if last.get(f"{table}_id")
@@ -190,6 +192,7 @@ def incremental(catalog: Catalog, settings: StabilitySettings, resolve_redirects
     if resolve_redirects:
         targets = final_targets(catalog, version=items_version)
         if last.get("item_timeline") != items_version:
+            assert items_version is not None  # (_why_full: a table gone is rebuilt whole)
             # (its old version still readable, or a CatalogError: rebuilt whole)
             catalog.files_between("item_timeline", last["item_timeline"], items_version)
             old_targets = final_targets(catalog, version=last["item_timeline"])
