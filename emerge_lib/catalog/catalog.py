@@ -9,7 +9,8 @@ only for the tables whose declared write mode (``emerge_lib.catalog.specs``) it 
 - ``merge``: MERGE INTO on a declared key (update matched, insert new), for incremental
   timelines.
 - ``overwrite``: replace the whole table in one transaction, for tables derived wholesale
-  from others (a rerun gives the same table).
+  from others (a rerun gives the same table); ``replace_keys`` replaces the rows of some
+  keys of such a table (a partial recompute), in one MERGE.
 - ``delete_matching`` / ``update_matching``: the ingest's deletes of replayed pages and
   closures of open intervals, on merge-mode tables.
 
@@ -295,6 +296,13 @@ class Catalog:
             return None
         return int(self._delta(name).version())
 
+    def table_id(self, name: str) -> str | None:
+        """The Delta table's id (made when it is created): a table removed and made anew
+        has another one, though its versions count from 0 again. None when missing."""
+        if not self.exists(name):
+            return None
+        return str(self._delta(name).metadata().id)
+
     def row_count(self, name: str, version: int | None = None) -> int:
         """Rows of the table, from the Delta log's file statistics (no data is read)."""
         if not self.exists(name):
@@ -480,6 +488,121 @@ class Catalog:
             writer.save(self.spark_path(name))
 
         self._committed(name, "overwrite", write)
+
+    def replace_keys(self, name: str, df: DataFrame, keys: DataFrame,
+                     on: Sequence[str]) -> KeyedReplace:
+        """Make the rows whose ``on`` columns equal those of a row of ``keys`` exactly the
+        rows of ``df`` (a derived table recomputed for some keys only), in one MERGE: the
+        rows of those keys that ``df`` lacks are deleted, the rows of ``df`` the table
+        lacks inserted; every other row stays as it is, and an unchanged key touches no
+        file. A row of ``df`` outside ``keys`` is refused before anything is written.
+        Rows are a set (a row already there is not inserted again), so running the same
+        replace twice, or again after a lost commit race, gives the same table.
+        Overwrite-mode (derived) tables only."""
+        s = self._writable(name, "overwrite")
+        unknown = [c for c in on if c not in s.schema.names or c not in keys.columns]
+        if not on or unknown:
+            raise CatalogError(f"table {name}: cannot replace keys on {list(on) or 'nothing'}")
+        df = self.conform(name, df)
+        keys = keys.select(*on).distinct()
+        cols = s.schema.names
+        same = " AND ".join(f"a.`{c}` <=> b.`{c}`" for c in cols)
+        keyed = " AND ".join(f"x.`{c}` <=> k.`{c}`" for c in on)
+        listed = ", ".join(f"`{c}`" for c in cols)
+        try:
+            with engine_activity(f"{name}: replace keys (the changed rows)"):
+                src = self.materialize(self.session().sql(f"""
+                    WITH b AS (SELECT x.* FROM {{old}} x LEFT SEMI JOIN {{keys}} k ON {keyed})
+                    SELECT b.*, 'delete' AS _op FROM b LEFT ANTI JOIN {{new}} a ON {same}
+                    UNION ALL
+                    SELECT a.*, 'insert' AS _op FROM {{new}} a LEFT ANTI JOIN b ON {same}
+                    UNION ALL
+                    SELECT x.*, 'outside' AS _op FROM {{new}} x LEFT ANTI JOIN {{keys}} k
+                      ON {keyed}
+                """, old=self.read(name), new=df, keys=keys), keep="table")
+                # (a table, not a checkpoint: Spark 4.2 lost this union's checkpoint before
+                # its next read, "remote checkpoint relation does not exist")
+                counts = {r["_op"]: int(r["n"]) for r in
+                          src.groupBy("_op").count().withColumnRenamed("count", "n").collect()}
+            if counts.get("outside"):
+                row = src.filter("_op = 'outside'").limit(1).collect()[0]
+                raise CatalogError(
+                    f"table {name}: {counts['outside']} new row(s) outside the keys replaced, "
+                    f"e.g. {', '.join(f'{c} = {row[c]}' for c in on)}; nothing was written")
+            result = KeyedReplace(deleted=counts.get("delete", 0),
+                                  inserted=counts.get("insert", 0))
+            if not result.deleted and not result.inserted:
+                return result
+            values = ", ".join(f"s.`{c}`" for c in cols)
+            match = " AND ".join(f"t.`{c}` <=> s.`{c}`" for c in cols)
+
+            def write() -> None:
+                self._sql(
+                    f"MERGE INTO delta.`{self.spark_path(name)}` AS t USING {{src}} AS s "
+                    f"ON {match} WHEN MATCHED AND s._op = 'delete' THEN DELETE "
+                    f"WHEN NOT MATCHED AND s._op = 'insert' THEN INSERT ({listed}) "
+                    f"VALUES ({values})", src=src.filter("_op <> 'outside'"))
+
+            self._create_or(name, "replace keys", df, write)
+            return result
+        finally:
+            self.clean_scratch()
+
+    def files_between(self, name: str, since: int, until: int) -> FileChanges:
+        """The data files the commits after version ``since`` up to ``until`` took out of
+        the table and put into it, net (two snapshots' file lists compared: a file
+        rewritten by a MERGE leaves, its rewrite comes in). Their rows, compared, are the
+        rows that changed: appended, updated or deleted. Raises CatalogError when that
+        cannot be told: version ``since`` is no longer in the log (cleaned up), a file
+        that left is gone from storage (vacuumed), or the table keeps deletion vectors
+        or column mapping (a file's rows are then not its Parquet rows)."""
+        from pyarrow import fs as pafs
+
+        if since > until:
+            raise CatalogError(f"table {name}: version {since} is after {until}")
+        try:
+            before = self._delta(name, since)
+            after = self._delta(name, until)
+        except Exception as exc:  # deltalake names the missing version its own way
+            reason = " ".join(str(exc).split(" 0: ")[0].split())[:200]
+            raise CatalogError(f"table {name}: version {since} or {until} cannot be read "
+                               f"({reason})") from None
+        features = set(after.protocol().reader_features or [])
+        mapping = after.metadata().configuration.get("delta.columnMapping.mode", "none")
+        if "deletionVectors" in features or mapping != "none":
+            raise CatalogError(f"table {name}: it keeps deletion vectors or column mapping; "
+                               "its changed rows cannot be read from its files")
+        # file_uris: the log's paths made absolute (2 ms for 1,441 files, where the add
+        # actions with their statistics took 2 s and a pyarrow dataset 1 s)
+        old, new = set(before.file_uris()), set(after.file_uris())
+        removed, added = sorted(old - new), sorted(new - old)
+        root = self._local_root(name)
+        if root is not None:
+            from urllib.parse import unquote, urlparse
+
+            gone = [f for f in removed if not Path(
+                unquote(urlparse(f).path) if f.startswith("file://") else f).exists()]
+        else:  # through deltalake's own file system, which holds the store's credentials
+            prefix = self.path(name).rstrip("/") + "/"
+            inside = [f.removeprefix(prefix) for f in removed if f.startswith(prefix)]
+            infos = before.to_pyarrow_dataset().filesystem.get_file_info(inside) if inside else []
+            gone = [f for f, info in zip(inside, infos, strict=True)
+                    if info.type == pafs.FileType.NotFound]
+        if gone:
+            raise CatalogError(f"table {name}: {len(gone)} file(s) of version {since} are gone "
+                               f"from storage (vacuumed?), e.g. {gone[0]}")
+        return FileChanges(removed=removed, added=added)
+
+    def read_files(self, name: str, files: Sequence[str], columns: Sequence[str]) -> DataFrame:
+        """Some of the table's data files (``files_between``), ``columns`` of their rows
+        (not the partition columns, which the files do not hold)."""
+        s = spec(name)
+        held = [c for c in columns if c in s.partition_by]
+        if held or not files:
+            raise CatalogError(f"table {name}: read_files needs files and data columns, not "
+                               f"{held or 'no files'}")
+        return (self.session().read.parquet(*[self.traits.path(f) for f in files])
+                .select(*[f"`{c}`" for c in columns]))
 
     def replace_partition(self, name: str, df: DataFrame, partition: Mapping[str, Any]) -> int:
         """Replace exactly the rows of one partition with df; other partitions are untouched.
@@ -725,3 +848,19 @@ class WriteResult:
 
     total: int
     by_value: dict[Any, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class KeyedReplace:
+    """What ``replace_keys`` changed: rows deleted and rows inserted."""
+
+    deleted: int
+    inserted: int
+
+
+@dataclass(frozen=True)
+class FileChanges:
+    """The data files that left a table and those that came into it between two versions."""
+
+    removed: list[str]
+    added: list[str]

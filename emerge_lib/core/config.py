@@ -230,6 +230,11 @@ class SnapshotSettings(_Strict):
 class StabilitySettings(_Strict):
     kg_hours: float = Field(default=168, ge=0)
     passage_minutes: float = Field(default=30, ge=0)
+    # auto: a run recomputes only the keys whose timelines changed since the last run
+    # (the whole table when it has no usable record of it); full: always the whole table
+    # (EMERGE__STABILITY__REBUILD=full forces one). Not a release's content: the rows are
+    # the same either way (emerge_lib.transform.stability)
+    rebuild: Literal["auto", "full"] = "auto"
 
 
 class PassageSettings(_Strict):
@@ -622,7 +627,7 @@ class Config(_Strict):
         return {**self.model_dump(mode="json", include={
                     "snapshots", "stability", "passages", "deltas", "align", "qualifiers",
                     "selection", "validation", "release"},
-                    exclude={"release": {"carry_unchanged"}}),
+                    exclude={"release": {"carry_unchanged"}, "stability": {"rebuild"}}),
                 "curation": {"enabled": c.enabled, "additions": c.additions.name,
                              "deprecations": c.deprecations.name,
                              "assertion_judges": c.assertion_judges,

@@ -34,15 +34,16 @@ if TYPE_CHECKING:
 MAX_HOPS = 50  # theirs: max_nr_redirects (s02_normalize_history_graph.py:280)
 
 
-def final_targets(catalog: Catalog) -> DataFrame:
+def final_targets(catalog: Catalog, *, version: int | None = None) -> DataFrame:
     """(qid, target): each item whose state at the end of the ingested history is a
     redirect, and the item its chain of redirects ends at (at most ``MAX_HOPS``; a loop
-    or a longer chain ends where the hops ran out, as theirs logs and keeps it)."""
+    or a longer chain ends where the hops ran out, as theirs logs and keeps it).
+    ``version``: item_timeline's Delta version to read (None: the newest)."""
     spark = catalog.session()
     pairs = catalog.materialize(spark.sql(
         "SELECT DISTINCT qid, redirect_to AS target FROM {items} "
         "WHERE valid_to IS NULL AND redirect_to IS NOT NULL",
-        items=catalog.read("item_timeline")))
+        items=catalog.read("item_timeline", version)))
     for _ in range(MAX_HOPS):
         step = catalog.materialize(spark.sql(
             "SELECT p.qid, COALESCE(n.target, p.target) AS target, n.target IS NOT NULL "
@@ -54,9 +55,11 @@ def final_targets(catalog: Catalog) -> DataFrame:
     return pairs
 
 
-def statements(catalog: Catalog, resolve: bool) -> DataFrame:
-    """statement_timeline, with s and o read through the final redirects (``resolve``)."""
-    raw = catalog.read("statement_timeline")
+def statements(catalog: Catalog, resolve: bool, *, version: int | None = None,
+               items_version: int | None = None) -> DataFrame:
+    """statement_timeline, with s and o read through the final redirects (``resolve``);
+    ``version``/``items_version``: the two timelines' Delta versions (None: the newest)."""
+    raw = catalog.read("statement_timeline", version)
     if not resolve:
         return raw
     spark = catalog.session()
@@ -67,7 +70,7 @@ def statements(catalog: Catalog, resolve: bool) -> DataFrame:
         FROM {raw} r
         LEFT JOIN {targets} rs ON rs.qid = r.s
         LEFT JOIN {targets} ro ON ro.qid = r.o
-    """, raw=raw, targets=final_targets(catalog)))
+    """, raw=raw, targets=final_targets(catalog, version=items_version)))
 
 
 def items(catalog: Catalog, resolve: bool) -> DataFrame:

@@ -1,7 +1,8 @@
 """The relational stages of the registry: configuration → each transform's parameters,
-and its rows as the stage's outcome. Stability rebuilds a whole table (and records what
-it was built from, so snapshot runs side by side do not rewrite it); the others run per
-snapshot t and write that snapshot's partitions."""
+and its rows as the stage's outcome. Stability keeps a whole table (and records what it
+was built from, so snapshot runs side by side do not rewrite it, and the next run
+recomputes only the keys changed since); the others run per snapshot t and write that
+snapshot's partitions."""
 
 from __future__ import annotations
 
@@ -22,19 +23,22 @@ def _windows(table: str, rows: dict[int, int]) -> Outcome:
 
 
 def _stability(ctx: StageContext, _: None) -> Outcome:
-    from emerge_lib.transform.stability import build_stable_statements
+    from emerge_lib.transform.stability import build_stable_statements, built_from
 
     catalog, settings = ctx.catalog, ctx.cfg.stability
     resolve = ctx.cfg.deltas.resolve_redirects
-    state: dict[str, object] = {"statement_timeline": catalog.version("statement_timeline"),
-                                "kg_hours": settings.kg_hours}
-    if resolve:  # (a state written before the setting existed reads as off)
-        state |= {"item_timeline": catalog.version("item_timeline"), "resolve_redirects": True}
-    if catalog.exists("stable_statements") and read_state(catalog, "stability") == state:
+    state = built_from(catalog, settings, resolve)
+    last = read_state(catalog, "stability")
+    if (catalog.exists("stable_statements") and last == state
+            and settings.rebuild == "auto"):
         return Outcome({}, note="up to date")
-    rows = build_stable_statements(catalog, settings, resolve)
+    run = build_stable_statements(catalog, settings, resolve, state=state, last=last)
     write_state(catalog, "stability", state)
-    return Outcome({"stable_statements": rows})
+    if run.touched is None:
+        return Outcome({"stable_statements": run.rows}, note=f"full rebuild: {run.full_reason}")
+    return Outcome({"stable_statements": run.rows},
+                   {"keys touched": run.touched, "rows deleted": run.deleted,
+                    "rows inserted": run.inserted}, note="incremental")
 
 
 def _snapshot(ctx: StageContext, plan: SnapshotPlan) -> Outcome:

@@ -1,11 +1,13 @@
 """`airflow dags test emerge_incr` (every task in one process, no scheduler) on a generated
 world with increments: a run reads the day before its logical date from the mirror's
 other/incr into a warehouse holding the full dump, for both wikis; run again, it reads
-nothing."""
+nothing; neither run rebuilds the stable statements whole (the base ingest's stability
+recorded what it was built from)."""
 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -45,6 +47,9 @@ def test_a_daily_run_ingests_the_day_before(tmp_path: Path) -> None:
         log = proc.stdout + proc.stderr
         assert proc.returncode == 0 and "state=success" in log, log[-4000:]
         assert "stage ingest_wikidata" in log, log[-4000:]  # the task ran
+        # stability continues from what the base ingest's run recorded: never whole
+        assert re.search(r"stage stability: .*\((up to date|incremental)\)", log) and \
+            "full rebuild" not in log, log[-4000:]
         return log
 
     day("2024-02-21")

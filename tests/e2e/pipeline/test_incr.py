@@ -3,11 +3,14 @@ increments up to D1 (found on the world's mirror by `emerge ingest --incr`), giv
 timelines an ingest of D1's full dump alone gives, for both wikis, but for the pages only
 the logging dump reveals (a deleted article and item, a restored article); with D1's
 logging dump reconciled (by `emerge ingest --incr`, also after a kill), every page but the
-restored one, which is marked as needing the next full dump."""
+restored one, which is marked as needing the next full dump; and the stable statements
+the increments' runs recompute for the keys they touched equal a whole rebuild from D1's
+dump."""
 
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 import time
 from pathlib import Path
@@ -15,6 +18,7 @@ from pathlib import Path
 import pytest
 from buildkit import emerge, release_files
 from ingestkit import ingest_wikidata, ingest_wikipedia, killed_before
+from stagekit import run
 
 from emerge_lib.catalog import Catalog
 from emerge_lib.cli import main
@@ -79,7 +83,8 @@ def _differ(got: Catalog, want: Catalog) -> dict[str, set[str]]:
     return out
 
 
-def test_increments_give_the_full_dumps_timelines(world: Path, tmp_path: Path, spark) -> None:
+def test_increments_give_the_full_dumps_timelines(world: Path, tmp_path: Path, spark,
+                                                  capfd: pytest.CaptureFixture[str]) -> None:
     about = json.loads((world / "world.json").read_text())
     dates = about["dumps"]["dates"]
     d0, d1 = dates[0], dates[-1]
@@ -89,6 +94,8 @@ def test_increments_give_the_full_dumps_timelines(world: Path, tmp_path: Path, s
     catalog = Catalog(tmp_path / "incr", spark)
     _ingest(catalog, world, d0)
     stored = {r["page_id"] for r in catalog.read_arrow("page_watermarks").to_pylist()}
+    assert run(catalog, "stability").note == "full rebuild: no stable_statements yet"
+    capfd.readouterr()
     started = time.monotonic()
     # from a day long before D0: the days the full dump of D0 holds are left out; the
     # newest logging dump not yet published: nothing is reconciled
@@ -96,6 +103,13 @@ def test_increments_give_the_full_dumps_timelines(world: Path, tmp_path: Path, s
                  "--warehouse", str(tmp_path / "incr"), "--incr",  # a process per core
                  f"20231201:{days[-1]}"]) == 0
     seconds = time.monotonic() - started
+    logged = capfd.readouterr().err
+    for handler in list(logging.getLogger().handlers):  # the command's, on the captured
+        if type(handler) is logging.StreamHandler:       # stderr this test's end closes
+            logging.getLogger().removeHandler(handler)
+    # the increments' stability run recomputed the keys they touched, not the table
+    touched = [line for line in logged.splitlines() if "keys touched since timeline" in line]
+    assert len(touched) == 1 and "full rebuild" not in logged, logged[-2000:]
     files = catalog.read_arrow("ingested_files").to_pylist()
     for wiki in TIMELINES:
         assert sorted(r["dump_date"] for r in files
@@ -111,7 +125,7 @@ def test_increments_give_the_full_dumps_timelines(world: Path, tmp_path: Path, s
     continued = {(r["wiki"], r["page_id"]) for r in marks if "incr" in r["dump_file"]
                  and r["page_id"] in stored}
     print(f"2 x {len(days)} increments in {seconds:.1f}s; {len(continued)} pages continued; "
-          f"refused: {sorted(refused)}")
+          f"refused: {sorted(refused)}; {touched[0].split(': ', 1)[-1]}")
     for wiki in TIMELINES:
         assert len({p for w, p in continued if w == wiki}) >= 10, wiki
     assert not refused
@@ -148,6 +162,10 @@ def test_increments_give_the_full_dumps_timelines(world: Path, tmp_path: Path, s
             results["reconcile"].metrics["need full dump"]) == (
         len(planted["deleted"]), len(planted["restored"]))
     assert "stability" in results  # the deleted item's statements left the stable ones
+    assert "full rebuild" not in results["stability"].note, results["stability"].note
+    run(fresh, "stability")
+    assert sorted(map(repr, catalog.read_arrow("stable_statements").to_pylist())) == \
+        sorted(map(repr, fresh.read_arrow("stable_statements").to_pylist()))
     after = _differ(catalog, fresh)
     restored = {str(r["page_id"]) for r in planted["restored"]}
     for name, differ in after.items():

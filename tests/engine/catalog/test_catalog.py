@@ -376,3 +376,32 @@ def _verdict(j: int) -> dict:
     return {"snapshot": "s1", "window": 1, "passage_id": f"p{j}", "s": "Q1", "p": "P1",
             "o": "Q2", "llm_name": "m", "prompt_type": "triple_assertion", "prompt_sha": "x",
             "verdict": "YES"}
+
+
+@on_each_engine
+def test_replace_keys_changes_only_the_rows_of_its_keys(catalog: Catalog) -> None:
+    t = datetime(2024, 1, 1, tzinfo=UTC)
+    name = "stable_statements"
+    rows = [{"s": s, "p": "P1", "o": "Q9", "valid_from": t, "valid_to": None}
+            for s in ("Q1", "Q2", "Q3")]
+    catalog.overwrite(name, catalog.frame(name, rows))
+    keys = catalog.session().createDataFrame([("Q1", "P1", "Q9"), ("Q2", "P1", "Q9")],
+                                             "s string, p string, o string")
+    new = catalog.frame(name, [{**rows[0], "valid_to": t}])  # Q1 changed, Q2 gone
+    done = catalog.replace_keys(name, new, keys, ("s", "p", "o"))
+    assert (done.deleted, done.inserted) == (2, 1)
+    want = sorted([("Q1", t), ("Q3", None)], key=str)
+
+    def got() -> list:
+        return sorted(((r["s"], r["valid_to"]) for r in catalog.read_arrow(name).to_pylist()),
+                      key=str)
+
+    assert got() == want
+    version = catalog.version(name)
+    again = catalog.replace_keys(name, new, keys, ("s", "p", "o"))
+    assert (again.deleted, again.inserted, catalog.version(name)) == (0, 0, version)
+    outside = catalog.frame(name, [{**rows[2], "valid_to": t}])
+    with pytest.raises(CatalogError, match=r"1 new row\(s\) outside the keys replaced, e\.g\. "
+                                           r"s = Q3, p = P1, o = Q9; nothing was written"):
+        catalog.replace_keys(name, outside, keys, ("s", "p", "o"))
+    assert (got(), catalog.version(name)) == (want, version)

@@ -20,6 +20,12 @@ def test_defaults_follow_design() -> None:
     assert cfg.snapshots.window_days == 7
     assert cfg.stability.kg_hours == 168
     assert cfg.stability.passage_minutes == 30
+    # incremental by default; how it is computed is not the release's content
+    assert cfg.stability.rebuild == "auto"
+    assert "rebuild" not in cfg.dataset_settings()["stability"]
+    forced = load_config(environ={"EMERGE__STABILITY__REBUILD": "full"})
+    assert (forced.stability.rebuild, forced.dataset_settings()) == ("full",
+                                                                      cfg.dataset_settings())
     assert (cfg.passages.min_tokens, cfg.passages.max_tokens) == (25, 1000)
     assert cfg.passages.max_markup_ratio == 0.5
     assert cfg.passages.min_entities == 2
