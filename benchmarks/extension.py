@@ -20,38 +20,62 @@ share that matches depends on the planted pages' weight: 0.17 at 400 items). Thr
 * (b) full dump: ``emerge ingest`` of D1's full dumps into a fresh warehouse, as a
   quarter is extended without increments (each history dump holds the whole history).
 
+Then the quarter's downstream, as a user runs it (``emerge build``; skipped with
+``--ingest-only``): after the base ingest, the base warehouse builds and releases the
+snapshots whose windows the older dump covers (``emerge build`` of the world's
+configuration with those snapshots and the older dump date, ``--out`` a release folder:
+the release the quarter extends; timed, not part of the quarter). The quarter then ends,
+in (a), with ``emerge build`` of the configuration with every snapshot (the new one
+added) into the same ``--out``, so the release carries the old snapshots' files over by
+hash (``release.carry_unchanged``); in (b), with the same build on the newer dump date,
+into a copy of the base release (its carry sidecar ``.NAME.carry.json`` copied beside
+it). Per stage: wall and CPU from the stage's log line; for the release, the files
+written and carried (the stage's ``files``, ``carried_files``, ``carried_mb``); at the
+end, whether the two releases are equal but for the provenance files (README.md,
+card.html, croissant.json, manifest.json), as tests/e2e/pipeline/test_incr.py asserts.
+
 Bytes read from dumps: the compressed files each run opens (the full dumps' bz2 history
-files; the days' ``pages-meta-hist-incr.xml.bz2``) and their XML. Only the ingest is
-incremental: stability runs whole after either (it is in both runs' stages), and the
-per-snapshot stages and the release are not run here (docs/performance.md keeps their
-cost). The target: (a)'s cost grows <= 1.1x while the history doubles; (a) beside (b)
-at each size.
+files; the days' ``pages-meta-hist-incr.xml.bz2``) and their XML. The ingest and
+stability (incremental after ``--incr``: only the touched keys) are in the ingest runs'
+stages; the per-snapshot stages and the release in the builds'. The target: (a)'s cost
+grows <= 1.1x while the history doubles; (a) beside (b) at each size.
 
     .venv/bin/python benchmarks/extension.py [--worlds /tmp/bench-extension]
         [--items 4000] [--articles 1000] [--revisions 4] [--recent-share 0.12]
-        [--sizes small,large] [--workers N]
+        [--sizes small,large] [--workers N] [--ingest-only]
 
-A missing world is generated first (``emerge sample … --increments --formats bz2
---compress-level 9``; one to two minutes each on 2 cores).
+A missing world is generated first (``emerge sample … --increments --logging --formats
+bz2 --compress-level 9``; one to three minutes each on 2 cores): the logging dumps carry
+the moves and deletions the increments lack, which ``--incr`` reconciles.
 """
 
 from __future__ import annotations
 
 import argparse
 import bz2
+import hashlib
 import json
 import os
 import pickle
+import re
 import shutil
 import tempfile
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import yaml
 from _harness import Watched, cpu_count, ensure_world, loglog_slope, watch_emerge
 
 GROWTH_TARGET = 1.1  # issue 44: the quarter's cost grows <= 1.1x while the history doubles
 WIKIS = {"wikidata": "wikidatawiki", "wikipedia": "enwiki"}
+#: the release files naming the dumps it was built from: all two equal releases may differ in
+#: (tests/e2e/pipeline/test_incr.py)
+PROVENANCE = {"README.md", "card.html", "croissant.json", "manifest.json"}
+#: the files that show the validation's run times (tests/kits/buildkit.py)
+RUN_TIME_FILES = ("README.md", "card.html", "validation/index.html")
+_CARRIED = re.compile(r"\(carried [\d,]+ files \(([\d.]+) MB\)")
+_METRIC = re.compile(r", ([\d,.]+) (files|carried_files|carried_mb)\b")
 
 
 @dataclass
@@ -77,11 +101,14 @@ class Size:
     full: Dumps = field(default_factory=lambda: Dumps({}))
     days: int = 0
     runs: dict[str, Watched] = field(default_factory=dict)
+    snapshots: tuple[list[str], list[str]] = ([], [])  # the base's, the quarter's new ones
+    release: dict[str, dict[str, float]] = field(default_factory=dict)  # build -> metrics
+    differ: list[str] | None = None  # files the two releases differ in (None: not compared)
 
 
 def world_args(revisions: int, share: float, items: int, articles: int, jobs: int) -> list[str]:
     return ["--items", str(items), "--articles", str(articles), "--revisions", str(revisions),
-            "--recent-share", str(share), "--increments", "--formats", "bz2",
+            "--recent-share", str(share), "--increments", "--logging", "--formats", "bz2",
             "--compress-level", "9", "--jobs", str(jobs), "--quiet"]
 
 
@@ -122,20 +149,103 @@ def prepare(size: Size) -> None:
     last = (datetime.strptime(size.d1, "%Y%m%d").replace(tzinfo=UTC)
             - timedelta(days=1)).strftime("%Y%m%d")
     size.quarter, size.days = increments(size.world, size.d0, last)
+    size.snapshots = split_snapshots(size.world, about)
 
 
-def run(size: Size, scratch: Path, workers: int | None) -> None:
-    """The three ``emerge ingest`` runs of one size, each into a fresh or its warehouse."""
+def _iso(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def split_snapshots(world: Path, about: dict) -> tuple[list[str], list[str]]:
+    """The configured snapshots whose last window ends by the older dump's cutoff (the base
+    release's) and the rest (the quarter's)."""
+    snaps = yaml.safe_load((world / "config.yaml").read_text())["snapshots"]
+    span = timedelta(days=snaps["windows"] * snaps["window_days"])
+    cutoff = _iso(about["dumps"]["cutoffs"][0])
+    old = [t for t in snaps["timestamps"] if _iso(t) + span <= cutoff]
+    return old, [t for t in snaps["timestamps"] if t not in old]
+
+
+def build_config(world: Path, name: str, snapshots: list[str], date: str) -> Path:
+    """The world's configuration with these snapshots and one dump date of both wikis, in
+    the world's folder (its relative paths are resolved against it)."""
+    cfg = yaml.safe_load((world / "config.yaml").read_text())
+    cfg["snapshots"]["timestamps"] = snapshots
+    for kind in WIKIS:
+        cfg["dumps"][kind]["dates"] = [date]
+    out = world / f"bench-extension-{name}.yaml"
+    out.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    return out
+
+
+def release_metrics(line: str) -> dict[str, float]:
+    """The release stage line's files, carried_files and carried_mb (the line rounds the
+    MB past 10; its note gives them to 0.1)."""
+    out = {k: float(v.replace(",", "")) for v, k in _METRIC.findall(line)}
+    note = _CARRIED.search(line)
+    if note:
+        out["carried_mb"] = float(note[1])
+    return out
+
+
+def release_digests(folder: Path) -> dict[str, str]:
+    """A release's files by path, their sha256, with the validation's run times (the
+    manifest's ``validated_at``) taken out as tests/kits/buildkit.py ``release_files`` does:
+    what two builds of the same rows must have equal."""
+    files = {f.relative_to(folder).as_posix(): f.read_bytes()
+             for f in sorted(folder.rglob("*")) if f.is_file()}
+    if "manifest.json" in files:
+        manifest = json.loads(files["manifest.json"])
+        states = (manifest.get("validation") or {}).get("snapshots") or {}
+        times = sorted({str(v["validated_at"]) for v in states.values()
+                        if isinstance(v, dict) and v.get("validated_at")}, key=len, reverse=True)
+        for entry in manifest.get("files", []):
+            if entry["path"] in RUN_TIME_FILES:
+                entry["sha256"] = entry["bytes"] = None
+        files["manifest.json"] = json.dumps(manifest, sort_keys=True).encode()
+        for name in (*RUN_TIME_FILES, "manifest.json"):
+            for t in times:
+                if name in files:
+                    files[name] = files[name].replace(t.encode(), b"<validated_at>")
+    return {name: hashlib.sha256(data).hexdigest() for name, data in files.items()}
+
+
+def compare_releases(a: Path, b: Path) -> list[str]:
+    """The files (relative paths) in which two releases differ, or that one lacks."""
+    got, want = release_digests(a), release_digests(b)
+    return sorted(n for n in set(got) | set(want) if got.get(n) != want.get(n))
+
+
+def copy_release(src: Path, dst: Path) -> None:
+    """A release folder and its carry sidecar (``.NAME.carry.json``), under a new name."""
+    shutil.copytree(src, dst)
+    sidecar = src.with_name(f".{src.name}.carry.json")
+    if sidecar.exists():
+        shutil.copy2(sidecar, dst.with_name(f".{dst.name}.carry.json"))
+
+
+def run(size: Size, scratch: Path, workers: int | None, downstream: bool = True) -> None:
+    """The runs of one size: the three ``emerge ingest`` runs, each into a fresh or its
+    warehouse, and (``downstream``) the three ``emerge build`` runs after them."""
     config = str(size.world / "config.yaml")
     extra = ["--workers", str(workers)] if workers else []
 
-    def ingest(key: str, warehouse: Path, *args: str) -> None:
-        print(f"[{size.name}] {key}: emerge ingest {' '.join(args)[:100]}…", flush=True)
-        watched = watch_emerge(["ingest", "-c", config, "--warehouse", str(warehouse), *extra,
-                                *args], echo=lambda line: print("   ", line[-150:], flush=True))
+    def emerge_run(key: str, command: str, warehouse: Path, *args: str) -> None:
+        print(f"[{size.name}] {key}: emerge {command} {' '.join(args)[:100]}…", flush=True)
+        lines: list[str] = []
+
+        def echo(line: str) -> None:
+            lines.append(line)
+            print("   ", line[-150:], flush=True)
+
+        watched = watch_emerge([command, "--warehouse", str(warehouse), *extra, *args],
+                               echo=echo)
         if watched.returncode != 0:
             raise SystemExit(f"{key} failed ({watched.returncode}):\n{watched.log_tail[-3000:]}")
         size.runs[key] = watched
+        released = [line for line in lines if " stage release:" in line]
+        if released:
+            size.release[key] = release_metrics(released[-1])
         print(f"[{size.name}] {key}: {watched.wall:.1f} s wall, {watched.cpu:.1f} s CPU",
               flush=True)
 
@@ -143,10 +253,29 @@ def run(size: Size, scratch: Path, workers: int | None) -> None:
         return ["--wikidata", *map(str, d.files["wikidata"]),
                 "--wikipedia", *map(str, d.files["wikipedia"])]
 
+    old, new = size.snapshots
+    if downstream and not (old and new):
+        raise SystemExit(f"{size.world}: its snapshots do not split around the older dump "
+                         f"{size.d0} (base {old}, quarter {new}): no quarter to build")
     last = size.quarter.files["wikidata"][-1].parent.name
-    ingest("base", scratch / "a", *paths(size.base))
-    ingest("increments", scratch / "a", "--incr", f"{size.d0}:{last}")
-    ingest("full", scratch / "b", *paths(size.full))
+    emerge_run("base", "ingest", scratch / "a", "-c", config, *paths(size.base))
+    if downstream:
+        base = build_config(size.world, "base", old, size.d0)
+        emerge_run("base build", "build", scratch / "a", "-c", str(base),
+                   "--out", str(scratch / "release-a"))
+        copy_release(scratch / "release-a", scratch / "release-b")
+    emerge_run("increments", "ingest", scratch / "a", "-c", config, "--incr",
+               f"{size.d0}:{last}")
+    if downstream:
+        incr = build_config(size.world, "increments", [*old, *new], size.d0)
+        emerge_run("increments build", "build", scratch / "a", "-c", str(incr),
+                   "--out", str(scratch / "release-a"))
+    emerge_run("full", "ingest", scratch / "b", "-c", config, *paths(size.full))
+    if downstream:
+        full = build_config(size.world, "full", [*old, *new], size.d1)
+        emerge_run("full build", "build", scratch / "b", "-c", str(full),
+                   "--out", str(scratch / "release-b"))
+        size.differ = compare_releases(scratch / "release-a", scratch / "release-b")
 
 
 def stage_table(size: Size) -> None:
@@ -156,19 +285,64 @@ def stage_table(size: Size) -> None:
     print(f"  {'run / stage':<34} {'wall s':>8} {'CPU s':>8} {'dump MB bz2':>12} "
           f"{'XML MB':>8} {'revisions':>10}")
     reads = {"base": size.base, "increments": size.quarter, "full": size.full}
+    release = getattr(size, "release", {})
     for key, watched in size.runs.items():
-        d = reads[key]
-        print(f"  {key + ' (whole command)':<34} {watched.wall:8.1f} {watched.cpu:8.1f} "
-              f"{d.bz2_bytes / 1e6:12.2f} {d.xml_bytes / 1e6:8.1f} {d.revisions:10,}")
+        d = reads.get(key)
+        read = (f" {d.bz2_bytes / 1e6:12.2f} {d.xml_bytes / 1e6:8.1f} {d.revisions:10,}"
+                if d else "")
+        print(f"  {key + ' (whole command)':<34} {watched.wall:8.1f} {watched.cpu:8.1f}{read}")
         for s in watched.stages:
-            print(f"    {s.key:<32} {s.seconds:8.1f} {s.cpu:8.1f}")
+            carried = ""
+            if s.name == "release" and key in release:
+                m = release[key]
+                carried = (f"   files {m.get('files', 0):,.0f}: carried "
+                           f"{m.get('carried_files', 0):,.0f} ({m.get('carried_mb', 0):g} MB)")
+            print(f"    {s.key:<32} {s.seconds:8.1f} {s.cpu:8.1f}{carried}")
         rest_wall, rest_cpu = watched.rest()
         print(f"    {'(start-up, engine, exit)':<32} {rest_wall:8.1f} {rest_cpu:8.1f}")
+
+
+def downstream_table(sizes: list[Size]) -> None:
+    """Each path's quarter end to end: its ingest, its build (the snapshot stages and the
+    release), the release's files written and carried, and the two releases compared."""
+    built = [s for s in sizes if "increments build" in s.runs and "full build" in s.runs]
+    if not built:
+        return
+    print("\nthe quarter end to end: ingest, then emerge build of every snapshot "
+          "(wall / CPU s; release files written + carried)")
+    print(f"  {'size / path':<22} {'ingest':>13} {'build':>13} {'of it: release':>15} "
+          f"{'quarter':>13} {'written':>8} {'carried':>8} {'carried MB':>10}")
+    for s in built:
+        for path, ingest, build in (("(a) increments", "increments", "increments build"),
+                                    ("(b) full dump", "full", "full build")):
+            i, b = s.runs[ingest], s.runs[build]
+            rel = [st for st in b.stages if st.name == "release"]
+            rw, rc = sum(st.seconds for st in rel), sum(st.cpu for st in rel)
+            m = s.release.get(build, {})
+            files, carried = m.get("files", 0), m.get("carried_files", 0)
+            print(f"  {s.name + ' ' + path:<22} {i.wall:6.1f}/{i.cpu:6.1f} "
+                  f"{b.wall:6.1f}/{b.cpu:6.1f} {rw:7.1f}/{rc:7.1f} "
+                  f"{i.wall + b.wall:6.1f}/{i.cpu + b.cpu:6.1f} {files - carried:8,.0f} "
+                  f"{carried:8,.0f} {m.get('carried_mb', 0):10g}")
+        base = s.runs.get("base build")
+        if base is not None:
+            m = s.release.get("base build", {})
+            print(f"  {s.name + ' base build':<22} {'':>13} {base.wall:6.1f}/{base.cpu:6.1f} "
+                  f"{'':>15} {'':>13} {m.get('files', 0):8,.0f}   (the release the quarter "
+                  f"extends: {', '.join(s.snapshots[0])})")
+        if s.differ is not None:
+            extra = sorted(set(s.differ) - PROVENANCE)
+            verdict = ("equal but for the provenance files" if not extra else
+                       f"differ beyond the provenance in {len(extra)} files: "
+                       f"{', '.join(extra[:8])}{' …' if len(extra) > 8 else ''}")
+            print(f"  {s.name}: the two releases {verdict} (they differ in "
+                  f"{', '.join(s.differ) or 'nothing'})")
 
 
 def report(sizes: list[Size]) -> None:
     for size in sizes:
         stage_table(size)
+    downstream_table(sizes)
     print("\nthe quarter: (a) increments beside (b) the next full dump")
     print(f"  {'size':<8} {'history revs':>12} {'quarter revs':>12} {'(a) wall':>9} "
           f"{'(a) CPU':>8} {'(a) MB':>8} {'(b) wall':>9} {'(b) CPU':>8} {'(b) MB':>8} "
@@ -231,7 +405,10 @@ def main() -> None:
                          "(the small one has the default 0.5)")
     ap.add_argument("--sizes", default="small,large", help="which of the two to run")
     ap.add_argument("--workers", type=int, help="extraction processes (default: one per core)")
-    ap.add_argument("--keep", action="store_true", help="keep the warehouses (printed)")
+    ap.add_argument("--ingest-only", action="store_true",
+                    help="the ingest runs only, not the builds and releases after them")
+    ap.add_argument("--keep", action="store_true",
+                    help="keep the warehouses and releases (printed)")
     ap.add_argument("--replay", type=Path, help="print the report of a saved run "
                                                 "(WORLDS/last-run.pickle) and stop")
     args = ap.parse_args()
@@ -247,7 +424,8 @@ def main() -> None:
     sizes: list[Size] = []
     for name in names:
         revisions, share = shapes[name]
-        world = args.worlds / f"{name}-i{args.items}-a{args.articles}-r{revisions}-s{share}"
+        world = (args.worlds
+                 / f"{name}-i{args.items}-a{args.articles}-r{revisions}-s{share}-logging")
         ensure_world(world, world_args(revisions, share, args.items, args.articles,
                                        cpu_count()))
         size = Size(name, world)
@@ -257,7 +435,7 @@ def main() -> None:
     for size in sizes:
         scratch = Path(tempfile.mkdtemp(prefix=f"emerge-bench-extension-{size.name}-"))
         try:
-            run(size, scratch, args.workers)
+            run(size, scratch, args.workers, downstream=not args.ingest_only)
         finally:
             if args.keep:
                 print(f"warehouses kept in {scratch}")
