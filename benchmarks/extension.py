@@ -310,25 +310,29 @@ def downstream_table(sizes: list[Size]) -> None:
         return
     print("\nthe quarter end to end: ingest, then emerge build of every snapshot "
           "(wall / CPU s; release files written + carried)")
-    print(f"  {'size / path':<22} {'ingest':>13} {'build':>13} {'of it: release':>15} "
-          f"{'quarter':>13} {'written':>8} {'carried':>8} {'carried MB':>10}")
+    print(f"  {'size / path':<22} {'ingest':>13} {'build':>13} {'old snapshots':>15} "
+          f"{'new snapshot':>15} {'release':>15} {'quarter':>13} {'written':>8} "
+          f"{'carried':>8} {'carried MB':>10}")
     for s in built:
         for path, ingest, build in (("(a) increments", "increments", "increments build"),
                                     ("(b) full dump", "full", "full build")):
             i, b = s.runs[ingest], s.runs[build]
-            rel = [st for st in b.stages if st.name == "release"]
-            rw, rc = sum(st.seconds for st in rel), sum(st.cpu for st in rel)
+            parts = {"old": [st for st in b.stages if st.snapshot in s.snapshots[0]],
+                     "new": [st for st in b.stages if st.snapshot in s.snapshots[1]],
+                     "release": [st for st in b.stages if st.name == "release"]}
+            cols = " ".join(f"{sum(st.seconds for st in v):7.1f}/{sum(st.cpu for st in v):7.1f}"
+                            for v in parts.values())
             m = s.release.get(build, {})
             files, carried = m.get("files", 0), m.get("carried_files", 0)
             print(f"  {s.name + ' ' + path:<22} {i.wall:6.1f}/{i.cpu:6.1f} "
-                  f"{b.wall:6.1f}/{b.cpu:6.1f} {rw:7.1f}/{rc:7.1f} "
+                  f"{b.wall:6.1f}/{b.cpu:6.1f} {cols} "
                   f"{i.wall + b.wall:6.1f}/{i.cpu + b.cpu:6.1f} {files - carried:8,.0f} "
                   f"{carried:8,.0f} {m.get('carried_mb', 0):10g}")
         base = s.runs.get("base build")
         if base is not None:
             m = s.release.get("base build", {})
             print(f"  {s.name + ' base build':<22} {'':>13} {base.wall:6.1f}/{base.cpu:6.1f} "
-                  f"{'':>15} {'':>13} {m.get('files', 0):8,.0f}   (the release the quarter "
+                  f"{'':>47} {'':>13} {m.get('files', 0):8,.0f}   (the release the quarter "
                   f"extends: {', '.join(s.snapshots[0])})")
         if s.differ is not None:
             extra = sorted(set(s.differ) - PROVENANCE)
