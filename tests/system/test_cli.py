@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -187,6 +188,8 @@ def _ppmd_7z(folder: Path) -> Path:
     also ends on its broken pipe once its reader is gone, death signal or not)."""
     from dumpbuilder import PageSpec, Rev, claim, item, render
 
+    if shutil.which("7z") is None:
+        pytest.skip("no 7z program (apt-get install p7zip-full)")
     pages = [PageSpec(n, f"Q{n}", [
         Rev(n * 100 + r, f"2023-12-{1 + r % 28:02d}T00:00:00Z",
             item(f"Q{n}", [claim("P31", f"Q{r + 2}", f"s{n}-{r}")], label=f"Item {n}"))
