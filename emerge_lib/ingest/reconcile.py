@@ -52,6 +52,7 @@ TIMELINES = {"wikidatawiki": (("statement_timeline", "s"), ("item_timeline", "qi
              "enwiki": (("page_timeline", "page_id"), ("paragraph_timeline", "page_id"))}
 DELETE = frozenset({("delete", "delete"), ("suppress", "delete")})
 RESTORE = frozenset({("delete", "restore")})
+ABSENT = "absent_from_full_dump"  # a page a newer complete full dump does not hold
 _TARGET = re.compile(r'"4::target";s:\d+:"(.*?)";')
 
 
@@ -236,16 +237,14 @@ def _page_keys(wiki: str, column: str, pages: Sequence[dict[str, Any]]) -> list[
     return [t for t in titles if ":" not in t]  # items: the title is the QID
 
 
-def apply_reconcile(catalog: Catalog, report: ReconcileReport, sha1: str | None) -> dict[str, int]:
-    """Write the decisions (record, timelines, watermarks, then the log's row); returns
-    the rows removed per table (0 on a rerun: the same tables)."""
+def remove_pages(catalog: Catalog, wiki: str, gone: Sequence[dict[str, Any]]
+                 ) -> dict[str, int]:
+    """Remove ``gone`` (dicts with ``page_id`` and ``title``) from every timeline of the
+    wiki and their watermarks; the rows removed per table (0 on a rerun)."""
     spark = catalog.session()
-    if report.pages:
-        catalog.merge("reconciled_pages", catalog.frame("reconciled_pages", report.pages))
-    gone = [p for p in report.pages if p["action"] == "deleted"]
     removed: dict[str, int] = {}
-    for table, column in TIMELINES.get(report.wiki, ()):
-        keys = _page_keys(report.wiki, column, gone)
+    for table, column in TIMELINES.get(wiki, ()):
+        keys = _page_keys(wiki, column, gone)
         if not keys or not catalog.exists(table):
             continue
         ddl = "page_id bigint" if column == "page_id" else f"{column} string"
@@ -254,11 +253,21 @@ def apply_reconcile(catalog: Catalog, report: ReconcileReport, sha1: str | None)
         catalog.delete_matching(table, frame, on=[column])
         removed[table] = before - catalog.row_count(table)
     if gone:
-        marks = spark.createDataFrame([(report.wiki, p["page_id"]) for p in gone],
+        marks = spark.createDataFrame([(wiki, p["page_id"]) for p in gone],
                                       "wiki string, page_id bigint")
         before = catalog.row_count("page_watermarks")
         catalog.delete_matching("page_watermarks", marks, on=["wiki", "page_id"])
         removed["page_watermarks"] = before - catalog.row_count("page_watermarks")
+    return removed
+
+
+def apply_reconcile(catalog: Catalog, report: ReconcileReport, sha1: str | None) -> dict[str, int]:
+    """Write the decisions (record, timelines, watermarks, then the log's row); returns
+    the rows removed per table (0 on a rerun: the same tables)."""
+    if report.pages:
+        catalog.merge("reconciled_pages", catalog.frame("reconciled_pages", report.pages))
+    gone = [p for p in report.pages if p["action"] in ("deleted", ABSENT)]
+    removed = remove_pages(catalog, report.wiki, gone)
     catalog.merge("reconciled_logs", catalog.frame("reconciled_logs", [{
         "wiki": report.wiki, "dump_date": report.dump_date, "dump_file": report.dump_file,
         "sha1": sha1, "events": report.events, "deleted": report.deleted,

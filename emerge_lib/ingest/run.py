@@ -20,11 +20,13 @@ from typing import TYPE_CHECKING, Any
 from emerge_lib.catalog import Catalog
 from emerge_lib.catalog.storage import timelines_lock
 from emerge_lib.core.config import Config
+from emerge_lib.ingest.absent import reconcile_full_dump
 from emerge_lib.ingest.commit import check_rejects, commit
 from emerge_lib.ingest.extract import extract, job_for
 from emerge_lib.ingest.files import IngestError
 from emerge_lib.ingest.plan import IngestPlan, Kind, PlannedFile, Range, plan_ingest, wiki_of
 from emerge_lib.ingest.pool import WorkerPool, log_file, run_workers
+from emerge_lib.ingest.reconcile import ReconcileReport
 from emerge_lib.ingest.staging import FileSummary, missing_outputs, remove_staging
 
 if TYPE_CHECKING:
@@ -48,6 +50,9 @@ class IngestReport:
     # files of newer dump dates left for extraction elsewhere (finish_ingest's
     # ``newer_elsewhere``); the verdict on the rejects waits for the commit of those
     later: list[PlannedFile] = field(default_factory=list)
+    # what a newer complete full dump removed (ingest.absent): None when nothing was decided
+    reconciled: ReconcileReport | None = None
+    removed: dict[str, int] = field(default_factory=dict)
 
     @property
     def revisions(self) -> int:
@@ -102,6 +107,7 @@ def run_ingest(cfg: Config, catalog: Catalog, kind: Kind,
         with WorkerPool(cfg.workers) as pool:
             _run_batches(cfg, catalog, plan, report, pool, spark, finished)
         report.totals = check_rejects(catalog, plan, cfg.dumps.max_reject_ratio)
+        report.reconciled, report.removed = reconcile_full_dump(catalog, plan)
     report.seconds = time.monotonic() - started
     return report
 
@@ -182,6 +188,7 @@ def finish_ingest(cfg: Config, catalog: Catalog, plan: IngestPlan,
                      plan.wiki, len(report.later))
         else:
             report.totals = check_rejects(catalog, plan, cfg.dumps.max_reject_ratio)
+            report.reconciled, report.removed = reconcile_full_dump(catalog, plan)
     report.seconds = time.monotonic() - started
     return report
 
