@@ -77,10 +77,9 @@ def _held_in(ids: Sequence[int], starts: list[int], ends: list[int]) -> list[boo
     if not starts:
         return [False] * len(arr)
     at = np.searchsorted(np.asarray(starts, dtype=np.int64), arr, side="right") - 1
-    ok = at >= 0
-    held = np.zeros(len(arr), dtype=bool)
-    held[ok] = arr[ok] <= np.asarray(ends, dtype=np.int64)[at[ok]]
-    return held.tolist()
+    tops = np.asarray(ends, dtype=np.int64)[np.maximum(at, 0)]
+    held: list[bool] = ((at >= 0) & (arr <= tops)).tolist()
+    return held
 
 
 def _complete(catalog: Catalog, plan: IngestPlan, date: str) -> list[str] | None:

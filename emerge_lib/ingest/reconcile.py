@@ -2,10 +2,10 @@
 to the timelines (the ``reconcile`` stage; docs/operations.md, *The reconciliation*).
 
 Why: an increment carries every new revision (a move's null revision included) but not a
-page's deletion, nor its restoration; and a newer full dump read over the warehouse adds
-and rewrites pages but removes none: a page deleted since the first full dump the
-warehouse was built from keeps its rows, though a build from the newer full dump alone
-does not have it. The logging dump of a dump run (``<wiki>-<date>-pages-logging.xml.gz``)
+page's deletion, nor its restoration; a newer full dump removes what it lacks only once
+ingested completely (``ingest.absent``, which shares ``remove_pages``): a page deleted
+since then keeps its rows, though a build from the newer full dump alone does not have
+it. The logging dump of a dump run (``<wiki>-<date>-pages-logging.xml.gz``)
 holds every log event before its date. The rule, per title, over the events from the day
 the wiki's deletions are known to (its first full dump, or the last logging dump
 reconciled) up to the logging dump's date:
@@ -39,7 +39,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from emerge_lib.ingest.files import DumpFileRef, IngestError
+from emerge_lib.ingest.files import DumpFileRef, IngestError, ingest_lock
 
 if TYPE_CHECKING:
     from emerge_lib.catalog import Catalog
@@ -133,8 +133,8 @@ def _day(date: str) -> datetime:
 def reach(catalog: Catalog, wiki: str) -> tuple[str, str]:
     """(the date of the wiki's first full dump, the day its timelines reach: its newest
     full dump or the day after its newest increment), YYYYMMDD ('' when none). The first
-    full dump is read whole; a newer one read over it adds and rewrites pages but removes
-    none, so it brings no deletion: they are known as of the first one."""
+    full dump is read whole; a newer one ingested completely tells its deletions too (its
+    ``reconciled_logs`` row, ``ingest.absent``)."""
     rows = catalog.read_arrow("ingested_files", filters=[("wiki", "=", wiki)],
                               columns=["dump_date", "dump_file", "error"]).to_pylist()
     fulls = [r["dump_date"] for r in rows if r["error"] is None
@@ -282,8 +282,6 @@ def reconcile(catalog: Catalog, wiki: str, path: Path, dump_date: str, *,
     timelines, under the wiki's ingest lock. Refused (IngestError) when the timelines do
     not reach the dump's date (increments up to the day before it): the deletions would
     be known past what the timelines hold."""
-    from emerge_lib.ingest.run import ingest_lock
-
     with ingest_lock(catalog, wiki):
         first, reached = reach(catalog, wiki)
         report = ReconcileReport(wiki, path.name, dump_date)

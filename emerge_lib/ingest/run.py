@@ -11,19 +11,17 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from emerge_lib.catalog import Catalog
-from emerge_lib.catalog.storage import timelines_lock
 from emerge_lib.core.config import Config
 from emerge_lib.ingest.absent import reconcile_full_dump
 from emerge_lib.ingest.commit import check_rejects, commit
 from emerge_lib.ingest.extract import extract, job_for
-from emerge_lib.ingest.files import IngestError
+from emerge_lib.ingest.files import IngestError, ingest_lock
 from emerge_lib.ingest.plan import IngestPlan, Kind, PlannedFile, Range, plan_ingest, wiki_of
 from emerge_lib.ingest.pool import WorkerPool, log_file, run_workers
 from emerge_lib.ingest.reconcile import ReconcileReport
@@ -229,16 +227,6 @@ def _kept(catalog: Catalog, plan: IngestPlan, f: PlannedFile) -> tuple[Range, ..
     from emerge_lib.ingest.wikipedia.coverage import covered_ranges, merge_ranges
 
     return tuple(merge_ranges(covered_ranges(catalog, plan.wiki) + list(plan.needed)))
-
-
-@contextmanager
-def ingest_lock(catalog: Catalog, wiki: str) -> Iterator[None]:
-    """One ingest of a wiki at a time, and none while a stage reads its timelines (two
-    builds started side by side: the second waits, then finds the files done). On an
-    ``s3://`` warehouse the lock is this machine's; the commit's basis check still refuses
-    to commit an extraction that went stale under another machine's writer."""
-    with timelines_lock(catalog.warehouse, [wiki], mode="write"):
-        yield
 
 
 def describe(report: IngestReport) -> str:
