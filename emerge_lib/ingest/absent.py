@@ -162,8 +162,7 @@ def reconcile_full_dump(catalog: Catalog, plan: IngestPlan
     if not fulls:
         return None, {}
     date = fulls[-1]
-    earlier = len(fulls) > 1 or any(DumpFileRef.of(r["dump_file"]).increment for r in ok)
-    if not earlier:
+    if not any(r["dump_date"] < date for r in ok):
         return None, {}  # the first full dump: the warehouse holds nothing from before it
     if date not in plan.listing:
         if any(f.ref.dump_date == date for f in plan.files):
