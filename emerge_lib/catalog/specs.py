@@ -262,6 +262,26 @@ INGESTED_FILES = _register(
     )
 )
 
+DUMP_PAGES = _register(
+    TableSpec(
+        name="dump_pages",
+        schema=_schema(
+            ("wiki", pa.string()),
+            ("dump_date", pa.string()),
+            ("dump_file", pa.string()),
+            ("id_from", pa.int64()),  # a run of consecutive page ids the file holds
+            ("id_to", pa.int64()),
+        ),
+        write_mode="merge",
+        key=("wiki", "dump_file", "id_from"),
+        partition_by=("wiki",),
+        producers=("ingest_wikidata", "ingest_wikipedia"),
+        consumers=("ingest_wikidata", "ingest_wikipedia"),
+        description=("The ids of every <page> of each ingested dump file, skipped ones "
+                     "included, as runs: what a newer complete full dump lacks is gone."),
+    )
+)
+
 INGEST_REJECTS = _register(
     TableSpec(
         name="ingest_rejects",
@@ -288,10 +308,13 @@ RECONCILED_PAGES = _register(
         name="reconciled_pages",
         schema=_schema(
             ("wiki", pa.string()),
-            ("log_id", pa.int64()),  # the logitem that decided it (its last delete/restore)
+            # the logitem that decided it (its last delete/restore); a full dump's absent
+            # page: -(page_id * 10^8 + dump date)
+            ("log_id", pa.int64()),
             ("title", pa.string()),  # logtitle
             ("page_id", pa.int64()),  # NULL: the warehouse holds no page of that title
-            ("action", pa.string()),  # deleted (rows removed) | needs_full_dump (kept)
+            # deleted (rows removed) | needs_full_dump (kept) | absent_from_full_dump (removed)
+            ("action", pa.string()),
             ("log_action", pa.string()),  # type/action: delete/delete, delete/restore
             ("timestamp", TS),
             ("dump_date", pa.string()),  # of the logging dump
@@ -300,10 +323,11 @@ RECONCILED_PAGES = _register(
         write_mode="merge",
         key=("wiki", "log_id"),
         partition_by=("wiki",),
-        producers=("reconcile",),
-        consumers=("reconcile",),
+        producers=("reconcile", "ingest_wikidata", "ingest_wikipedia"),
+        consumers=("reconcile", "ingest_wikidata", "ingest_wikipedia"),
         description=(
-            "What a logging dump changed in pages continued from daily increments: a page "
+            "What a logging dump (or a newer complete full dump: log_id < 0) changed in "
+            "pages continued from daily increments or older full dumps: a page "
             "deleted (its rows removed from every timeline) or restored (kept; its old "
             "revisions only come with the next full dump)."
         ),
@@ -327,10 +351,11 @@ RECONCILED_LOGS = _register(
         write_mode="merge",
         key=("wiki", "dump_file"),
         partition_by=("wiki",),
-        producers=("reconcile",),
-        consumers=("reconcile", "release"),
+        producers=("reconcile", "ingest_wikidata", "ingest_wikipedia"),
+        consumers=("reconcile", "release", "ingest_wikidata", "ingest_wikipedia"),
         description=(
-            "One row per logging dump reconciled (written last): up to which day each "
+            "One row per logging dump, or newer complete full dump, reconciled (written "
+            "last): up to which day each "
             "wiki's deletions and restorations are known (the provisional rule)."
         ),
     )

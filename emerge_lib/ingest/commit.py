@@ -55,6 +55,9 @@ def commit(catalog: Catalog, plan: IngestPlan,
     marks = read_staged(spark, fresh, "page_watermarks")
     if marks is not None:
         catalog.merge("page_watermarks", marks)
+    ids = read_staged(spark, fresh, "dump_pages")  # every <page> of the file (ingest.absent)
+    if ids is not None:
+        catalog.merge("dump_pages", ids)
     catalog.merge("ingested_files", catalog.frame("ingested_files",
                                                   _file_rows(catalog, plan.wiki, fresh)))
     for s in fresh:

@@ -1,16 +1,22 @@
 """Dump files as the ingest knows them: a local path, the dump date it belongs to, its
 page-id range (from the name, ``…-p100p200.bz2``) and its published sha1; grouped by dump
-date, oldest first. And the ingest's own error.
+date, oldest first. And the ingest's own error and its lock.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from emerge_lib.catalog.storage import timelines_lock
 from emerge_lib.core.errors import EmergeError
+
+if TYPE_CHECKING:
+    from emerge_lib.catalog import Catalog
 
 _RANGE = re.compile(r"-p(\d+)p(\d+)\.")
 
@@ -67,3 +73,13 @@ def refs_by_date(files: Sequence[DumpFileRef]) -> dict[str, list[DumpFileRef]]:
     for r in sorted(files, key=lambda r: (r.dump_date, r.increment, r.path.name)):
         out.setdefault(f"{r.dump_date}+incr" if r.increment else r.dump_date, []).append(r)
     return out
+
+
+@contextmanager
+def ingest_lock(catalog: Catalog, wiki: str) -> Iterator[None]:
+    """One ingest of a wiki at a time, and none while a stage reads its timelines (two
+    builds started side by side: the second waits, then finds the files done). On an
+    ``s3://`` warehouse the lock is this machine's; the commit's basis check still refuses
+    to commit an extraction that went stale under another machine's writer."""
+    with timelines_lock(catalog.warehouse, [wiki], mode="write"):
+        yield

@@ -59,6 +59,9 @@ class IngestPlan:
     files: list[PlannedFile]
     needed: list[Range] = field(default_factory=list)  # Wikipedia: what the snapshots need
     rewrite: bool = False  # dumps.reingest: every page rewritten unless stored newer
+    # per full dump date, the files it consists of (names without compression suffix, from
+    # its dumpstatus.json): a date without one never removes a page (``ingest.absent``)
+    listing: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def pending(self) -> list[PlannedFile]:
@@ -75,7 +78,8 @@ class IngestPlan:
                 "files": [{"path": str(f.ref.path), "dump_date": f.ref.dump_date,
                            "sha1": f.ref.sha1, "bytes": f.bytes,
                            "ranges": [list(r) for r in f.ranges], "done": f.done}
-                          for f in self.files]}
+                          for f in self.files],
+                "listing": {d: list(names) for d, names in self.listing.items()}}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> IngestPlan:
@@ -83,7 +87,8 @@ class IngestPlan:
                              tuple((a, b) for a, b in f["ranges"]), f["done"])
                  for f in data["files"]]
         return cls(data["kind"], data["wiki"], files,
-                   [(a, b) for a, b in data["needed"]], data["rewrite"])
+                   [(a, b) for a, b in data["needed"]], data["rewrite"],
+                   {d: list(names) for d, names in data.get("listing", {}).items()})
 
 
 def check_inputs(paths: Sequence[str | Path]) -> list[Path]:
@@ -115,9 +120,9 @@ def check_inputs(paths: Sequence[str | Path]) -> list[Path]:
     return out
 
 
-def _content_name(path: Path) -> str:
+def _content_name(path: str | Path) -> str:
     """A dump file's name without its compression suffix (the same pages in any format)."""
-    name = path.name
+    name = Path(path).name
     for suffix in (".bz2", ".7z", ".gz", ".xz"):
         if name.endswith(suffix):
             return name[: -len(suffix)]
@@ -178,20 +183,25 @@ def needed_ranges_of(cfg: Config, kind: Kind) -> list[Range]:
 
 
 def refs_from_mirror(cfg: Config, kind: Kind, done: Callable[[str, int | None, str | None], bool],
-                     progress_factory: ProgressFactory | None = None) -> list[DumpFileRef]:
+                     progress_factory: ProgressFactory | None = None,
+                     listing: dict[str, list[str]] | None = None) -> list[DumpFileRef]:
     """The configured mirror's history files of the configured dump dates, as local files
     (a file:// mirror is read in place, an http(s) one downloaded, resumably), one per page
     range in the ``dumps.prefer`` format where both are published (a file the warehouse
     already holds in the other format stays as it is); files the warehouse already holds
-    are not verified or downloaded again."""
+    are not verified or downloaded again. ``listing`` gets each date's files (names
+    without compression suffix)."""
     from emerge_lib.dumps.mirror import Mirror
 
     dumps = cfg.dumps.wikidata if kind == "wikidata" else cfg.dumps.wikipedia
     out: list[DumpFileRef] = []
     with Mirror(cfg.dumps.mirror) as mirror:
         for date in dumps.dates:
-            for f in mirror.history_files(dumps.wiki, date, cfg.dumps.prefer,
-                                          held=lambda held: done(held.name, held.size, held.sha1)):
+            files = mirror.history_files(dumps.wiki, date, cfg.dumps.prefer,
+                                         held=lambda held: done(held.name, held.size, held.sha1))
+            if listing is not None:
+                listing[date] = sorted(_content_name(f.name) for f in files)
+            for f in files:
                 skip = done(f.name, f.size, f.sha1)
                 if mirror.scheme == "file":
                     path = mirror.local_path(f, verify=not skip)
@@ -202,6 +212,29 @@ def refs_from_mirror(cfg: Config, kind: Kind, done: Callable[[str, int | None, s
                     dest = Path(cfg.dumps.download_dir) / dumps.wiki / date
                     path = mirror.download(f, dest, progress=progress)
                 out.append(DumpFileRef(path, date, f.sha1))
+    return out
+
+
+def listing_beside(wiki: str, refs: Sequence[DumpFileRef]) -> dict[str, list[str]]:
+    """Per full dump date of ``refs`` (files given by path), the files its dumpstatus.json
+    lists when the files lie in their dump folder as a mirror publishes them
+    (``…/{wiki}/{date}/``, dumpstatus.json beside them); dates without one are left out."""
+    from emerge_lib.dumps.mirror import Mirror, MirrorError
+
+    out: dict[str, list[str]] = {}
+    for ref in refs:
+        folder = ref.path.resolve().parent
+        if ref.increment or not ref.dump_date or ref.dump_date in out or \
+                folder.name != ref.dump_date or folder.parent.name != wiki or \
+                not (folder / "dumpstatus.json").is_file():
+            continue
+        try:
+            with Mirror(folder.parent.parent.as_uri()) as mirror:
+                out[ref.dump_date] = sorted(_content_name(f.name)
+                                            for f in mirror.history_files(wiki, ref.dump_date))
+        except MirrorError as exc:
+            log.info("%s: the dump's file list is unreadable (%s): it removes no page",
+                     ref.name, exc)
     return out
 
 
@@ -267,11 +300,13 @@ def plan_ingest(cfg: Config, catalog: Catalog, kind: Kind,
             return False
         return kind != "wikipedia" or covers(cov.get(name, []), needed)
 
+    listing: dict[str, list[str]] = {}
     if paths:
         refs = [DumpFileRef.of(p) for p in check_inputs(local_inputs(cfg, paths,
                                                                    progress_factory))]
+        listing = listing_beside(wiki, refs)
     else:
-        refs = refs_from_mirror(cfg, kind, is_done, progress_factory)
+        refs = refs_from_mirror(cfg, kind, is_done, progress_factory, listing)
     files = []
     for ref in refs:
         size = ref.path.stat().st_size
@@ -283,7 +318,7 @@ def plan_ingest(cfg: Config, catalog: Catalog, kind: Kind,
                         "had stay; use a fresh warehouse for unrelated dumps", ref.name,
                         catalog.warehouse, row["bytes"], size)
         files.append(PlannedFile(ref, size, kept, is_done(ref.name, size, ref.sha1)))
-    return IngestPlan(kind, wiki, files, needed, rewrite=cfg.dumps.reingest)
+    return IngestPlan(kind, wiki, files, needed, rewrite=cfg.dumps.reingest, listing=listing)
 
 
 def refuse_uncovered_snapshots(cfg: Config, wikidata: Sequence[str | Path] | None) -> None:

@@ -2,10 +2,10 @@
 to the timelines (the ``reconcile`` stage; docs/operations.md, *The reconciliation*).
 
 Why: an increment carries every new revision (a move's null revision included) but not a
-page's deletion, nor its restoration; and a newer full dump read over the warehouse adds
-and rewrites pages but removes none: a page deleted since the first full dump the
-warehouse was built from keeps its rows, though a build from the newer full dump alone
-does not have it. The logging dump of a dump run (``<wiki>-<date>-pages-logging.xml.gz``)
+page's deletion, nor its restoration; a newer full dump removes what it lacks only once
+ingested completely (``ingest.absent``, which shares ``remove_pages``): a page deleted
+since then keeps its rows, though a build from the newer full dump alone does not have
+it. The logging dump of a dump run (``<wiki>-<date>-pages-logging.xml.gz``)
 holds every log event before its date. The rule, per title, over the events from the day
 the wiki's deletions are known to (its first full dump, or the last logging dump
 reconciled) up to the logging dump's date:
@@ -39,7 +39,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from emerge_lib.ingest.files import DumpFileRef, IngestError
+from emerge_lib.ingest.files import DumpFileRef, IngestError, ingest_lock
 
 if TYPE_CHECKING:
     from emerge_lib.catalog import Catalog
@@ -52,6 +52,7 @@ TIMELINES = {"wikidatawiki": (("statement_timeline", "s"), ("item_timeline", "qi
              "enwiki": (("page_timeline", "page_id"), ("paragraph_timeline", "page_id"))}
 DELETE = frozenset({("delete", "delete"), ("suppress", "delete")})
 RESTORE = frozenset({("delete", "restore")})
+ABSENT = "absent_from_full_dump"  # a page a newer complete full dump does not hold
 _TARGET = re.compile(r'"4::target";s:\d+:"(.*?)";')
 
 
@@ -132,8 +133,8 @@ def _day(date: str) -> datetime:
 def reach(catalog: Catalog, wiki: str) -> tuple[str, str]:
     """(the date of the wiki's first full dump, the day its timelines reach: its newest
     full dump or the day after its newest increment), YYYYMMDD ('' when none). The first
-    full dump is read whole; a newer one read over it adds and rewrites pages but removes
-    none, so it brings no deletion: they are known as of the first one."""
+    full dump is read whole; a newer one ingested completely tells its deletions too (its
+    ``reconciled_logs`` row, ``ingest.absent``)."""
     rows = catalog.read_arrow("ingested_files", filters=[("wiki", "=", wiki)],
                               columns=["dump_date", "dump_file", "error"]).to_pylist()
     fulls = [r["dump_date"] for r in rows if r["error"] is None
@@ -236,16 +237,14 @@ def _page_keys(wiki: str, column: str, pages: Sequence[dict[str, Any]]) -> list[
     return [t for t in titles if ":" not in t]  # items: the title is the QID
 
 
-def apply_reconcile(catalog: Catalog, report: ReconcileReport, sha1: str | None) -> dict[str, int]:
-    """Write the decisions (record, timelines, watermarks, then the log's row); returns
-    the rows removed per table (0 on a rerun: the same tables)."""
+def remove_pages(catalog: Catalog, wiki: str, gone: Sequence[dict[str, Any]]
+                 ) -> dict[str, int]:
+    """Remove ``gone`` (dicts with ``page_id`` and ``title``) from every timeline of the
+    wiki and their watermarks; the rows removed per table (0 on a rerun)."""
     spark = catalog.session()
-    if report.pages:
-        catalog.merge("reconciled_pages", catalog.frame("reconciled_pages", report.pages))
-    gone = [p for p in report.pages if p["action"] == "deleted"]
     removed: dict[str, int] = {}
-    for table, column in TIMELINES.get(report.wiki, ()):
-        keys = _page_keys(report.wiki, column, gone)
+    for table, column in TIMELINES.get(wiki, ()):
+        keys = _page_keys(wiki, column, gone)
         if not keys or not catalog.exists(table):
             continue
         ddl = "page_id bigint" if column == "page_id" else f"{column} string"
@@ -254,11 +253,21 @@ def apply_reconcile(catalog: Catalog, report: ReconcileReport, sha1: str | None)
         catalog.delete_matching(table, frame, on=[column])
         removed[table] = before - catalog.row_count(table)
     if gone:
-        marks = spark.createDataFrame([(report.wiki, p["page_id"]) for p in gone],
+        marks = spark.createDataFrame([(wiki, p["page_id"]) for p in gone],
                                       "wiki string, page_id bigint")
         before = catalog.row_count("page_watermarks")
         catalog.delete_matching("page_watermarks", marks, on=["wiki", "page_id"])
         removed["page_watermarks"] = before - catalog.row_count("page_watermarks")
+    return removed
+
+
+def apply_reconcile(catalog: Catalog, report: ReconcileReport, sha1: str | None) -> dict[str, int]:
+    """Write the decisions (record, timelines, watermarks, then the log's row); returns
+    the rows removed per table (0 on a rerun: the same tables)."""
+    if report.pages:
+        catalog.merge("reconciled_pages", catalog.frame("reconciled_pages", report.pages))
+    gone = [p for p in report.pages if p["action"] in ("deleted", ABSENT)]
+    removed = remove_pages(catalog, report.wiki, gone)
     catalog.merge("reconciled_logs", catalog.frame("reconciled_logs", [{
         "wiki": report.wiki, "dump_date": report.dump_date, "dump_file": report.dump_file,
         "sha1": sha1, "events": report.events, "deleted": report.deleted,
@@ -273,8 +282,6 @@ def reconcile(catalog: Catalog, wiki: str, path: Path, dump_date: str, *,
     timelines, under the wiki's ingest lock. Refused (IngestError) when the timelines do
     not reach the dump's date (increments up to the day before it): the deletions would
     be known past what the timelines hold."""
-    from emerge_lib.ingest.run import ingest_lock
-
     with ingest_lock(catalog, wiki):
         first, reached = reach(catalog, wiki)
         report = ReconcileReport(wiki, path.name, dump_date)

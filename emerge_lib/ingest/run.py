@@ -11,20 +11,20 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from emerge_lib.catalog import Catalog
-from emerge_lib.catalog.storage import timelines_lock
 from emerge_lib.core.config import Config
+from emerge_lib.ingest.absent import reconcile_full_dump
 from emerge_lib.ingest.commit import check_rejects, commit
 from emerge_lib.ingest.extract import extract, job_for
-from emerge_lib.ingest.files import IngestError
+from emerge_lib.ingest.files import IngestError, ingest_lock
 from emerge_lib.ingest.plan import IngestPlan, Kind, PlannedFile, Range, plan_ingest, wiki_of
 from emerge_lib.ingest.pool import WorkerPool, log_file, run_workers
+from emerge_lib.ingest.reconcile import ReconcileReport
 from emerge_lib.ingest.staging import FileSummary, missing_outputs, remove_staging
 
 if TYPE_CHECKING:
@@ -48,6 +48,9 @@ class IngestReport:
     # files of newer dump dates left for extraction elsewhere (finish_ingest's
     # ``newer_elsewhere``); the verdict on the rejects waits for the commit of those
     later: list[PlannedFile] = field(default_factory=list)
+    # what a newer complete full dump removed (ingest.absent): None when nothing was decided
+    reconciled: ReconcileReport | None = None
+    removed: dict[str, int] = field(default_factory=dict)
 
     @property
     def revisions(self) -> int:
@@ -102,6 +105,7 @@ def run_ingest(cfg: Config, catalog: Catalog, kind: Kind,
         with WorkerPool(cfg.workers) as pool:
             _run_batches(cfg, catalog, plan, report, pool, spark, finished)
         report.totals = check_rejects(catalog, plan, cfg.dumps.max_reject_ratio)
+        report.reconciled, report.removed = reconcile_full_dump(catalog, plan)
     report.seconds = time.monotonic() - started
     return report
 
@@ -182,6 +186,7 @@ def finish_ingest(cfg: Config, catalog: Catalog, plan: IngestPlan,
                      plan.wiki, len(report.later))
         else:
             report.totals = check_rejects(catalog, plan, cfg.dumps.max_reject_ratio)
+            report.reconciled, report.removed = reconcile_full_dump(catalog, plan)
     report.seconds = time.monotonic() - started
     return report
 
@@ -222,16 +227,6 @@ def _kept(catalog: Catalog, plan: IngestPlan, f: PlannedFile) -> tuple[Range, ..
     from emerge_lib.ingest.wikipedia.coverage import covered_ranges, merge_ranges
 
     return tuple(merge_ranges(covered_ranges(catalog, plan.wiki) + list(plan.needed)))
-
-
-@contextmanager
-def ingest_lock(catalog: Catalog, wiki: str) -> Iterator[None]:
-    """One ingest of a wiki at a time, and none while a stage reads its timelines (two
-    builds started side by side: the second waits, then finds the files done). On an
-    ``s3://`` warehouse the lock is this machine's; the commit's basis check still refuses
-    to commit an extraction that went stale under another machine's writer."""
-    with timelines_lock(catalog.warehouse, [wiki], mode="write"):
-        yield
 
 
 def describe(report: IngestReport) -> str:

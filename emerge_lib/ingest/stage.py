@@ -39,7 +39,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-INGEST_READS = ("page_watermarks", "ingested_files", "ingest_rejects")
+INGEST_READS = ("page_watermarks", "ingested_files", "ingest_rejects", "dump_pages",
+                "reconciled_pages", "reconciled_logs")
+#: a newer complete full dump removes what it lacks (ingest.absent)
+INGEST_WRITES = ("page_watermarks", "ingested_files", "ingest_rejects", "dump_pages",
+                 "reconciled_pages", "reconciled_logs")
 
 
 def _outcome(report: IngestReport) -> Outcome:
@@ -50,6 +54,8 @@ def _outcome(report: IngestReport) -> Outcome:
         metrics["already ingested"] = len(report.done)
     metrics |= {"revisions": report.revisions, "rejects": report.rejects,
                 "MB": report.bytes / 1e6}
+    if report.reconciled is not None:  # what a newer complete full dump removed
+        metrics["pages changed"] = report.reconciled.changed
     note = "" if report.files else f"{len(report.done)} files already ingested"
     return Outcome(report.rows(), metrics, note, report)
 
@@ -183,13 +189,11 @@ def _ingest_stage(kind: Kind, reads: tuple[str, ...], writes: tuple[str, ...],
 
 INGEST_WIKIDATA = _ingest_stage(
     "wikidata", INGEST_READS,
-    ("statement_timeline", "item_timeline", "property_timeline", "page_watermarks",
-     "ingested_files", "ingest_rejects"),
+    ("statement_timeline", "item_timeline", "property_timeline", *INGEST_WRITES),
     ("dumps",), "Wikidata history files → statement, item and property timelines")
 INGEST_WIKIPEDIA = _ingest_stage(
     "wikipedia", (*INGEST_READS, "paragraph_coverage"),
-    ("page_timeline", "paragraph_timeline", "paragraph_coverage", "page_watermarks",
-     "ingested_files", "ingest_rejects"),
+    ("page_timeline", "paragraph_timeline", "paragraph_coverage", *INGEST_WRITES),
     ("dumps", "snapshots", "stability"),
     "Wikipedia history files → page and paragraph timelines for the snapshots' ranges")
 STAGES = (INGEST_WIKIDATA, INGEST_WIKIPEDIA)

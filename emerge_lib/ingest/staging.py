@@ -72,6 +72,34 @@ class FileSummary:
     staging: str = ""  # this file's staging folder, removed after the commit
 
 
+class PageRuns:
+    """The ids of every <page> a file holds, as runs of consecutive ids (``dump_pages``):
+    dumps list pages in id order, so a file is a few runs per thousand pages, not a row
+    per page. What a newer full dump lacks is known from them (``ingest.reconcile``)."""
+
+    __slots__ = ("hi", "lo", "runs")
+
+    def __init__(self) -> None:
+        self.runs: list[tuple[int, int]] = []
+        self.lo = self.hi = -2
+
+    def add(self, page_id: int) -> None:
+        if page_id == self.hi + 1:
+            self.hi = page_id
+            return
+        if self.lo <= page_id <= self.hi:
+            return  # seen (a page read twice: a replay's second pass)
+        if self.hi >= 0:
+            self.runs.append((self.lo, self.hi))
+        self.lo = self.hi = page_id
+
+    def close(self) -> list[tuple[int, int]]:
+        if self.hi >= 0:
+            self.runs.append((self.lo, self.hi))
+            self.lo = self.hi = -2
+        return self.runs
+
+
 class StagedOutputs:
     """Row buffers per output, flushed to Parquet in the staging folder.
 
@@ -202,6 +230,8 @@ class Quarantine:
     summary: FileSummary
     out: StagedOutputs
     empty_ok: bool = False  # a file without revisions is fine (a quiet day's increment)
+    dump_date: str
+    page_ids: PageRuns  # every <page> of the file, in scope or not (``dump_pages``)
 
     @contextmanager
     def open_dump(self, **options: Any) -> Iterator[Dump]:
@@ -233,6 +263,8 @@ class Quarantine:
             self.fail_file(exc)  # truncated, corrupt, unreadable, or not a dump
         except Exception as exc:  # noqa: BLE001 - anything else fails this file, not the run
             self.fail_file(exc, expected=False)
+        for lo, hi in self.page_ids.close():
+            self.out.add_values("dump_pages", (self.wiki, self.dump_date, self.dump_file, lo, hi))
         self.summary.outputs = self.out.close()
         self.summary.rows = {k: v for k, v in self.out.counts.items() if v}
         self.summary.seconds = time.monotonic() - started
@@ -288,4 +320,6 @@ class Quarantine:
         self.summary.error = text
 
     def _on_page_reject(self, r: PageReject) -> None:
+        if r.page_id is not None:  # a broken page is still in the file: never "absent"
+            self.page_ids.add(r.page_id)
         self.reject(r.page_id, r.title, None, "malformed_xml", f"{r.reason} at byte {r.offset}")

@@ -96,8 +96,8 @@ def provisional(catalog: Catalog, versions: Mapping[str, int | None],
     timelines of a wiki reach past the day its deletions are known to (its first full
     dump, or the newest logging dump reconciled), and the snapshot's last window ends
     after that day. Each with that day. Only increments count as reaching past it: a
-    warehouse of full dumps is not marked, though one read over another removes no page
-    either (docs/operations.md says so)."""
+    warehouse of full dumps is not marked (a newer one ingested completely removes what
+    it lacks and writes its reconciled_logs row: ``ingest.absent``)."""
     from datetime import UTC, datetime, timedelta
 
     files, logs = versions.get("ingested_files"), versions.get("reconciled_logs")
@@ -112,7 +112,7 @@ def provisional(catalog: Catalog, versions: Mapping[str, int | None],
         if "-pages-meta-hist-incr.xml" in r["dump_file"]:  # a day: before the next day
             day = (datetime.strptime(r["dump_date"], "%Y%m%d") + timedelta(days=1))
             reached[r["wiki"]] = max(reached.get(r["wiki"], ""), day.strftime("%Y%m%d"))
-        else:  # the first full dump: a newer one read over it removes no page
+        else:  # the first full dump (a newer one complete: its reconciled_logs row)
             covered[r["wiki"]] = min(covered.get(r["wiki"]) or r["dump_date"], r["dump_date"])
     if logs is not None:
         for r in catalog.read_arrow("reconciled_logs", version=logs,

@@ -42,6 +42,7 @@ from emerge_lib.ingest.staging import (
     PARTIAL_GAP,
     PARTIAL_LATE,
     FileSummary,
+    PageRuns,
     Quarantine,
     StagedOutputs,
 )
@@ -175,7 +176,7 @@ class _Outputs(StagedOutputs):
     NAMES = (
         "statement_timeline", "statement_closures", "item_timeline", "item_closures",
         "property_timeline", "property_closures", "page_watermarks", "ingest_rejects",
-        "replayed_entities",
+        "replayed_entities", "dump_pages",
     )
     EXTRA = {
         "statement_closures": pa.schema([
@@ -247,6 +248,7 @@ class WikidataFileExtractor(Quarantine):
         self._last_facts: EntityFacts | None = None
         self._versions_cache = VersionCache()
         self.summary = FileSummary(self.dump_file, self.dump_date)
+        self.page_ids = PageRuns()
 
     def entity_scanner(self) -> Any:
         return wikidata.entity_scanner() if self.scan_entities else None
@@ -378,6 +380,8 @@ class WikidataFileExtractor(Quarantine):
 
     def process_page(self, page: Page, replay_all: bool = False) -> bool:
         """Returns False when the page must be replayed from its first revision."""
+        if not replay_all:  # a replay's second pass reads pages seen already
+            self.page_ids.add(page.page_id)
         eid = self.entity_id(page)
         if eid is None:  # talk, user, project, lexeme... pages: the scanner skips to </page>
             self.summary.skipped_pages += 1

@@ -66,6 +66,7 @@ from emerge_lib.ingest.staging import (
     PARTIAL_GAP,
     PARTIAL_LATE,
     FileSummary,
+    PageRuns,
     Quarantine,
     StagedOutputs,
 )
@@ -167,7 +168,7 @@ def parse_move(comment: str | None) -> tuple[str, str] | None:
 
 class _Outputs(StagedOutputs):
     NAMES = ("page_timeline", "paragraph_timeline", "page_watermarks", "ingest_rejects",
-             "written_pages")
+             "written_pages", "dump_pages")
     EXTRA = {"written_pages": pa.schema([("page_id", pa.int64())])}
 
 
@@ -212,9 +213,11 @@ class WikipediaFileExtractor(Quarantine):
         self.threads = threads
         self.out = _Outputs(str(staging), self.dump_file.replace("/", "_"))
         self.summary = WikipediaFileSummary(self.dump_file, self.dump_date)
+        self.page_ids = PageRuns()
 
     # -- one page ------------------------------------------------------------------------
     def process_page(self, page: Page) -> None:
+        self.page_ids.add(page.page_id)
         if page.ns != ARTICLE_NS:
             self.summary.skipped_pages += 1  # the reader skips its revisions unread
             return

@@ -1,16 +1,21 @@
-"""The reconciliation over full dumps alone: a newer full dump read over an older one adds
-and rewrites pages but removes none, so the pages deleted between them keep their rows;
-the newer run's logging dump, given by path (`emerge ingest --wikipedia/--wikidata
-…-pages-logging.xml.gz`), removes exactly those, and the timelines equal those of the
-newer full dump alone. A logging dump newer than what the timelines reach is refused."""
+"""The reconciliation over full dumps alone. A newer full dump ingested completely (every
+file its dumpstatus.json lists) removes the pages it lacks: the timelines and watermarks
+equal those of the newer dump alone, the count is the planted deletions, also after a
+kill; a partial one (one file), or one whose file list is unknown (files given without
+their dumpstatus.json), removes nothing, and then the newer run's logging dump, given by
+path (`emerge ingest --wikipedia/--wikidata …-pages-logging.xml.gz`), removes exactly
+those. A logging dump newer than what the timelines reach is refused; a world without
+deletions loses nothing."""
 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
-from ingestkit import ingest_wikidata, ingest_wikipedia
+from ingestkit import ingest_wikidata, ingest_wikipedia, killed_before
+from stagekit import ingest
 
 from emerge_lib.catalog import Catalog
 from emerge_lib.cli import main
@@ -28,14 +33,36 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def _ingest(catalog: Catalog, world: Path, *dates: str) -> None:
+def _ingest(catalog: Catalog, world: Path, *dates: str, bare: Path | None = None) -> None:
+    """Each date's bz2 files by path, in their mirror folder (beside dumpstatus.json), or
+    copied into ``bare`` without it (the dump's file list unknown)."""
     about = json.loads((world / "world.json").read_text())
     for date in dates:
-        ingest_wikidata(catalog, sorted((world / "mirror" / "wikidatawiki" / date).glob("*.bz2")),
-                        max_reject_ratio=1.0)
-        ingest_wikipedia(catalog, sorted((world / "mirror" / "enwiki" / date).glob("*.bz2")),
-                         snapshots=about["snapshots"], windows=5, window_days=7,
-                         max_reject_ratio=1.0)
+        files = {}
+        for wiki in ("wikidatawiki", "enwiki"):
+            files[wiki] = sorted((world / "mirror" / wiki / date).glob("*.bz2"))
+            if bare is not None:
+                (bare / wiki).mkdir(parents=True, exist_ok=True)
+                files[wiki] = [Path(shutil.copy(f, bare / wiki)) for f in files[wiki]]
+        ingest_wikidata(catalog, files["wikidatawiki"], max_reject_ratio=1.0)
+        ingest_wikipedia(catalog, files["enwiki"], snapshots=about["snapshots"], windows=5,
+                         window_days=7, max_reject_ratio=1.0)
+
+
+def _stage(catalog: Catalog, world: Path, wiki: str, files: list[Path]) -> dict[str, float]:
+    """One wiki's ingest stage on ``files``; its metrics."""
+    about = json.loads((world / "world.json").read_text())
+    if wiki == "wikidatawiki":
+        return ingest(catalog, "wikidata", files, dumps={"max_reject_ratio": 1.0}).metrics
+    return ingest(catalog, "wikipedia", files, dumps={"max_reject_ratio": 1.0},
+                  snapshots={"timestamps": about["snapshots"], "windows": 5,
+                             "window_days": 7}).metrics
+
+
+def _marks(catalog: Catalog) -> list[str]:
+    """The watermarks but which dump wrote them (an unchanged page keeps the older's)."""
+    return sorted(repr({k: v for k, v in r.items() if k not in ("dump_date", "dump_file")})
+                  for r in catalog.read_arrow("page_watermarks").to_pylist())
 
 
 def _differ(got: Catalog, want: Catalog) -> dict[str, set[str]]:
@@ -64,7 +91,9 @@ def test_the_logging_dump_removes_what_a_newer_full_dump_keeps(world: Path, tmp_
     d0, d1 = about["dumps"]["dates"][0], about["dumps"]["dates"][-1]
     planted = about["logging"]
     both = Catalog(tmp_path / "both", spark)
-    _ingest(both, world, d0, d1)
+    _ingest(both, world, d0)
+    _ingest(both, world, d1, bare=tmp_path / "bare")  # the newer dump's file list unknown
+    assert not both.exists("reconciled_pages")
     fresh = Catalog(tmp_path / "fresh", spark)
     _ingest(fresh, world, d1)
     deleted_pages = {str(r["page_id"]) for r in planted["deleted"] if r["wiki"] == "enwiki"}
@@ -77,11 +106,7 @@ def test_the_logging_dump_removes_what_a_newer_full_dump_keeps(world: Path, tmp_
 
     assert _reconcile(world, tmp_path / "both", d1) == 0
     assert all(not differ for differ in _differ(both, fresh).values())
-    marks = [{k: v for k, v in r.items() if k not in ("dump_date", "dump_file")}
-             for r in both.read_arrow("page_watermarks").to_pylist()]
-    assert sorted(map(repr, marks)) == sorted(
-        repr({k: v for k, v in r.items() if k not in ("dump_date", "dump_file")})
-        for r in fresh.read_arrow("page_watermarks").to_pylist())
+    assert _marks(both) == _marks(fresh)
     recorded = both.read_arrow("reconciled_pages").to_pylist()
     assert sorted((r["wiki"], r["page_id"]) for r in recorded if r["action"] == "deleted") == \
         sorted((r["wiki"], r["page_id"]) for r in planted["deleted"])
@@ -103,3 +128,89 @@ def test_the_logging_dump_removes_what_a_newer_full_dump_keeps(world: Path, tmp_
             if line.startswith("emerge:")]
     assert len(said) == 1 and f"the wikidatawiki timelines reach {d0}" in said[0], said
     assert not older.exists("reconciled_logs")
+
+
+def test_a_newer_complete_full_dump_removes_what_it_lacks(world: Path, tmp_path: Path,
+                                                          spark) -> None:
+    """20240220 then 20240520 (all files, from the mirror's folders): the timelines and
+    watermarks of 20240520 alone, the deleted article and item included; each wiki's
+    ingest killed in the reconciliation (before its record; before its last write), then
+    run again: the same tables, the same count."""
+    about = json.loads((world / "world.json").read_text())
+    d0, d1 = about["dumps"]["dates"][0], about["dumps"]["dates"][-1]
+    planted = about["logging"]["deleted"]
+    both = Catalog(tmp_path / "both", spark)
+    _ingest(both, world, d0)
+    files = {w: sorted((world / "mirror" / w / d1).glob("*.bz2"))
+             for w in ("wikidatawiki", "enwiki")}
+    metrics = {}
+    for wiki, table in (("wikidatawiki", "reconciled_logs"), ("enwiki", "reconciled_pages")):
+        with killed_before(table):
+            _stage(both, world, wiki, files[wiki])
+        metrics[wiki] = _stage(both, world, wiki, files[wiki])
+    item = next(r["title"] for r in planted if r["wiki"] == "wikidatawiki")
+    # killed before its last write, the rerun removed nothing more: the same count
+    assert {w: m["pages changed"] for w, m in metrics.items()} == {
+        w: sum(r["wiki"] == w for r in planted) for w in files} == {
+        "wikidatawiki": 1, "enwiki": 1}
+    fresh = Catalog(tmp_path / "fresh", spark)
+    _ingest(fresh, world, d1)
+    assert all(not differ for differ in _differ(both, fresh).values())
+    assert _marks(both) == _marks(fresh)
+    assert item not in {r["qid"] for r in both.read_arrow("item_timeline").to_pylist()}
+    recorded = both.read_arrow("reconciled_pages").to_pylist()
+    assert sorted((r["wiki"], r["page_id"], r["title"], r["action"]) for r in recorded) == \
+        sorted((r["wiki"], r["page_id"], r["title"], "absent_from_full_dump") for r in planted)
+    for r in recorded:  # the file whose page range holds it
+        lo, hi = (int(x) for x in r["dump_file"].rsplit("-p", 1)[1].split(".")[0].split("p"))
+        assert lo <= r["page_id"] <= hi and r["dump_date"] == d1, r
+    logs = both.read_arrow("reconciled_logs").to_pylist()
+    assert sorted((r["wiki"], r["dump_date"], r["deleted"]) for r in logs) == [
+        ("enwiki", d1, 1), ("wikidatawiki", d1, 1)]
+    # the deletions are known to d1: its logging dump, given by path, changes nothing
+    assert _reconcile(world, tmp_path / "both", d1) == 0
+    assert all(not differ for differ in _differ(both, fresh).values())
+    assert both.read_arrow("reconciled_pages").num_rows == len(recorded)
+    # given again: done, nothing decided
+    assert "pages changed" not in _stage(both, world, "enwiki", files["enwiki"])
+
+
+def test_a_partial_full_dump_removes_nothing(world: Path, tmp_path: Path, spark) -> None:
+    """One file of the newer Wikidata dump (the one holding the deleted item) removes
+    nothing; its other files, ingested later, complete it: then the item goes."""
+    about = json.loads((world / "world.json").read_text())
+    d0, d1 = about["dumps"]["dates"][0], about["dumps"]["dates"][-1]
+    item = next(r for r in about["logging"]["deleted"] if r["wiki"] == "wikidatawiki")
+    catalog = Catalog(tmp_path / "part", spark)
+    files = sorted((world / "mirror" / "wikidatawiki" / d0).glob("*.bz2"))
+    _stage(catalog, world, "wikidatawiki", files)
+    newer = sorted((world / "mirror" / "wikidatawiki" / d1).glob("*.bz2"))
+    assert len(newer) > 1
+    holding = [f for f in newer if f"-p{(item['page_id'] - 1) // 50 * 50 + 1}p" in f.name]
+    assert len(holding) == 1, holding
+    qids = lambda: {r["qid"] for r in catalog.read_arrow("item_timeline").to_pylist()}  # noqa: E731
+    assert "pages changed" not in _stage(catalog, world, "wikidatawiki", holding)
+    assert item["title"] in qids() and not catalog.exists("reconciled_pages")
+    metrics = _stage(catalog, world, "wikidatawiki", [f for f in newer if f not in holding])
+    assert metrics["pages changed"] == 1 and item["title"] not in qids()
+
+
+def test_a_world_without_deletions_loses_nothing(tmp_path: Path, spark) -> None:
+    """The default world (no logging, no deletion): both dates, every file: nothing
+    removed, the count 0."""
+    world = tmp_path / "world"
+    generate_world(world, SampleSpec(seed=3, items=30, articles=8, revisions=1))
+    d0, d1 = json.loads((world / "world.json").read_text())["dumps"]["dates"]
+    catalog = Catalog(tmp_path / "plain", spark)
+    _ingest(catalog, world, d0)
+    for wiki in ("wikidatawiki", "enwiki"):
+        marks = catalog.read_arrow("page_watermarks", filters=[("wiki", "=", wiki)]).num_rows
+        metrics = _stage(catalog, world, wiki,
+                         sorted((world / "mirror" / wiki / d1).glob("*.bz2")))
+        assert metrics["pages changed"] == 0, wiki
+        assert catalog.read_arrow("page_watermarks",
+                                  filters=[("wiki", "=", wiki)]).num_rows >= marks
+    assert catalog.read_arrow("reconciled_pages").num_rows == 0
+    assert sorted((r["wiki"], r["deleted"]) for r in
+                  catalog.read_arrow("reconciled_logs").to_pylist()) == [
+        ("enwiki", 0), ("wikidatawiki", 0)]
