@@ -60,21 +60,23 @@ import os
 import pickle
 import re
 import shutil
+import sys
 import tempfile
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import yaml
-from _harness import Watched, cpu_count, ensure_world, loglog_slope, watch_emerge
+from _harness import REPO, Watched, cpu_count, ensure_world, loglog_slope, watch_emerge
+
+sys.path.insert(0, str(REPO / "tests" / "kits"))  # the release comparison the tests use
+from buildkit import release_files  # noqa: E402
 
 GROWTH_TARGET = 1.1  # issue 44: the quarter's cost grows <= 1.1x while the history doubles
 WIKIS = {"wikidata": "wikidatawiki", "wikipedia": "enwiki"}
 #: the release files naming the dumps it was built from: all two equal releases may differ in
 #: (tests/e2e/pipeline/test_incr.py)
 PROVENANCE = {"README.md", "card.html", "croissant.json", "manifest.json"}
-#: the files that show the validation's run times (tests/kits/buildkit.py)
-RUN_TIME_FILES = ("README.md", "card.html", "validation/index.html")
 _CARRIED = re.compile(r"\(carried [\d,]+ files \(([\d.]+) MB\)")
 _METRIC = re.compile(r", ([\d,.]+) (files|carried_files|carried_mb)\b")
 
@@ -190,25 +192,11 @@ def release_metrics(line: str) -> dict[str, float]:
 
 
 def release_digests(folder: Path) -> dict[str, str]:
-    """A release's files by path, their sha256, with the validation's run times (the
-    manifest's ``validated_at``) taken out as tests/kits/buildkit.py ``release_files`` does:
-    what two builds of the same rows must have equal."""
-    files = {f.relative_to(folder).as_posix(): f.read_bytes()
-             for f in sorted(folder.rglob("*")) if f.is_file()}
-    if "manifest.json" in files:
-        manifest = json.loads(files["manifest.json"])
-        states = (manifest.get("validation") or {}).get("snapshots") or {}
-        times = sorted({str(v["validated_at"]) for v in states.values()
-                        if isinstance(v, dict) and v.get("validated_at")}, key=len, reverse=True)
-        for entry in manifest.get("files", []):
-            if entry["path"] in RUN_TIME_FILES:
-                entry["sha256"] = entry["bytes"] = None
-        files["manifest.json"] = json.dumps(manifest, sort_keys=True).encode()
-        for name in (*RUN_TIME_FILES, "manifest.json"):
-            for t in times:
-                if name in files:
-                    files[name] = files[name].replace(t.encode(), b"<validated_at>")
-    return {name: hashlib.sha256(data).hexdigest() for name, data in files.items()}
+    """A release's files by path, their sha256, with the validation's run times taken out
+    by the tests' own rule (tests/kits/buildkit.py ``release_files``): what two builds of
+    the same rows must have equal."""
+    return {name: hashlib.sha256(data).hexdigest()
+            for name, data in release_files(folder).items()}
 
 
 def compare_releases(a: Path, b: Path) -> list[str]:
