@@ -90,6 +90,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items.sort(key=order)
 
 
+@pytest.fixture(autouse=True)
+def _secrets_forgotten_after_each_test():
+    """The secrets a test's configuration registered (core.logs) are forgotten after it:
+    a worker that ran a test with the secret key "secret" masked the word in the next
+    test's message ("the *** key does not match")."""
+    from emerge_lib.core import logs
+
+    secrets, maskers = set(logs._secrets), list(logs._maskers)
+    yield
+    logs._secrets.clear()
+    logs._secrets.update(secrets)
+    logs._maskers[:] = maskers
+
+
 @pytest.fixture(scope="session")
 def realdata() -> Path:
     """The folder of real dump samples; tests that need it skip cleanly when it is absent."""

@@ -44,7 +44,12 @@ from emerge_lib.catalog.specs import (
     spec,
 )
 from emerge_lib.catalog.sql import literal, partition_predicate
-from emerge_lib.core.engine import EngineTraits, engine_activity, engine_traits
+from emerge_lib.core.engine import (
+    EngineTraits,
+    engine_activity,
+    engine_traits,
+    local_checkpoint,
+)
 
 if TYPE_CHECKING:
     from deltalake import DeltaTable
@@ -399,7 +404,7 @@ class Catalog:
 
         if self.traits.caches and keep == "checkpoint":
             with engine_activity("a local checkpoint (materialize)"):
-                kept = df.localCheckpoint(eager=True)
+                kept = local_checkpoint(df)
             # held until clean_scratch, as a scratch table is: Spark Connect releases a
             # checkpoint when its DataFrame object is collected, and a frame of spark.sql
             # over it holds only the plan's protobuf, not the object
@@ -519,9 +524,7 @@ class Catalog:
                     UNION ALL
                     SELECT x.*, 'outside' AS _op FROM {{new}} x LEFT ANTI JOIN {{keys}} k
                       ON {keyed}
-                """, old=self.read(name), new=df, keys=keys), keep="table")
-                # (a table, not a checkpoint: Spark 4.2 lost this union's checkpoint before
-                # its next read, "remote checkpoint relation does not exist")
+                """, old=self.read(name), new=df, keys=keys))
                 counts = {r["_op"]: int(r["n"]) for r in
                           src.groupBy("_op").count().withColumnRenamed("count", "n").collect()}
             if counts.get("outside"):

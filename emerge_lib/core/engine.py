@@ -27,7 +27,7 @@ from emerge_lib.core.config import SESSION_TIMEOUT_S, Config, EngineSettings, S3
 from emerge_lib.core.errors import EmergeError
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
 log = logging.getLogger(__name__)
 
@@ -240,6 +240,28 @@ def engine_traits(spark: SparkSession) -> EngineTraits:
     return traits
 
 
+def local_checkpoint(df: DataFrame) -> DataFrame:
+    """``df.localCheckpoint(eager=True)``, its result bound to ``df``'s own session.
+
+    PySpark's Connect client binds a checkpoint's result to ``SparkSession.active()``,
+    the first session the thread created, not to the one that ran it. In a process holding
+    two sessions (Sail and Spark 4) the next plan over the result then went to the other
+    server ("remote checkpoint relation does not exist"), and its release at garbage
+    collection too. The session is made the thread's active one for the call (PySpark
+    4.2 has no public setter for it), then the former one is put back.
+    """
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+    own = df.sparkSession
+    local = ConnectSession._active_session
+    before = getattr(local, "session", None)
+    local.session = own
+    try:
+        return df.localCheckpoint(eager=True)
+    finally:
+        local.session = before
+
+
 def _spark_settings(s3: S3Settings | None) -> dict[str, str]:
     """The session settings emerge needs on Apache Spark with Delta Lake:
 
@@ -357,7 +379,7 @@ def _connect(url: str, timeout_s: float, call_timeout_s: float | None = None,
     """A session on ``url``, reachable within ``timeout_s``; each of its engine calls bounded
     by ``call_timeout_s`` (:class:`CallDeadline`; None: unbounded). On Apache Spark the
     session gets emerge's settings (:func:`_spark_settings`, with ``s3``'s)."""
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
     deadline = time.monotonic() + timeout_s
     last: Exception | None = None

@@ -125,6 +125,28 @@ def test_a_materialized_frame_lives_until_the_next_cleanup(catalog: Catalog,
     assert not any(scratch.glob("*")) if scratch.is_dir() else True
 
 
+@pytest.mark.spark
+def test_a_checkpoint_stays_on_its_own_session_when_another_is_active(
+        spark, spark4, tmp_path: Path) -> None:
+    """PySpark binds a checkpoint's result to the thread's active session; with Sail's
+    active, a plan over a Spark 4 checkpoint went to Sail ("remote checkpoint relation
+    does not exist"), as in a test process that opened Sail's session first."""
+    from pyspark.sql.connect.session import SparkSession
+
+    local = SparkSession._active_session
+    before = getattr(local, "session", None)
+    local.session = spark  # Sail's, as when its fixture ran first
+    try:
+        catalog = Catalog(tmp_path / "warehouse", spark4)
+        first = catalog.materialize(spark4.range(10).selectExpr("id", "id % 3 AS k"))
+        assert first.sparkSession is spark4
+        second = catalog.materialize(first.filter("k = 0").select("id"))  # over the first
+        assert sorted(r.id for r in second.collect()) == [0, 3, 6, 9]
+        assert SparkSession.active() is spark  # put back
+    finally:
+        local.session = before
+
+
 @on_each_engine
 def test_a_list_column_from_local_rows_through_replace_where(catalog: Catalog) -> None:
     """Sail's replaceWhere refuses list elements named otherwise than in the table's files
