@@ -379,7 +379,7 @@ def _connect(url: str, timeout_s: float, call_timeout_s: float | None = None,
     """A session on ``url``, reachable within ``timeout_s``; each of its engine calls bounded
     by ``call_timeout_s`` (:class:`CallDeadline`; None: unbounded). On Apache Spark the
     session gets emerge's settings (:func:`_spark_settings`, with ``s3``'s)."""
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import SparkSession
 
     deadline = time.monotonic() + timeout_s
     last: Exception | None = None
