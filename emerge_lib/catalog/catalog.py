@@ -882,9 +882,9 @@ def rows_digest(rows: DataFrame, schema: pa.Schema) -> str:
     from pyspark.sql import functions as F
 
     parts = []
-    for field in schema:
-        column = F.col(field.name)
-        parts += [F.to_json(column) if pa.types.is_nested(field.type) else column,
+    for declared in schema:
+        column = F.col(declared.name)
+        parts += [F.to_json(column) if pa.types.is_nested(declared.type) else column,
                   column.isNull()]
     low = F.lit(0xFFFFFFFF).cast("bigint")
     sums = []
