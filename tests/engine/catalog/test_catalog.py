@@ -444,7 +444,7 @@ def test_a_partition_digest_follows_its_rows_not_its_files(catalog: Catalog) -> 
     catalog.replace_partitions("passages", catalog.frame("passages", [
         {**_passage(9), "snapshot": apr}]), {"snapshot": apr}, "window", [2])
     assert catalog.partition_digest("passages", catalog.version("passages"), jan) == first
-    m0, m1 = base[0]["mentions"]  # type: ignore[misc]
+    m0, m1 = base[0]["mentions"]
     planted = {
         "a value": [_passage(0, text="text 0!"), *base[1:]],
         "a row added, a copy of one": [*base, base[0]],
