@@ -287,14 +287,19 @@ class Catalog:
 
         Computed by the engine (:func:`rows_digest`) once per set of data files in this
         process: the files' names are the cache key (Delta data files are never rewritten
-        in place, so the same names are the same rows)."""
+        in place, so the same names are the same rows; with deletion vectors, which take
+        rows out of a file, the table's id and version too)."""
         import hashlib
 
         if version is None or not self.exists(name):
             return None
-        files = self._delta(name, version).file_uris(
-            file_pruning_predicate=[("snapshot", "=", snapshot)])
-        names = "\n".join(sorted(f.rsplit("/", 1)[-1] for f in files))
+        table = self._delta(name, version)
+        files = table.file_uris(file_pruning_predicate=[("snapshot", "=", snapshot)])
+        marks = sorted(f.rsplit("/", 1)[-1] for f in files)
+        if "deletionVectors" in set(table.protocol().reader_features or []):
+            # a file's rows are then not its Parquet rows: the version says which
+            marks.append(f"version {table.metadata().id} {table.version()}")
+        names = "\n".join(marks)
         key = (self.path(name), snapshot, hashlib.sha256(names.encode()).hexdigest())
         if key not in self._digests:
             from pyspark.sql import functions as F
