@@ -27,8 +27,9 @@ configuration with those snapshots and the older dump date, ``--out`` a release 
 the release the quarter extends; timed, not part of the quarter). The quarter then ends,
 in (a), with ``emerge build`` of the configuration with every snapshot (the new one
 added) into the same ``--out``, so the release may carry the old snapshots' files over by
-hash (``release.carry_unchanged``; measured 2026-12-04: it carried none, the build runs
-every snapshot's stages again: docs/performance.md); in (b), with the same build on the newer dump date,
+hash (``release.carry_unchanged``; measured 2026-12-05: none, the quarter's merge changed
+the older snapshot's rows: docs/performance.md), and then runs that build again with
+nothing changed (every snapshot's files carried); in (b), with the same build on the newer dump date,
 into a copy of the base release (its carry sidecar ``.NAME.carry.json`` copied beside
 it). Per stage: wall and CPU from the stage's log line; for the release, the files
 written and carried (the stage's ``files``, ``carried_files``, ``carried_mb``); at the
