@@ -876,8 +876,9 @@ def rows_digest(rows: DataFrame, schema: pa.Schema) -> str:
     in one aggregate (Sail and Spark 4 have ``xxhash64``, ``to_json``, ``shiftrightunsigned``),
     each sum as its two 32-bit halves, so no sum overflows (Spark 4 fails one, ANSI).
 
-    A row's hash reads every column of ``schema`` in the declared order (an engine stores
-    the partition columns where it likes), each value with whether it is NULL
+    A row's hash reads every column of ``schema`` the frame has (a table written before a
+    column was declared lacks it until its next write), in the declared order (an engine
+    stores the partition columns where it likes), each value with whether it is NULL
     (``xxhash64`` skips NULLs: ('a', NULL) and (NULL, 'a') would hash alike) and each
     nested value (lists, structs) as its JSON text (``xxhash64`` of a list skips its NULL
     elements and of a struct its NULL fields; the JSON keeps both). Collisions assumed
@@ -886,8 +887,8 @@ def rows_digest(rows: DataFrame, schema: pa.Schema) -> str:
     same rows, as may two versions of one: only a needless rewrite follows)."""
     from pyspark.sql import functions as F
 
-    parts = []
-    for declared in schema:
+    parts, held = [], set(rows.columns)
+    for declared in (f for f in schema if f.name in held):  # a table not yet upgraded
         column = F.col(declared.name)
         parts += [F.to_json(column) if pa.types.is_nested(declared.type) else column,
                   column.isNull()]
