@@ -883,8 +883,9 @@ def rows_digest(rows: DataFrame, schema: pa.Schema) -> str:
     nested value (lists, structs) as its JSON text (``xxhash64`` of a list skips its NULL
     elements and of a struct its NULL fields; the JSON keeps both). Collisions assumed
     away beyond that: a double's -0.0 and 0.0, and its NaNs, hash alike (the engines
-    normalize them); the digest is the engine's (Sail's and Spark's may differ for the
-    same rows, as may two versions of one: only a needless rewrite follows)."""
+    normalize them); the digest is the engine's (Sail 0.7 and Spark 4 gave the same one for
+    the same rows, tests/engine/catalog/test_catalog.py's, but nothing promises it, nor
+    across two versions of one: a difference costs a needless rewrite, no wrong carry)."""
     from pyspark.sql import functions as F
 
     parts, held = [], set(rows.columns)
