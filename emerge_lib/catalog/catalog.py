@@ -874,7 +874,8 @@ def rows_digest(rows: DataFrame, schema: pa.Schema) -> str:
     about 2**-128 (the two hashes taken as independent and uniform: xxhash64 seeded two
     ways; a sum of uniform hashes collides as rarely as one hash). Computed on the engine
     in one aggregate (Sail and Spark 4 have ``xxhash64``, ``to_json``, ``shiftrightunsigned``),
-    each sum as its two 32-bit halves, so no sum overflows (Spark 4 fails one, ANSI).
+    each sum as its two 32-bit halves, so no sum overflows (Spark 4 fails one, ANSI) below
+    2**31 rows a partition.
 
     A row's hash reads every column of ``schema`` the frame has (a table written before a
     column was declared lacks it until its next write), in the declared order (an engine
@@ -882,7 +883,7 @@ def rows_digest(rows: DataFrame, schema: pa.Schema) -> str:
     (``xxhash64`` skips NULLs: ('a', NULL) and (NULL, 'a') would hash alike) and each
     nested value (lists, structs) as its JSON text (``xxhash64`` of a list skips its NULL
     elements and of a struct its NULL fields; the JSON keeps both). Collisions assumed
-    away beyond that: a double's -0.0 and 0.0, and its NaNs, hash alike (the engines
+    away beyond that: a double's -0.0 and 0.0, and its NaNs, may hash alike (an engine may
     normalize them); the digest is the engine's (Sail 0.7 and Spark 4 gave the same one for
     the same rows, tests/engine/catalog/test_catalog.py's, but nothing promises it, nor
     across two versions of one: a difference costs a needless rewrite, no wrong carry)."""
