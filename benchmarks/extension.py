@@ -27,8 +27,9 @@ configuration with those snapshots and the older dump date, ``--out`` a release 
 the release the quarter extends; timed, not part of the quarter). The quarter then ends,
 in (a), with ``emerge build`` of the configuration with every snapshot (the new one
 added) into the same ``--out``, so the release may carry the old snapshots' files over by
-hash (``release.carry_unchanged``; measured 2026-12-04: it carried none, the build runs
-every snapshot's stages again: docs/performance.md); in (b), with the same build on the newer dump date,
+hash (``release.carry_unchanged``; measured 2026-12-05: none, the quarter's merge changed
+the older snapshot's rows: docs/performance.md), and then runs that build again with
+nothing changed (every snapshot's files carried); in (b), with the same build on the newer dump date,
 into a copy of the base release (its carry sidecar ``.NAME.carry.json`` copied beside
 it). Per stage: wall and CPU from the stage's log line; for the release, the files
 written and carried (the stage's ``files``, ``carried_files``, ``carried_mb``); at the
@@ -107,6 +108,7 @@ class Size:
     snapshots: tuple[list[str], list[str]] = ([], [])  # the base's, the quarter's new ones
     release: dict[str, dict[str, float]] = field(default_factory=dict)  # build -> metrics
     differ: list[str] | None = None  # files the two releases differ in (None: not compared)
+    rebuild_differ: list[str] | None = None  # files (a)'s rebuild changed (None: not run)
 
 
 def world_args(revisions: int, share: float, items: int, articles: int, jobs: int) -> list[str]:
@@ -259,6 +261,14 @@ def run(size: Size, scratch: Path, workers: int | None, downstream: bool = True)
         incr = build_config(size.world, "increments", [*old, *new], size.d0)
         emerge_run("increments build", "build", scratch / "a", "-c", str(incr),
                    "--out", str(scratch / "release-a"))
+        # the same build again, nothing changed: every snapshot's stages run again and
+        # write the same rows, and the release carries their files (release/carry.py)
+        before = release_digests(scratch / "release-a")
+        emerge_run("increments rebuild", "build", scratch / "a", "-c", str(incr),
+                   "--out", str(scratch / "release-a"))
+        after = release_digests(scratch / "release-a")
+        size.rebuild_differ = sorted(n for n in set(before) | set(after)
+                                     if before.get(n) != after.get(n))
     emerge_run("full", "ingest", scratch / "b", "-c", config, *paths(size.full))
     if downstream:
         full = build_config(size.world, "full", [*old, *new], size.d1)
@@ -317,6 +327,15 @@ def downstream_table(sizes: list[Size]) -> None:
                   f"{b.wall:6.1f}/{b.cpu:6.1f} {cols} "
                   f"{i.wall + b.wall:6.1f}/{i.cpu + b.cpu:6.1f} {files - carried:8,.0f} "
                   f"{carried:8,.0f} {m.get('carried_mb', 0):10g}")
+        again = s.runs.get("increments rebuild")
+        if again is not None:
+            m = s.release.get("increments rebuild", {})
+            files, carried = m.get("files", 0), m.get("carried_files", 0)
+            changed = getattr(s, "rebuild_differ", None)
+            print(f"  {s.name + ' (a) rebuilt':<22} {'':>13} {again.wall:6.1f}/{again.cpu:6.1f} "
+                  f"{'':>47} {'':>13} {files - carried:8,.0f} {carried:8,.0f} "
+                  f"{m.get('carried_mb', 0):10g}   (nothing changed; files changed: "
+                  f"{', '.join(changed or []) or 'none'})")
         base = s.runs.get("base build")
         if base is not None:
             m = s.release.get("base build", {})

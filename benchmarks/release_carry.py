@@ -4,7 +4,8 @@ release written whole (issue 44, "Incremental downstream").
 A bench world of several snapshots (``emerge sample`` with the bench passages, one dump
 date covering them all: history dumps are cumulative) is built once without a release
 (``build_dataset``: ingest, stability, every snapshot's stages, validate); then, on that
-warehouse, in this process (the embedded Sail engine), the release stage:
+warehouse, in this process (the embedded Sail engine), each snapshot's fingerprint timed
+(its rows digested, ``Catalog.partition_digest``, nothing cached), then the release stage:
 
 1. the first N snapshots into folder X (the release before the quarter);
 2. all N + 1 into X, carrying (``release.carry_unchanged: true``, the default);
@@ -57,6 +58,31 @@ def files(root: Path) -> dict[str, bytes]:
             for p in sorted(root.rglob("*")) if p.is_file()}
 
 
+def fingerprint_costs(warehouse: Path, spark: Any, keys: list[str]) -> None:
+    """What a snapshot's fingerprint costs the release: its rows of the tables its files
+    read, digested on the engine (``Catalog.partition_digest``), each snapshot with a
+    fresh catalog (nothing cached), beside the names of their Delta files (what the
+    fingerprint was before)."""
+    from emerge_lib.release.carry import SNAPSHOT_READS
+
+    for key in keys:
+        catalog = Catalog(str(warehouse), spark)
+        versions = {name: catalog.version(name) for name in SNAPSHOT_READS}
+        cpu, started = cpu_seconds(), time.monotonic()
+        names = [catalog._delta(n, v).file_uris(file_pruning_predicate=[("snapshot", "=", key)])
+                 for n, v in versions.items() if v is not None]
+        listed = time.monotonic() - started
+        for name, version in versions.items():
+            catalog.partition_digest(name, version, key)
+        rows = sum(catalog.read_arrow(n, filters=[("snapshot", "=", key)], columns=["snapshot"],
+                                      version=v).num_rows for n, v in versions.items()
+                   if v is not None)
+        print(f"0. fingerprint of {key}'s rows ({len(versions)} tables, {rows:,} rows, "
+              f"{sum(map(len, names))} files): {time.monotonic() - started:.2f} s wall "
+              f"(its files' names alone: {listed:.2f} s), CPU {cpu_seconds() - cpu:.2f} s "
+              "(this process; the engine's threads are in it)", flush=True)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -82,6 +108,8 @@ def main() -> int:
             build_dataset(StageContext(cfg, catalog))
             (warehouse / "_built").write_text("")
             print(f"build (no release): {time.monotonic() - started:.1f} s", flush=True)
+
+        fingerprint_costs(warehouse, spark, keys)
 
         def release(name: str, out: Path, snaps: list[str], carry: bool) -> None:
             cfg = load_config(args.world / "config.yaml", overrides={

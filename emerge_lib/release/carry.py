@@ -11,7 +11,9 @@ everything its bytes are a function of:
   TSV (the context and the priors read the snapshot's own lines and KG only, so they
   are the snapshot's, not shared). Their inputs are the snapshot's rows of the tables the writer reads for them
   (``SNAPSHOT_READS``: every one is partitioned by snapshot, so
-  ``Catalog.partition_digest`` fingerprints exactly those rows), the snapshot's plan
+  ``Catalog.partition_digest`` fingerprints exactly those rows: a digest of their content,
+  so a stage run again on unchanged inputs, as ``emerge build`` runs every snapshot's,
+  which writes the same rows into new Delta files, keeps it), the snapshot's plan
   (windows, window days), the settings that shape them (the dataset settings but the
   snapshot list, the validation and the splits, which shape other files; curation's
   without its endpoints and keys) and the code that writes them (the sources of
@@ -43,9 +45,9 @@ and the result is the bytes a full rewrite gives (tests/engine/release/test_carr
 
 **Where the fingerprints are.** In a sidecar beside the release folder,
 ``.NAME.carry.json`` (next to its lock), written before the swap; not in the manifest nor
-among the files it lists: a fingerprint names Delta data files, which a rerun of a stage
-on the same rows (or another engine) writes anew, and the release's bytes, the manifest's
-included, must not change with them. A sidecar is only believed for files that still
+among the files it lists: a fingerprint is the engine's digest of the rows (Sail's and
+Spark's may differ for the same rows) and of the code's sources, and the release's bytes,
+the manifest's included, must not change with them. A sidecar is only believed for files that still
 match it, so one left over from a killed run carries nothing wrong. Without one (or with
 ``release.carry_unchanged: false``) every file is written.
 """

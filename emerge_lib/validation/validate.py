@@ -132,7 +132,8 @@ def _blocks(row: Mapping[str, Any]) -> bool:
 
 def fingerprints(catalog: Catalog, snapshot: str, versions: dict[str, int | None]
                  ) -> dict[str, str | None]:
-    """The snapshot's rows of every validated table, fingerprinted (Delta data files)."""
+    """The snapshot's rows of every validated table, fingerprinted (a digest of the rows,
+    ``Catalog.partition_digest``: a stage run again on the same rows keeps it)."""
     return {name: catalog.partition_digest(name, versions.get(name), snapshot)
             for name in VALIDATE_READS}
 

@@ -17,7 +17,8 @@ from emerge_lib.catalog import TABLES, Catalog
 #: the Great Expectations gate on: the release then holds its verdict
 GATE = {"validation": {"enabled": True}}
 #: columns that say when, how long or in which files, not what: the only ones allowed to
-#: differ (a validation's fingerprints name the Delta data files it checked)
+#: differ (a validation's fingerprints are its engine's digests of the rows checked: Sail's
+#: and Spark's may differ for the same rows)
 RUN_COLUMNS = {"ingested_at", "seconds", "validated_at", "fingerprints"}
 
 

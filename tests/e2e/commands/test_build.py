@@ -70,7 +70,10 @@ def test_rebuild_is_identical_and_window_change_needs_no_reingest(tmp_path, worl
 
 
 def test_emerge_build_command(worlds, tmp_path: Path, capsys, monkeypatch) -> None:
-    """`emerge build` on a world's dump files: every planted instance is released."""
+    """`emerge build` on a world's dump files: every planted instance is released; the
+    same command again (nothing changed: every snapshot's stages run again and write the
+    same rows into new Delta files) carries every file of the release over, linked, and
+    says so (issue 44: the fingerprints follow the rows, not their files)."""
     from emerge_lib.cli import main
 
     sample_world = worlds.world(TINY2)
@@ -95,3 +98,15 @@ def test_emerge_build_command(worlds, tmp_path: Path, capsys, monkeypatch) -> No
     guarded = [r for r in truth_rows if "guard-title-colon" in r["tags"]]
     assert guarded and released == len(truth_rows) - len(guarded)
     assert {k[3] for k in expected(sample_world)} >= {"D", "E"}
+
+    rel = tmp_path / "rel"
+    first = {p.relative_to(rel).as_posix(): (p.stat().st_ino, p.read_bytes())
+             for p in sorted(rel.rglob("*")) if p.is_file()}
+    instances = Catalog(tmp_path / "wh").version("instances")
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert Catalog(tmp_path / "wh").version("instances") > instances  # written again
+    again = {p.relative_to(rel).as_posix(): (p.stat().st_ino, p.read_bytes())
+             for p in sorted(rel.rglob("*")) if p.is_file()}
+    assert again == first  # every file: the same inode, the same bytes
+    assert f"(carried {len(first)} files" in out, out[-2000:]

@@ -405,3 +405,63 @@ def test_replace_keys_changes_only_the_rows_of_its_keys(catalog: Catalog) -> Non
                                            r"s = Q3, p = P1, o = Q9; nothing was written"):
         catalog.replace_keys(name, outside, keys, ("s", "p", "o"))
     assert (got(), catalog.version(name)) == (want, version)
+
+
+def _passage(n: int, **changed: object) -> dict[str, object]:
+    """A passages row of snapshot 2024-01-01 (nested mentions, timestamps, NULLs)."""
+    row: dict[str, object] = {
+        "snapshot": "2024-01-01", "window": 1 + n % 2, "passage_id": f"p{n}", "page_id": n,
+        "page_title": f"Page {n}", "page_qid": None, "rev_id": 100 + n,
+        "rev_timestamp": datetime(2024, 1, 2, 3, 4, 5, 6, tzinfo=UTC), "paragraph_idx": 0,
+        "text": f"text {n}", "mentions": [
+            {"start": 0, "end": 4, "anchor": "text", "target": "Text", "qid": None},
+            {"start": 5, "end": 6, "anchor": str(n), "target": str(n), "qid": f"Q{n}"}]}
+    return {**row, **changed}
+
+
+@on_each_engine
+def test_a_partition_digest_follows_its_rows_not_its_files(catalog: Catalog) -> None:
+    """The same rows written again (other files, another order) keep the digest; each kind
+    of change planted in them changes it, to a digest of its own; other snapshots' writes
+    leave it as it is."""
+    jan, apr = "2024-01-01", "2024-04-01"
+
+    def write(rows: list[dict[str, object]]) -> str | None:
+        catalog.replace_partitions("passages", catalog.frame("passages", rows),
+                                   {"snapshot": jan}, "window", [1, 2])
+        return catalog.partition_digest("passages", catalog.version("passages"), jan)
+
+    def files() -> list[str]:
+        return catalog._delta("passages").file_uris(
+            file_pruning_predicate=[("snapshot", "=", jan)])
+
+    base = [_passage(n) for n in range(4)]
+    assert catalog.partition_digest("passages", None, jan) is None  # no table
+    first, first_files = write(base), files()
+    assert first is not None and first_files
+    again = write(list(reversed(base)))
+    assert again == first and set(files()).isdisjoint(first_files)  # new files, same rows
+    catalog.replace_partitions("passages", catalog.frame("passages", [
+        {**_passage(9), "snapshot": apr}]), {"snapshot": apr}, "window", [2])
+    assert catalog.partition_digest("passages", catalog.version("passages"), jan) == first
+    m0, m1 = base[0]["mentions"]
+    planted = {
+        "a value": [_passage(0, text="text 0!"), *base[1:]],
+        "a row added, a copy of one": [*base, base[0]],
+        "a row removed": base[1:],
+        "a NULL moved to another column": [_passage(0, page_title=None, page_qid="Page 0"),
+                                           *base[1:]],
+        "a microsecond": [_passage(0, rev_timestamp=datetime(2024, 1, 2, 3, 4, 5, 7,
+                                                             tzinfo=UTC)), *base[1:]],
+        "a nested NULL filled": [_passage(0, mentions=[{**m0, "qid": "Q1"}, m1]), *base[1:]],
+        "a list's order": [_passage(0, mentions=[m1, m0]), *base[1:]],
+        "a list emptied": [_passage(0, mentions=[]), *base[1:]],
+        "a list NULL": [_passage(0, mentions=None), *base[1:]],
+        "two rows' values swapped": [_passage(0, text="text 1"), _passage(1, text="text 0"),
+                                     *base[2:]],
+        "the partition emptied": [],
+    }
+    digests = {what: write(rows) for what, rows in planted.items()}
+    assert first not in digests.values(), digests
+    assert len(set(digests.values())) == len(planted), digests
+    assert write(base) == first

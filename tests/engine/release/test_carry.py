@@ -146,9 +146,11 @@ def test_changed_inputs_or_settings_are_written_again(warehouse: Catalog, tmp_pa
     out = tmp_path / "release"
     release(warehouse, out, A, B)
     linked = a_files(out)
-    # A's instances of window 1 written again (the same rows: new Delta files)
-    warehouse.replace_partition("instances", warehouse.frame("instances", [
-        r for r in instances(A) if r["window"] == 1]), {"snapshot": A, "window": 1})
+    # one of A's instances of window 1 changed (a label)
+    changed = [r for r in instances(A) if r["window"] == 1]
+    changed[0] = {**changed[0], "o_label": "o, relabelled"}
+    warehouse.replace_partition("instances", warehouse.frame("instances", changed),
+                                {"snapshot": A, "window": 1})
     again = release(warehouse, out, A, B)
     assert again.metrics["carried_files"] == 13  # B's
     assert not set(a_files(out).values()) & set(linked.values())  # A written anew
@@ -160,6 +162,40 @@ def test_changed_inputs_or_settings_are_written_again(warehouse: Catalog, tmp_pa
     assert hops.metrics["carried_files"] == 0
     release(warehouse, tmp_path / "whole2", A, B, context={"hops": 2}, carry_unchanged=False)
     same_release(out, tmp_path / "whole2")
+
+
+def test_a_snapshot_whose_stages_ran_again_on_the_same_rows_is_carried(
+        warehouse: Catalog, tmp_path: Path, caplog) -> None:
+    """What `emerge build` does to a snapshot whose inputs did not change: its stages
+    write the same rows again, into new Delta files (here: every table the release reads,
+    each partition of A replaced by the same rows, in another order). Its fingerprint is
+    of the rows (``Catalog.partition_digest``), so every file of A is carried, linked,
+    and the release is a full rewrite's bytes."""
+    from emerge_lib.release.carry import SNAPSHOT_READS
+
+    out, off = tmp_path / "release", {"enabled": False}
+    release(warehouse, out, A, B, validation=off)
+    linked = inodes(out)
+
+    def data_files() -> set[str]:
+        return {f for name in SNAPSHOT_READS if warehouse.exists(name)
+                for f in warehouse._delta(name).file_uris(
+                    file_pruning_predicate=[("snapshot", "=", A)])}
+
+    held = data_files()
+    for name in SNAPSHOT_READS:
+        if warehouse.exists(name):
+            rows = warehouse.read_arrow(name, filters=[("snapshot", "=", A)]).to_pylist()
+            put(warehouse, name, list(reversed(rows)))
+    assert held and data_files().isdisjoint(held)  # every file of A's rows is new
+    with caplog.at_level(logging.INFO, logger="emerge_lib.release"):
+        again = release(warehouse, out, A, B, validation=off)
+    assert f"{A}: carried 13 files" in caplog.text
+    assert inodes(out) == linked  # A's, B's and the shared files: nothing written
+    assert again.metrics["carried_files"] == len(linked)
+    assert again.note.startswith(f"carried {len(linked)} files")
+    release(warehouse, tmp_path / "whole", A, B, validation=off, carry_unchanged=False)
+    same_release(out, tmp_path / "whole")
 
 
 def test_a_damaged_or_missing_file_is_written_again(warehouse: Catalog, tmp_path: Path,

@@ -223,7 +223,8 @@ def test_the_release_publishes_only_what_passed_at_those_rows(warehouse: Catalog
     assert stale["success"] is False and "not validated on the rows released" in stale["reason"]
 
 
-def test_another_snapshots_writes_leave_a_validation_valid(warehouse: Catalog) -> None:
+def test_another_snapshots_writes_and_its_own_rows_rewritten_leave_a_validation_valid(
+        warehouse: Catalog) -> None:
     from emerge_lib.validation.validate import passed_for
 
     put(warehouse, "instances", world(GOOD)["instances"])
@@ -239,6 +240,10 @@ def test_another_snapshots_writes_leave_a_validation_valid(warehouse: Catalog) -
     spoil(bad, BAD)
     put(warehouse, "instances", bad["instances"])  # another snapshot's partition
     assert versions() != before and passed_for(warehouse, GOOD, versions())
+    # its own rows written again, the same (new Delta files, as `emerge build` rewrites
+    # them): still valid, its fingerprints are of the rows
+    put(warehouse, "instances", list(reversed(world(GOOD)["instances"])))
+    assert passed_for(warehouse, GOOD, versions())
 
 
 def test_release_files_that_break_the_format_fail_their_suite(spark) -> None:
