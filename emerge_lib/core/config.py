@@ -553,6 +553,18 @@ class ReleaseSettings(_Strict):
     # every file rewritten. How the files are made, not what they hold: not in
     # dataset_settings, so either way gives the same bytes
     carry_unchanged: bool = True
+    # processes writing the release's independent files (each window of a snapshot written,
+    # each KG table, each snapshot's context, each table released whole: release/units.py);
+    # 1: all in the driver's process; 0: min(4, usable cores) when the snapshots written
+    # read 64 MB of Parquet or more, else 1. Not in dataset_settings either: any number
+    # gives the same bytes
+    workers: int = Field(default=0, ge=0, le=64)
+
+    def most_workers(self) -> int:
+        """What ``workers: 0`` uses for a large release: min(4, usable cores)."""
+        from emerge_lib.core.resources import cpu_count
+
+        return min(4, cpu_count())
 
 
 class EvaluationSettings(_Strict):
@@ -627,7 +639,8 @@ class Config(_Strict):
         return {**self.model_dump(mode="json", include={
                     "snapshots", "stability", "passages", "deltas", "align", "qualifiers",
                     "selection", "validation", "release"},
-                    exclude={"release": {"carry_unchanged"}, "stability": {"rebuild"}}),
+                    exclude={"release": {"carry_unchanged", "workers"},
+                             "stability": {"rebuild"}}),
                 "curation": {"enabled": c.enabled, "additions": c.additions.name,
                              "deprecations": c.deprecations.name,
                              "assertion_judges": c.assertion_judges,
