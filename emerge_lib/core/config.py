@@ -488,6 +488,9 @@ class SelectionSettings(_Strict):
     # s07: after curation, a line needs a delta triple (E, EE, EE-KG or D) its judges
     # support; its other triples stay, with their verdicts
     require_supported: bool = True
+    # processes selecting a snapshot's windows (each window on its own: transform/select.py);
+    # 1: the driver alone. How the rows are made, not what they are: not in dataset_settings
+    workers: int = Field(default=1, ge=1, le=64)
     evaluation_per_delta: int = Field(default=100, ge=0)  # lines per delta file
     evaluation_min_per_op: int = Field(default=40, ge=0)  # filled first, in this op order
     evaluation_ops: list[Op] = Field(default_factory=lambda: _ops("D", "EE-KG", "EE", "E"))
@@ -640,7 +643,7 @@ class Config(_Strict):
                     "snapshots", "stability", "passages", "deltas", "align", "qualifiers",
                     "selection", "validation", "release"},
                     exclude={"release": {"carry_unchanged", "workers"},
-                             "stability": {"rebuild"}}),
+                             "selection": {"workers"}, "stability": {"rebuild"}}),
                 "curation": {"enabled": c.enabled, "additions": c.additions.name,
                              "deprecations": c.deprecations.name,
                              "assertion_judges": c.assertion_judges,

@@ -2,16 +2,19 @@
 release's files): spawn, not fork, because the parent runs an embedded engine's threads
 or holds a Spark Connect (gRPC) session, which fork would copy half-alive.
 
-:class:`SpawnWithoutMain` is spawn's context minus the parent's ``__main__``, and
-:func:`exit_with_parent` (a pool initializer's first step) ends a worker whose parent died.
+:class:`SpawnWithoutMain` is spawn's context minus the parent's ``__main__``,
+:func:`exit_with_parent` (a pool initializer's first step) ends a worker whose parent
+died, and :func:`spawned_pool` is a process pool of both.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import popen_spawn_posix, spawn
 from multiprocessing.context import SpawnContext, SpawnProcess
 from multiprocessing.process import BaseProcess
@@ -72,3 +75,16 @@ class SpawnWithoutMain(SpawnContext):
     """The spawn context whose processes do not re-run the parent's ``__main__``."""
 
     Process = _ProcessWithoutMain
+
+
+def _init_worker(parent: int, level: int) -> None:
+    exit_with_parent(parent)
+    logging.getLogger().setLevel(level)
+
+
+def spawned_pool(workers: int) -> ProcessPoolExecutor:
+    """A pool of ``workers`` spawned processes (without the parent's ``__main__``) that end
+    with their parent and log at its level."""
+    return ProcessPoolExecutor(max_workers=workers, mp_context=SpawnWithoutMain(),
+                               initializer=_init_worker,
+                               initargs=(os.getpid(), logging.getLogger().getEffectiveLevel()))

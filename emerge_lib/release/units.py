@@ -21,7 +21,6 @@ removes its staging folder, so no worker writes into a folder being removed.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -32,7 +31,7 @@ from typing import TypeVar
 from emerge_lib.catalog import Catalog
 from emerge_lib.core.config import ContextSettings, CurationSettings, PassageSettings
 from emerge_lib.core.errors import EmergeError
-from emerge_lib.core.spawn import SpawnWithoutMain, exit_with_parent
+from emerge_lib.core.spawn import spawned_pool
 from emerge_lib.release.context import write_context
 from emerge_lib.release.tables import write_kg_tsv, write_parquet
 from emerge_lib.release.windows import Reads, ReleaseError
@@ -99,11 +98,6 @@ def _in_worker(fn: Callable[..., R], source: Source, *args: object
         root.removeHandler(kept)
 
 
-def _init_worker(parent: int, level: int) -> None:
-    exit_with_parent(parent)
-    logging.getLogger().setLevel(level)
-
-
 #: ``release.workers: 0`` writes in the driver alone when the snapshots written read less
 #: than this (Parquet bytes of their rows of the tables below): a worker's start-up (≈ 2
 #: CPU-s of imports, measured) costs more than a small release's files do
@@ -155,11 +149,7 @@ class Units:
             done.set_result((fn(self.reads, *args), []))  # an error raises here, as inline
             return done
         if self._pool is None:
-            self._pool = ProcessPoolExecutor(max_workers=self.workers,
-                                             mp_context=SpawnWithoutMain(),
-                                             initializer=_init_worker,
-                                             initargs=(os.getpid(),
-                                                       logging.getLogger().getEffectiveLevel()))
+            self._pool = spawned_pool(self.workers)
         return self._pool.submit(_in_worker, fn, self._source, *args)
 
     def result(self, unit: Unit[R]) -> R:
