@@ -208,8 +208,9 @@ def write_release(catalog: Catalog, out_dir: str | Path, plans: Sequence[Snapsho
             reads = Reads(catalog, summary.versions, settings, curation)
             carrier = Carrier(final, out, enabled=derived.carry_unchanged)
             units = Units(reads, derived.workers, most=derived.most_workers())
-            parts, records = _write_data(reads, out, plans, summary, carrier,
-                                         dataset_settings, derived, validation.enabled, units)
+            parts, records, tables = _write_data(reads, out, plans, summary, carrier,
+                                                 dataset_settings, derived, validation.enabled,
+                                                 units)
             origin = _provenance(reads, summary.snapshots, dataset_settings)
             # the provisional marks are release.json's too: reconciling data that changes
             # no snapshot's rows still clears them
@@ -226,7 +227,7 @@ def write_release(catalog: Catalog, out_dir: str | Path, plans: Sequence[Snapsho
             if earlier is not None:
                 _as_before(out, summary, earlier)
             else:
-                _write_tables(reads, out, summary, units)
+                _write_tables(summary, units, tables or _submit_tables(reads, out, summary, units))
                 units.close()
                 _derive(out, summary, derived, parts)
                 summary.files += annotation
@@ -274,11 +275,13 @@ def _validate(reads: Reads, out: Path, summary: ReleaseSummary,
 def _write_data(reads: Reads, out: Path, plans: Sequence[SnapshotPlan],
                 summary: ReleaseSummary, carrier: Carrier, dataset_settings: Mapping[str, Any],
                 derived: ReleaseSettings, keep_records: bool, units: Units
-                ) -> tuple[dict[str, tuple[str, Part]], dict[str, list[Record]]]:
+                ) -> tuple[dict[str, tuple[str, Part]], dict[str, list[Record]], _Tables]:
     """Every snapshot's files into ``out``, carried over (``carrier``) or written (by
     ``units``: every written snapshot's units are submitted first, then taken in order);
-    returns each snapshot's fingerprint and part, and the lines written per snapshot (for
-    the release suites, when kept; a carried snapshot has none here)."""
+    returns each snapshot's fingerprint and part, the lines written per snapshot (for
+    the release suites, when kept; a carried snapshot has none here), and, when a
+    snapshot is written (so the shared files will be too), the tables released whole,
+    submitted with its units so that they are written beside them."""
     by_key = {p.key: p for p in plans}
     dirs = [snapshot_dir_name(s) for s in summary.snapshots]
     if len(set(dirs)) != len(dirs):
@@ -300,6 +303,7 @@ def _write_data(reads: Reads, out: Path, plans: Sequence[SnapshotPlan],
     units.settle([s for s in summary.snapshots if s not in carried])
     writing = {snap: _submit_snapshot(reads, out, by_key[snap], keep_records, units)
                for snap in summary.snapshots if snap not in carried}
+    tables = _submit_tables(reads, out, summary, units) if writing else []
     for written in writing.values():  # its context once its windows and KG are there
         written.collect(units, derived.context)
     parts: dict[str, tuple[str, Part]] = {}
@@ -309,7 +313,7 @@ def _write_data(reads: Reads, out: Path, plans: Sequence[SnapshotPlan],
             carried[snap], records[snap] = writing[snap].finish(units)
         parts[snap] = (fingerprints[snap], carried[snap])
         summary.merge(carried[snap])
-    return parts, records
+    return parts, records, tables
 
 
 @dataclass
@@ -367,15 +371,24 @@ def _submit_snapshot(reads: Reads, out: Path, plan: SnapshotPlan, keep_records: 
     return _Snapshot(snap, out, windows, tables)
 
 
-def _write_tables(reads: Reads, out: Path, summary: ReleaseSummary, units: Units) -> None:
-    """The tables released whole (``parquet/<table>.parquet``), of every snapshot."""
+#: the tables released whole, submitted: (their release-relative path, the unit)
+_Tables = list[tuple[str, Unit[int]]]
+
+
+def _submit_tables(reads: Reads, out: Path, summary: ReleaseSummary, units: Units) -> _Tables:
+    """The tables released whole (``parquet/<table>.parquet``), of every snapshot: a unit
+    each."""
     versions = reads.versions
     left_out = dropped(reads.catalog, summary.snapshots, versions["selection"])
     names = sorted(n for n, s in TABLES.items() if s.released and n not in KG_SNAPSHOT_TABLES)
-    submitted = [(table_parquet_path(name),
-                  units.submit(table_file, name, out / table_parquet_path(name),
-                               summary.snapshots, versions[name], left_out))
-                 for name in names]
+    return [(table_parquet_path(name),
+             units.submit(table_file, name, out / table_parquet_path(name), summary.snapshots,
+                          versions[name], left_out))
+            for name in names]
+
+
+def _write_tables(summary: ReleaseSummary, units: Units, submitted: _Tables) -> None:
+    """The tables released whole, taken in order."""
     for rel, rows in submitted:
         summary.parquet_rows[rel] = units.result(rows)
         summary.files.append(rel)
