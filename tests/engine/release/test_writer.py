@@ -471,6 +471,25 @@ def test_workers_write_the_same_bytes(warehouse: Catalog, tmp_path: Path, caplog
     assert orphans and all(r.process != os.getpid() for r in orphans)
 
 
+def test_workers_0_starts_a_pool_only_for_a_large_release(warehouse: Catalog,
+                                                        monkeypatch) -> None:
+    """release.workers: 0 sizes what the snapshots to write read (their Parquet files):
+    below AUTO_MIN_BYTES the driver writes alone; a number given is used as it is."""
+    from emerge_lib.core.config import CurationSettings, PassageSettings
+    from emerge_lib.release import units
+
+    names = ("passages", "instances", "kg_triples", "entities", "relations", "verdicts")
+    reads = windows.Reads(warehouse, {n: warehouse.version(n) for n in names},
+                          PassageSettings(), CurationSettings())
+    size = units.input_bytes(reads, [SNAP])
+    assert 0 < size < units.AUTO_MIN_BYTES
+    assert units.input_bytes(reads, ["2020-01-01T00:00:00Z"]) == 0  # no rows, no bytes
+    assert units.Units(reads, 0, most=3).settle([SNAP]) == 1
+    monkeypatch.setattr(units, "AUTO_MIN_BYTES", size)
+    assert units.Units(reads, 0, most=3).settle([SNAP]) == 3
+    assert units.Units(reads, 2, most=3).settle([SNAP]) == 2
+
+
 def test_a_failing_worker_is_one_line_and_leaves_the_release(
         warehouse: Catalog, tmp_path: Path, spark) -> None:
     """A unit failing in a worker (an unknown op in window 2) raises the serial path's
