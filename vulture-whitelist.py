@@ -20,7 +20,7 @@ model_config  # emerge_lib/core/config.py
 _._endpoint, _._url, _._dates, _._mirror, _._sorted_unique, _._range  # core/config.py
 _._route_names, _._to, _._pre_draw, _._warehouse  # emerge_lib/core/config.py
 _._wiki_names  # emerge_lib/core/config.py
-_._Popen  # emerge_lib/ingest/pool.py
+_._Popen, _._launch  # emerge_lib/core/spawn.py
 _.buffer_text, _.CharacterDataHandler  # emerge_lib/dumps/xml/escape.py
 _.document_index  # emerge_lib/evaluation/adapters/relik.py
 # llama.cpp's server parameters, read by xllamacpp's C++ server when it starts

@@ -488,6 +488,9 @@ class SelectionSettings(_Strict):
     # s07: after curation, a line needs a delta triple (E, EE, EE-KG or D) its judges
     # support; its other triples stay, with their verdicts
     require_supported: bool = True
+    # processes selecting a snapshot's windows (each window on its own: transform/select.py);
+    # 1: the driver alone. How the rows are made, not what they are: not in dataset_settings
+    workers: int = Field(default=1, ge=1, le=64)
     evaluation_per_delta: int = Field(default=100, ge=0)  # lines per delta file
     evaluation_min_per_op: int = Field(default=40, ge=0)  # filled first, in this op order
     evaluation_ops: list[Op] = Field(default_factory=lambda: _ops("D", "EE-KG", "EE", "E"))
@@ -553,6 +556,18 @@ class ReleaseSettings(_Strict):
     # every file rewritten. How the files are made, not what they hold: not in
     # dataset_settings, so either way gives the same bytes
     carry_unchanged: bool = True
+    # processes writing the release's independent files (each window of a snapshot written,
+    # each KG table, each snapshot's context, each table released whole: release/units.py);
+    # 1: all in the driver's process; 0: min(4, usable cores) when the snapshots written
+    # read 64 MB of Parquet or more, else 1. Not in dataset_settings either: any number
+    # gives the same bytes
+    workers: int = Field(default=0, ge=0, le=64)
+
+    def most_workers(self) -> int:
+        """What ``workers: 0`` uses for a large release: min(4, usable cores)."""
+        from emerge_lib.core.resources import cpu_count
+
+        return min(4, cpu_count())
 
 
 class EvaluationSettings(_Strict):
@@ -627,7 +642,8 @@ class Config(_Strict):
         return {**self.model_dump(mode="json", include={
                     "snapshots", "stability", "passages", "deltas", "align", "qualifiers",
                     "selection", "validation", "release"},
-                    exclude={"release": {"carry_unchanged"}, "stability": {"rebuild"}}),
+                    exclude={"release": {"carry_unchanged", "workers"},
+                             "selection": {"workers"}, "stability": {"rebuild"}}),
                 "curation": {"enabled": c.enabled, "additions": c.additions.name,
                              "deprecations": c.deprecations.name,
                              "assertion_judges": c.assertion_judges,

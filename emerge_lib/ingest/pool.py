@@ -13,16 +13,13 @@ import logging
 import os
 import pickle
 import sys
-import threading
-import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import nullcontext
-from multiprocessing import popen_spawn_posix, spawn
-from multiprocessing.context import SpawnContext, SpawnProcess
 from typing import Any, TypeVar
 
+from emerge_lib.core.spawn import SpawnWithoutMain, exit_with_parent
 from emerge_lib.ingest.files import IngestError
 
 log = logging.getLogger(__name__)
@@ -98,64 +95,12 @@ def keep_freed_memory() -> bool:
                 and mallopt(_M_TRIM_THRESHOLD, 4 * KEEP_FREED_BELOW))
 
 
-PARENT_POLL_S = 0.5
-
-
-def _exit_with_parent(parent: int) -> None:
-    """End this worker within ``PARENT_POLL_S`` of its parent's death (a kill -9 included:
-    nothing else tells a pool worker, whose queues it holds both ends of). Polling the
-    parent pid, not PR_SET_PDEATHSIG, which fires when the *thread* that spawned the
-    worker ends, and the pool spawns from whichever thread submits first."""
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(PARENT_POLL_S)
-        os._exit(70)
-
-    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
-
-
 def _init_worker(parent: int) -> None:
-    """Pool initializer: see _exit_with_parent, _without_pandas and keep_freed_memory."""
-    _exit_with_parent(parent)
+    """Pool initializer: see core.spawn.exit_with_parent, _without_pandas and
+    keep_freed_memory."""
+    exit_with_parent(parent)
     _without_pandas()
     keep_freed_memory()
-
-
-_LAUNCH = threading.Lock()
-
-
-class _PopenWithoutMain(popen_spawn_posix.Popen):
-    """Spawn's launch, minus the parent's ``__main__``: a spawned child normally re-runs
-    the parent's main script as ``__mp_main__``, and when that is Airflow's ``airflow``
-    entry point the worker configures Airflow again, and dies on the task supervisor's
-    deliberately blocked database URL (BrokenProcessPool in every pooled ingest task).
-    The workers are functions of emerge_lib and need nothing from ``__main__``."""
-
-    def _launch(self, process_obj: Any) -> None:
-        real = spawn.get_preparation_data
-
-        def without_main(name: str) -> dict[str, Any]:
-            data = real(name)
-            data.pop("init_main_from_path", None)
-            data.pop("init_main_from_name", None)
-            return data
-
-        with _LAUNCH:
-            spawn.get_preparation_data = without_main
-            try:
-                super()._launch(process_obj)
-            finally:
-                spawn.get_preparation_data = real
-
-
-class _ProcessWithoutMain(SpawnProcess):
-    @staticmethod
-    def _Popen(process_obj: Any) -> _PopenWithoutMain:  # noqa: N802 (multiprocessing's name)
-        return _PopenWithoutMain(process_obj)
-
-
-class _SpawnWithoutMain(SpawnContext):
-    Process = _ProcessWithoutMain
 
 
 class WorkerPool:
@@ -170,7 +115,7 @@ class WorkerPool:
     def executor(self) -> ProcessPoolExecutor:
         if self._pool is None:
             self._pool = ProcessPoolExecutor(max_workers=self.workers,
-                                             mp_context=_SpawnWithoutMain(),
+                                             mp_context=SpawnWithoutMain(),
                                              initializer=_init_worker,
                                              initargs=(os.getpid(),))
         return self._pool

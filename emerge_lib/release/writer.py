@@ -79,13 +79,20 @@ from emerge_lib.release.carry import (
     snapshot_fingerprint,
     suites_key,
 )
-from emerge_lib.release.context import write_context
 from emerge_lib.release.describe import Entries, describe
 from emerge_lib.release.foreign import carry_foreign, stale
 from emerge_lib.release.provenance import dumps, gold, judges, provisional
 from emerge_lib.release.splits import write_splits
-from emerge_lib.release.tables import dropped, write_kg_tsv, write_parquet
-from emerge_lib.release.windows import Reads, Record, ReleaseError, Window, write_window
+from emerge_lib.release.tables import dropped
+from emerge_lib.release.units import Unit, Units, context, kg_tsv, table_file
+from emerge_lib.release.windows import (
+    Reads,
+    Record,
+    ReleaseError,
+    Window,
+    Written,
+    write_window,
+)
 from emerge_lib.validation.validate import (
     ReleaseValidation,
     annotation_files,
@@ -182,6 +189,7 @@ def write_release(catalog: Catalog, out_dir: str | Path, plans: Sequence[Snapsho
     """
     final = Path(out_dir)
     report: ReleaseValidation | None = None
+    units: Units | None = None
     with release_lock(final):
         recover(final)
         out, _ = staging_of(final)
@@ -199,8 +207,10 @@ def write_release(catalog: Catalog, out_dir: str | Path, plans: Sequence[Snapsho
                                                   summary.versions.items() if v is not None))
             reads = Reads(catalog, summary.versions, settings, curation)
             carrier = Carrier(final, out, enabled=derived.carry_unchanged)
-            parts, records = _write_data(reads, out, plans, summary, carrier,
-                                         dataset_settings, derived, validation.enabled)
+            units = Units(reads, derived.workers, most=derived.most_workers())
+            parts, records, tables = _write_data(reads, out, plans, summary, carrier,
+                                                 dataset_settings, derived, validation.enabled,
+                                                 units)
             origin = _provenance(reads, summary.snapshots, dataset_settings)
             # the provisional marks are release.json's too: reconciling data that changes
             # no snapshot's rows still clears them
@@ -217,7 +227,8 @@ def write_release(catalog: Catalog, out_dir: str | Path, plans: Sequence[Snapsho
             if earlier is not None:
                 _as_before(out, summary, earlier)
             else:
-                _write_tables(reads, out, summary)
+                _write_tables(summary, units, tables or _submit_tables(reads, out, summary, units))
+                units.close()
                 _derive(out, summary, derived, parts)
                 summary.files += annotation
                 if validation.enabled:
@@ -230,7 +241,9 @@ def write_release(catalog: Catalog, out_dir: str | Path, plans: Sequence[Snapsho
             summary.carry = carrier.summary()
             summary.removed = stale(final, set(summary.files))
             swap_into_place(out, final)
-        except BaseException:
+        except BaseException as exc:
+            if units is not None:  # no worker still writing into the folder removed
+                units.close(abandon=isinstance(exc, KeyboardInterrupt))
             shutil.rmtree(out, ignore_errors=True)
             raise
     summary.out_dir = final
@@ -261,11 +274,14 @@ def _validate(reads: Reads, out: Path, summary: ReleaseSummary,
 
 def _write_data(reads: Reads, out: Path, plans: Sequence[SnapshotPlan],
                 summary: ReleaseSummary, carrier: Carrier, dataset_settings: Mapping[str, Any],
-                derived: ReleaseSettings, keep_records: bool
-                ) -> tuple[dict[str, tuple[str, Part]], dict[str, list[Record]]]:
-    """Every snapshot's files into ``out``, carried over (``carrier``) or written; returns
-    each snapshot's fingerprint and part, and the lines written per snapshot (for the
-    release suites, when kept; a carried snapshot has none here)."""
+                derived: ReleaseSettings, keep_records: bool, units: Units
+                ) -> tuple[dict[str, tuple[str, Part]], dict[str, list[Record]], _Tables]:
+    """Every snapshot's files into ``out``, carried over (``carrier``) or written (by
+    ``units``: every written snapshot's units are submitted first, then taken in order);
+    returns each snapshot's fingerprint and part, the lines written per snapshot (for
+    the release suites, when kept; a carried snapshot has none here), and, when a
+    snapshot is written (so the shared files will be too), the tables released whole,
+    submitted with its units so that they are written beside them."""
     by_key = {p.key: p for p in plans}
     dirs = [snapshot_dir_name(s) for s in summary.snapshots]
     if len(set(dirs)) != len(dirs):
@@ -277,57 +293,104 @@ def _write_data(reads: Reads, out: Path, plans: Sequence[SnapshotPlan],
             raise ReleaseError(
                 f"windows of {plan.window_days} days give two files with the same end date: "
                 f"{names}")
+    fingerprints: dict[str, str] = {}
+    carried: dict[str, Part] = {}
+    for snap in summary.snapshots:
+        fingerprints[snap] = snapshot_fingerprint(reads, by_key[snap], dataset_settings,
+                                                  derived.context)
+        if (part := carrier.snapshot(snap, fingerprints[snap])) is not None:
+            carried[snap] = part
+    units.settle([s for s in summary.snapshots if s not in carried])
+    writing = {snap: _submit_snapshot(reads, out, by_key[snap], keep_records, units)
+               for snap in summary.snapshots if snap not in carried}
+    tables = _submit_tables(reads, out, summary, units) if writing else []
+    for written in writing.values():  # its context once its windows and KG are there
+        written.collect(units, derived.context)
     parts: dict[str, tuple[str, Part]] = {}
     records: dict[str, list[Record]] = {}
     for snap in summary.snapshots:
-        fingerprint = snapshot_fingerprint(reads, by_key[snap], dataset_settings,
-                                           derived.context)
-        part = carrier.snapshot(snap, fingerprint)
-        if part is None:
-            part, records[snap] = _write_snapshot(reads, out, by_key[snap], derived.context,
-                                                  keep_records)
-        parts[snap] = (fingerprint, part)
-        summary.merge(part)
-    return parts, records
+        if snap in writing:
+            carried[snap], records[snap] = writing[snap].finish(units)
+        parts[snap] = (fingerprints[snap], carried[snap])
+        summary.merge(carried[snap])
+    return parts, records, tables
 
 
-def _write_snapshot(reads: Reads, out: Path, plan: SnapshotPlan, context: ContextSettings,
-                    keep_records: bool) -> tuple[Part, list[Record]]:
-    """One snapshot's files: its windows', its KG snapshot's and its lines' context."""
+@dataclass
+class _Snapshot:
+    """One snapshot being written: its units, submitted, then taken in their order."""
+
+    snap: str
+    out: Path
+    windows: list[tuple[Window, Unit[Written]]]
+    tables: list[tuple[str, Unit[int]]]  # its KG Parquet files, then its TSV
+    part: Part = field(default_factory=Part)
+    records: list[Record] = field(default_factory=list)
+    context: Unit[dict[str, int]] | None = None
+
+    def collect(self, units: Units, settings: ContextSettings) -> None:
+        """Its windows' and KG files' results; then its context submitted (it reads them)."""
+        for window, unit in self.windows:
+            done = units.result(unit)
+            self.part.add(window, done)
+            self.records += done.records
+            log.debug("release: %s, %d passages (%d drawn)", window.corpus, done.lines,
+                      done.drawn)
+        for rel, rows in self.tables:
+            n = units.result(rows)
+            if rel.endswith(".parquet"):
+                self.part.parquet_rows[rel] = n
+            self.part.files.append(rel)
+        corpus = [rel for rel in self.part.lines if rel.startswith(f"{CORPUS}/")]
+        self.context = units.submit(context, self.out, {self.snap: corpus}, settings)
+
+    def finish(self, units: Units) -> tuple[Part, list[Record]]:
+        assert self.context is not None  # collect submitted it
+        self.part.context = units.result(self.context)
+        return self.part, self.records
+
+
+def _submit_snapshot(reads: Reads, out: Path, plan: SnapshotPlan, keep_records: bool,
+                     units: Units) -> _Snapshot:
+    """One snapshot's units: its windows', its KG snapshot's (Parquet and TSV)."""
     snap, versions = plan.key, reads.versions
     selected = versions["selection"] is not None and bool(reads.catalog.read_arrow(
         "selection", filters=[("snapshot", "=", snap)], columns=["window"],
         version=versions["selection"]).num_rows)
-    part, mine = Part(), []
+    windows = []
     for w in plan.windows:
         window = Window(snap, w.k, plan.window_days, corpus_path(snap, w.k, plan.window_days),
                         evaluation_path(snap, w.k, plan.window_days) if selected else None)
-        done = write_window(reads, out, window, keep_records)
-        part.add(window, done)
-        mine += done.records
-        log.debug("release: %s, %d passages (%d drawn)", window.corpus, done.lines,
-                  done.drawn)
-    for name in KG_SNAPSHOT_TABLES:
-        rel = kg_parquet_path(snap, name)
-        part.parquet_rows[rel] = write_parquet(reads.catalog, name, out / rel, [snap],
-                                               versions[name], {})
-        part.files.append(rel)
-    rel = kg_tsv_path(snap)
-    write_kg_tsv(reads.catalog, out / rel, snap, versions["kg_triples"])
-    part.files.append(rel)
-    corpus = [rel for rel in part.lines if rel.startswith(f"{CORPUS}/")]
-    part.context = write_context(out, {snap: corpus}, context)
-    return part, mine
+        windows.append((window, units.submit(write_window, out, window, keep_records)))
+    tables = [(kg_parquet_path(snap, name),
+               units.submit(table_file, name, out / kg_parquet_path(snap, name), [snap],
+                            versions[name], {}))
+              for name in KG_SNAPSHOT_TABLES]
+    tables.append((kg_tsv_path(snap), units.submit(kg_tsv, out / kg_tsv_path(snap), snap,
+                                                   versions["kg_triples"])))
+    return _Snapshot(snap, out, windows, tables)
 
 
-def _write_tables(reads: Reads, out: Path, summary: ReleaseSummary) -> None:
-    """The tables released whole (``parquet/<table>.parquet``), of every snapshot."""
+#: the tables released whole, submitted: (their release-relative path, the unit)
+_Tables = list[tuple[str, Unit[int]]]
+
+
+def _submit_tables(reads: Reads, out: Path, summary: ReleaseSummary, units: Units) -> _Tables:
+    """The tables released whole (``parquet/<table>.parquet``), of every snapshot: a unit
+    each."""
     versions = reads.versions
     left_out = dropped(reads.catalog, summary.snapshots, versions["selection"])
-    for name in sorted(n for n, s in TABLES.items() if s.released and n not in KG_SNAPSHOT_TABLES):
-        rel = table_parquet_path(name)
-        summary.parquet_rows[rel] = write_parquet(reads.catalog, name, out / rel,
-                                                  summary.snapshots, versions[name], left_out)
+    names = sorted(n for n, s in TABLES.items() if s.released and n not in KG_SNAPSHOT_TABLES)
+    return [(table_parquet_path(name),
+             units.submit(table_file, name, out / table_parquet_path(name), summary.snapshots,
+                          versions[name], left_out))
+            for name in names]
+
+
+def _write_tables(summary: ReleaseSummary, units: Units, submitted: _Tables) -> None:
+    """The tables released whole, taken in order."""
+    for rel, rows in submitted:
+        summary.parquet_rows[rel] = units.result(rows)
         summary.files.append(rel)
 
 

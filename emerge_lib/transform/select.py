@@ -57,7 +57,9 @@ from typing import Any
 
 from emerge_lib.catalog import Catalog
 from emerge_lib.core.config import CurationSettings, PassageSettings, SelectionSettings
+from emerge_lib.core.errors import EmergeError
 from emerge_lib.core.schedule import SnapshotPlan
+from emerge_lib.core.spawn import spawned_pool
 from emerge_lib.curation.prompts import ASSERTION, DEPRECATION
 from emerge_lib.curation.verdicts import Triple, assessments, passage_text
 from emerge_lib.formats.format import hash_id
@@ -547,21 +549,52 @@ def window_lines(catalog: Catalog, settings: SelectionSettings, curation: Curati
     return lines
 
 
+def _window_rows(catalog: Catalog, settings: SelectionSettings, curation: CurationSettings,
+                 passage_settings: PassageSettings, snapshot: str, window: int,
+                 versions: dict[str, int | None]) -> list[dict[str, Any]]:
+    """One window's selection rows (its lines read through deltalake: no session)."""
+    lines = window_lines(catalog, settings, curation, passage_settings, snapshot, window,
+                         versions)
+    fates = select_lines(lines, settings, curation.enabled)
+    chosen = draw_test_split(lines, fates, settings, f"{settings.seed}:{snapshot}:{window}")
+    return [{"snapshot": snapshot, "window": window, "passage_id": pid, "kept": f.kept,
+             "duplicate_of": f.duplicate_of, "jaccard": f.jaccard,
+             "edit_distance": f.edit_distance, "rank": f.rank, "reason": f.reason,
+             "evaluation_set": pid in chosen} for pid, f in fates.items()]
+
+
+def _window_rows_at(warehouse: str, storage_options: dict[str, str], settings: SelectionSettings,
+                    curation: CurationSettings, passage_settings: PassageSettings,
+                    snapshot: str, window: int, versions: dict[str, int | None]
+                    ) -> list[dict[str, Any]]:
+    """``_window_rows`` in a worker process, the warehouse opened by path."""
+    catalog = Catalog(warehouse, storage_options=storage_options or None)
+    return _window_rows(catalog, settings, curation, passage_settings, snapshot, window,
+                        versions)
+
+
 def build_selection(catalog: Catalog, plan: SnapshotPlan, settings: SelectionSettings,
                     curation: CurationSettings, passage_settings: PassageSettings
                     ) -> dict[int, int]:
-    """Write the selection rows of every window of ``plan``; returns rows per window."""
+    """Write the selection rows of every window of ``plan``; returns rows per window. The
+    windows are independent: with ``settings.workers`` > 1 each is selected in a spawned
+    process (its reads need no session), the rows taken in window order (the same rows)."""
     versions = {name: catalog.version(name) for name in ("instances", "passages", "verdicts")}
-    rows: list[dict[str, Any]] = []
-    for w in plan.windows:
-        lines = window_lines(catalog, settings, curation, passage_settings, plan.key, w.k,
-                             versions)
-        fates = select_lines(lines, settings, curation.enabled)
-        chosen = draw_test_split(lines, fates, settings, f"{settings.seed}:{plan.key}:{w.k}")
-        rows += [{"snapshot": plan.key, "window": w.k, "passage_id": pid, "kept": f.kept,
-                  "duplicate_of": f.duplicate_of, "jaccard": f.jaccard,
-                  "edit_distance": f.edit_distance, "rank": f.rank, "reason": f.reason,
-                  "evaluation_set": pid in chosen} for pid, f in fates.items()]
+    windows = [w.k for w in plan.windows]
+    workers = min(settings.workers, len(windows))
+    if workers > 1:
+        with spawned_pool(workers) as pool:
+            futures = [pool.submit(_window_rows_at, catalog.warehouse,
+                                   dict(catalog.storage_options), settings, curation,
+                                   passage_settings, plan.key, k, versions) for k in windows]
+            try:
+                per_window = [f.result() for f in futures]
+            except EmergeError as exc:  # its line, not the worker's traceback under it
+                raise exc from None
+    else:
+        per_window = [_window_rows(catalog, settings, curation, passage_settings, plan.key, k,
+                                   versions) for k in windows]
+    rows = [r for found in per_window for r in found]
     return catalog.replace_partitions("selection", catalog.frame("selection", rows),
-                                      {"snapshot": plan.key}, "window",
-                                      [w.k for w in plan.windows], clear_others=True)
+                                      {"snapshot": plan.key}, "window", windows,
+                                      clear_others=True)

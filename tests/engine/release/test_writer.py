@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import gzip
 import json
+import logging
+import os
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
@@ -445,6 +447,72 @@ def test_crash_leaves_no_half_file(warehouse: Catalog, tmp_path: Path, monkeypat
         release_to(warehouse, tmp_path, windows=1, title_prefix=False)
     assert path.read_bytes() == before
     assert not [p.name for p in path.parent.iterdir() if p.name.startswith(".")]  # no temp left
+
+
+def files(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes()
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_workers_write_the_same_bytes(warehouse: Catalog, tmp_path: Path, caplog) -> None:
+    """release.workers: 3 (a pool of spawned processes, each unit a window, a KG table, a
+    context or a table released whole) writes the release that one process writes, and
+    the workers' log lines reach the driver's log."""
+    one, three = tmp_path / "one", tmp_path / "three"
+    release_to(warehouse, one, release={"workers": 1})
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="emerge_lib"):
+        release_to(warehouse, three, release={"workers": 3})
+    a, b = files(one), files(three)
+    assert sorted(a) == sorted(b) and len(b) > 20
+    assert [name for name in b if a[name] != b[name]] == []
+    # the orphan instance's warning was made in a worker and logged here
+    orphans = [r for r in caplog.records if "instances have no passage" in r.getMessage()]
+    assert orphans and all(r.process != os.getpid() for r in orphans)
+
+
+def test_workers_0_starts_a_pool_only_for_a_large_release(warehouse: Catalog,
+                                                        monkeypatch) -> None:
+    """release.workers: 0 sizes what the snapshots to write read (their Parquet files):
+    below AUTO_MIN_BYTES the driver writes alone; a number given is used as it is."""
+    from emerge_lib.core.config import CurationSettings, PassageSettings
+    from emerge_lib.release import units
+
+    names = ("passages", "instances", "kg_triples", "entities", "relations", "verdicts")
+    reads = windows.Reads(warehouse, {n: warehouse.version(n) for n in names},
+                          PassageSettings(), CurationSettings())
+    size = units.input_bytes(reads, [SNAP])
+    assert 0 < size < units.AUTO_MIN_BYTES
+    assert units.input_bytes(reads, ["2020-01-01T00:00:00Z"]) == 0  # no rows, no bytes
+    assert units.Units(reads, 0, most=3).settle([SNAP]) == 1
+    monkeypatch.setattr(units, "AUTO_MIN_BYTES", size)
+    assert units.Units(reads, 0, most=3).settle([SNAP]) == 3
+    assert units.Units(reads, 2, most=3).settle([SNAP]) == 2
+
+
+def test_a_failing_worker_is_one_line_and_leaves_the_release(
+        warehouse: Catalog, tmp_path: Path, spark) -> None:
+    """A unit failing in a worker (an unknown op in window 2) raises the serial path's
+    error, without the worker's traceback chained to it, and the release before stays
+    as it was, with no staging folder or temporary file left."""
+    out = tmp_path / "out"
+    release_to(warehouse, out, release={"workers": 1})
+    before = files(out)
+    bad = Catalog(tmp_path / "bad", spark)
+    put(bad, "passages", [P1, P2, P4])
+    put(bad, "instances", INSTANCES_W1[:1] + [inst(P4, "ADD", "Q900", "P112", "Q901")])
+    errors = []
+    for workers in (1, 3):
+        with pytest.raises(ReleaseError) as caught:
+            release_to(bad, out, release={"workers": workers})
+        errors.append(caught.value)
+    serial, pooled = errors
+    assert "unknown op 'ADD'" in str(pooled) and "\n" not in str(pooled)
+    assert str(pooled) == str(serial)
+    assert pooled.__cause__ is None and pooled.__suppress_context__
+    assert files(out) == before
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".out.")
+            and p.name not in (".out.lock", ".out.carry.json")] == []  # no staging left
 
 
 # --- the pure record function (no Spark) -------------------------------------------------

@@ -147,3 +147,36 @@ def test_the_stage_writes_every_line_and_the_release_leaves_duplicates_out(
     # rerun: the same rows
     run(catalog, "select", SNAP, snapshots=snapshots)
     assert {r["passage_id"]: r for r in catalog.read_arrow("selection").to_pylist()} == rows
+
+
+def test_windows_selected_in_processes_give_the_same_rows(catalog: Catalog, monkeypatch) -> None:
+    """selection.workers: 3 selects each window in a spawned process: the rows are the
+    one process's, window by window (a duplicate pair in window 1, another in window 2)."""
+    from tablekit import put
+
+    from emerge_lib.transform import select
+
+    pools: list[int] = []  # the real pool, its size noted
+    real = select.spawned_pool
+    monkeypatch.setattr(select, "spawned_pool", lambda n: pools.append(n) or real(n))
+
+    def in_window(row: dict[str, Any], window: int) -> dict[str, Any]:
+        return {**row, "window": window, "passage_id": f"{row['passage_id']}{window}"}
+
+    passages = [_passage("a", 1, BASE), _passage("b", 1, BASE.replace("thirty", "forty")),
+                _passage("c", 3, "A short unrelated passage about river ferries.")]
+    instances = [_instance("a", "D", "Q1"), _instance("b", "E", "Q1"), _instance("c", "E", "Q3")]
+    put(catalog, "passages", [in_window(p, w) for w in (1, 2) for p in passages])
+    put(catalog, "instances", [in_window(i, w) for w in (1, 2) for i in instances])
+    snapshots = {"timestamps": [SNAP], "windows": 2}
+    got = {}
+    for workers in (1, 3):
+        result = run(catalog, "select", SNAP, snapshots=snapshots,
+                     selection={"workers": workers})
+        assert result.rows == {"selection": 6}
+        got[workers] = sorted(catalog.read_arrow("selection").to_pylist(),
+                              key=lambda r: r["passage_id"])
+    assert pools == [2]  # one process per window (2), for workers 3 only
+    assert got[1] == got[3]
+    assert {r["passage_id"]: r["duplicate_of"] for r in got[3] if not r["kept"]} == {
+        "b1": "a1", "b2": "a2"}
