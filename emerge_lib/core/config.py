@@ -526,6 +526,9 @@ class ValidationSettings(_Strict):
     # the same triples are near-duplicates by pass 2's thresholds (and how many lines of
     # one article are, a warning); with the authors' two dedup passes only
     near_duplicates: bool = True
+    # run a snapshot's checks again even when they passed on exactly the rows its tables
+    # hold, with the same suites (otherwise kept: emerge_lib.validation.validate)
+    rerun: bool = False
 
 
 class SplitSettings(_Strict):
@@ -643,7 +646,8 @@ class Config(_Strict):
                     "snapshots", "stability", "passages", "deltas", "align", "qualifiers",
                     "selection", "validation", "release"},
                     exclude={"release": {"carry_unchanged", "workers"},
-                             "selection": {"workers"}, "stability": {"rebuild"}}),
+                             "selection": {"workers"}, "stability": {"rebuild"},
+                             "validation": {"rerun"}}),
                 "curation": {"enabled": c.enabled, "additions": c.additions.name,
                              "deprecations": c.deprecations.name,
                              "assertion_judges": c.assertion_judges,

@@ -13,11 +13,16 @@ if TYPE_CHECKING:
 
 def _validate(ctx: StageContext, plan: SnapshotPlan) -> Outcome:
     from emerge_lib.validation.suites import SuiteSettings
-    from emerge_lib.validation.validate import validate_snapshot
+    from emerge_lib.validation.validate import Kept, validate_snapshot
 
     cfg = ctx.cfg
     report = validate_snapshot(ctx.catalog, plan, SuiteSettings(
-        cfg.validation, cfg.deltas, cfg.passages, cfg.selection, cfg.curation))
+        cfg.validation, cfg.deltas, cfg.passages, cfg.selection, cfg.curation),
+        rerun=cfg.validation.rerun)
+    if isinstance(report, Kept):
+        return Outcome({"validation_results": 0}, {"checks kept": report.checks},
+                       note=f"passed on these same rows at {report.validated_at}: kept",
+                       detail=report)
     return Outcome({"validation_results": len(report.results)},
                    {"checks passed": sum(r.success for r in report.results)}, detail=report)
 

@@ -50,6 +50,8 @@ log = logging.getLogger(__name__)
 VALIDATE_READS = ("kg_triples", "entities", "relations", "passages", "instances",
                   "selection", "verdicts")
 REQUIRED = ("kg_triples", "entities", "relations", "passages", "instances", "selection")
+#: the entry of a result's ``fingerprints`` that holds its suites' key (``suites_key``)
+SUITES = "_suites"
 
 
 def docs_uri(warehouse: str, snapshot: str) -> str:
@@ -69,9 +71,42 @@ def _upload_dir(local: Path, uri: str) -> None:
                     destination_filesystem=filesystem)
 
 
-def validate_snapshot(catalog: Catalog, plan: SnapshotPlan, settings: SuiteSettings
-                      ) -> GateReport:
-    """Run the snapshot's suites, record the results, and raise when they failed."""
+@dataclass(frozen=True)
+class Kept:
+    """A snapshot's stored results, kept: every check passed on exactly these rows, with
+    these suites (``validate_snapshot`` did not run them again)."""
+
+    checks: int
+    validated_at: str
+    warnings: list[str]
+
+
+def suites_key(settings: SuiteSettings, plan: SnapshotPlan) -> str:
+    """What decides a snapshot's checks besides its rows: the settings the suites read,
+    the snapshot's windows and the code (package version and commit)."""
+    import dataclasses
+    import hashlib
+
+    from emerge_lib.formats.manifest import code_version
+
+    decided = {f.name: getattr(settings, f.name).model_dump(mode="json")
+               for f in dataclasses.fields(settings)}
+    decided["validation"].pop("rerun", None)  # how to run, not what is checked
+    decided["plan"] = [plan.key, plan.window_count, plan.window_days]
+    decided["code"] = code_version()
+    text = json.dumps(decided, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def validate_snapshot(catalog: Catalog, plan: SnapshotPlan, settings: SuiteSettings, *,
+                      rerun: bool) -> GateReport | Kept:
+    """Run the snapshot's suites, record the results, and raise when they failed.
+
+    When every check already passed on exactly the rows the tables hold (their digests,
+    ``fingerprints``) with the same suites (``suites_key``), the stored results are kept
+    and nothing runs (``Kept``): the checks read nothing else, so they would give the
+    same results, and the release's files that show when they ran stay the same bytes
+    (release/carry.py). ``rerun`` runs them anyway."""
     from pyspark.sql import functions as F
 
     from emerge_lib.validation.suites import snapshot_suites
@@ -81,6 +116,17 @@ def validate_snapshot(catalog: Catalog, plan: SnapshotPlan, settings: SuiteSetti
     if missing:
         raise EmergeError(f"validate {plan.key}: tables {missing} do not exist yet; run the "
                           "snapshot's stages first (emerge build)")
+    suites = suites_key(settings, plan)
+    kept = None if rerun else passed_for(catalog, plan.key, versions, suites=suites)
+    if kept is not None:
+        stored, _ = _stored_results(catalog, plan.key)
+        warnings = [f"{r['suite']}: {r['check']} ({r['observed']})" for r in stored
+                    if not r["success"] and r["severity"] == "warning"]
+        log.info("validate %s: every check passed on these same rows at %s, with these "
+                 "suites: kept, not run again", plan.key, kept["validated_at"])
+        for line in warnings:
+            log.warning("validate %s: %s (a warning: the release says so)", plan.key, line)
+        return Kept(kept["checks"], kept["validated_at"], warnings)
     frames = {name: catalog.read(name, versions[name]).filter(F.col("snapshot") == plan.key)
               for name in VALIDATE_READS}
     spark = catalog.session()
@@ -104,7 +150,8 @@ def validate_snapshot(catalog: Catalog, plan: SnapshotPlan, settings: SuiteSetti
     finally:
         catalog.clean_scratch()
         shutil.rmtree(local_docs, ignore_errors=True)
-    validated = json.dumps(fingerprints(catalog, plan.key, versions), sort_keys=True)
+    validated = json.dumps({**fingerprints(catalog, plan.key, versions), SUITES: suites},
+                           sort_keys=True)
     rows = [{"snapshot": plan.key, "suite": r.suite, "expectation": r.check,
              "success": r.success, "raised": r.raised, "severity": r.severity,
              "unexpected_count": r.unexpected_count,
@@ -138,11 +185,12 @@ def fingerprints(catalog: Catalog, snapshot: str, versions: dict[str, int | None
             for name in VALIDATE_READS}
 
 
-def passed_for(catalog: Catalog, snapshot: str, versions: dict[str, int | None]
-               ) -> dict[str, Any] | None:
+def passed_for(catalog: Catalog, snapshot: str, versions: dict[str, int | None], *,
+               suites: str | None = None) -> dict[str, Any] | None:
     """The snapshot's stored results when every check passed on exactly the rows the
-    tables hold at ``versions`` (what the release reads); None when it was never
-    validated, failed, or its rows changed since."""
+    tables hold at ``versions`` (what the release reads), and, given ``suites``, with
+    those suites (``suites_key``); None when it was never validated, failed, or its rows
+    (or suites) changed since."""
     version = catalog.version("validation_results")
     if version is None:
         return None
@@ -150,7 +198,11 @@ def passed_for(catalog: Catalog, snapshot: str, versions: dict[str, int | None]
                               version=version).to_pylist()
     if not rows or any(_blocks(r) for r in rows):
         return None
-    if json.loads(rows[0]["fingerprints"]) != fingerprints(catalog, snapshot, versions):
+    stored = json.loads(rows[0]["fingerprints"])
+    if suites is not None and stored.get(SUITES) != suites:
+        return None
+    stored.pop(SUITES, None)
+    if stored != fingerprints(catalog, snapshot, versions):
         return None
     return {"checks": len(rows),
             "validated_at": min(r["validated_at"] for r in rows).isoformat()}

@@ -69,17 +69,15 @@ def test_rebuild_is_identical_and_window_change_needs_no_reingest(tmp_path, worl
     assert week1(passages_before) <= week1(catalog.read_arrow("passages").to_pylist())
 
 
-def test_emerge_build_command(worlds, tmp_path: Path, capsys, monkeypatch) -> None:
+def test_emerge_build_command(worlds, tmp_path: Path, capsys) -> None:
     """`emerge build` on a world's dump files: every planted instance is released; the
     same command again (nothing changed: every snapshot's stages run again and write the
-    same rows into new Delta files) carries every file of the release over, linked, and
-    says so (issue 44: the fingerprints follow the rows, not their files)."""
+    same rows into new Delta files; their checks are kept) carries every file of the
+    release over, linked, and says so (issue 44: the fingerprints follow the rows, not
+    their files)."""
     from emerge_lib.cli import main
 
     sample_world = worlds.world(TINY2)
-    # the gate is not what this test is about (the gate's tests, the demo's and the
-    # scheduler's run it): the command with the defaults otherwise
-    monkeypatch.setenv("EMERGE__VALIDATION__ENABLED", "false")
 
     mirror = sample_world / "mirror"
     args = ["build", "-c", str(sample_world / "config.yaml"), "--out", str(tmp_path / "rel"),
@@ -103,9 +101,14 @@ def test_emerge_build_command(worlds, tmp_path: Path, capsys, monkeypatch) -> No
     first = {p.relative_to(rel).as_posix(): (p.stat().st_ino, p.read_bytes())
              for p in sorted(rel.rglob("*")) if p.is_file()}
     instances = Catalog(tmp_path / "wh").version("instances")
+    checked = Catalog(tmp_path / "wh").version("validation_results")
+    assert checked is not None  # the gate ran on the first build
     assert main(args) == 0
     out = capsys.readouterr().out
     assert Catalog(tmp_path / "wh").version("instances") > instances  # written again
+    # every snapshot's checks passed on these same rows: kept, not run again, so the
+    # files that show when they ran (the card, the checks page) are carried too
+    assert Catalog(tmp_path / "wh").version("validation_results") == checked
     again = {p.relative_to(rel).as_posix(): (p.stat().st_ino, p.read_bytes())
              for p in sorted(rel.rglob("*")) if p.is_file()}
     assert again == first  # every file: the same inode, the same bytes

@@ -246,6 +246,42 @@ def test_another_snapshots_writes_and_its_own_rows_rewritten_leave_a_validation_
     assert passed_for(warehouse, GOOD, versions())
 
 
+def test_checks_passed_on_the_same_rows_with_the_same_suites_are_kept(
+        warehouse: Catalog) -> None:
+    """A snapshot validated again with nothing changed keeps its stored results (nothing
+    runs, validation_results gets no commit, validated_at stays); a rerun asked for, other
+    suites' settings, changed rows, or a failed snapshot run the checks again."""
+    one = {"timestamps": [GOOD], "windows": 2}
+
+    def stored() -> tuple[int | None, set[str]]:
+        rows = warehouse.read_arrow("validation_results",
+                                    filters=[("snapshot", "=", GOOD)]).to_pylist()
+        return warehouse.version("validation_results"), {str(r["validated_at"]) for r in rows}
+
+    put(warehouse, "instances", world(GOOD)["instances"])  # (the module's tables, as made)
+    first = run(warehouse, "validate", GOOD, snapshots=one, validation={"rerun": True})
+    assert first.metrics["checks passed"] > 40 and "kept" not in first.note
+    before = stored()
+    kept = run(warehouse, "validate", GOOD, snapshots=one)
+    assert "kept" in kept.note and kept.metrics == {"checks kept": first.metrics["checks passed"]}
+    assert kept.rows == {"validation_results": 0} and stored() == before
+    forced = run(warehouse, "validate", GOOD, snapshots=one, validation={"rerun": True})
+    assert "kept" not in forced.note and stored()[0] == before[0] + 1
+    before = stored()
+    other = run(warehouse, "validate", GOOD, snapshots=one, validation={"min_instances": 2})
+    assert "kept" not in other.note and stored()[0] == before[0] + 1
+    # back to the defaults: the suites' key differs from the last run's, so it runs again
+    assert "kept" not in run(warehouse, "validate", GOOD, snapshots=one).note
+    assert "kept" in run(warehouse, "validate", GOOD, snapshots=one).note
+    put(warehouse, "instances", world(GOOD)["instances"][:4])  # its rows changed
+    assert "kept" not in run(warehouse, "validate", GOOD, snapshots=one).note
+    put(warehouse, "instances", world(GOOD)["instances"])
+    # a failed snapshot is never kept
+    for _ in range(2):
+        with pytest.raises(ValidationFailed, match="checks failed"):
+            run(warehouse, "validate", BAD, snapshots=SNAPSHOTS)
+
+
 def test_release_files_that_break_the_format_fail_their_suite(spark) -> None:
     from emerge_lib.formats.format import RELEASE_FIELDS
     from emerge_lib.validation.suites import flatten_release, release_suites
