@@ -120,8 +120,7 @@ def validate_snapshot(catalog: Catalog, plan: SnapshotPlan, settings: SuiteSetti
     kept = None if rerun else passed_for(catalog, plan.key, versions, suites=suites)
     if kept is not None:
         stored, _ = _stored_results(catalog, plan.key)
-        warnings = [f"{r['suite']}: {r['check']} ({r['observed']})" for r in stored
-                    if not r["success"] and r["severity"] == "warning"]
+        warnings = _warnings(stored)
         log.info("validate %s: every check passed on these same rows at %s, with these "
                  "suites: kept, not run again", plan.key, kept["validated_at"])
         for line in warnings:
@@ -254,6 +253,12 @@ def _stored_results(catalog: Catalog, snapshot: str) -> tuple[list[dict[str, Any
     return checks, (min(times).isoformat() if times else None)
 
 
+def _warnings(stored: list[dict[str, Any]]) -> list[str]:
+    """The stored checks that failed as warnings (what a snapshot lacks), one line each."""
+    return [f"{r['suite']}: {r['check']} ({r['observed']})" for r in stored
+            if not r["success"] and r["severity"] == "warning"]
+
+
 def validate_release(catalog: Catalog, out: Path, snapshots: list[str],
                      records: dict[str, list[tuple[str, dict[str, Any]]]],
                      versions: dict[str, int | None],
@@ -298,8 +303,7 @@ def validate_release(catalog: Catalog, out: Path, snapshots: list[str],
         if validated_at:  # the real run time, a fact of the tables: a rebuild keeps it
             states[snap]["validated_at"] = validated_at
         # what this snapshot lacks (warnings of its table suites): said, not blocking
-        empty = [f"{r['suite']}: {r['check']} ({r['observed']})" for r in stored
-                 if not r["success"] and r["severity"] == "warning"]
+        empty = _warnings(stored)
         if empty:
             states[snap]["warnings"] = empty
         results[snap] = {"tables": {"state": tables, "checks": stored},
