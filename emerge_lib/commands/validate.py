@@ -102,9 +102,8 @@ def _summary(root: Path, manifest: dict[str, Any], verdict: dict[str, Any],
              + ("validated, publishable" if publishable else f"NOT publishable: {why}")]
     states = verdict.get("snapshots") or {}
     if states:
-        lines.append(_table(["snapshot", "table suites", "release suites", "tables checked at"],
-                            [[snap[:10], str(st.get("tables")), str(st.get("release")),
-                              str(st.get("validated_at") or "–")]
+        lines.append(_table(["snapshot", "table suites", "release suites"],
+                            [[snap[:10], str(st.get("tables")), str(st.get("release"))]
                              for snap, st in sorted(states.items())]))
         lines += [f"warning, {snap[:10]}: {w}" for snap, st in sorted(states.items())
                   for w in st.get("warnings") or ()]

@@ -724,11 +724,10 @@ def _validation(out: Path, line: str, facts: CardFacts) -> str:
         def link(snap: str) -> str:
             return f"[checks]({page}#snapshot-{snap[:10]})" if page else "–"
 
-        rows = [[label(snap), _cell(st.get("tables")), _cell(st.get("release")),
-                 _cell(st.get("validated_at") or "–"), link(snap)]
+        rows = [[label(snap), _cell(st.get("tables")), _cell(st.get("release")), link(snap)]
                 for snap, st in sorted(states.items())]
-        parts.append(_markdown_table(["snapshot", "table suites", "release suites",
-                                      "tables checked at", "page"], rows))
+        parts.append(_markdown_table(["snapshot", "table suites", "release suites", "page"],
+                                     rows))
         empty = [f"- {label(snap)}: {w}" for snap, st in sorted(states.items())
                  for w in st.get("warnings") or ()]
         if empty:  # warnings: what the history did not give (they block nothing)

@@ -5,11 +5,13 @@ Great Expectations' Data Docs loaded their styling, scripts and icons from CDNs 
 index listed no suite and every status icon was blank), took 2.1 MB of the demo's 3.0 MB
 release, and showed a fixed run time. This page is rendered from the results alone
 (``emerge_lib.formats.about.check_rows``): its styling inline, its status icons inline
-SVG, no script, folded sections as ``<details>``. It shows the real run time, the time the
-tables' checks ran (``validated_at`` of ``validation_results``, which the manifest records
-too), so a release rebuilt from the same tables is the same bytes; the page states the
-release's version and that time, so it is one of the files the version's hash leaves out
-(``emerge_lib.formats.manifest.SELF_DESCRIBING``). Pure: no engine.
+SVG, no script, folded sections as ``<details>``. A warehouse snapshot's page shows when
+its checks ran; a release's does not (nor do its card and manifest): when is the
+warehouse's record (``validated_at`` of ``validation_results``, ``emerge validate``), and a
+release holds nothing of the clock, so the same tables give the same bytes, from any
+warehouse, at any time. The page states the release's version, so it is one of the files
+the version's hash leaves out (``emerge_lib.formats.manifest.SELF_DESCRIBING``). Pure: no
+engine.
 """
 
 from __future__ import annotations
@@ -101,15 +103,17 @@ def _group(rows: Sequence[Mapping[str, Any]]
 
 
 def render_page(*, title: str, verdict: str, ok: bool, rows: Sequence[Mapping[str, Any]],
-                run_times: Mapping[str, str], note: str = "") -> str:
+                run_times: Mapping[str, str] | None = None, note: str = "") -> str:
     """The page (see the module docstring): the verdict, the run time of each snapshot's
-    checks (``run_times``: snapshot → ISO instant), a table of the suites, the checks
-    that did not pass, then every check, by snapshot, part and suite, folded."""
+    checks (``run_times``: snapshot → ISO instant; None: not shown, as in a release), a
+    table of the suites, the checks that did not pass, then every check, by snapshot,
+    part and suite, folded."""
     groups = _group(rows)
     counts = Counter(r["status"] for r in rows)
     summary = ", ".join(f"{counts[s]:,} {s}" for s in reversed(STATUSES) if counts[s])
-    times = "; ".join(f"{html.escape(snap[:10])}: {html.escape(at)}"
-                      for snap, at in sorted(run_times.items())) or "not recorded"
+    times = None if run_times is None else "; ".join(
+        f"{html.escape(snap[:10])}: {html.escape(at)}"
+        for snap, at in sorted(run_times.items())) or "not recorded"
     suites = ["<table><tr><th></th><th>snapshot</th><th>part</th><th>suite</th><th>checks</th>"
               "<th>passed</th><th>failed</th><th>warnings</th></tr>"]
     for (snap, part, suite), members in groups:
@@ -127,7 +131,8 @@ def render_page(*, title: str, verdict: str, ok: bool, rows: Sequence[Mapping[st
     body = [f"<h1>{html.escape(title)}</h1>",
             f'<p class="verdict {"ok" if ok else "bad"}">{icon("passed" if ok else "failed")} '
             f"{html.escape(verdict)}</p>",
-            f"<p>Run time (the tables' checks): {times}. {html.escape(note)}</p>",
+            (f"<p>Run time (the tables' checks): {times}. {html.escape(note)}</p>"
+             if times is not None else f"<p>{html.escape(note)}</p>"),
             f"<p>{len(rows):,} checks: {summary or 'none'}.</p>",
             "<h2>Suites</h2>", "".join(suites),
             "<h2>Checks that did not pass</h2>",
@@ -154,12 +159,9 @@ def write_release_page(out: Path, verdict: Mapping[str, Any], version: str, line
     """``validation/index.html`` of the release in ``out`` from its ``results.json`` and
     the manifest's ``verdict`` (``line``: the card's sentence on it); returns its path."""
     results = json.loads((out / VALIDATION_RESULTS).read_text(encoding="utf-8"))
-    run_times = {snap: str(state["validated_at"])
-                 for snap, state in (verdict.get("snapshots") or {}).items()
-                 if isinstance(state, Mapping) and state.get("validated_at")}
     page = render_page(
         title=f"EMERGE release {version}: validation", verdict=line,
-        ok=bool(verdict.get("success")), rows=check_rows(results), run_times=run_times,
+        ok=bool(verdict.get("success")), rows=check_rows(results),
         note="The release files' suites ran on the lines as written; every observed value "
              f"is whole in {VALIDATION_RESULTS}.")
     path = out / VALIDATION_PAGE

@@ -105,8 +105,8 @@ def validate_snapshot(catalog: Catalog, plan: SnapshotPlan, settings: SuiteSetti
     When every check already passed on exactly the rows the tables hold (their digests,
     ``fingerprints``) with the same suites (``suites_key``), the stored results are kept
     and nothing runs (``Kept``): the checks read nothing else, so they would give the
-    same results, and the release's files that show when they ran stay the same bytes
-    (release/carry.py). ``rerun`` runs them anyway."""
+    same results, and the time it saves is the build's (the release holds no run time).
+    ``rerun`` runs them anyway."""
     from pyspark.sql import functions as F
 
     from emerge_lib.validation.suites import snapshot_suites
@@ -119,7 +119,7 @@ def validate_snapshot(catalog: Catalog, plan: SnapshotPlan, settings: SuiteSetti
     suites = suites_key(settings, plan)
     kept = None if rerun else passed_for(catalog, plan.key, versions, suites=suites)
     if kept is not None:
-        stored, _ = _stored_results(catalog, plan.key)
+        stored = _stored_results(catalog, plan.key)
         warnings = _warnings(stored)
         log.info("validate %s: every check passed on these same rows at %s, with these "
                  "suites: kept, not run again", plan.key, kept["validated_at"])
@@ -237,11 +237,12 @@ class ReleaseValidation:
                                             "manifest says so and nothing will publish it")
 
 
-def _stored_results(catalog: Catalog, snapshot: str) -> tuple[list[dict[str, Any]], str | None]:
-    """The snapshot's stored checks, sorted, and when they ran (None when never)."""
+def _stored_results(catalog: Catalog, snapshot: str) -> list[dict[str, Any]]:
+    """The snapshot's stored checks, sorted (when they ran is the warehouse's record,
+    not the release's: ``emerge validate`` shows it)."""
     version = catalog.version("validation_results")
     if version is None:
-        return [], None
+        return []
     rows = catalog.read_arrow("validation_results", filters=[("snapshot", "=", snapshot)],
                               version=version).to_pylist()
     checks = sorted(({"suite": r["suite"], "check": r["expectation"], "success": r["success"],
@@ -249,8 +250,7 @@ def _stored_results(catalog: Catalog, snapshot: str) -> tuple[list[dict[str, Any
                       "unexpected_count": r["unexpected_count"],
                       "observed": json.loads(r["observed"])} for r in rows),
                     key=lambda r: (r["suite"], r["check"]))
-    times = [r["validated_at"] for r in rows if r.get("validated_at") is not None]
-    return checks, (min(times).isoformat() if times else None)
+    return checks
 
 
 def _warnings(stored: list[dict[str, Any]]) -> list[str]:
@@ -285,7 +285,7 @@ def validate_release(catalog: Catalog, out: Path, snapshots: list[str],
     raised: list[str] = []
     gates: dict[str, GateReport] = {}
     for snap in snapshots:
-        stored, validated_at = _stored_results(catalog, snap)
+        stored = _stored_results(catalog, snap)
         if passed_for(catalog, snap, versions):
             tables = "passed"
         elif stored and any(_blocks(r) for r in stored):
@@ -300,8 +300,6 @@ def validate_release(catalog: Catalog, out: Path, snapshots: list[str],
         gates[snap] = report
         release = "passed" if report.success else "failed"
         states[snap] = {"tables": tables, "release": release}
-        if validated_at:  # the real run time, a fact of the tables: a rebuild keeps it
-            states[snap]["validated_at"] = validated_at
         # what this snapshot lacks (warnings of its table suites): said, not blocking
         empty = _warnings(stored)
         if empty:

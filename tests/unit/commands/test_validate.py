@@ -17,9 +17,9 @@ def test_the_verdict_and_the_failed_checks_in_a_table(tmp_path: Path, capsys) ->
     assert main(["validate", "--release", str(root)]) == 1
     out = capsys.readouterr().out.splitlines()
     assert "NOT publishable: 2024-01-01T00:00:00Z: release files: 1 of 2 checks failed" in out[0]
-    assert out[1].split() == ["snapshot", "table", "suites", "release", "suites", "tables",
-                              "checked", "at"]
-    assert out[2].split() == ["2024-01-01", "passed", "failed", CHECKED_AT]
+    assert out[1].split() == ["snapshot", "table", "suites", "release", "suites"]
+    assert out[2].split() == ["2024-01-01", "passed", "failed"]
+    assert CHECKED_AT not in "\n".join(out)  # no run time in a release
     assert any(line.startswith("files: ") and "match manifest.json" in line for line in out)
     assert "checks: 7: 1 failed, 5 passed, 1 warning" in out
     head = out.index(next(line for line in out if line.startswith("status ")))
