@@ -33,8 +33,9 @@ nothing changed (every snapshot's files carried); in (b), with the same build on
 into a copy of the base release (its carry sidecar ``.NAME.carry.json`` copied beside
 it). Per stage: wall and CPU from the stage's log line; for the release, the files
 written and carried (the stage's ``files``, ``carried_files``, ``carried_mb``); at the
-end, whether the two releases are equal but for the provenance files (README.md,
-card.html, croissant.json, manifest.json), as tests/e2e/pipeline/test_incr.py asserts.
+end, whether the two releases are the same bytes (``release.provenance: history``, the
+default: the manifest, card and croissant.json name the history held, not the files
+read), as tests/e2e/pipeline/test_incr.py asserts.
 
 Bytes read from dumps: the compressed files each run opens (the full dumps' bz2 history
 files; the days' ``pages-meta-hist-incr.xml.bz2``) and their XML. The ingest and
@@ -75,9 +76,6 @@ from buildkit import release_files  # noqa: E402
 
 GROWTH_TARGET = 1.1  # issue 44: the quarter's cost grows <= 1.1x while the history doubles
 WIKIS = {"wikidata": "wikidatawiki", "wikipedia": "enwiki"}
-#: the release files naming the dumps it was built from: all two equal releases may differ in
-#: (tests/e2e/pipeline/test_incr.py)
-PROVENANCE = {"README.md", "card.html", "croissant.json", "manifest.json"}
 _CARRIED = re.compile(r"\(carried [\d,]+ files \(([\d.]+) MB\)")
 _METRIC = re.compile(r", ([\d,.]+) (files|carried_files|carried_mb)\b")
 
@@ -343,12 +341,11 @@ def downstream_table(sizes: list[Size]) -> None:
                   f"{'':>47} {'':>13} {m.get('files', 0):8,.0f}   (the release the quarter "
                   f"extends: {', '.join(s.snapshots[0])})")
         if s.differ is not None:
-            extra = sorted(set(s.differ) - PROVENANCE)
-            verdict = ("equal but for the provenance files" if not extra else
-                       f"differ beyond the provenance in {len(extra)} files: "
+            extra = sorted(s.differ)
+            verdict = ("are the same bytes" if not extra else
+                       f"differ in {len(extra)} files: "
                        f"{', '.join(extra[:8])}{' …' if len(extra) > 8 else ''}")
-            print(f"  {s.name}: the two releases {verdict} (they differ in "
-                  f"{', '.join(s.differ) or 'nothing'})")
+            print(f"  {s.name}: the two releases {verdict}")
 
 
 def report(sizes: list[Size]) -> None:

@@ -565,6 +565,13 @@ class ReleaseSettings(_Strict):
     # read 64 MB of Parquet or more, else 1. Not in dataset_settings either: any number
     # gives the same bytes
     workers: int = Field(default=0, ge=0, le=64)
+    # what the manifest, card and croissant.json say the release was built from. history:
+    # per wiki, the day before which every revision is in and the day deletions and moves
+    # are known to (release/provenance.py: the same history gives the same bytes, read from
+    # a full dump or from a dump and the daily increments since); files: every dump file
+    # the warehouse read, with its sha1. Not in dataset_settings: the manifest's own key
+    # (``history`` or ``dumps``) says which
+    provenance: Literal["history", "files"] = "history"
 
     def most_workers(self) -> int:
         """What ``workers: 0`` uses for a large release: min(4, usable cores)."""
@@ -645,7 +652,7 @@ class Config(_Strict):
         return {**self.model_dump(mode="json", include={
                     "snapshots", "stability", "passages", "deltas", "align", "qualifiers",
                     "selection", "validation", "release"},
-                    exclude={"release": {"carry_unchanged", "workers"},
+                    exclude={"release": {"carry_unchanged", "workers", "provenance"},
                              "selection": {"workers"}, "stability": {"rebuild"},
                              "validation": {"rerun"}}),
                 "curation": {"enabled": c.enabled, "additions": c.additions.name,

@@ -84,19 +84,34 @@ def dump_dates(dumps: Sequence[Mapping[str, Any]]) -> dict[str, list[str]]:
     return {wiki: sorted(dates) for wiki, dates in sorted(out.items())}
 
 
-def collection(settings: Mapping[str, Any], dumps: Sequence[Mapping[str, Any]]) -> str:
-    """How the data was collected: the dumps and the snapshot rules."""
-    dates = dump_dates(dumps)
-    read = "; ".join(f"{wiki} dumps of {', '.join(ds)}" for wiki, ds in dates.items()) or \
-        "no dump recorded in the manifest"
+def held(history: Sequence[Mapping[str, Any]]) -> str:
+    """The manifest's ``history`` in words: per wiki, how far its revisions and its
+    deletions go."""
+    return "; ".join(
+        f"{h.get('wiki')}: every revision before {h.get('revisions_before') or '?'}, "
+        f"deletions and moves known to {h.get('deletions_known_to') or '?'}"
+        for h in history)
+
+
+def collection(settings: Mapping[str, Any], dumps: Sequence[Mapping[str, Any]],
+               history: Sequence[Mapping[str, Any]] = ()) -> str:
+    """How the data was collected: the history it holds (or the dumps read) and the
+    snapshot rules."""
+    if history:
+        read = (f"{held(history)}; the same history gives the same files, whether read from "
+                "full dumps or from daily increments")
+    else:
+        dates = dump_dates(dumps)
+        read = "; ".join(f"{wiki} dumps of {', '.join(ds)}" for wiki, ds in dates.items()) \
+            or "no dump recorded in the manifest"
+        read += "; every file with its sha1 in manifest.json" if dumps else ""
     windows = _setting(settings, "snapshots.windows")
     days = _setting(settings, "snapshots.window_days")
     source = ("a generated dump mirror (`emerge sample`) in Wikimedia's layout"
               if synthetic(settings) else "Wikimedia revision-history dumps")
     return (
         (SYNTHETIC_NOTICE + "\n\n" if synthetic(settings) else "")
-        + f"Built by emerge from {source} ({read}; every file with its "
-        "sha1 in manifest.json). A KG snapshot G_t holds the Wikidata statements present at "
+        + f"Built by emerge from {source} ({read}). A KG snapshot G_t holds the Wikidata statements present at "
         f"t and stable for {_setting(settings, 'stability.kg_hours', '?')} hours (entities, "
         f"relation types, triples); each of the {windows} windows of {days} days after t "
         "(cumulative: (t, t + k·days]) gives the Wikidata changes of that window and the "

@@ -321,6 +321,7 @@ class CardFacts:
     settings: Mapping[str, Any] = field(default_factory=dict)
     settings_sha256: str | None = None
     dumps: Sequence[Mapping[str, Any]] = ()
+    history: Sequence[Mapping[str, Any]] = ()  # the manifest's history (release.provenance)
     judges: Sequence[Mapping[str, Any]] = ()
     gold: Mapping[str, Any] | None = None
     validation: Mapping[str, Any] = field(default_factory=dict)
@@ -812,7 +813,7 @@ def sections(out: Path, prepared: Prepared, validation: str, facts: CardFacts,
             "passage supports (new triples, emerging entities, deprecations), so models "
             "that keep a KG up to date from text can be measured, and the benchmark can be "
             "extended with every new Wikimedia dump."),
-        "data_collection_and_processing_section": about.collection(settings, facts.dumps)
+        "data_collection_and_processing_section": about.collection(settings, facts.dumps, facts.history)
         + "\n\n" + _bullets(about.preprocessing(settings)),
         "source_data_producers_section": (
             "No one: `emerge sample` generated every page and edit (synthetic data)."

@@ -224,9 +224,14 @@ def semantic_version(version: str, snapshots: Sequence[str]) -> str:
 
 
 def date_published(settings: Mapping[str, Any], dumps: Sequence[Mapping[str, Any]],
-                   snapshots: Sequence[str]) -> str | None:
-    """The newest dump's date the release was built from (``2024-05-20``), else the end
-    of the newest snapshot's last window; None with neither."""
+                   snapshots: Sequence[str], history: Sequence[Mapping[str, Any]] = ()
+                   ) -> str | None:
+    """The day the newest history the release holds ends (``history``'s newest
+    ``revisions_before``), or the newest dump's date it was built from (``2024-05-20``),
+    else the end of the newest snapshot's last window; None with none of them."""
+    ends = [str(h["revisions_before"]) for h in history if h.get("revisions_before")]
+    if ends:
+        return max(ends)
     dates = [str(d.get("dump_date")) for d in dumps if d.get("dump_date")]
     if dates:
         newest = max(dates)
@@ -240,8 +245,8 @@ def date_published(settings: Mapping[str, Any], dumps: Sequence[Mapping[str, Any
 
 def build_croissant(out: str | Path, files: Sequence[Mapping[str, Any]], *, version: str,
                     settings: Mapping[str, Any], dumps: Sequence[Mapping[str, Any]],
-                    snapshots: Sequence[str], judges: Sequence[Mapping[str, Any]] = ()
-                    ) -> dict[str, Any]:
+                    snapshots: Sequence[str], judges: Sequence[Mapping[str, Any]] = (),
+                    history: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
     """The Croissant document of the release in ``out`` whose data files are ``files``
     (manifest entries: path, bytes, sha256)."""
     root = Path(out)
@@ -279,14 +284,14 @@ def build_croissant(out: str | Path, files: Sequence[Mapping[str, Any]], *, vers
         "name": about.NAME,
         "description": about.SUMMARY,
         "version": semantic_version(version, snapshots),
-        "datePublished": date_published(settings, dumps, snapshots),
+        "datePublished": date_published(settings, dumps, snapshots, history),
         "license": about.LICENSE_URL,
         "url": about.PAPER_URL,
         "citeAs": about.CITATION,
         "keywords": about.tags(settings),
         "creator": {"@type": "sc:Organization", "name": "emerge"},
         "temporalCoverage": f"{days[0]}/{days[-1]}" if days else None,
-        "rai:dataCollection": about.collection(settings, dumps),
+        "rai:dataCollection": about.collection(settings, dumps, history),
         "rai:dataCollectionType": [about.COLLECTION_TYPE[about.synthetic(settings)]],
         "rai:dataCollectionRawData": about.SYNTHETIC_RAW_DATA if about.synthetic(settings)
         else None,

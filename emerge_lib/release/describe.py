@@ -65,7 +65,7 @@ def describe(out: Path, prepared: Prepared, files: Sequence[str], record: Mappin
              judge: Judge, carried: Entries | None = None) -> dict[str, Any]:
     """Steps 1-5 of the module docstring for the release in ``out``, whose files are
     ``files`` (the self-describing ones included); ``record``: the manifest's account of
-    what made the release (``code_version``, ``settings``, ``settings_sha256``, ``dumps``,
+    what made the release (``code_version``, ``settings``, ``settings_sha256``, ``history`` or ``dumps``,
     ``curation.judges``), to which the verdict and the card's rows are added;
     ``carried``: the entries of files carried over, verified as they were (not hashed
     again). Returns the manifest written."""
@@ -74,15 +74,16 @@ def describe(out: Path, prepared: Prepared, files: Sequence[str], record: Mappin
                                                 known=carried)}
     version = content_version(known.values())
     settings = dict(record.get("settings") or {})
-    dumps = list(record.get("dumps") or [])
+    dumps, history = list(record.get("dumps") or []), list(record.get("history") or [])
     judges = list((record.get("curation") or {}).get("judges") or [])
     write_croissant(out, list(known.values()), version=version, settings=settings,
-                    dumps=dumps, snapshots=prepared.snapshots, judges=judges)
+                    dumps=dumps, history=history, snapshots=prepared.snapshots, judges=judges)
     verdict = judge(known)
     meta = {**record, "validation": verdict, "card": [s.row() for s in prepared.stats]}
     render_card(out, prepared, validation_line(verdict), CardFacts(
         version=version, code_version=meta.get("code_version"), settings=settings,
-        settings_sha256=meta.get("settings_sha256"), dumps=dumps, judges=judges,
+        settings_sha256=meta.get("settings_sha256"), dumps=dumps, history=history,
+        judges=judges,
         gold=(record.get("curation") or {}).get("gold"), validation=verdict))
     if VALIDATION_PAGE in files:
         write_release_page(out, verdict, version, validation_line(verdict))

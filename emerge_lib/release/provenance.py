@@ -1,5 +1,6 @@
-"""Where a release came from, for its manifest: the dump files the warehouse was built
-from (``dumps``) and who judged the released triples (``judges``)."""
+"""Where a release came from, for its manifest: the history it holds (``history``: per
+wiki, how far its revisions and its deletions go) or the dump files the warehouse was
+built from (``dumps``), and who judged the released triples (``judges``)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import hashlib
 import json
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from emerge_lib.catalog import Catalog
@@ -90,6 +92,68 @@ def gold(curation: CurationSettings, lines: Mapping[str, int]) -> dict[str, Any]
             **counted}
 
 
+@dataclass(frozen=True)
+class Reach:
+    """How far a wiki's ingested history goes (days, ``YYYYMMDD``): ``increments``, the day
+    after its newest daily adds/changes file ("" with none); ``full``, its newest full
+    dump; ``deletions``, the day its deletions and moves are known to (its first full
+    dump, or the newest logging dump reconciled, or a newer full dump ingested completely:
+    its reconciled_logs row)."""
+
+    increments: str = ""
+    full: str = ""
+    deletions: str = ""
+
+    @property
+    def revisions(self) -> str:
+        """The day before which every revision is in the warehouse."""
+        return max(self.increments, self.full)
+
+
+def reaches(catalog: Catalog, versions: Mapping[str, int | None]) -> dict[str, Reach]:
+    """wiki → its :class:`Reach`, from ingested_files and reconciled_logs at ``versions``
+    (files ingested with an error do not count)."""
+    from datetime import datetime, timedelta
+
+    files, logs = versions.get("ingested_files"), versions.get("reconciled_logs")
+    if files is None:
+        return {}
+    increments: dict[str, str] = {}
+    full: dict[str, list[str]] = {}
+    for r in catalog.read_arrow("ingested_files", version=files,
+                                columns=["wiki", "dump_date", "dump_file", "error"]).to_pylist():
+        if r["error"] is not None or not r["dump_date"]:
+            continue
+        if "-pages-meta-hist-incr.xml" in r["dump_file"]:  # a day: before the next day
+            day = (datetime.strptime(r["dump_date"], "%Y%m%d") + timedelta(days=1))
+            increments[r["wiki"]] = max(increments.get(r["wiki"], ""), day.strftime("%Y%m%d"))
+        else:
+            full.setdefault(r["wiki"], []).append(r["dump_date"])
+    deletions = {w: min(dates) for w, dates in full.items()}
+    if logs is not None:
+        for r in catalog.read_arrow("reconciled_logs", version=logs,
+                                    columns=["wiki", "dump_date"]).to_pylist():
+            deletions[r["wiki"]] = max(deletions.get(r["wiki"], ""), r["dump_date"])
+    return {w: Reach(increments.get(w, ""), max(full.get(w, [""])), deletions.get(w, ""))
+            for w in sorted({*increments, *full})}
+
+
+def history(catalog: Catalog, versions: Mapping[str, int | None]) -> list[dict[str, Any]]:
+    """The history a release was built from, by what it holds rather than by the files
+    that brought it (``release.provenance: history``): per wiki, the day before which
+    every revision is in (``revisions_before``) and the day its deletions and moves are
+    known to (``deletions_known_to``). A full dump of day D and a dump of an earlier day
+    with the daily increments to D - 1 and the logging dump of D hold the same history,
+    so their releases are the same bytes; the files each read stay in the warehouse's
+    ingested_files (``emerge inspect``)."""
+    def day(d: str) -> str | None:
+        return f"{d[:4]}-{d[4:6]}-{d[6:8]}" if d else None
+
+    return [{"wiki": w, "revisions_before": day(r.revisions),
+             "deletions_known_to": day(r.deletions)}
+            for w, r in reaches(catalog, versions).items()]
+
+
 def provisional(catalog: Catalog, versions: Mapping[str, int | None],
                 plans: Sequence[Any]) -> list[dict[str, Any]]:
     """The snapshots built provisionally (docs/operations.md, *The reconciliation*): the
@@ -98,27 +162,10 @@ def provisional(catalog: Catalog, versions: Mapping[str, int | None],
     after that day. Each with that day. Only increments count as reaching past it: a
     warehouse of full dumps is not marked (a newer one ingested completely removes what
     it lacks and writes its reconciled_logs row: ``ingest.absent``)."""
-    from datetime import UTC, datetime, timedelta
+    from datetime import UTC, datetime
 
-    files, logs = versions.get("ingested_files"), versions.get("reconciled_logs")
-    if files is None:
-        return []
-    reached: dict[str, str] = {}
-    covered: dict[str, str] = {}
-    for r in catalog.read_arrow("ingested_files", version=files,
-                                columns=["wiki", "dump_date", "dump_file", "error"]).to_pylist():
-        if r["error"] is not None:
-            continue
-        if "-pages-meta-hist-incr.xml" in r["dump_file"]:  # a day: before the next day
-            day = (datetime.strptime(r["dump_date"], "%Y%m%d") + timedelta(days=1))
-            reached[r["wiki"]] = max(reached.get(r["wiki"], ""), day.strftime("%Y%m%d"))
-        else:  # the first full dump (a newer one complete: its reconciled_logs row)
-            covered[r["wiki"]] = min(covered.get(r["wiki"]) or r["dump_date"], r["dump_date"])
-    if logs is not None:
-        for r in catalog.read_arrow("reconciled_logs", version=logs,
-                                    columns=["wiki", "dump_date"]).to_pylist():
-            covered[r["wiki"]] = max(covered.get(r["wiki"], ""), r["dump_date"])
-    behind = [covered.get(w, "") for w, day in reached.items() if day > covered.get(w, "")]
+    behind = [r.deletions for r in reaches(catalog, versions).values()
+              if r.increments > r.deletions]
     if not behind:
         return []
     to = datetime.strptime(min(behind), "%Y%m%d").replace(tzinfo=UTC)

@@ -31,7 +31,7 @@ import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from emerge_lib.catalog import TABLES, Catalog
 from emerge_lib.core.config import (
@@ -81,7 +81,7 @@ from emerge_lib.release.carry import (
 )
 from emerge_lib.release.describe import Entries, describe
 from emerge_lib.release.foreign import carry_foreign, stale
-from emerge_lib.release.provenance import dumps, gold, judges, provisional
+from emerge_lib.release.provenance import dumps, gold, history, judges, provisional
 from emerge_lib.release.splits import write_splits
 from emerge_lib.release.tables import dropped
 from emerge_lib.release.units import Unit, Units, context, kg_tsv, table_file
@@ -211,7 +211,7 @@ def write_release(catalog: Catalog, out_dir: str | Path, plans: Sequence[Snapsho
             parts, records, tables = _write_data(reads, out, plans, summary, carrier,
                                                  dataset_settings, derived, validation.enabled,
                                                  units)
-            origin = _provenance(reads, summary.snapshots, dataset_settings)
+            origin = _provenance(reads, summary.snapshots, dataset_settings, derived.provenance)
             # the provisional marks are release.json's too: reconciling data that changes
             # no snapshot's rows still clears them
             shared = shared_fingerprint(reads, {k: fp for k, (fp, _) in parts.items()},
@@ -416,13 +416,15 @@ def _derive(out: Path, summary: ReleaseSummary, settings: ReleaseSettings,
     log.info("release: splits %s (left out: %s)", counts.lines, counts.excluded or "none")
 
 
-def _provenance(reads: Reads, snapshots: Sequence[str], dataset_settings: Mapping[str, Any]
-                ) -> dict[str, Any]:
+def _provenance(reads: Reads, snapshots: Sequence[str], dataset_settings: Mapping[str, Any],
+                mode: Literal["history", "files"]) -> dict[str, Any]:
     """The manifest's account of what made the release (but the gold's lines and the
-    splits, which the snapshots' files decide)."""
+    splits, which the snapshots' files decide): the history it holds, or the dump files
+    read (``release.provenance``)."""
+    source = ({"history": history(reads.catalog, reads.versions)} if mode == "history" else
+              {"dumps": dumps(reads.catalog, reads.versions.get("ingested_files"))})
     return {"code_version": code_version(), "settings": dict(dataset_settings),
-            "settings_sha256": config_hash(dataset_settings),
-            "dumps": dumps(reads.catalog, reads.versions.get("ingested_files")),
+            "settings_sha256": config_hash(dataset_settings), **source,
             "judges": judges(reads, snapshots)}
 
 

@@ -199,17 +199,12 @@ def test_increments_give_the_full_dumps_timelines(world: Path, tmp_path: Path, s
     _same_releases(world, tmp_path, d0, d1)
 
 
-#: what names the dump files a release was built from (the manifest's ``dumps``, the card's
-#: and Croissant's provenance text, Croissant's datePublished: the newest file's date, the
-#: last increment's day against the full dump's): all that may differ
-PROVENANCE = {"README.md", "card.html", "croissant.json", "manifest.json"}
-
-
 def _same_releases(world: Path, tmp_path: Path, d0: str, d1: str) -> None:
     """`emerge build` (the gate on) of both warehouses, each configured with the dump it
-    was built from: every file byte for byte but the provenance; the manifest too, but its
-    ``dumps`` and the entries of those files. The restored page changes no released row
-    (it names no entity), so the releases are equal."""
+    was built from: the same bytes, file for file, the manifest, the card and
+    croissant.json included (``release.provenance: history``, the default: they name the
+    history held, not the files that brought it). The restored page changes no released
+    row (it names no entity), so the releases are equal."""
     both = f"'{d0}', '{d1}'"
     text = (world / "config.yaml").read_text()
     assert text.count(both) == 2  # the dates of both wikis
@@ -224,9 +219,10 @@ def _same_releases(world: Path, tmp_path: Path, d0: str, d1: str) -> None:
         out[name] = release_files(tmp_path / f"release-{name}")
     got, want = out["incr"], out["fresh"]
     assert sorted(got) == sorted(want) and any(n.endswith(".jsonl") for n in want)
-    assert {n for n in want if got[n] != want[n]} == PROVENANCE
-    manifests = [json.loads(x["manifest.json"]) for x in (got, want)]
-    for m in manifests:
-        m.pop("dumps")
-        m["files"] = [f for f in m["files"] if f["path"] not in PROVENANCE]
-    assert manifests[0] == manifests[1]
+    assert {n for n in want if got[n] != want[n]} == set()
+    manifest = json.loads(got["manifest.json"])
+    day = f"{d1[:4]}-{d1[4:6]}-{d1[6:8]}"
+    assert "dumps" not in manifest and manifest["history"] == [
+        {"wiki": wiki, "revisions_before": day, "deletions_known_to": day}
+        for wiki in sorted(TIMELINES)]
+    assert json.loads(got["croissant.json"])["datePublished"] == day

@@ -89,6 +89,10 @@ def test_date_published_is_the_newest_dump_the_release_was_built_from() -> None:
              {"wiki": "enwiki", "dump_date": "20240601"}]
     assert date_published({}, dumps, ["2024-04-01T00:00:00Z"]) == "2024-06-01"
     assert date_published({}, [], []) is None
+    # release.provenance: history: the day the newest history held ends, whatever the files
+    history = [{"wiki": "enwiki", "revisions_before": "2024-05-20"},
+               {"wiki": "wikidatawiki", "revisions_before": "2024-06-02"}]
+    assert date_published({}, dumps, [], history) == "2024-06-02"
     assert semantic_version("0123456789abcdef", []) == "0.0.0+0123456789abcdef"
     assert semantic_version("0123456789abcdef", ["2019-01-01T00:00:00Z",
                                                  "2024-10-01T00:00:00Z"]) == \
