@@ -42,7 +42,7 @@ from emerge_lib.core.stage import StageContext
 from emerge_lib.pipeline.runner import run_stage
 from emerge_lib.release.tables import write_kg_tsv, write_parquet
 
-UNITS = ("write_window", "table_file", "kg_tsv", "context")
+UNITS = ("write_window", "table_file", "kg_tsv", "context", "split_files", "card_stats")
 timed: list[tuple[str, float]] = []
 
 
