@@ -18,9 +18,12 @@ too where what they read allows it:
 - each table released whole (``parquet/<table>.parquet``: ``instances`` the largest) and
   each *carried* snapshot's statistics on the card (its JSONL lines, linked into the
   staging folder before any unit runs) are submitted with the written snapshots' units;
-- the leak-free splits (every snapshot's lines' Parquet twins: one article in ``test``
-  anywhere keeps its lines of every snapshot out of train, so one unit) and each written
-  snapshot's statistics once every snapshot's files are written.
+- each snapshot's leak-free splits and each written snapshot's statistics once every
+  snapshot's files are written: the splits of one snapshot depend on the others' only
+  through the lines drawn into ``test`` and their articles (one article in ``test``
+  anywhere keeps its lines of every snapshot out of train), which the driver finds first
+  (``release.splits.drawn``: two columns, filtered by Arrow) and gives to each unit; the
+  driver joins the units' counts and refuses an article in two splits.
 
 What stays in the driver, and why: the release suites and the human annotation's checks
 (``validation.validate_release``: Great Expectations queries through the driver's Spark
@@ -59,7 +62,7 @@ from emerge_lib.core.errors import EmergeError
 from emerge_lib.core.spawn import spawned_pool
 from emerge_lib.formats.card import SnapshotStats, collect
 from emerge_lib.release.context import write_context
-from emerge_lib.release.splits import SplitCounts, write_splits
+from emerge_lib.release.splits import SnapshotSplits, write_snapshot_splits
 from emerge_lib.release.tables import write_kg_tsv, write_parquet
 from emerge_lib.release.windows import Reads, ReleaseError
 
@@ -232,11 +235,10 @@ def context(_: Reads, out: Path, corpus: Mapping[str, Sequence[str]],
     return write_context(out, corpus, settings)
 
 
-def split_files(_: Reads, out: Path, corpus: Mapping[str, Sequence[str]],
-                evaluation: Sequence[str], settings: SplitSettings
-                ) -> tuple[SplitCounts, dict[str, int]]:
-    """The leak-free splits of every snapshot (``release.splits.write_splits``)."""
-    return write_splits(out, corpus, evaluation, settings)
+def split_files(_: Reads, out: Path, snapshot: str, files: Sequence[str], test: set[str],
+                test_pages: set[int], settings: SplitSettings) -> SnapshotSplits:
+    """A snapshot's leak-free splits (``release.splits.write_snapshot_splits``)."""
+    return write_snapshot_splits(out, snapshot, files, test, test_pages, settings)
 
 
 def card_stats(_: Reads, out: Path, snapshot: str, kg_rows: Mapping[str, int]

@@ -82,7 +82,7 @@ from emerge_lib.release.carry import (
 from emerge_lib.release.describe import Entries, describe
 from emerge_lib.release.foreign import carry_foreign, stale
 from emerge_lib.release.provenance import dumps, gold, judges, provisional
-from emerge_lib.release.splits import SplitCounts
+from emerge_lib.release.splits import SnapshotSplits, drawn, merge_splits
 from emerge_lib.release.tables import dropped
 from emerge_lib.release.units import (
     Unit,
@@ -429,17 +429,18 @@ def _write_tables(summary: ReleaseSummary, units: Units, submitted: _Tables) -> 
 @dataclass
 class _Shared:
     """The shared files' units, submitted once every snapshot's files are in the staging
-    folder (what they read): the leak-free splits (the lines' Parquet twins) and each
-    snapshot's statistics on the card (its JSONL lines)."""
+    folder (what they read): each snapshot's leak-free splits (its lines' Parquet twins)
+    and statistics on the card (its JSONL lines)."""
 
-    splits: Unit[tuple[SplitCounts, dict[str, int]]]
+    splits: list[Unit[SnapshotSplits]]
     stats: list[Unit[SnapshotStats]]
 
 
 def _submit_shared(out: Path, summary: ReleaseSummary, settings: ReleaseSettings,
                    units: Units, early: Mapping[str, Unit[SnapshotStats]]) -> _Shared:
-    """The splits and the card's statistics, from the lines just written (or carried):
-    a unit each (the statistics one per snapshot, ``early`` those submitted already)."""
+    """The splits and the card's statistics, from the lines just written (or carried): a
+    unit each per snapshot (``early``: the statistics submitted already); the lines drawn
+    into test, which every snapshot's splits need, found here first."""
     corpus: dict[str, list[str]] = {snap: [] for snap in summary.snapshots}
     for rel in summary.lines:
         if rel.startswith(f"{CORPUS}/"):
@@ -447,9 +448,10 @@ def _submit_shared(out: Path, summary: ReleaseSummary, settings: ReleaseSettings
             corpus[snap].append(rel)
     evaluation = [parquet_twin(rel) for rel in summary.lines
                   if rel.startswith(f"{EVALUATION_SET}/")]
-    splits = units.submit(split_files, out, {s: [parquet_twin(f) for f in files]
-                                             for s, files in corpus.items()},
-                          evaluation, settings.splits)
+    twins = {snap: [parquet_twin(f) for f in files] for snap, files in corpus.items()}
+    test, pages = drawn(out, [f for files in twins.values() for f in files], evaluation)
+    splits = [units.submit(split_files, out, snap, files, test, pages, settings.splits)
+              for snap, files in sorted(twins.items())]
     return _Shared(splits, [early[snap] if snap in early else
                             _submit_stats(out, snap, summary.parquet_rows, units)
                             for snap in summary.snapshots])
@@ -463,7 +465,7 @@ def _take_shared(out: Path, summary: ReleaseSummary, parts: Mapping[str, tuple[s
     written with it) listed after them."""
     prepared = plotted(out, summary.snapshots, [units.result(unit) for unit in shared.stats])
     _write_tables(summary, units, tables)
-    counts, written = units.result(shared.splits)
+    counts, written = merge_splits([units.result(unit) for unit in shared.splits])
     for snap in sorted(parts):
         written.update(parts[snap][1].context)
     summary.splits = counts.record()
