@@ -7,7 +7,10 @@ times:
 
 1. the N + 1 snapshots written whole into a fresh folder (``carry_unchanged: false``);
 2. the first N into another folder, then the N + 1 carrying: the quarter's case (timed: the
-   second release only); with one worker each unit's CPU is timed too (thread CPU).
+   second release only); with one worker each unit's CPU is timed too (thread CPU; the
+   shared ones, the splits and each snapshot's statistics on the card, among them), and
+   with any number the wall seconds of the shared steps left in the driver (the release
+   suites, the plots, croissant.json with the card and manifest).
 
 Each release's wall and CPU seconds (this process and its reaped workers; after one
 untimed release, so that no run pays the process's one-time imports and Great
@@ -15,9 +18,13 @@ Expectations' set-up) and the load average are printed, and each folder is compa
 ``--kg-rows N`` first measures the largest units' per-row rates at a size where start-up
 does not count: T_t's Parquet and TSV and V_t's Parquet of a synthetic snapshot of N
 triples (N / 4 entities), one process, tables written with deltalake (no engine).
+``--shared-rates COPIES`` last times the shared units per line, one process, on the
+N + 1 snapshots' release written whole, its line files COPIES times over (each copy's
+ids its own): each snapshot's statistics on the card (with what a worker sends back,
+pickled) and the splits.
 
     .venv/bin/python benchmarks/release_workers.py --warehouse DIR [--world DIR]
-        [--workers 1 2] [--rounds 3] [--kg-rows 2000000]
+        [--workers 1 2] [--rounds 3] [--kg-rows 2000000] [--shared-rates 50]
 """
 
 from __future__ import annotations
@@ -42,17 +49,20 @@ from emerge_lib.core.stage import StageContext
 from emerge_lib.pipeline.runner import run_stage
 from emerge_lib.release.tables import write_kg_tsv, write_parquet
 
-UNITS = ("write_window", "table_file", "kg_tsv", "context")
+UNITS = ("write_window", "table_file", "kg_tsv", "context", "split_files", "card_stats")
+#: the shared steps that stay in the driver: the release suites (Spark, GX), the card's
+#: plots, then croissant.json (its check), the card's text and the manifest
+DRIVER = ("_validate", "plotted", "_describe")
 timed: list[tuple[str, float]] = []
 
 
-def _timing(name: str, fn: Any) -> Any:
+def _timing(name: str, fn: Any, clock: Any = time.thread_time) -> Any:
     def run(reads: Any, *args: Any) -> Any:
-        started = time.thread_time()
+        started = clock()
         try:
             return fn(reads, *args)
         finally:
-            timed.append((name, time.thread_time() - started))
+            timed.append((name, clock() - started))
     return run
 
 
@@ -97,6 +107,94 @@ def kg_rates(rows: int) -> None:
         shutil.rmtree(root, ignore_errors=True)
 
 
+def _replicated(out: Path, copies: int, keys: list[str]) -> dict[str, int]:
+    """``out``'s line files (JSONL and their lines' Parquet twins) ``copies`` times over
+    into ``out / "x"``, each copy's hash_ids, passage_ids, pages and triples made its own
+    (so the statistics' sets and the splits' articles grow with it); returns the lines
+    per file, as release.json's ``lines``."""
+    import json
+
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    from emerge_lib.formats.layout import LISTING, parquet_twin
+
+    lines: dict[str, int] = json.loads((out / LISTING).read_text(encoding="utf-8"))["lines"]
+    into = out / "x"
+    for rel in lines:
+        (into / rel).parent.mkdir(parents=True, exist_ok=True)
+        with (out / rel).open(encoding="utf-8") as fh:
+            recs = [json.loads(line) for line in fh if line.strip()]
+        with (into / rel).open("w", encoding="utf-8") as fh:
+            for k in range(copies):
+                for rec in recs:
+                    fh.write(json.dumps({
+                        **rec, "hash_id": f"{rec['hash_id']}-{k}",
+                        "passage_id": f"{rec['passage_id']}-{k}",
+                        "tkgu_triples": [{**t, "triple": [f"{t['triple'][0]}-{k}",
+                                                          *t["triple"][1:]]}
+                                         for t in rec["tkgu_triples"]]}) + "\n")
+        twin = pq.read_table(out / parquet_twin(rel))
+        parts = []
+        for k in range(copies):
+            part = twin.set_column(twin.schema.get_field_index("hash_id"), "hash_id",
+                                   pc.binary_join_element_wise(twin["hash_id"],
+                                                               pa.scalar(f"-{k}"), ""))
+            page = part.schema.get_field_index("anchor_page_id")
+            parts.append(part.set_column(page, part.schema.field(page), pc.add(
+                part["anchor_page_id"], pa.scalar(k * 10**8, part.schema.field(page).type))))
+        (into / parquet_twin(rel)).parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(pa.concat_tables(parts), into / parquet_twin(rel))
+        lines[rel] *= copies
+    return lines
+
+
+def shared_rates(out: Path, keys: list[str], copies: int) -> None:
+    """CPU-s per M lines of the shared units, one process, on the line files of a release
+    written whole (``out``) ``copies`` times over (so that no fixed cost counts): each
+    snapshot's statistics on the card (its JSONL lines) with their pickled size (what a
+    worker sends back), and the splits (every snapshot's lines' Parquet twins)."""
+    import pickle
+
+    from emerge_lib.core.config import SplitSettings
+    from emerge_lib.formats.card import collect
+    from emerge_lib.formats.layout import CORPUS, EVALUATION_SET, parquet_twin, snapshot_dir_name
+    from emerge_lib.release.splits import drawn, merge_splits, write_snapshot_splits
+
+    lines = _replicated(out, copies, keys)
+    into = out / "x"
+    for snap in keys:
+        n = sum(v for rel, v in lines.items() if f"/{snapshot_dir_name(snap)}/" in rel)
+        cpu = time.thread_time()
+        stats = collect(into, [snap], {snap: {}})[0]  # the unit card_stats
+        used = time.thread_time() - cpu
+        size = len(pickle.dumps(stats))
+        print(f"card statistics of {snap}: {n} lines ({len(stats.triples)} triples), "
+              f"{used:.2f} CPU-s, {used / n * 1e6:.1f} CPU-s per M lines; pickled "
+              f"{size / 1e6:.2f} MB ({size / n:.0f} B a line)", flush=True)
+    corpus = {snap: [parquet_twin(rel) for rel in lines
+                     if rel.startswith(f"{CORPUS}/{snapshot_dir_name(snap)}/")] for snap in keys}
+    evaluation = [parquet_twin(rel) for rel in lines if rel.startswith(f"{EVALUATION_SET}/")]
+    total = sum(n for rel, n in lines.items() if rel.startswith(f"{CORPUS}/"))
+    cpu = time.thread_time()
+    test, pages = drawn(into, [f for files in corpus.values() for f in files], evaluation)
+    used = time.thread_time() - cpu
+    print(f"splits, the lines drawn into test (driver): {total} corpus lines, {used:.2f} "
+          f"CPU-s, {used / total * 1e6:.1f} CPU-s per M lines", flush=True)
+    parts = []
+    for snap in keys:  # the unit split_files
+        n = sum(v for rel, v in lines.items()
+                if rel.startswith(f"{CORPUS}/{snapshot_dir_name(snap)}/"))
+        cpu = time.thread_time()
+        parts.append(write_snapshot_splits(into, snap, corpus[snap], test, pages,
+                                           SplitSettings()))
+        used = time.thread_time() - cpu
+        print(f"splits of {snap}: {n} corpus lines, {used:.2f} CPU-s, "
+              f"{used / n * 1e6:.1f} CPU-s per M lines", flush=True)
+    print(f"splits: {merge_splits(parts)[0].record()}", flush=True)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -106,12 +204,13 @@ def main() -> int:
     ap.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--kg-rows", type=int, default=0)
+    ap.add_argument("--shared-rates", type=int, default=0, metavar="COPIES")
     args = ap.parse_args()
     if args.kg_rows:
         kg_rates(args.kg_rows)
     keys = list(SNAPSHOTS[-args.snapshots:])
     scratch = Path(tempfile.mkdtemp(prefix="emerge-release-workers-"))
-    plain = {name: getattr(writer, name) for name in UNITS}
+    plain = {name: getattr(writer, name) for name in UNITS + DRIVER}
     differ = 0
     with spark_session() as spark:
         catalog = Catalog(str(args.warehouse), spark)
@@ -136,16 +235,22 @@ def main() -> int:
                       f"{wall:.1f} s, CPU {cpu:.1f} s (load {load:.1f})", flush=True)
                 release(carried, keys[:-1], 1, True)
                 timed.clear()
-                for name in UNITS if workers == 1 else ():  # a pool's units are its own
+                # a pool's units are its own: timed with one worker only
+                for name in UNITS if workers == 1 else ():
                     setattr(writer, name, _timing(name, plain[name]))
+                for name in DRIVER:  # wall: the engine's threads run the suites' queries
+                    setattr(writer, name, _timing(name, plain[name], time.monotonic))
                 load = os.getloadavg()[0]
                 try:
                     wall, cpu = release(carried, keys, workers, True)
                 finally:
-                    for name in UNITS:
+                    for name in UNITS + DRIVER:
                         setattr(writer, name, plain[name])
-                units = (f"; {len(timed)} units {sum(t for _, t in timed):.1f} CPU-s, the "
-                         f"largest {max(timed, key=lambda u: u[1])[1]:.2f}" if timed else "")
+                kinds = {name: sum(t for n, t in timed if n == name) for name in UNITS + DRIVER}
+                pooled = [t for n, t in timed if n in UNITS]
+                units = (f"; {len(pooled)} units {sum(pooled):.1f} CPU-s, the largest "
+                         f"{max(pooled):.2f}" if pooled else "")
+                units += "; " + ", ".join(f"{n} {t:.2f}" for n, t in kinds.items() if t)
                 print(f"round {rnd}, workers {workers}: {len(keys) - 1} carried + 1 written: "
                       f"{wall:.1f} s, CPU {cpu:.1f} s (load {load:.1f}){units}", flush=True)
                 for kind in ("whole", "carried"):
@@ -154,6 +259,9 @@ def main() -> int:
                     if a != b:
                         differ += 1
                         print(f"  {kind}: workers {workers} DIFFER from {args.workers[0]}")
+        if args.shared_rates:
+            release(scratch / "rates", keys, 1, False)
+            shared_rates(scratch / "rates", keys, args.shared_rates)
     shutil.rmtree(scratch, ignore_errors=True)
     print("every release the same bytes as one worker's" if not differ else
           f"{differ} releases differ")

@@ -560,7 +560,8 @@ class ReleaseSettings(_Strict):
     # dataset_settings, so either way gives the same bytes
     carry_unchanged: bool = True
     # processes writing the release's independent files (each window of a snapshot written,
-    # each KG table, each snapshot's context, each table released whole: release/units.py);
+    # each KG table, each snapshot's context, each table released whole, each snapshot's
+    # splits and statistics on the card: release/units.py);
     # 1: all in the driver's process; 0: min(4, usable cores) when the snapshots written
     # read 64 MB of Parquet or more, else 1. Not in dataset_settings either: any number
     # gives the same bytes

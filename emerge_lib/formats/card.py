@@ -340,7 +340,13 @@ class Prepared:
 def prepare(out: Path, snapshots: Sequence[str], kg_rows: dict[str, dict[str, int]]
             ) -> Prepared:
     """Statistics of the release files, and the plots written under ``plots/``."""
-    stats = collect(out, snapshots, kg_rows)
+    return plotted(out, snapshots, collect(out, snapshots, kg_rows))
+
+
+def plotted(out: Path, snapshots: Sequence[str], stats: list[SnapshotStats]) -> Prepared:
+    """The plots of ``stats`` (:func:`collect`'s, in the order of ``snapshots``) written
+    under ``plots/``: :func:`prepare` once the statistics are collected (a release's
+    writer collects each snapshot's in a process of its own)."""
     return Prepared(list(snapshots), stats, _plots(stats, out / PLOTS))
 
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -68,11 +68,15 @@ class SplitCounts:
                 "excluded": dict(sorted(self.excluded.items()))}
 
 
-def assign(lines: Sequence[tuple[str, int | None]], test: set[str], share: float
-           ) -> tuple[dict[str, str], Counter[str]]:
+def assign(lines: Sequence[tuple[str, int | None]], test: set[str], share: float, *,
+           test_pages: set[int] | None = None) -> tuple[dict[str, str], Counter[str]]:
     """(hash_id, page_id) of every corpus line and the hash_ids drawn into ``test`` →
-    hash_id → split of the lines in a split, and the lines left out per reason."""
-    test_pages = {page for hid, page in lines if hid in test and page is not None}
+    hash_id → split of the lines in a split, and the lines left out per reason.
+    ``test_pages``: the articles of the corpus lines in ``test``, of every snapshot (by
+    default those among ``lines``; :func:`drawn` finds them when ``lines`` are one
+    snapshot's)."""
+    if test_pages is None:
+        test_pages = {page for hid, page in lines if hid in test and page is not None}
     out: dict[str, str] = {}
     left: Counter[str] = Counter()
     for hid, page in lines:
@@ -96,37 +100,71 @@ def _read(files: Sequence[Path], columns: Sequence[str] | None = None) -> pa.Tab
     return pa.concat_tables(tables)
 
 
-def write_splits(out: Path, corpus: Mapping[str, Sequence[str]],
-                 evaluation: Sequence[str], settings: SplitSettings
-                 ) -> tuple[SplitCounts, dict[str, int]]:
-    """Write each snapshot's splits under ``out``. ``corpus``: snapshot → its corpus
-    Parquet twins; ``evaluation``: every evaluation-set Parquet twin (release-relative).
-    Returns the counts and the files written with their rows."""
-    keys = ["hash_id", "anchor_page_id"]
-    every = _read([out / f for files in corpus.values() for f in files], keys).to_pylist()
+def drawn(out: Path, corpus: Sequence[str], evaluation: Sequence[str]
+          ) -> tuple[set[str], set[int]]:
+    """The hash_ids drawn into ``test`` (every evaluation-set line) and the articles of
+    the corpus lines among them, of every snapshot: all a snapshot's splits need from the
+    others (``corpus``, ``evaluation``: the lines' Parquet twins, release-relative). Two
+    columns read, the lines in test found by Arrow, not row by row in Python."""
     test = set(_read([out / f for f in evaluation], ["hash_id"]).column("hash_id").to_pylist())
-    split_of, left = assign([(r["hash_id"], r["anchor_page_id"]) for r in every], test,
-                            settings.validation_share)
-    counts = SplitCounts(excluded=dict(left))
+    keys = _read([out / f for f in corpus], ["hash_id", "anchor_page_id"])
+    found = keys.filter(pc.is_in(keys.column("hash_id"), value_set=pa.array(
+        sorted(test), keys.schema.field("hash_id").type)))
+    return test, set(found.column("anchor_page_id").drop_null().to_pylist())
+
+
+@dataclass
+class SnapshotSplits:
+    """What one snapshot's splits hold: the files written with their rows, the lines left
+    out per reason and the articles per split (joined over the snapshots: an article's
+    lines are in one split in all of them)."""
+
+    written: dict[str, int]
+    excluded: Counter[str]
+    pages: dict[str, set[int]]
+
+
+def write_snapshot_splits(out: Path, snapshot: str, files: Sequence[str], test: set[str],
+                          test_pages: set[int], settings: SplitSettings) -> SnapshotSplits:
+    """``snapshot``'s split files under ``out``, from its corpus lines' Parquet twins
+    (``files``) and :func:`drawn`'s ``test`` and ``test_pages`` of every snapshot."""
+    lines = _read([out / f for f in files])
+    hids = lines.column("hash_id").to_pylist()
+    split_of, left = assign(list(zip(hids, lines.column("anchor_page_id").to_pylist(),
+                                     strict=True)), test, settings.validation_share,
+                            test_pages=test_pages)
+    which = pa.array([split_of.get(h) for h in hids], pa.string())
     pages: dict[str, set[int]] = {s: set() for s in SPLITS}
-    for r in every:
-        if r["hash_id"] in split_of:
-            pages[split_of[r["hash_id"]]].add(r["anchor_page_id"])
+    for hid, page in zip(hids, lines.column("anchor_page_id").to_pylist(), strict=True):
+        if hid in split_of:
+            pages[split_of[hid]].add(page)
+    written: dict[str, int] = {}
+    for split in SPLITS:
+        part = lines.filter(pc.equal(which, split)).sort_by(ORDER) if lines.num_rows else lines
+        rel = split_path(snapshot, split)
+        with atomic_file(out / rel) as tmp:
+            written[rel] = write_table(tmp, part)
+    return SnapshotSplits(written, left, pages)
+
+
+def merge_splits(parts: Sequence[SnapshotSplits]) -> tuple[SplitCounts, dict[str, int]]:
+    """Every snapshot's splits (in snapshot order) → the counts and the files with their
+    rows; an article in two splits is refused."""
+    counts = SplitCounts()
+    left: Counter[str] = Counter()
+    pages: dict[str, set[int]] = {s: set() for s in SPLITS}
+    written: dict[str, int] = {}
+    for part in parts:
+        left.update(part.excluded)
+        for split in SPLITS:
+            pages[split] |= part.pages[split]
+        written.update(part.written)
+        for rel, rows in part.written.items():
+            counts.lines[rel.rsplit("/", 1)[-1].removesuffix(".parquet")] += rows
     shared = [(a, b) for i, a in enumerate(SPLITS) for b in SPLITS[i + 1:]
               if pages[a] & pages[b]]
     if shared:  # assign() makes this impossible; a release must never ship a leak
         raise ReleaseError(f"splits share articles: {shared}")
+    counts.excluded = dict(left)
     counts.articles = {s: len(pages[s]) for s in SPLITS}
-    written: dict[str, int] = {}
-    for snap, files in sorted(corpus.items()):
-        lines = _read([out / f for f in files])
-        which = pa.array([split_of.get(h) for h in lines.column("hash_id").to_pylist()],
-                         pa.string())
-        for split in SPLITS:
-            part = lines.filter(pc.equal(which, split)).sort_by(ORDER) \
-                if lines.num_rows else lines
-            rel = split_path(snap, split)
-            with atomic_file(out / rel) as tmp:
-                written[rel] = write_table(tmp, part)
-            counts.lines[split] += written[rel]
     return counts, written

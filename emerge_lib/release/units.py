@@ -12,6 +12,29 @@ not fork: the driver holds the engine's threads or a Spark Connect session). The
 takes the results in the order it submitted them, so the release is the same bytes
 either way.
 
+**The shared files** (a function of every snapshot, written whenever one is) are units
+too where what they read allows it:
+
+- each table released whole (``parquet/<table>.parquet``: ``instances`` the largest) and
+  each *carried* snapshot's statistics on the card (its JSONL lines, linked into the
+  staging folder before any unit runs) are submitted with the written snapshots' units;
+- each snapshot's leak-free splits and each written snapshot's statistics once every
+  snapshot's files are written: the splits of one snapshot depend on the others' only
+  through the lines drawn into ``test`` and their articles (one article in ``test``
+  anywhere keeps its lines of every snapshot out of train), which the driver finds first
+  (``release.splits.drawn``: two columns, filtered by Arrow) and gives to each unit; the
+  driver joins the units' counts and refuses an article in two splits.
+
+What stays in the driver, and why: the release suites and the human annotation's checks
+(``validation.validate_release``: Great Expectations queries through the driver's Spark
+session, which a worker has not; they run *while* the shared units run, so at the size
+of a quarter's release the driver's validation and the workers' reading overlap); the
+card's plots (matplotlib, from the statistics: drawn once those are taken, beside the
+splits and tables still running; a worker would pay matplotlib's import as well);
+croissant.json and its mlcroissant check, the card's text and the manifest: they state
+the content version, the sha256 of every other file, so they come after every unit and
+nothing is left to run beside them.
+
 A unit that fails raises, in the writer, the error it raised (an ``EmergeError``: its one
 line, without the worker's traceback); a worker that dies is a ``ReleaseError`` saying so.
 :meth:`Units.close` waits for (or, on an interrupt, ends) the workers before the writer
@@ -29,10 +52,17 @@ from pathlib import Path
 from typing import TypeVar
 
 from emerge_lib.catalog import Catalog
-from emerge_lib.core.config import ContextSettings, CurationSettings, PassageSettings
+from emerge_lib.core.config import (
+    ContextSettings,
+    CurationSettings,
+    PassageSettings,
+    SplitSettings,
+)
 from emerge_lib.core.errors import EmergeError
 from emerge_lib.core.spawn import spawned_pool
+from emerge_lib.formats.card import SnapshotStats, collect
 from emerge_lib.release.context import write_context
+from emerge_lib.release.splits import SnapshotSplits, write_snapshot_splits
 from emerge_lib.release.tables import write_kg_tsv, write_parquet
 from emerge_lib.release.windows import Reads, ReleaseError
 
@@ -203,3 +233,16 @@ def context(_: Reads, out: Path, corpus: Mapping[str, Sequence[str]],
             settings: ContextSettings) -> dict[str, int]:
     """A snapshot's context files (``release.context.write_context``)."""
     return write_context(out, corpus, settings)
+
+
+def split_files(_: Reads, out: Path, snapshot: str, files: Sequence[str], test: set[str],
+                test_pages: set[int], settings: SplitSettings) -> SnapshotSplits:
+    """A snapshot's leak-free splits (``release.splits.write_snapshot_splits``)."""
+    return write_snapshot_splits(out, snapshot, files, test, test_pages, settings)
+
+
+def card_stats(_: Reads, out: Path, snapshot: str, kg_rows: Mapping[str, int]
+               ) -> SnapshotStats:
+    """A snapshot's statistics on the card, read from its release files
+    (``formats.card.collect``)."""
+    return collect(out, [snapshot], {snapshot: dict(kg_rows)})[0]

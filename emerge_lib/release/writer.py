@@ -42,7 +42,7 @@ from emerge_lib.core.config import (
     ValidationSettings,
 )
 from emerge_lib.core.schedule import SnapshotPlan
-from emerge_lib.formats.card import prepare
+from emerge_lib.formats.card import Prepared, SnapshotStats, plotted
 from emerge_lib.formats.layout import (
     CARD,
     CARD_HTML,
@@ -82,9 +82,17 @@ from emerge_lib.release.carry import (
 from emerge_lib.release.describe import Entries, describe
 from emerge_lib.release.foreign import carry_foreign, stale
 from emerge_lib.release.provenance import dumps, gold, history, judges, provisional
-from emerge_lib.release.splits import write_splits
+from emerge_lib.release.splits import SnapshotSplits, drawn, merge_splits
 from emerge_lib.release.tables import dropped
-from emerge_lib.release.units import Unit, Units, context, kg_tsv, table_file
+from emerge_lib.release.units import (
+    Unit,
+    Units,
+    card_stats,
+    context,
+    kg_tsv,
+    split_files,
+    table_file,
+)
 from emerge_lib.release.windows import (
     Reads,
     Record,
@@ -208,7 +216,7 @@ def write_release(catalog: Catalog, out_dir: str | Path, plans: Sequence[Snapsho
             reads = Reads(catalog, summary.versions, settings, curation)
             carrier = Carrier(final, out, enabled=derived.carry_unchanged)
             units = Units(reads, derived.workers, most=derived.most_workers())
-            parts, records, tables = _write_data(reads, out, plans, summary, carrier,
+            parts, records, early = _write_data(reads, out, plans, summary, carrier,
                                                  dataset_settings, derived, validation.enabled,
                                                  units)
             origin = _provenance(reads, summary.snapshots, dataset_settings, derived.provenance)
@@ -227,13 +235,14 @@ def write_release(catalog: Catalog, out_dir: str | Path, plans: Sequence[Snapsho
             if earlier is not None:
                 _as_before(out, summary, earlier)
             else:
-                _write_tables(summary, units, tables or _submit_tables(reads, out, summary, units))
-                units.close()
-                _derive(out, summary, derived, parts)
-                summary.files += annotation
-                if validation.enabled:
+                tables = early.tables or _submit_tables(reads, out, summary, units)
+                beside = _submit_shared(out, summary, derived, units, early.stats)
+                if validation.enabled:  # here (its Spark session, GX) while the units run
                     report = _validate(reads, out, summary, parts, records, carrier, suites)
-                _describe(reads, out, summary, report, origin, carrier.known)
+                prepared = _take_shared(out, summary, parts, units, beside, tables)
+                units.close()
+                summary.files += annotation
+                _describe(reads, out, summary, report, origin, carrier.known, prepared)
             carrier.save(parts, shared, summary.manifest, report.gates if report else {},
                          suites)
             carrier.log_decisions()
@@ -275,13 +284,14 @@ def _validate(reads: Reads, out: Path, summary: ReleaseSummary,
 def _write_data(reads: Reads, out: Path, plans: Sequence[SnapshotPlan],
                 summary: ReleaseSummary, carrier: Carrier, dataset_settings: Mapping[str, Any],
                 derived: ReleaseSettings, keep_records: bool, units: Units
-                ) -> tuple[dict[str, tuple[str, Part]], dict[str, list[Record]], _Tables]:
+                ) -> tuple[dict[str, tuple[str, Part]], dict[str, list[Record]], _Early]:
     """Every snapshot's files into ``out``, carried over (``carrier``) or written (by
     ``units``: every written snapshot's units are submitted first, then taken in order);
     returns each snapshot's fingerprint and part, the lines written per snapshot (for
     the release suites, when kept; a carried snapshot has none here), and, when a
-    snapshot is written (so the shared files will be too), the tables released whole,
-    submitted with its units so that they are written beside them."""
+    snapshot is written (so the shared files will be too), the shared units that read no
+    written snapshot (the tables released whole, the card's statistics of the carried
+    snapshots), submitted with its units so that they run beside them."""
     by_key = {p.key: p for p in plans}
     dirs = [snapshot_dir_name(s) for s in summary.snapshots]
     if len(set(dirs)) != len(dirs):
@@ -303,7 +313,11 @@ def _write_data(reads: Reads, out: Path, plans: Sequence[SnapshotPlan],
     units.settle([s for s in summary.snapshots if s not in carried])
     writing = {snap: _submit_snapshot(reads, out, by_key[snap], keep_records, units)
                for snap in summary.snapshots if snap not in carried}
-    tables = _submit_tables(reads, out, summary, units) if writing else []
+    early = _Early()
+    if writing:  # the shared files will be written: what of them reads no written snapshot
+        early.tables = _submit_tables(reads, out, summary, units)
+        early.stats = {snap: _submit_stats(out, snap, part.parquet_rows, units)
+                       for snap, part in sorted(carried.items())}
     for written in writing.values():  # its context once its windows and KG are there
         written.collect(units, derived.context)
     parts: dict[str, tuple[str, Part]] = {}
@@ -313,7 +327,7 @@ def _write_data(reads: Reads, out: Path, plans: Sequence[SnapshotPlan],
             carried[snap], records[snap] = writing[snap].finish(units)
         parts[snap] = (fingerprints[snap], carried[snap])
         summary.merge(carried[snap])
-    return parts, records, tables
+    return parts, records, early
 
 
 @dataclass
@@ -375,6 +389,24 @@ def _submit_snapshot(reads: Reads, out: Path, plan: SnapshotPlan, keep_records: 
 _Tables = list[tuple[str, Unit[int]]]
 
 
+@dataclass
+class _Early:
+    """The shared units submitted with the written snapshots' units: the tables released
+    whole and the card's statistics of each carried snapshot (its files are in the
+    staging folder from the start)."""
+
+    tables: _Tables = field(default_factory=list)
+    stats: dict[str, Unit[SnapshotStats]] = field(default_factory=dict)
+
+
+def _submit_stats(out: Path, snap: str, rows: Mapping[str, int], units: Units
+                  ) -> Unit[SnapshotStats]:
+    """A snapshot's statistics on the card, from its lines (``rows``: its Parquet files'
+    rows, its KG tables' among them)."""
+    return units.submit(card_stats, out, snap, {
+        name: rows[kg_parquet_path(snap, name)] for name in KG_SNAPSHOT_TABLES})
+
+
 def _submit_tables(reads: Reads, out: Path, summary: ReleaseSummary, units: Units) -> _Tables:
     """The tables released whole (``parquet/<table>.parquet``), of every snapshot: a unit
     each."""
@@ -394,10 +426,21 @@ def _write_tables(summary: ReleaseSummary, units: Units, submitted: _Tables) -> 
         summary.files.append(rel)
 
 
-def _derive(out: Path, summary: ReleaseSummary, settings: ReleaseSettings,
-            parts: Mapping[str, tuple[str, Part]]) -> None:
-    """The leak-free splits, from the lines just written (or carried); the KG context
-    (each snapshot's, written with it) listed after them."""
+@dataclass
+class _Shared:
+    """The shared files' units, submitted once every snapshot's files are in the staging
+    folder (what they read): each snapshot's leak-free splits (its lines' Parquet twins)
+    and statistics on the card (its JSONL lines)."""
+
+    splits: list[Unit[SnapshotSplits]]
+    stats: list[Unit[SnapshotStats]]
+
+
+def _submit_shared(out: Path, summary: ReleaseSummary, settings: ReleaseSettings,
+                   units: Units, early: Mapping[str, Unit[SnapshotStats]]) -> _Shared:
+    """The splits and the card's statistics, from the lines just written (or carried): a
+    unit each per snapshot (``early``: the statistics submitted already); the lines drawn
+    into test, which every snapshot's splits need, found here first."""
     corpus: dict[str, list[str]] = {snap: [] for snap in summary.snapshots}
     for rel in summary.lines:
         if rel.startswith(f"{CORPUS}/"):
@@ -405,15 +448,31 @@ def _derive(out: Path, summary: ReleaseSummary, settings: ReleaseSettings,
             corpus[snap].append(rel)
     evaluation = [parquet_twin(rel) for rel in summary.lines
                   if rel.startswith(f"{EVALUATION_SET}/")]
-    counts, written = write_splits(out, {s: [parquet_twin(f) for f in files]
-                                         for s, files in corpus.items()},
-                                   evaluation, settings.splits)
+    twins = {snap: [parquet_twin(f) for f in files] for snap, files in corpus.items()}
+    test, pages = drawn(out, [f for files in twins.values() for f in files], evaluation)
+    splits = [units.submit(split_files, out, snap, files, test, pages, settings.splits)
+              for snap, files in sorted(twins.items())]
+    return _Shared(splits, [early[snap] if snap in early else
+                            _submit_stats(out, snap, summary.parquet_rows, units)
+                            for snap in summary.snapshots])
+
+
+def _take_shared(out: Path, summary: ReleaseSummary, parts: Mapping[str, tuple[str, Part]],
+                 units: Units, shared: _Shared, tables: _Tables) -> Prepared:
+    """The shared units' results, in the order the serial path writes them: the card's
+    statistics (its plots drawn here, beside the units still running), the tables
+    released whole, then the leak-free splits with the KG context (each snapshot's,
+    written with it) listed after them."""
+    prepared = plotted(out, summary.snapshots, [units.result(unit) for unit in shared.stats])
+    _write_tables(summary, units, tables)
+    counts, written = merge_splits([units.result(unit) for unit in shared.splits])
     for snap in sorted(parts):
         written.update(parts[snap][1].context)
     summary.splits = counts.record()
     summary.parquet_rows.update(written)
     summary.files += list(written)
     log.info("release: splits %s (left out: %s)", counts.lines, counts.excluded or "none")
+    return prepared
 
 
 def _provenance(reads: Reads, snapshots: Sequence[str], dataset_settings: Mapping[str, Any],
@@ -442,14 +501,11 @@ def _as_before(out: Path, summary: ReleaseSummary, manifest: Mapping[str, Any]) 
 
 def _describe(reads: Reads, out: Path, summary: ReleaseSummary,
               report: ReleaseValidation | None, origin: Mapping[str, Any],
-              carried: Entries) -> None:
-    """The validation results, the card's statistics and plots, release.json, then what
-    states the version (``release.describe``) and the manifest."""
+              carried: Entries, prepared: Prepared) -> None:
+    """The validation results, the card's statistics and plots (``prepared``),
+    release.json, then what states the version (``release.describe``) and the manifest."""
     if report is not None:  # the results, and the page of its checks (written by describe)
         summary.files += [*report.files, VALIDATION_PAGE]
-    kg_rows = {snap: {name: summary.parquet_rows[kg_parquet_path(snap, name)]
-                      for name in KG_SNAPSHOT_TABLES} for snap in summary.snapshots}
-    prepared = prepare(out, summary.snapshots, kg_rows)
     summary.card = [s.row() for s in prepared.stats]
     summary.files += [f"{PLOTS}/{p}" for p in prepared.plots]
     summary.files += [CROISSANT, CARD, CARD_HTML, LISTING]

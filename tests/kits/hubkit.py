@@ -269,14 +269,16 @@ def _derived(root: Path, lines: dict[tuple[str, int], list[dict[str, Any]]],
              evaluation: dict[tuple[str, int], list[dict[str, Any]]], settings: Any) -> list[str]:
     """The splits and context files, through the writer's own functions."""
     from emerge_lib.release.context import write_context
-    from emerge_lib.release.splits import write_splits
+    from emerge_lib.release.splits import drawn, merge_splits, write_snapshot_splits
 
     corpus: dict[str, list[str]] = {}
     for snap, k in sorted(lines):
         corpus.setdefault(snap, []).append(corpus_path(snap, k, 7))
     tests = [parquet_twin(evaluation_path(s, k, 7)) for s, k in sorted(evaluation)]
-    _, written = write_splits(root, {s: [parquet_twin(f) for f in fs] for s, fs in corpus.items()},
-                              tests, settings.splits)
+    twins = {s: [parquet_twin(f) for f in fs] for s, fs in corpus.items()}
+    test, pages = drawn(root, [f for fs in twins.values() for f in fs], tests)
+    _, written = merge_splits([write_snapshot_splits(root, s, fs, test, pages, settings.splits)
+                               for s, fs in sorted(twins.items())])
     written.update(write_context(root, corpus, settings.context))
     return sorted(written)
 

@@ -141,6 +141,22 @@ def test_a_new_snapshot_carries_the_others_and_equals_a_full_rewrite(
     same_release(out, tmp_path / "strict")
 
 
+def test_in_several_processes_the_carried_release_is_the_same_bytes(
+        warehouse: Catalog, tmp_path: Path) -> None:
+    """release.workers: 3 with A carried and B written (the quarter's case: A's statistics
+    on the card are a unit from the start, beside B's files; the splits and B's statistics
+    once B is written; the release suites meanwhile in this process) gives, byte for byte,
+    the release one process writes whole, and A's files stay linked."""
+    out, whole = tmp_path / "release", tmp_path / "whole"
+    release(warehouse, out, A, workers=3)
+    before = a_files(out)
+    second = release(warehouse, out, A, B, workers=3)
+    assert second.metrics["carried_files"] == 13 and a_files(out) == before
+    release(warehouse, whole, A, B, carry_unchanged=False, workers=1)
+    same_release(out, whole)
+    assert verify_release(out).ok
+
+
 def test_changed_inputs_or_settings_are_written_again(warehouse: Catalog, tmp_path: Path,
                                                       spark) -> None:
     out = tmp_path / "release"

@@ -454,18 +454,37 @@ def files(root: Path) -> dict[str, bytes]:
             for p in sorted(root.rglob("*")) if p.is_file()}
 
 
-def test_workers_write_the_same_bytes(warehouse: Catalog, tmp_path: Path, caplog) -> None:
+def test_workers_write_the_same_bytes(warehouse: Catalog, tmp_path: Path, caplog,
+                                     monkeypatch) -> None:
     """release.workers: 3 (a pool of spawned processes, each unit a window, a KG table, a
-    context or a table released whole) writes the release that one process writes, and
-    the workers' log lines reach the driver's log."""
+    context, a table released whole, the splits or a snapshot's statistics on the card)
+    writes the release that one process writes, the shared files included, and the
+    workers' log lines reach the driver's log."""
+    from emerge_lib.release import units
+
     one, three = tmp_path / "one", tmp_path / "three"
     release_to(warehouse, one, release={"workers": 1})
+    submitted: list[str] = []
+    submit = units.Units.submit
+
+    def seen(self: units.Units, fn: Any, *args: Any) -> Any:  # the real submit, counted
+        submitted.append(fn.__name__)
+        return submit(self, fn, *args)
+
+    monkeypatch.setattr(units.Units, "submit", seen)
     caplog.clear()
     with caplog.at_level(logging.INFO, logger="emerge_lib"):
         release_to(warehouse, three, release={"workers": 3})
     a, b = files(one), files(three)
     assert sorted(a) == sorted(b) and len(b) > 20
     assert [name for name in b if a[name] != b[name]] == []
+    shared = [n for n in b if n.startswith(("parquet/splits/", "plots/", "validation/"))
+              or n in ("parquet/instances.parquet", "README.md", "croissant.json", MANIFEST)]
+    assert len(shared) >= 11 and all(a[n] == b[n] for n in shared)
+    # the shared units ran in the pool: the splits once, the card's statistics per snapshot
+    assert submitted.count("split_files") == 1 and submitted.count("card_stats") == 1
+    assert submitted.count("table_file") == 3 + len(
+        [n for n in b if n.startswith("parquet/") and n.count("/") == 1])
     # the orphan instance's warning was made in a worker and logged here
     orphans = [r for r in caplog.records if "instances have no passage" in r.getMessage()]
     assert orphans and all(r.process != os.getpid() for r in orphans)
@@ -510,6 +529,38 @@ def test_a_failing_worker_is_one_line_and_leaves_the_release(
     assert "unknown op 'ADD'" in str(pooled) and "\n" not in str(pooled)
     assert str(pooled) == str(serial)
     assert pooled.__cause__ is None and pooled.__suppress_context__
+    assert files(out) == before
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".out.")
+            and p.name not in (".out.lock", ".out.carry.json")] == []  # no staging left
+
+
+def test_a_failing_shared_unit_is_one_line_and_leaves_the_release(
+        warehouse: Catalog, tmp_path: Path, monkeypatch) -> None:
+    """A shared file's unit that fails (the splits, as a full disk fails them) raises its
+    one line in one process and in a pool alike, and one whose worker is killed (a
+    snapshot's statistics on the card, as the out-of-memory killer would) says so in one
+    line; either way the release before stays as it was, with no staging folder left."""
+    import poolkit
+
+    from emerge_lib.release import writer
+
+    out = tmp_path / "out"
+    release_to(warehouse, out, release={"workers": 1})
+    before = files(out)
+    errors = []
+    monkeypatch.setattr(writer, "split_files", poolkit.release_unit_fails)
+    for workers in (1, 3):
+        with pytest.raises(ReleaseError) as caught:
+            release_to(warehouse, out, release={"workers": workers})
+        errors.append(caught.value)
+    serial, pooled = errors
+    assert "no space left on device" in str(pooled) and "\n" not in str(pooled)
+    assert str(pooled) == str(serial) and pooled.__cause__ is None
+    monkeypatch.undo()
+    monkeypatch.setattr(writer, "card_stats", poolkit.release_unit_dies)
+    with pytest.raises(ReleaseError, match="a release worker process died") as caught:
+        release_to(warehouse, out, release={"workers": 3})
+    assert "\n" not in str(caught.value) and caught.value.retryable
     assert files(out) == before
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".out.")
             and p.name not in (".out.lock", ".out.carry.json")] == []  # no staging left

@@ -26,3 +26,37 @@ def test_the_validation_share_is_a_share_of_articles_and_stable() -> None:
                                                              for p in pages]
     assert not any(validation_article(p, 0.0) for p in pages)
     assert all(validation_article(p, 1.0) for p in pages)
+
+
+def test_one_snapshot_at_a_time_gives_every_snapshot_at_once() -> None:
+    """A snapshot's lines split alone (as a release's unit splits them), given the articles
+    drawn into test in any snapshot, land where the lines of every snapshot at once put
+    them: an article drawn in A keeps its B lines out; the joined counts refuse a leak."""
+    from collections import Counter
+
+    import pytest
+
+    from emerge_lib.release.splits import SnapshotSplits, merge_splits
+    from emerge_lib.release.windows import ReleaseError
+
+    a = [("a-t1", 1), ("a-x", 2)]
+    b = [("b-1", 1), ("b-x", 2), ("b-y", 3), ("b-none", None)]
+    together, left = assign(a + b, {"a-t1"}, 0.5)
+    alone = [assign(lines, {"a-t1"}, 0.5, test_pages={1}) for lines in (a, b)]
+    assert {**alone[0][0], **alone[1][0]} == together
+    assert alone[0][1] + alone[1][1] == left == {ARTICLE_IN_TEST: 1, NO_ARTICLE: 1}
+    assert "b-1" not in alone[1][0]  # without test_pages, B alone would have trained on it
+    assert "b-1" in assign(b, {"a-t1"}, 0.5)[0]
+    rows = {"parquet/splits/snapshot_2024-01-01/train.parquet": 2,
+            "parquet/splits/snapshot_2024-01-01/test.parquet": 1}
+    counts, written = merge_splits([
+        SnapshotSplits(rows, Counter({NO_ARTICLE: 1}),
+                       {"train": {2, 3}, "validation": set(), "test": {1}}),
+        SnapshotSplits({}, Counter({NO_ARTICLE: 2}),
+                       {"train": {3, 4}, "validation": set(), "test": set()})])
+    assert written == rows and counts.lines == {"train": 2, "validation": 0, "test": 1}
+    assert counts.articles == {"train": 3, "validation": 0, "test": 1}
+    assert counts.excluded == {NO_ARTICLE: 3}
+    with pytest.raises(ReleaseError, match="splits share articles"):
+        merge_splits([SnapshotSplits({}, Counter(), {"train": {5}, "validation": set(),
+                                                     "test": {5}})])
