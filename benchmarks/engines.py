@@ -21,6 +21,12 @@ order-free fingerprint), and their release files byte for byte.
 
     .venv/bin/python benchmarks/engines.py                          # sizes 0.05 0.2, 1 round
     .venv/bin/python benchmarks/engines.py --sizes 0.1 0.4 --repeat 2 --json out.json
+    .venv/bin/python benchmarks/engines.py --engines sail spark --validate
+
+``--validate`` builds with the gate on (validate after each snapshot's select), and for
+Spark each stage's CPU is also printed split into the `emerge` process (the driver: its
+Python, Great Expectations, the Connect client) and the cluster (the rows): where the
+stage's work runs when the engine is not in the driver's process.
 
 Needs `make spark` (without it the script says so and exits 0, as `make bench` runs it).
 The load average is printed before each build: on a shared machine compare the ratios of
@@ -64,7 +70,7 @@ class Run:
     load: float
     wall: float
     cpu: float
-    stages: dict[str, dict[str, float]]
+    stages: dict[str, dict[str, float]]  # wall, cpu; driver and engine: cpu's two parts
     tables: dict[str, str]
     release: dict[str, str]
 
@@ -128,16 +134,18 @@ def ingested(root: Path, scale: float) -> Path:
     return folder
 
 
-def config_for(root: Path, scale: float) -> Path:
-    """The world's configuration with nothing to ingest and the gate off."""
+def config_for(root: Path, scale: float, *, validate: bool = False) -> Path:
+    """The world's configuration with nothing to ingest and the gate off (on with
+    ``validate``)."""
     world = world_dir(root, scale)
     path = world / "config-engines.yaml"
     text = (world / "config.yaml").read_text()
-    path.write_text(text + "validation:\n  enabled: false\n")
+    path.write_text(text + f"validation:\n  enabled: {'true' if validate else 'false'}\n")
     return path
 
 
-def build(root: Path, scale: float, engine: str, spark: SparkCluster | None) -> Run:
+def build(root: Path, scale: float, engine: str, spark: SparkCluster | None, *,
+          validate: bool = False) -> Run:
     run = root / "runs" / f"engines-{scale:g}-{engine}"
     shutil.rmtree(run, ignore_errors=True)
     shutil.copytree(ingested(root, scale), run)
@@ -164,7 +172,8 @@ def build(root: Path, scale: float, engine: str, spark: SparkCluster | None) -> 
     before = spark.cpu() if spark is not None and engine == "spark" else 0.0
     out = root / "runs" / f"engines-{scale:g}-{engine}-release"
     shutil.rmtree(out, ignore_errors=True)
-    watched = watch_emerge(["build", "-c", str(config_for(root, scale)), "--warehouse",
+    watched = watch_emerge(["build", "-c", str(config_for(root, scale, validate=validate)),
+                            "--warehouse",
                             str(run), "--out", str(out)], env=env, echo=seen)
     if watched.returncode != 0:
         raise SystemExit(f"emerge build on {engine} failed:\n{watched.log_tail[-3000:]}")
@@ -173,9 +182,12 @@ def build(root: Path, scale: float, engine: str, spark: SparkCluster | None) -> 
     previous = before
     for line, mark in zip(watched.stages, marks, strict=True):
         extra, previous = mark - previous, mark
-        agg = stages.setdefault(line.name, {"wall": 0.0, "cpu": 0.0})
+        agg = stages.setdefault(line.name, {"wall": 0.0, "cpu": 0.0, "driver": 0.0,
+                                            "engine": 0.0})
         agg["wall"] += line.seconds
         agg["cpu"] += line.cpu + extra
+        agg["driver"] += line.cpu
+        agg["engine"] += extra
     tables = {t: table_fingerprint(run, t) for t in DERIVED}
     release = release_digest(out)
     shutil.rmtree(run, ignore_errors=True)
@@ -185,21 +197,23 @@ def build(root: Path, scale: float, engine: str, spark: SparkCluster | None) -> 
 
 
 # ----------------------------------------------------------------------------- the report
-def report(runs: list[Run], sizes: list[float]) -> bool:
+def report(runs: list[Run], sizes: list[float], engines: tuple[str, ...] = ENGINES,
+           stages: tuple[str, ...] = STAGES) -> bool:
     """The stages side by side, per size: each engine's median wall and CPU over the
-    rounds, and Spark's ratio to Sail embedded; then whether the tables agree."""
+    rounds, and Spark's ratio to Sail embedded; Spark's CPU per stage split into the
+    driver's process and the cluster; then whether the tables agree."""
     from statistics import median
 
     ok = True
     for scale in sizes:
         mine = [r for r in runs if r.scale == scale]
         print(f"\n#### scale {scale:g}: wall s / CPU s per stage (median of "
-              f"{len(mine) // len(ENGINES)} round(s); snapshots added)")
-        head = "".join(f"{e:>20}" for e in ENGINES)
+              f"{len(mine) // len(engines)} round(s); snapshots added)")
+        head = "".join(f"{e:>20}" for e in engines)
         print(f"{'stage':<12}{head}{'spark/sail wall':>17}{'CPU':>7}")
-        for stage in (*STAGES, "whole build"):
+        for stage in (*stages, "whole build"):
             cells, figures = [], {}
-            for e in ENGINES:
+            for e in engines:
                 rs = [r for r in mine if r.engine == e]
                 if stage == "whole build":
                     wall, cpu = median(r.wall for r in rs), median(r.cpu for r in rs)
@@ -208,10 +222,19 @@ def report(runs: list[Run], sizes: list[float]) -> bool:
                     cpu = median(r.stages.get(stage, {}).get("cpu", 0.0) for r in rs)
                 figures[e] = (wall, cpu)
                 cells.append(f"{wall:9.1f} / {cpu:7.1f} ")
-            sail, spark = figures["sail"], figures["spark"]
+            sail, spark = figures.get("sail", (0.0, 0.0)), figures.get("spark", (0.0, 0.0))
             ratio = (f"{spark[0] / sail[0]:17.1f}{spark[1] / sail[1]:7.1f}"
-                     if sail[0] > 0 and sail[1] > 0 else "")
+                     if sail[0] > 0 and sail[1] > 0 and spark[0] > 0 else "")
             print(f"{stage:<12}{''.join(cells)}{ratio}")
+        on_spark = [r for r in mine if r.engine == "spark"]
+        if on_spark:
+            print(f"\nscale {scale:g} on Spark 4: CPU s per stage in the emerge process (the "
+                  "driver) / in the cluster (median)")
+            for stage in stages:
+                driver = median(r.stages.get(stage, {}).get("driver", 0.0) for r in on_spark)
+                engine = median(r.stages.get(stage, {}).get("engine", 0.0) for r in on_spark)
+                share = f"{driver / (driver + engine):6.0%}" if driver + engine else ""
+                print(f"  {stage:<12}{driver:9.1f} / {engine:7.1f}   driver's share {share}")
         reference = mine[0]
         for r in mine[1:]:
             differ = [t for t in DERIVED if r.tables.get(t) != reference.tables.get(t)]
@@ -222,7 +245,7 @@ def report(runs: list[Run], sizes: list[float]) -> bool:
                 print(f"DIFFERENT on {r.engine} (scale {scale:g}): tables {differ}, "
                       f"release files {files[:5]}")
     if ok:
-        print("\nevery derived table is the same on the three engines, row for row, and "
+        print(f"\nevery derived table is the same on the {len(engines)} engines, row for row, and "
               "every release file byte for byte")
     return ok
 
@@ -236,7 +259,13 @@ def main() -> int:
                     help="two scales of the bench world (default 0.05 0.2)")
     ap.add_argument("--repeat", type=int, default=1, help="rounds (default 1)")
     ap.add_argument("--json", type=Path, default=None, help="write every figure here")
+    ap.add_argument("--engines", nargs="+", choices=ENGINES, default=list(ENGINES),
+                    help="the engines to build on (default: all three)")
+    ap.add_argument("--validate", action="store_true",
+                    help="the gate on: validate runs after each snapshot's select")
     args = ap.parse_args()
+    engines = tuple(args.engines)
+    stages = (*STAGES[:-1], "validate", STAGES[-1]) if args.validate else STAGES
     if not (REPO / ".venv-spark" / ".installed").is_file() or shutil.which("java") is None:
         print("engines.py: Spark is not installed here (make spark, and Java 17); skipped")
         return 0
@@ -245,19 +274,21 @@ def main() -> int:
                      note=f" (scale {scale:g})")
         ingested(args.root, scale)
     spark = SparkCluster(args.root / "spark-local")
-    spark.start()
+    if "spark" in engines:
+        spark.start()
     runs: list[Run] = []
     try:
         for r in range(args.repeat):
             print(f"\n######## round {r + 1} of {args.repeat}")
             for scale in args.sizes:
                 # the engines alternate, each round in another order
-                order = ENGINES[r % 3:] + ENGINES[:r % 3]
+                order = engines[r % len(engines):] + engines[:r % len(engines)]
                 for engine in order:
-                    runs.append(build(args.root, scale, engine, spark))
+                    runs.append(build(args.root, scale, engine, spark,
+                                      validate=args.validate))
     finally:
         spark.stop()
-    ok = report(runs, list(args.sizes))
+    ok = report(runs, list(args.sizes), engines, stages)
     if args.json:
         args.json.write_text(json.dumps([asdict(r) for r in runs], indent=1))
         print(f"figures written to {args.json}")
