@@ -218,6 +218,12 @@ class SnapshotSettings(_Strict):
     timestamps: list[UtcTimestamp] = Field(default_factory=list)
     windows: int = Field(default=5, ge=1, le=52)
     window_days: float = Field(default=7, gt=0, le=366)
+    # what a whole build builds again. all: every configured snapshot, from the whole
+    # history (the released data's rules let new history change older snapshots: R2a, R3,
+    # R4, merges). new: a snapshot an earlier build built whole, with the same settings
+    # and rows since, is kept as it was built (pipeline/built.py): a quarter builds only
+    # its new snapshot. Not in dataset_settings: a build's choice, not the rows' shape
+    rebuild: Literal["all", "new"] = "all"
 
     @field_validator("timestamps")
     @classmethod
@@ -655,6 +661,7 @@ class Config(_Strict):
                     "selection", "validation", "release"},
                     exclude={"release": {"carry_unchanged", "workers", "provenance"},
                              "selection": {"workers"}, "stability": {"rebuild"},
+                             "snapshots": {"rebuild"},
                              "validation": {"rerun"}}),
                 "curation": {"enabled": c.enabled, "additions": c.additions.name,
                              "deprecations": c.deprecations.name,

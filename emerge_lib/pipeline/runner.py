@@ -89,31 +89,56 @@ def build_steps(ctx: StageContext) -> list[tuple[str, SnapshotPlan | None]]:
     """The (stage, snapshot) steps of a whole build, in the registry's order: every stage
     of a build that applies to ``ctx`` (ingest what inputs exist, stability, every
     configured snapshot's stages, the release when a folder is given, its publication
-    when ``publish.to`` is set). Evaluation is not part of a build: the evaluation DAG
-    and ``emerge evaluate`` ask for it."""
+    when ``publish.to`` is set). With ``snapshots.rebuild: new``, a snapshot already
+    built whole, with the same settings and rows, has no steps (``pipeline.built``).
+    Evaluation is not part of a build: the evaluation DAG and ``emerge evaluate`` ask
+    for it."""
+    from emerge_lib.pipeline import built
+
     plans = ctx.cfg.plans()
     if not plans:
         raise EmergeError("no snapshot timestamps configured (snapshots.timestamps / --snapshot)")
     applying = [st for st in STAGES.values() if st.in_build and st.applies(ctx)]
     steps: list[tuple[str, SnapshotPlan | None]] = [
         (st.name, None) for st in applying if st.scope in ("ingest", "global")]
-    steps += [(st.name, p) for p in plans for st in applying if st.scope == "snapshot"]
+    tables = snapshot_tables(ctx)
+    for p in plans:
+        why = built.kept(ctx, p, tables) if ctx.cfg.snapshots.rebuild == "new" else None
+        if why is not None:
+            log.info("snapshot %s: %s", p.key, why)
+            continue
+        steps += [(st.name, p) for st in applying if st.scope == "snapshot"]
     steps += [(st.name, None) for st in applying if st.scope == "release"]
     return steps
+
+
+def snapshot_tables(ctx: StageContext) -> list[str]:
+    """The tables the snapshot stages of a build of ``ctx`` write (each per snapshot)."""
+    return sorted({t for st in STAGES.values()
+                   if st.in_build and st.scope == "snapshot" and st.applies(ctx)
+                   for t in st.writes})
 
 
 def build_dataset(ctx: StageContext,
                   on_step: Callable[[str, SnapshotPlan | None], None] | None = None,
                   on_result: Callable[[StageResult], None] | None = None) -> list[StageResult]:
-    """Every step of :func:`build_steps`, in order; returns their results."""
+    """Every step of :func:`build_steps`, in order; returns their results. After a
+    snapshot's last step, what it left is recorded (``pipeline.built.record``), so a
+    later build with ``snapshots.rebuild: new`` can keep it."""
+    from emerge_lib.pipeline import built
+
     results = []
     steps = build_steps(ctx)
-    with snapshot_lock(ctx.catalog.warehouse, [p.key for _, p in steps if p is not None]):
-        for name, plan in steps:
+    last = {plan.key: i for i, (_, plan) in enumerate(steps) if plan is not None}
+    tables = snapshot_tables(ctx)
+    with snapshot_lock(ctx.catalog.warehouse, [p.key for p in ctx.cfg.plans()]):
+        for i, (name, plan) in enumerate(steps):
             if on_step:
                 on_step(name, plan)
             result = run_stage(ctx, name, plan)
             results.append(result)
+            if plan is not None and last[plan.key] == i:
+                built.record(ctx, plan, tables)
             if on_result:
                 on_result(result)
     return results

@@ -69,12 +69,12 @@ def test_rebuild_is_identical_and_window_change_needs_no_reingest(tmp_path, worl
     assert week1(passages_before) <= week1(catalog.read_arrow("passages").to_pylist())
 
 
-def test_emerge_build_command(worlds, tmp_path: Path, capsys) -> None:
+def test_emerge_build_command(worlds, tmp_path: Path, capsys, monkeypatch) -> None:
     """`emerge build` on a world's dump files: every planted instance is released; the
     same command again (nothing changed: every snapshot's stages run again and write the
     same rows into new Delta files; their checks are kept) carries every file of the
     release over, linked, and says so (issue 44: the fingerprints follow the rows, not
-    their files)."""
+    their files); with ``snapshots.rebuild: new``, no snapshot's stage runs at all."""
     from emerge_lib.cli import main
 
     sample_world = worlds.world(TINY2)
@@ -113,3 +113,16 @@ def test_emerge_build_command(worlds, tmp_path: Path, capsys) -> None:
              for p in sorted(rel.rglob("*")) if p.is_file()}
     assert again == first  # every file: the same inode, the same bytes
     assert f"(carried {len(first)} files" in out, out[-2000:]
+    # snapshots.rebuild: new (a quarter builds only its new snapshot): both snapshots were
+    # built whole with these settings and keep their rows, so no snapshot stage runs
+    wh = Catalog(tmp_path / "wh")
+    tables = ("kg_triples", "delta_triples", "passages", "instances", "selection",
+              "validation_results")
+    versions = {name: wh.version(name) for name in tables}
+    monkeypatch.setenv("EMERGE__SNAPSHOTS__REBUILD", "new")
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert {name: Catalog(tmp_path / "wh").version(name) for name in tables} == versions
+    kept = {p.relative_to(rel).as_posix(): (p.stat().st_ino, p.read_bytes())
+            for p in sorted(rel.rglob("*")) if p.is_file()}
+    assert kept == first and f"(carried {len(first)} files" in out, out[-2000:]
