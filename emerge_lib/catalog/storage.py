@@ -54,6 +54,12 @@ def read_state(catalog: Catalog, name: str) -> dict[str, Any] | None:
         return None
 
 
+def built_state(snapshot: str) -> str:
+    """The state name of what the last whole build of ``snapshot`` left (its settings,
+    windows, rows' digests and the history it was built from: ``pipeline.built``)."""
+    return f"built-{snapshot.replace(':', '')}"
+
+
 def write_state(catalog: Catalog, name: str, state: dict[str, Any]) -> None:
     filesystem, path = filesystem_of(_state_path(catalog, name))
     filesystem.create_dir(path.rsplit("/", 1)[0], recursive=True)

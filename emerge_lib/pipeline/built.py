@@ -18,8 +18,10 @@ all ran in an earlier build is not built again while
 Its rows stay those of the history it was built from; the release carries its files (or
 writes them again from those rows), so a quarter builds only its new snapshot. What each
 build left is a state file per snapshot (``_state/built-<t>.json``), written after the
-snapshot's last stage; the code that built it is recorded but not compared: a newer
-emerge keeps history as it was released (``rebuild: all`` once rebuilds it).
+snapshot's last stage, with the history it was built from (a release whose history is
+newer names it: ``release.provenance.built_earlier``); the code that built it is recorded
+but not compared: a newer emerge keeps history as it was released (``rebuild: all`` once
+rebuilds it).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from emerge_lib.catalog.storage import read_state, write_state
+from emerge_lib.catalog.storage import built_state, read_state, write_state
 from emerge_lib.core.schedule import SnapshotPlan
 from emerge_lib.core.stage import StageContext
 from emerge_lib.core.version import __version__
@@ -50,10 +52,6 @@ def settings_key(ctx: StageContext) -> str:
                           .encode("utf-8")).hexdigest()
 
 
-def _state_name(plan: SnapshotPlan) -> str:
-    return f"built-{plan.key.replace(':', '')}"
-
-
 def _digests(ctx: StageContext, plan: SnapshotPlan, tables: Sequence[str]) -> dict[str, Any]:
     catalog = ctx.catalog
     return {name: catalog.partition_digest(name, catalog.version(name), plan.key)
@@ -61,18 +59,25 @@ def _digests(ctx: StageContext, plan: SnapshotPlan, tables: Sequence[str]) -> di
 
 
 def record(ctx: StageContext, plan: SnapshotPlan, tables: Sequence[str]) -> None:
-    """What the build that just ran every stage of ``plan`` left: its settings, windows
-    and the digests of its rows in ``tables`` (the tables its stages write)."""
-    write_state(ctx.catalog, _state_name(plan), {
+    """What the build that just ran every stage of ``plan`` left: its settings, windows,
+    the digests of its rows in ``tables`` (the tables its stages write) and the history it
+    was built from (``release.provenance.history``: a release of it says so when that is
+    not the history the release holds)."""
+    from emerge_lib.release.provenance import history
+
+    catalog = ctx.catalog
+    versions = {n: catalog.version(n) for n in ("ingested_files", "reconciled_logs")}
+    write_state(catalog, built_state(plan.key), {
         "snapshot": plan.key, "settings": settings_key(ctx),
         "windows": [plan.window_count, plan.window_days],
-        "digests": _digests(ctx, plan, tables), "emerge": __version__})
+        "digests": _digests(ctx, plan, tables), "emerge": __version__,
+        "history": history(catalog, versions)})
 
 
 def kept(ctx: StageContext, plan: SnapshotPlan, tables: Sequence[str]) -> str | None:
     """Why ``plan``'s stages need not run again (``snapshots.rebuild: new``), or None when
     they must: never built whole, other settings or windows, or its rows changed since."""
-    state = read_state(ctx.catalog, _state_name(plan))
+    state = read_state(ctx.catalog, built_state(plan.key))
     if state is None or state.get("snapshot") != plan.key:
         return None
     if state.get("settings") != settings_key(ctx):

@@ -104,8 +104,8 @@ def build_steps(ctx: StageContext) -> list[tuple[str, SnapshotPlan | None]]:
     tables = snapshot_tables(ctx)
     for p in plans:
         why = built.kept(ctx, p, tables) if ctx.cfg.snapshots.rebuild == "new" else None
-        if why is not None:
-            log.info("snapshot %s: %s", p.key, why)
+        if why is not None:  # said once, by build_dataset (a caller counts steps first)
+            log.debug("snapshot %s: %s", p.key, why)
             continue
         steps += [(st.name, p) for st in applying if st.scope == "snapshot"]
     steps += [(st.name, None) for st in applying if st.scope == "release"]
@@ -130,6 +130,10 @@ def build_dataset(ctx: StageContext,
     results = []
     steps = build_steps(ctx)
     last = {plan.key: i for i, (_, plan) in enumerate(steps) if plan is not None}
+    for plan in ctx.cfg.plans():
+        if plan.key not in last:
+            log.info("snapshot %s: kept as built (snapshots.rebuild: new): its stages do not "
+                     "run", plan.key)
     tables = snapshot_tables(ctx)
     with snapshot_lock(ctx.catalog.warehouse, [p.key for p in ctx.cfg.plans()]):
         for i, (name, plan) in enumerate(steps):

@@ -154,6 +154,23 @@ def history(catalog: Catalog, versions: Mapping[str, int | None]) -> list[dict[s
             for w, r in reaches(catalog, versions).items()]
 
 
+def built_earlier(catalog: Catalog, snapshots: Sequence[str],
+                  held: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The snapshots whose rows were built from another history than the one the release
+    holds (``held``: :func:`history`), each with that history: those a build kept as they
+    were built (``snapshots.rebuild: new``), or released without being built again. From
+    the record the last whole build of each left (``pipeline.built``); a snapshot with no
+    record (built stage by stage) is not marked."""
+    from emerge_lib.catalog.storage import built_state, read_state
+
+    out = []
+    for snap in snapshots:
+        state = read_state(catalog, built_state(snap))
+        if state is not None and "history" in state and state["history"] != list(held):
+            out.append({"snapshot": snap, "history": state["history"]})
+    return out
+
+
 def provisional(catalog: Catalog, versions: Mapping[str, int | None],
                 plans: Sequence[Any]) -> list[dict[str, Any]]:
     """The snapshots built provisionally (docs/operations.md, *The reconciliation*): the

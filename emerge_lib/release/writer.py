@@ -81,7 +81,14 @@ from emerge_lib.release.carry import (
 )
 from emerge_lib.release.describe import Entries, describe
 from emerge_lib.release.foreign import carry_foreign, stale
-from emerge_lib.release.provenance import dumps, gold, history, judges, provisional
+from emerge_lib.release.provenance import (
+    built_earlier,
+    dumps,
+    gold,
+    history,
+    judges,
+    provisional,
+)
 from emerge_lib.release.splits import SnapshotSplits, drawn, merge_splits
 from emerge_lib.release.tables import dropped
 from emerge_lib.release.units import (
@@ -131,6 +138,8 @@ class ReleaseSummary:
     left_out: dict[str, int] = field(default_factory=dict)  # reason → lines (selection)
     gold: dict[str, int] = field(default_factory=dict)  # whose gold → curated lines
     provisional: list[dict[str, Any]] = field(default_factory=list)  # provenance.provisional
+    # snapshots built from an earlier history than the release holds (kept as built)
+    built_earlier: list[dict[str, Any]] = field(default_factory=list)
     validation: dict[str, Any] = field(default_factory=dict)  # the manifest's verdict
     card: list[dict[str, Any]] = field(default_factory=list)  # the card's table rows
     splits: dict[str, dict[str, int]] = field(default_factory=dict)  # the splits' counts
@@ -167,7 +176,8 @@ class ReleaseSummary:
                 "orphan_instances": self.orphan_instances,
                 "anchor_mismatches": self.anchor_mismatches,
                 "left_out": dict(sorted(self.left_out.items())), "splits": self.splits,
-                **({"provisional": self.provisional} if self.provisional else {})}
+                **({"provisional": self.provisional} if self.provisional else {}),
+                **({"built_earlier": self.built_earlier} if self.built_earlier else {})}
 
     def __str__(self) -> str:
         return (f"release {self.out_dir}: {len(self.files)} files, "
@@ -211,6 +221,13 @@ def write_release(catalog: Catalog, out_dir: str | Path, plans: Sequence[Snapsho
             for mark in summary.provisional:  # rebuilt when the reconciling data arrives
                 log.warning("release: snapshot %s is provisional: its last window ends %s, "
                             "deletions are known to %s", *mark.values())
+            summary.built_earlier = built_earlier(catalog, summary.snapshots,
+                                                  history(catalog, summary.versions))
+            for mark in summary.built_earlier:  # snapshots.rebuild: new kept them
+                log.info("release: snapshot %s was built from an earlier history (%s)",
+                         mark["snapshot"], "; ".join(
+                             f"{h['wiki']}: revisions before {h['revisions_before']}"
+                             for h in mark["history"]))
             log.info("release reads %s", ", ".join(f"{name}@{v}" for name, v in
                                                   summary.versions.items() if v is not None))
             reads = Reads(catalog, summary.versions, settings, curation)
@@ -223,7 +240,8 @@ def write_release(catalog: Catalog, out_dir: str | Path, plans: Sequence[Snapsho
             # the provisional marks are release.json's too: reconciling data that changes
             # no snapshot's rows still clears them
             shared = shared_fingerprint(reads, {k: fp for k, (fp, _) in parts.items()},
-                                        {**origin, "provisional": summary.provisional},
+                                        {**origin, "provisional": summary.provisional,
+                                         "built_earlier": summary.built_earlier},
                                         {rel: sha256_file(out / rel) for rel in annotation})
             earlier, suites = None, suites_key(dataset_settings)
             if all(k in carrier.decisions and carrier.decisions[k].carried for k in parts):
@@ -516,7 +534,8 @@ def _describe(reads: Reads, out: Path, summary: ReleaseSummary,
               "curation": {"judges": origin["judges"],
                            "gold": gold(reads.curation, summary.gold)},
               "splits": summary.splits,
-              **({"provisional": summary.provisional} if summary.provisional else {})}
+              **({"provisional": summary.provisional} if summary.provisional else {}),
+              **({"built_earlier": summary.built_earlier} if summary.built_earlier else {})}
 
     def judge(known: Entries) -> dict[str, Any]:
         if report is None:

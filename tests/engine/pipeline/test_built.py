@@ -66,3 +66,29 @@ def test_a_kept_snapshot_has_no_steps_in_a_build(catalog: Catalog) -> None:
     # rebuild: all builds every snapshot, whatever was recorded
     assert {p.key for _, p in build_steps(context(catalog, snapshots={**new, "rebuild": "all"}))
             if p is not None} == {T, T2}
+
+
+def test_a_release_names_the_history_a_kept_snapshot_was_built_from(catalog: Catalog) -> None:
+    """The record names the history the snapshot was built from; once the warehouse holds
+    a newer one (a quarter's increments), a release marks the snapshot with the older."""
+    from emerge_lib.release.provenance import built_earlier, history
+
+    def held() -> list[dict]:
+        return history(catalog, {n: catalog.version(n)
+                                 for n in ("ingested_files", "reconciled_logs")})
+
+    def files(rows: list[tuple[str, str]]) -> None:
+        catalog.merge("ingested_files", catalog.frame("ingested_files", [
+            {"wiki": "wikidatawiki", "dump_date": d, "dump_file": f} for d, f in rows]))
+
+    files([("20240220", "wikidatawiki-20240220-pages-meta-history1.xml-p1p9.bz2")])
+    ctx = context(catalog, snapshots={"timestamps": [T], "rebuild": "new"})
+    plan = ctx.cfg.plans()[0]
+    _write(catalog, T, [("Q1", "P1", "Q2")])
+    built.record(ctx, plan, TABLES)
+    assert built_earlier(catalog, [T, T2], held()) == []  # the same history; T2: no record
+    files([("20240519", "wikidatawiki-20240519-pages-meta-hist-incr.xml.bz2")])
+    assert built.kept(ctx, plan, TABLES) is not None  # kept as built, and said so:
+    assert built_earlier(catalog, [T, T2], held()) == [{"snapshot": T, "history": [
+        {"wiki": "wikidatawiki", "revisions_before": "2024-02-20",
+         "deletions_known_to": "2024-02-20"}]}]
