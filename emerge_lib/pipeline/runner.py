@@ -130,10 +130,9 @@ def build_dataset(ctx: StageContext,
     results = []
     steps = build_steps(ctx)
     last = {plan.key: i for i, (_, plan) in enumerate(steps) if plan is not None}
-    for plan in ctx.cfg.plans():
-        if plan.key not in last:
-            log.info("snapshot %s: kept as built (snapshots.rebuild: new): its stages do not "
-                     "run", plan.key)
+    for kept in (p.key for p in ctx.cfg.plans() if p.key not in last):
+        log.info("snapshot %s: kept as built (snapshots.rebuild: new): its stages do not "
+                 "run", kept)
     tables = snapshot_tables(ctx)
     with snapshot_lock(ctx.catalog.warehouse, [p.key for p in ctx.cfg.plans()]):
         for i, (name, plan) in enumerate(steps):
