@@ -31,7 +31,7 @@ import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from emerge_lib.catalog import TABLES, Catalog
 from emerge_lib.core.config import (
@@ -221,8 +221,8 @@ def write_release(catalog: Catalog, out_dir: str | Path, plans: Sequence[Snapsho
             for mark in summary.provisional:  # rebuilt when the reconciling data arrives
                 log.warning("release: snapshot %s is provisional: its last window ends %s, "
                             "deletions are known to %s", *mark.values())
-            summary.built_earlier = built_earlier(catalog, summary.snapshots,
-                                                  history(catalog, summary.versions))
+            held = history(catalog, summary.versions)  # read once: the marks, the manifest
+            summary.built_earlier = built_earlier(catalog, summary.snapshots, held)
             for mark in summary.built_earlier:  # snapshots.rebuild: new kept them
                 log.info("release: snapshot %s was built from an earlier history (%s)",
                          mark["snapshot"], "; ".join(
@@ -236,7 +236,8 @@ def write_release(catalog: Catalog, out_dir: str | Path, plans: Sequence[Snapsho
             parts, records, early = _write_data(reads, out, plans, summary, carrier,
                                                  dataset_settings, derived, validation.enabled,
                                                  units)
-            origin = _provenance(reads, summary.snapshots, dataset_settings, derived.provenance)
+            origin = _provenance(reads, summary.snapshots, dataset_settings,
+                                 held if derived.provenance == "history" else None)
             # the provisional marks are release.json's too: reconciling data that changes
             # no snapshot's rows still clears them
             shared = shared_fingerprint(reads, {k: fp for k, (fp, _) in parts.items()},
@@ -494,11 +495,11 @@ def _take_shared(out: Path, summary: ReleaseSummary, parts: Mapping[str, tuple[s
 
 
 def _provenance(reads: Reads, snapshots: Sequence[str], dataset_settings: Mapping[str, Any],
-                mode: Literal["history", "files"]) -> dict[str, Any]:
+                held: list[dict[str, Any]] | None) -> dict[str, Any]:
     """The manifest's account of what made the release (but the gold's lines and the
-    splits, which the snapshots' files decide): the history it holds, or the dump files
-    read (``release.provenance``)."""
-    source = ({"history": history(reads.catalog, reads.versions)} if mode == "history" else
+    splits, which the snapshots' files decide): ``held``, the history it holds
+    (``release.provenance: history``), or with None the dump files read (``files``)."""
+    source = ({"history": held} if held is not None else
               {"dumps": dumps(reads.catalog, reads.versions.get("ingested_files"))})
     return {"code_version": code_version(), "settings": dict(dataset_settings),
             "settings_sha256": config_hash(dataset_settings), **source,

@@ -520,18 +520,23 @@ def test_a_failing_worker_is_one_line_and_leaves_the_release(
     bad = Catalog(tmp_path / "bad", spark)
     put(bad, "passages", [P1, P2, P4])
     put(bad, "instances", INSTANCES_W1[:1] + [inst(P4, "ADD", "Q900", "P112", "Q901")])
-    errors = []
-    for workers in (1, 3):
-        with pytest.raises(ReleaseError) as caught:
-            release_to(bad, out, release={"workers": workers})
-        errors.append(caught.value)
-    serial, pooled = errors
+    serial, pooled = _serial_and_pooled(bad, out)
     assert "unknown op 'ADD'" in str(pooled) and "\n" not in str(pooled)
     assert str(pooled) == str(serial)
     assert pooled.__cause__ is None and pooled.__suppress_context__
     assert files(out) == before
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".out.")
             and p.name not in (".out.lock", ".out.carry.json")] == []  # no staging left
+
+
+def _serial_and_pooled(catalog: Catalog, out: Path) -> tuple[ReleaseError, ReleaseError]:
+    """The error a release into ``out`` raises in one process, then in a pool of 3."""
+    errors = []
+    for workers in (1, 3):
+        with pytest.raises(ReleaseError) as caught:
+            release_to(catalog, out, release={"workers": workers})
+        errors.append(caught.value)
+    return errors[0], errors[1]
 
 
 def test_a_failing_shared_unit_is_one_line_and_leaves_the_release(
@@ -547,13 +552,8 @@ def test_a_failing_shared_unit_is_one_line_and_leaves_the_release(
     out = tmp_path / "out"
     release_to(warehouse, out, release={"workers": 1})
     before = files(out)
-    errors = []
     monkeypatch.setattr(writer, "split_files", poolkit.release_unit_fails)
-    for workers in (1, 3):
-        with pytest.raises(ReleaseError) as caught:
-            release_to(warehouse, out, release={"workers": workers})
-        errors.append(caught.value)
-    serial, pooled = errors
+    serial, pooled = _serial_and_pooled(warehouse, out)
     assert "no space left on device" in str(pooled) and "\n" not in str(pooled)
     assert str(pooled) == str(serial) and pooled.__cause__ is None
     monkeypatch.undo()
