@@ -16,6 +16,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -27,6 +28,7 @@ from worlds import SMALL
 
 from emerge_lib.catalog import Catalog
 from emerge_lib.formats.manifest import verify_release
+from emerge_lib.pipeline.runs import SnapshotRun
 from emerge_lib.sample.compare import built as produced
 from emerge_lib.sample.compare import planted as expected
 
@@ -279,20 +281,31 @@ def test_rerunning_one_task_leaves_the_tables_unchanged(airflow: LocalAirflow,
 
 
 def test_a_retry_beside_its_stuck_try(airflow: LocalAirflow, warehouse: Catalog,
-                                     world: Path) -> None:
+                                     world: Path, tmp_path: Path) -> None:
     """A try Airflow gave up on (its worker lost its heartbeat) that goes on running beside
-    the retry the scheduler starts. The stuck try is the task run outside the scheduler's
-    books: `airflow tasks test` on the same run (the same DAG file, run, configuration and
-    warehouse; no state recorded), started first; the retry is the scheduler's, through
-    the REST API. Both finish, each having written, and the tables and the release are
-    those of one run."""
+    the retry the scheduler starts. The stuck try is the task's body run outside the
+    scheduler's books (tests/kits/stuck_try.py: the same run's params, logical date and
+    chosen dump, the same configuration and warehouse; no state reported), started first;
+    the retry is the scheduler's, asked for at once through the REST API. Both finish, each having
+    written, and the tables and the release are those of one run."""
     run_id = "backfill__2024-04-01T00:00:00+00:00"
     before = table_rows(warehouse)
     release = world / "releases" / "snapshot_2024-04-01"
     files = {p: p.read_bytes() for p in release.rglob("*") if p.is_file()}
     version = warehouse.version("instances")
     tries = {t["task_id"]: t["try_number"] for t in airflow.tasks("emerge_snapshot", run_id)}
-    stuck = subprocess.Popen(["airflow", "tasks", "test", "emerge_snapshot", "align", run_id],
+    run = airflow.get(f"/dags/emerge_snapshot/dagRuns/{run_id}")
+    params = {name: p["default"] for name, p in SnapshotRun.params_of("snapshot").items()}
+    params.update(run["conf"] or {})
+    chosen = airflow.client.get(f"/dags/emerge_snapshot/dagRuns/{run_id}/taskInstances/"
+                                "wait_for_inputs/xcomEntries/dump_date")
+    if chosen.status_code != 404:  # the dump the run's wait chose for it to ingest, if any
+        chosen.raise_for_status()
+        params["dump_date"] = chosen.json()["value"]
+    (tmp_path / "run.json").write_text(json.dumps({"params": params,
+                                                   "logical_date": run["logical_date"]}))
+    script = Path(__file__).parents[1] / "kits" / "stuck_try.py"
+    stuck = subprocess.Popen([sys.executable, str(script), "align", str(tmp_path / "run.json")],
                              env=airflow.cli_env(), stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, text=True)
     try:
