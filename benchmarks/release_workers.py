@@ -21,7 +21,8 @@ triples (N / 4 entities), one process, tables written with deltalake (no engine)
 ``--shared-rates COPIES`` last times the shared units per line, one process, on the
 N + 1 snapshots' release written whole, its line files COPIES times over (each copy's
 ids its own): each snapshot's statistics on the card (with what a worker sends back,
-pickled) and the splits.
+pickled; and what it costs a carried snapshot, whose record the carry sidecar keeps) and
+the splits.
 
     .venv/bin/python benchmarks/release_workers.py --warehouse DIR [--world DIR]
         [--workers 1 2] [--rounds 3] [--kg-rows 2000000] [--shared-rates 50]
@@ -30,6 +31,7 @@ pickled) and the splits.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import shutil
@@ -158,7 +160,7 @@ def shared_rates(out: Path, keys: list[str], copies: int) -> None:
     import pickle
 
     from emerge_lib.core.config import SplitSettings
-    from emerge_lib.formats.card import collect
+    from emerge_lib.formats.card import SnapshotStats, collect
     from emerge_lib.formats.layout import CORPUS, EVALUATION_SET, parquet_twin, snapshot_dir_name
     from emerge_lib.release.splits import drawn, merge_splits, write_snapshot_splits
 
@@ -170,9 +172,15 @@ def shared_rates(out: Path, keys: list[str], copies: int) -> None:
         stats = collect(into, [snap], {snap: {}})[0]  # the unit card_stats
         used = time.thread_time() - cpu
         size = len(pickle.dumps(stats))
-        print(f"card statistics of {snap}: {n} lines ({len(stats.triples)} triples), "
+        cpu = time.thread_time()  # a carried snapshot's: its record in the carry sidecar
+        text = json.dumps(stats.record())
+        assert SnapshotStats.from_record(json.loads(text)) == stats
+        kept = time.thread_time() - cpu
+        print(f"card statistics of {snap}: {n} lines ({stats.triples} triples), "
               f"{used:.2f} CPU-s, {used / n * 1e6:.1f} CPU-s per M lines; pickled "
-              f"{size / 1e6:.2f} MB ({size / n:.0f} B a line)", flush=True)
+              f"{size / 1e6:.2f} MB ({size / n:.0f} B a line); kept for a carried "
+              f"snapshot (its JSON record, {len(text) / 1e6:.2f} MB, written and read): "
+              f"{kept:.3f} CPU-s", flush=True)
     corpus = {snap: [parquet_twin(rel) for rel in lines
                      if rel.startswith(f"{CORPUS}/{snapshot_dir_name(snap)}/")] for snap in keys}
     evaluation = [parquet_twin(rel) for rel in lines if rel.startswith(f"{EVALUATION_SET}/")]

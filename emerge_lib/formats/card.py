@@ -29,7 +29,7 @@ import html
 import json
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -92,17 +92,21 @@ def rule_c(triple: dict[str, Any], assessor: str | None = None) -> bool | None:
 
 @dataclass
 class SnapshotStats:
+    """A snapshot's statistics on the card: counts, not the sets counted (what a worker
+    sends back, and what the release's carry sidecar keeps of a carried snapshot:
+    :meth:`record`)."""
+
     snapshot: str
-    entities: set[str] = field(default_factory=set)
-    relations: set[str] = field(default_factory=set)
-    triples: set[tuple[str, str, str]] = field(default_factory=set)
-    passages: set[str] = field(default_factory=set)
+    entities: int = 0  # distinct, in its lines' triples
+    relations: int = 0
+    triples: int = 0
+    passages: int = 0
     kg: dict[str, int] = field(default_factory=dict)  # kg_triples / entities / relations rows
     ops: Counter[str] = field(default_factory=Counter)  # op → instances (triples × ops)
     per_window: dict[int, int] = field(default_factory=dict)  # window → instances
     evaluation: Counter[str] = field(default_factory=Counter)  # op → evaluation instances
     lengths: list[int] = field(default_factory=list)  # tokens per passage (distinct)
-    supported: set[tuple[str, str, str]] = field(default_factory=set)  # rule C, in some line
+    supported: int = 0  # distinct triples rule C supports in some line
     supported_ops: Counter[str] = field(default_factory=Counter)  # primary op → rule C triples
     uncurated: int = 0  # triples of lines never curated
     # Figure 3: triples by their first operation, rule C's (every triple when uncurated),
@@ -115,16 +119,44 @@ class SnapshotStats:
         return not self.uncurated
 
     def row(self) -> dict[str, Any]:
-        return {"snapshot": self.snapshot, "entities": len(self.entities),
-                "relation_types": len(self.relations), "triples": len(self.triples),
-                "passages": len(self.passages), "kg_entities": self.kg.get("entities", 0),
+        return {"snapshot": self.snapshot, "entities": self.entities,
+                "relation_types": self.relations, "triples": self.triples,
+                "passages": self.passages, "kg_entities": self.kg.get("entities", 0),
                 "kg_relation_types": self.kg.get("relations", 0),
                 "kg_triples": self.kg.get("kg_triples", 0),
                 "instances": dict(sorted(self.ops.items())),
                 "evaluation_instances": dict(sorted(self.evaluation.items())),
-                "supported_triples": len(self.supported) if self.curated else None,
+                "supported_triples": self.supported if self.curated else None,
                 "supported_instances": dict(sorted(self.supported_ops.items()))
                 if self.curated else None}
+
+    def record(self) -> dict[str, Any]:
+        """As JSON values (:meth:`from_record` gives it back, counters in their order)."""
+        out = {f.name: getattr(self, f.name) for f in fields(self)}  # asdict miscopies
+        # a Counter (it counts the pairs it is given)
+        for name, value in out.items():
+            if isinstance(value, (dict, list)):
+                out[name] = dict(value) if isinstance(value, dict) else list(value)
+        out["per_window"] = [[k, v] for k, v in self.per_window.items()]
+        return out
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> SnapshotStats:
+        """From :meth:`record`'s JSON; a malformed record raises ``TypeError``,
+        ``ValueError`` or ``KeyError``."""
+        names = {f.name for f in fields(cls)}
+        if names != set(record):
+            raise KeyError(f"fields {sorted(names ^ set(record))}")
+        out = cls(str(record["snapshot"]), entities=int(record["entities"]),
+                  relations=int(record["relations"]), triples=int(record["triples"]),
+                  passages=int(record["passages"]), supported=int(record["supported"]),
+                  uncurated=int(record["uncurated"]),
+                  kg={str(k): int(n) for k, n in record["kg"].items()},
+                  per_window={int(k): int(n) for k, n in record["per_window"]},
+                  lengths=[int(n) for n in record["lengths"]])
+        for name in ("ops", "evaluation", "supported_ops", "figure", "figure_evaluation"):
+            setattr(out, name, Counter({str(k): int(n) for k, n in record[name].items()}))
+        return out
 
 
 def label(snapshot: str) -> str:
@@ -157,17 +189,22 @@ def collect(out: Path, snapshots: Sequence[str], kg_rows: dict[str, dict[str, in
     for snap in snapshots:
         st = SnapshotStats(snap, kg=kg_rows.get(snap, {}))
         folder = snapshot_dir_name(snap)
+        entities: set[str] = set()
+        relations: set[str] = set()
+        triples: set[tuple[str, str, str]] = set()
+        supported: set[tuple[str, str, str]] = set()
+        passages: set[str] = set()
         for path in sorted((corpus / folder).glob("delta_*.jsonl")):
             for rec in _lines(path):
                 window = int(rec.get("window") or 0)
-                if rec["passage_id"] not in st.passages:
+                if rec["passage_id"] not in passages:
                     st.lengths.append(len(rec["passage"].split()))
-                st.passages.add(rec["passage_id"])
+                passages.add(rec["passage_id"])
                 for tr in rec["tkgu_triples"]:
                     s, p, o = tr["triple"]
-                    st.entities.update((s, o))
-                    st.relations.add(p)
-                    st.triples.add((s, p, o))
+                    entities.update((s, o))
+                    relations.add(p)
+                    triples.add((s, p, o))
                     ops = [NAME_TO_OP[n] for n in tr["tkgu_operations"]]
                     st.ops.update(ops)
                     st.per_window[window] = st.per_window.get(window, 0) + len(ops)
@@ -175,10 +212,12 @@ def collect(out: Path, snapshots: Sequence[str], kg_rows: dict[str, dict[str, in
                     if verdict is None:
                         st.uncurated += 1
                     elif verdict:
-                        st.supported.add((s, p, o))
+                        supported.add((s, p, o))
                         st.supported_ops[ops[0]] += 1
                     if verdict is not False:
                         st.figure[ops[0]] += 1
+        st.entities, st.relations, st.triples = len(entities), len(relations), len(triples)
+        st.supported, st.passages = len(supported), len(passages)
         for path in sorted((out / EVALUATION_SET / folder).glob("delta_*.jsonl")):
             for rec in _lines(path):
                 for tr in rec["tkgu_triples"]:
@@ -279,9 +318,8 @@ def _figure3(plt: Any, stats: Sequence[SnapshotStats], save: Callable[[Any, str]
 
 
 def table2_rows(stats: Sequence[SnapshotStats]) -> list[list[str]]:
-    return [[label(s.snapshot), _count(len(s.entities)), _count(len(s.relations)),
-             _count(len(s.triples)),
-             _count(len(s.supported)) if s.curated else "uncurated", _count(len(s.passages)),
+    return [[label(s.snapshot), _count(s.entities), _count(s.relations), _count(s.triples),
+             _count(s.supported) if s.curated else "uncurated", _count(s.passages),
              _count(s.kg.get("entities", 0)), _count(s.kg.get("relations", 0)),
              _count(s.kg.get("kg_triples", 0))] for s in stats]
 
@@ -779,7 +817,7 @@ def sections(out: Path, prepared: Prepared, validation: str, facts: CardFacts,
     card's text is rendered."""
     settings = facts.settings
     days = [label(s) for s in prepared.snapshots]
-    lines = sum(len(s.passages) for s in prepared.stats)
+    lines = sum(s.passages for s in prepared.stats)
     version = f"`{facts.version}`" if facts.version else "not yet versioned"
     human = sorted(p.name for p in (out / HUMAN_ANNOTATION).glob("*.jsonl")) \
         if (out / HUMAN_ANNOTATION).is_dir() else []
@@ -864,7 +902,7 @@ def render(out: Path, prepared: Prepared, validation: str, facts: CardFacts | No
 
     facts = facts or CardFacts()
     configs = hub_configs(out)
-    lines = sum(len(s.passages) for s in prepared.stats)
+    lines = sum(s.passages for s in prepared.stats)
     human = (out / HUMAN_ANNOTATION).is_dir() and any((out / HUMAN_ANNOTATION).glob("*.jsonl"))
     data = DatasetCardData(
         license=about.LICENSE, language=["en"], task_categories=list(about.TASK_CATEGORIES),

@@ -34,7 +34,10 @@ everything its bytes are a function of:
   validation passed (or was off): a rerun with nothing changed writes nothing. Inside
   the validation, a carried snapshot's release-suite report is the last release's when
   the suites are the same (:func:`suites_key`: the code with its git commit, Great
-  Expectations' version, the validation settings), so its lines are not checked again.
+  Expectations' version, the validation settings), so its lines are not checked again;
+  and its statistics on the card are those the last release collected, when the code
+  that collects them is the same (:func:`stats_code`), so its lines are not read again
+  for them either (≈ 100 CPU-s per million lines, docs/performance.md).
 
 **The rule.** A group is carried when its fingerprint equals the one the last release
 recorded and every file of it still has the size and sha256 that release recorded and its
@@ -68,6 +71,7 @@ from typing import Any
 
 from emerge_lib.core.config import ContextSettings
 from emerge_lib.core.schedule import SnapshotPlan
+from emerge_lib.formats.card import SnapshotStats
 from emerge_lib.formats.layout import CORPUS
 from emerge_lib.formats.manifest import (
     MANIFEST,
@@ -95,6 +99,8 @@ WRITER_CODE = ("release/windows.py", "release/tables.py", "release/context.py",
                "release/carry.py", "formats/format.py", "formats/schema.py",
                "formats/layout.py", "curation/verdicts.py", "curation/answers.py",
                "curation/prompts.py", "curation/rules.py", "catalog/specs.py")
+#: the code a snapshot's statistics on the card come from (beside its files' bytes)
+STATS_CODE = ("formats/card.py", "formats/format.py")
 #: the name of the shared files' group (in the log and the decisions)
 SHARED = "shared files"
 #: a route's fields that say where it runs, not what it answers
@@ -127,6 +133,13 @@ def code_digest(paths: tuple[str, ...] | None = None) -> str:
         h.update(f"{path.relative_to(root).as_posix()}\n".encode())
         h.update(path.read_bytes() if path.is_file() else b"")
     return h.hexdigest()[:32]
+
+
+@functools.cache
+def stats_code() -> str:
+    """The digest of ``STATS_CODE``: a carried snapshot's statistics recorded under another
+    are collected again."""
+    return code_digest(STATS_CODE)
 
 
 def _curation(reads: Reads) -> dict[str, Any]:
@@ -394,11 +407,27 @@ class Carrier:
             return None
         return None if report.raised else report
 
+    def stats(self, key: str) -> SnapshotStats | None:
+        """A carried snapshot's statistics on the card as the last release collected them
+        from the same files, when the code that collects them is the same; else None
+        (collect them again)."""
+        recorded = ((self.state.get("snapshots") or {}).get(key) or {}).get("stats") or {}
+        if not self.decisions.get(key, Decision()).carried or \
+                recorded.get("code") != stats_code():
+            return None
+        try:
+            stats = SnapshotStats.from_record(recorded["record"])
+        except (AttributeError, KeyError, TypeError, ValueError) as exc:
+            self._malformed(exc)
+            return None
+        return stats if stats.snapshot == key else None
+
     def save(self, snapshots: Mapping[str, tuple[str, Part]], shared: str,
              manifest: Mapping[str, Any], gates: Mapping[str, GateReport],
-             suites: str) -> None:
+             suites: str, stats: Mapping[str, SnapshotStats]) -> None:
         """The new sidecar (written before the swap): each group's fingerprint and its
-        files' manifest entries, and the snapshots' parts and release suites' reports."""
+        files' manifest entries, and the snapshots' parts, release suites' reports and
+        statistics on the card (``stats``: those collected or kept in this release)."""
         entries = {e["path"]: {k: e[k] for k in ("bytes", "sha256", "rows")}
                    for e in manifest["files"]}
         mine: set[str] = set()
@@ -411,6 +440,9 @@ class Carrier:
             if key in gates:
                 state["snapshots"][key]["gate"] = {
                     "suites": suites, "results": [asdict(r) for r in gates[key].results]}
+            if key in stats:
+                state["snapshots"][key]["stats"] = {"code": stats_code(),
+                                                    "record": stats[key].record()}
         state["shared"] = {"fingerprint": shared, "manifest": _manifest_sha(self.out),
                            "entries": {f: e for f, e in entries.items() if f not in mine}}
         with atomic_file(sidecar_of(self.final)) as tmp:

@@ -175,12 +175,17 @@ class Units:
         """Run ``fn(reads, *args)`` (a module-level function, picklable arguments); its
         result, or its error, is :meth:`result`'s."""
         if self.settle([]) == 1:
-            done: Unit[R] = Future()
-            done.set_result((fn(self.reads, *args), []))  # an error raises here, as inline
-            return done
+            return self.ready(fn(self.reads, *args))  # an error raises here, as inline
         if self._pool is None:
             self._pool = spawned_pool(self.workers)
         return self._pool.submit(_in_worker, fn, self._source, *args)
+
+    @staticmethod
+    def ready(value: R) -> Unit[R]:
+        """A unit done already, with ``value`` (what the release kept from before)."""
+        done: Unit[R] = Future()
+        done.set_result((value, []))
+        return done
 
     def result(self, unit: Unit[R]) -> R:
         """The unit's result (its log records logged here); its error raised here as the

@@ -251,6 +251,7 @@ def write_release(catalog: Catalog, out_dir: str | Path, plans: Sequence[Snapsho
             else:
                 carrier.decisions[SHARED] = Decision(
                     reason=carrier.why_not or "a snapshot was written")
+            prepared: Prepared | None = None
             if earlier is not None:
                 _as_before(out, summary, earlier)
             else:
@@ -262,8 +263,12 @@ def write_release(catalog: Catalog, out_dir: str | Path, plans: Sequence[Snapsho
                 units.close()
                 summary.files += annotation
                 _describe(reads, out, summary, report, origin, carrier.known, prepared)
+            # the card's statistics, for the next release to keep (carried whole: those kept)
+            stats = {key: units.result(unit) for key, unit in early.stats.items()} \
+                if prepared is None else dict(zip(prepared.snapshots, prepared.stats,
+                                                  strict=True))
             carrier.save(parts, shared, summary.manifest, report.gates if report else {},
-                         suites)
+                         suites, stats)
             carrier.log_decisions()
             summary.carried, summary.carried_bytes = carrier.carried_files, carrier.carried_bytes
             summary.carry = carrier.summary()
@@ -332,11 +337,16 @@ def _write_data(reads: Reads, out: Path, plans: Sequence[SnapshotPlan],
     units.settle([s for s in summary.snapshots if s not in carried])
     writing = {snap: _submit_snapshot(reads, out, by_key[snap], keep_records, units)
                for snap in summary.snapshots if snap not in carried}
-    early = _Early()
+    early = _Early(stats={snap: units.ready(kept) for snap in sorted(carried)
+                          if (kept := carrier.stats(snap)) is not None})
+    if early.stats:
+        log.info("release: the statistics on the card of %d carried snapshots kept",
+                 len(early.stats))
     if writing:  # the shared files will be written: what of them reads no written snapshot
         early.tables = _submit_tables(reads, out, summary, units)
-        early.stats = {snap: _submit_stats(out, snap, part.parquet_rows, units)
-                       for snap, part in sorted(carried.items())}
+        early.stats.update({snap: _submit_stats(out, snap, part.parquet_rows, units)
+                            for snap, part in sorted(carried.items())
+                            if snap not in early.stats})
     for written in writing.values():  # its context once its windows and KG are there
         written.collect(units, derived.context)
     parts: dict[str, tuple[str, Part]] = {}
@@ -412,7 +422,8 @@ _Tables = list[tuple[str, Unit[int]]]
 class _Early:
     """The shared units submitted with the written snapshots' units: the tables released
     whole and the card's statistics of each carried snapshot (its files are in the
-    staging folder from the start)."""
+    staging folder from the start; the last release's statistics, done already, where
+    the carrier kept them)."""
 
     tables: _Tables = field(default_factory=list)
     stats: dict[str, Unit[SnapshotStats]] = field(default_factory=dict)

@@ -141,6 +141,52 @@ def test_a_new_snapshot_carries_the_others_and_equals_a_full_rewrite(
     same_release(out, tmp_path / "strict")
 
 
+def test_a_carried_snapshots_statistics_on_the_card_are_kept(
+        warehouse: Catalog, tmp_path: Path, monkeypatch, caplog) -> None:
+    """A's statistics on the card are the last release's (its lines are not read for
+    them), unless the code that collects them changed or their record is malformed:
+    then they are collected again. Every case gives the full rewrite's bytes."""
+    import emerge_lib.release.writer as writer
+
+    read: list[str] = []
+
+    def card_stats(reads: Any, out: Path, snap: str, kg_rows: Any) -> Any:
+        read.append(snap)
+        return collected(reads, out, snap, kg_rows)
+
+    collected = writer.card_stats
+    monkeypatch.setattr(writer, "card_stats", card_stats)
+    out, whole = tmp_path / "release", tmp_path / "whole"
+    release(warehouse, out, A, workers=1)
+    assert read == [A]
+    read.clear()
+    with caplog.at_level(logging.INFO, logger="emerge_lib.release"):
+        release(warehouse, out, A, B, workers=1)
+    assert read == [B]  # A's kept
+    assert "the statistics on the card of 1 carried snapshots kept" in caplog.text
+    release(warehouse, whole, A, B, carry_unchanged=False, workers=1)
+    same_release(out, whole)
+    recorded = json.loads(sidecar_of(out).read_text())["snapshots"]
+    assert recorded[A]["stats"]["record"]["passages"] == 2
+    assert recorded[A]["stats"]["record"]["ops"] == {"X": 2, "E": 2}
+    for spoil, warned in (({"code": "another code"}, False),
+                          ({"record": {"snapshot": A, "passages": "two"}}, True)):
+        state = json.loads(sidecar_of(out).read_text())
+        for key in (A, B):
+            state["snapshots"][key]["stats"].update(spoil)
+        sidecar_of(out).write_text(json.dumps(state))
+        read.clear()
+        caplog.clear()
+        validation = {"min_instances": 1 + warned}  # the shared files written again
+        with caplog.at_level(logging.WARNING, logger="emerge_lib.release.carry"):
+            again = release(warehouse, out, A, B, workers=1, validation=validation)
+        assert again.metrics["carried_files"] == 26 and sorted(read) == [A, B]
+        assert ("is malformed" in caplog.text) is warned
+        release(warehouse, whole, A, B, carry_unchanged=False, workers=1,
+                validation=validation)
+        same_release(out, whole)
+
+
 def test_in_several_processes_the_carried_release_is_the_same_bytes(
         warehouse: Catalog, tmp_path: Path) -> None:
     """release.workers: 3 with A carried and B written (the quarter's case: A's statistics

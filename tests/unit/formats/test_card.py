@@ -9,8 +9,10 @@ import json
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 from emerge_lib.core.ops import OP_LABELS
-from emerge_lib.formats.card import collect, prepare, rule_c
+from emerge_lib.formats.card import SnapshotStats, collect, prepare, rule_c
 from emerge_lib.formats.layout import CORPUS, EVALUATION_SET
 
 
@@ -70,7 +72,7 @@ def test_collect_reads_the_authors_corpus_layout(realdata: Path, tmp_path: Path)
         (folder / f"delta_{mine[0]['delta_dates'][1]}.jsonl").write_text(
             "".join(json.dumps({**x, "passage_id": x["hash_id"]}) + "\n" for x in mine))
     stats = collect(tmp_path, sorted(by_snapshot), {}, "Meta-Llama-3.1-405B")
-    assert sum(len(s.passages) for s in stats) == len(lines)
+    assert sum(s.passages for s in stats) == len(lines)
     assert sum(sum(s.supported_ops.values()) for s in stats) == sum(
         1 for x in lines for t in x["tkgu_triples"] if rule_c(t, "Meta-Llama-3.1-405B"))
     assert all(s.curated for s in stats)
@@ -155,3 +157,20 @@ def test_figure_3_counts_the_supported_triples_under_their_first_operation(
     assert "tkgu_distribution.png" in prepared.plots
     assert (tmp_path / "plots" / "tkgu_distribution.png").stat().st_size > 1000
     assert list(OP_LABELS.values()) == ["Exists", "Add", "Mint+Add", "Infer", "Deprecate"]
+
+
+def test_a_snapshots_statistics_come_back_from_their_record() -> None:
+    """What the carry sidecar keeps of a snapshot's statistics (JSON) gives them back,
+    counters in their order (the plots draw them in it); a malformed record raises."""
+    st = SnapshotStats("2024-01-01T00:00:00Z", entities=3, relations=1, triples=2,
+                       passages=2, kg={"kg_triples": 5}, per_window={2: 1, 1: 3},
+                       lengths=[7, 4], supported=1, uncurated=0)
+    st.ops.update(["E", "X", "E"])
+    st.figure.update(["D"])
+    back = SnapshotStats.from_record(json.loads(json.dumps(st.record())))
+    assert back == st
+    assert list(back.ops) == ["E", "X"] and list(back.per_window) == [2, 1]
+    for bad in ({**st.record(), "passages": "two"}, {**st.record(), "more": 1},
+                {k: v for k, v in st.record().items() if k != "figure"}):
+        with pytest.raises((KeyError, TypeError, ValueError)):
+            SnapshotStats.from_record(bad)
