@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import re
 from typing import TYPE_CHECKING
 
 from emerge_lib.commands._common import config_flag, examples
@@ -39,11 +40,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     config_flag(p)
     p.add_argument("--wikidata", nargs="+", metavar="PATH",
                    help="Wikidata history files (default: the configured mirror's dumps), or "
-                        "its logging dump (*-pages-logging.xml.gz: reconciled, "
-                        "docs/operations.md)")
+                        "its logging dump (*-pages-logging.xml.gz, or all its parts "
+                        "*-pages-logging1..N.xml.gz: reconciled, docs/operations.md)")
     p.add_argument("--wikipedia", nargs="+", metavar="PATH",
                    help="Wikipedia history files (default: the configured mirror's dumps), or "
-                        "its logging dump (*-pages-logging.xml.gz: reconciled)")
+                        "its logging dump (*-pages-logging.xml.gz, or all its parts: "
+                        "reconciled)")
     p.add_argument("--warehouse", help="warehouse root (overrides the configuration)")
     p.add_argument("--engine", help="embedded or sc://host:port (overrides the configuration)")
     p.add_argument("--workers", type=int,
@@ -82,8 +84,6 @@ def run(args: argparse.Namespace) -> int:
 
 def _run_incr(cfg: Config, args: argparse.Namespace) -> int:
     """``--incr FIRST[:LAST]``: the days' increments (emerge_lib.pipeline.incr)."""
-    import re
-
     from emerge_lib.commands._common import bars
     from emerge_lib.core.errors import InputError
     from emerge_lib.ingest.plan import Kind
@@ -106,25 +106,32 @@ def _run_incr(cfg: Config, args: argparse.Namespace) -> int:
 
 
 def _is_logging(path: str) -> bool:
-    return path.endswith("-pages-logging.xml.gz")
+    return re.search(r"-pages-logging\d*\.xml\.gz$", path) is not None
 
 
 def _run_reconcile(cfg: Config, args: argparse.Namespace) -> int:
     """Logging dumps given as paths (one a wiki): their deletions and restorations applied
     to the timelines continued from increments (docs/operations.md, the reconciliation)."""
     from emerge_lib.core.errors import InputError
+    from emerge_lib.ingest.files import IngestError
     from emerge_lib.ingest.plan import check_inputs
+    from emerge_lib.ingest.reconcile import in_order
     from emerge_lib.pipeline.context import open_context
     from emerge_lib.pipeline.runner import run_stage
 
     logs = {}
     for kind in ("wikidata", "wikipedia"):
         paths = getattr(args, kind) or []
-        if any(not _is_logging(p) for p in paths) or len(paths) > 1:
-            raise InputError(f"--{kind}: give one logging dump (*-pages-logging.xml.gz) a wiki, "
-                             "and history files in another run")
+        if any(not _is_logging(p) for p in paths):
+            raise InputError(f"--{kind}: give one logging dump (*-pages-logging.xml.gz, or "
+                             "all its parts *-pages-logging1..N.xml.gz) a wiki, and history "
+                             "files in another run")
         if paths:
-            logs[kind] = str(check_inputs(paths)[0])
+            try:
+                ordered = in_order(paths)
+            except IngestError as exc:
+                raise InputError(f"--{kind}: {exc}") from None
+            logs[kind] = [str(p) for p in check_inputs(ordered)]
     with open_context(cfg) as ctx:
         result = run_stage(ctx, "reconcile", logs=logs)
         if any(r.wiki == cfg.dumps.wikidata.wiki and not r.skipped for r in result.detail):

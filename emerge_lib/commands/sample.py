@@ -79,6 +79,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="Wikimedia's logging dump (pages-logging.xml.gz) beside each full dump, "
                         "with a deletion of an article and of an item, a restoration and a move "
                         "planted between the last two dump dates (docs/dumps.md)")
+    p.add_argument("--logging-parts", type=int, default=1, metavar="N",
+                   help="with --logging, each logging dump in N parts (pages-logging1..N"
+                        ".xml.gz, a range of log ids each), as the largest wikis' are "
+                        "(default 1: one file)")
     p.add_argument("--recent-share", type=float, default=0.5, metavar="S",
                    help="of a filler page's later edits, the share in the last 200 days "
                         "before the newest dump (default 0.5; 0..1): with --revisions, sizes "
@@ -130,7 +134,8 @@ def run(args: argparse.Namespace) -> int:
         formats=tuple(f.strip() for f in args.formats.split(",") if f.strip()),
         bench_statements=max(0, args.bench_statements), bench_passages=max(0, args.bench_passages),
         scenarios=scenarios, new_text=new_text, increments=args.increments,
-        logging=args.logging, recent_share=args.recent_share,
+        logging=args.logging, logging_parts=max(1, args.logging_parts),
+        recent_share=args.recent_share,
     )
     try:
         report = generate_world(out, spec, progress=not args.quiet)

@@ -23,8 +23,9 @@ The daily adds/changes dumps live apart, one folder per day, with no dumpstatus.
 verified against the md5sums like any other file.
 
 Beside the history files, a dump run publishes its logging dump (job
-``xmlpagelogsdump``, ``{wiki}-{date}-pages-logging.xml.gz``: the log events up to the run,
-deletions, restorations and moves among them), which :meth:`Mirror.logging_dump` finds:
+``xmlpagelogsdump``, ``{wiki}-{date}-pages-logging.xml.gz``, or the largest wikis' parts
+``pages-logging1..N.xml.gz``: the log events up to the run, deletions, restorations and
+moves among them), which :meth:`Mirror.logging_dump` finds:
 the daily increments do not carry those events (docs/operations.md, the reconciliation).
 
 Every history file is published twice: bz2 (job ``metahistorybz2dump``) and 7z
@@ -41,7 +42,7 @@ import logging
 import os
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
@@ -66,6 +67,8 @@ logger = logging.getLogger(__name__)
 HISTORY_JOB = "metahistorybz2dump"
 LOGGING_JOB = "xmlpagelogsdump"  # the run's pages-logging.xml.gz
 HISTORY_JOBS = {"7z": "metahistory7zdump", "bz2": HISTORY_JOB}  # format -> dumpstatus job
+#: a logging dump's file: its wiki and date, and its part number when split
+_LOGGING_NAME = re.compile(r"(?:^|/)([^/]+-\d{8})-pages-logging(\d*)\.xml\.gz$")
 _HISTORY_NAME = re.compile(r"-pages-meta-history(\d*)\.xml(?:-p(\d+)p(\d+))?\.")
 _DATE = re.compile(r"^\d{8}$")
 INCR = "other/incr"  # the adds/changes dumps' folder under a mirror's root
@@ -118,6 +121,29 @@ def history_file_range(name: str) -> tuple[int, int, int] | None:
     first = int(m.group(2) or 0)
     last = int(m.group(3) or 0)
     return part, first, last
+
+
+def logging_parts(names: Sequence[str]) -> list[str]:
+    """The file names of one logging dump in reading order: one
+    ``<wiki>-<date>-pages-logging.xml.gz``, or the parts ``…-pages-logging1..N.xml.gz`` of
+    one wiki and date (the largest wikis' logging dump, a range of log ids each), numbered
+    from 1 without a gap; ValueError saying what is wrong otherwise."""
+    found = [(m, name) for name in names if (m := _LOGGING_NAME.search(name)) is not None]
+    if not names or len(found) != len(names):
+        odd = sorted(set(names) - {name for _, name in found})
+        raise ValueError(f"not one logging dump: {', '.join(odd) if odd else 'no file'} "
+                         "(…-pages-logging.xml.gz, or its parts …-pages-logging1..N.xml.gz)")
+    if len({m.group(1) for m, _ in found}) > 1:
+        raise ValueError(f"the files are of more than one wiki or date: {', '.join(names)}")
+    if len(found) == 1 and not found[0][0].group(2):
+        return [found[0][1]]
+    if any(not m.group(2) for m, _ in found):
+        raise ValueError(f"a whole logging dump beside parts of one: {', '.join(names)}")
+    numbered = sorted((int(m.group(2) or 0), name) for m, name in found)
+    if [n for n, _ in numbered] != list(range(1, len(numbered) + 1)):
+        raise ValueError(f"parts {[n for n, _ in numbered]} are not 1 to {len(numbered)}: "
+                         f"{', '.join(names)}")
+    return [name for _, name in numbered]
 
 
 def _sort_key(f: DumpFile) -> tuple[Any, ...]:
@@ -356,14 +382,16 @@ class Mirror:
             out.append((kept or offered)[0])
         return sorted(out, key=_sort_key)
 
-    def logging_dump(self, wiki: str, date: str) -> DumpFile:
-        """The dump run's logging dump (job ``xmlpagelogsdump``) with its checksums;
-        DumpNotReadyError while the job is not ``done`` or the run has none."""
-        files = self.files(wiki, date, LOGGING_JOB)
-        if len(files) != 1:
-            raise MirrorError(f"{wiki} {date}: job {LOGGING_JOB!r} lists {len(files)} files, "
-                              "not the one pages-logging.xml.gz")
-        return files[0]
+    def logging_dump(self, wiki: str, date: str) -> list[DumpFile]:
+        """The dump run's logging dump (job ``xmlpagelogsdump``) with its checksums: one
+        ``pages-logging.xml.gz``, or the largest wikis' parts ``pages-logging1..N.xml.gz``
+        (each a range of log ids), in order; DumpNotReadyError while the job is not
+        ``done`` or the run has none."""
+        files = {f.name: f for f in self.files(wiki, date, LOGGING_JOB)}
+        try:
+            return [files[name] for name in logging_parts(list(files))]
+        except ValueError as exc:
+            raise MirrorError(f"{wiki} {date}: job {LOGGING_JOB!r}: {exc}") from None
 
     def dates(self, wiki: str) -> list[str]:
         """Dump dates (YYYYMMDD) listed for ``wiki``, ascending (directory index or listing)."""

@@ -5,8 +5,9 @@ Why: an increment carries every new revision (a move's null revision included) b
 page's deletion, nor its restoration; a newer full dump removes what it lacks only once
 ingested completely (``ingest.absent``, which shares ``remove_pages``): a page deleted
 since then keeps its rows, though a build from the newer full dump alone does not have
-it. The logging dump of a dump run (``<wiki>-<date>-pages-logging.xml.gz``)
-holds every log event before its date. The rule, per title, over the events from the day
+it. The logging dump of a dump run (``<wiki>-<date>-pages-logging.xml.gz``, or for the
+largest wikis its parts ``pages-logging1..N.xml.gz``, each a range of log ids, read as
+one) holds every log event before its date. The rule, per title, over the events from the day
 the wiki's deletions are known to (its first full dump, or the last logging dump
 reconciled) up to the logging dump's date:
 
@@ -39,6 +40,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from emerge_lib.dumps.mirror import logging_parts
 from emerge_lib.ingest.files import DumpFileRef, IngestError, ingest_lock
 
 if TYPE_CHECKING:
@@ -98,6 +100,18 @@ class ReconcileReport:
 
 def _local(tag: str) -> str:
     return tag.rsplit("}", 1)[-1]
+
+
+def in_order(paths: Sequence[str | Path]) -> list[Path]:
+    """A logging dump's files in reading order: the one file, or its parts 1..N
+    (``dumps.mirror.logging_parts``); IngestError naming the files and the problem."""
+    by_name = {Path(p).name: Path(p) for p in paths}
+    try:
+        if len(by_name) != len(paths):
+            raise ValueError("a file named twice")
+        return [by_name[name] for name in logging_parts(list(by_name))]
+    except ValueError as exc:
+        raise IngestError(f"{', '.join(map(str, paths))}: {exc}") from None
 
 
 def read_logging(path: Path) -> list[LogItem]:
@@ -276,15 +290,22 @@ def apply_reconcile(catalog: Catalog, report: ReconcileReport, sha1: str | None)
     return removed
 
 
-def reconcile(catalog: Catalog, wiki: str, path: Path, dump_date: str, *,
-              sha1: str | None = None) -> tuple[ReconcileReport, dict[str, int]]:
-    """Apply one logging dump of ``wiki`` (of the dump run ``dump_date``) to its
-    timelines, under the wiki's ingest lock. Refused (IngestError) when the timelines do
-    not reach the dump's date (increments up to the day before it): the deletions would
-    be known past what the timelines hold."""
+def reconcile(catalog: Catalog, wiki: str, paths: Sequence[Path], dump_date: str, *,
+              sha1s: Sequence[str | None] | None = None
+              ) -> tuple[ReconcileReport, dict[str, int]]:
+    """Apply one logging dump of ``wiki`` (of the dump run ``dump_date``: its file, or its
+    parts in order, with their sha1 where known) to its timelines, under the wiki's
+    ingest lock. Refused (IngestError) when the timelines do not reach the dump's date
+    (increments up to the day before it): the deletions would be known past what the
+    timelines hold. A split dump is one row of ``reconciled_logs``: its parts' names and
+    sha1s space-separated (no dump file's name holds a space)."""
+    if [p.name for p in in_order(paths)] != [p.name for p in paths]:
+        raise IngestError(f"{', '.join(map(str, paths))}: not in the order of their parts")
+    name = " ".join(p.name for p in paths)
+    sha1 = None if sha1s is None or None in sha1s else " ".join(str(h) for h in sha1s)
     with ingest_lock(catalog, wiki):
         first, reached = reach(catalog, wiki)
-        report = ReconcileReport(wiki, path.name, dump_date)
+        report = ReconcileReport(wiki, name, dump_date)
         if not first:
             report.skipped = "the warehouse holds no full dump of it: nothing to reconcile"
             return report, {}
@@ -293,11 +314,12 @@ def reconcile(catalog: Catalog, wiki: str, path: Path, dump_date: str, *,
             report.skipped = f"its deletions are known to {since} already"
             return report, {}
         if reached < dump_date:
-            raise IngestError(f"{path.name}: the {wiki} timelines reach {reached}; ingest the "
+            raise IngestError(f"{name}: the {wiki} timelines reach {reached}; ingest the "
                               f"increments up to the day before {dump_date} (or its full "
                               "dump) first")
-        report = plan_reconcile(catalog, wiki, read_logging(path), since=since,
-                                dump_file=path.name, dump_date=dump_date)
+        items = [it for path in paths for it in read_logging(path)]
+        report = plan_reconcile(catalog, wiki, items, since=since, dump_file=name,
+                                dump_date=dump_date)
         removed = apply_reconcile(catalog, report, sha1)
     level = logging.WARNING if report.needs_full_dump else logging.INFO
     log.log(level, "%s %s: %d events since %s: %d pages deleted (rows removed), %d restored "

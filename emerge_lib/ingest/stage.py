@@ -28,6 +28,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from emerge_lib.core.errors import EmergeError
@@ -199,22 +200,23 @@ INGEST_WIKIPEDIA = _ingest_stage(
 STAGES = (INGEST_WIKIDATA, INGEST_WIKIPEDIA)
 
 
-def _reconcile(ctx: StageContext, _: None, *, logs: dict[Kind, str] | None) -> Outcome:
-    """``logs``: {kind: a logging dump's path}; None: each wiki's newest logging dump on
-    the configured mirror that its timelines reach and that is not yet reconciled
-    (``ingest.reconcile``). ``detail``: the ReconcileReports."""
-    from pathlib import Path
-
+def _reconcile(ctx: StageContext, _: None, *, logs: dict[Kind, list[str]] | None
+               ) -> Outcome:
+    """``logs``: {kind: a logging dump's files (one, or its parts in order)}; None: each
+    wiki's newest logging dump on the configured mirror that its timelines reach and that
+    is not yet reconciled (``ingest.reconcile``). ``detail``: the ReconcileReports."""
     from emerge_lib.ingest.files import DumpFileRef
     from emerge_lib.ingest.plan import wiki_of
     from emerge_lib.ingest.reconcile import reconcile
 
-    chosen = ({k: (Path(p), DumpFileRef.of(p).dump_date, None) for k, p in logs.items()}
+    chosen = ({k: ([Path(p) for p in paths], DumpFileRef.of(paths[0]).dump_date,
+                   [None] * len(paths)) for k, paths in logs.items()}
               if logs is not None else _mirror_logs(ctx))
     reports = []
     rows: dict[str, int] = {}
-    for kind, (path, date, sha1) in chosen.items():
-        report, removed = reconcile(ctx.catalog, wiki_of(ctx.cfg, kind), path, date, sha1=sha1)
+    for kind, (paths, date, sha1s) in chosen.items():
+        report, removed = reconcile(ctx.catalog, wiki_of(ctx.cfg, kind), paths, date,
+                                    sha1s=sha1s)
         reports.append(report)
         for table, n in removed.items():
             rows[table] = rows.get(table, 0) + n
@@ -228,16 +230,14 @@ def _reconcile(ctx: StageContext, _: None, *, logs: dict[Kind, str] | None) -> O
                    reports)
 
 
-def _mirror_logs(ctx: StageContext) -> dict[Kind, tuple[Any, str, str | None]]:
+def _mirror_logs(ctx: StageContext) -> dict[Kind, tuple[list[Path], str, list[str | None]]]:
     """Per wiki, the newest logging dump of the mirror after what is reconciled and up to
-    the day the timelines reach (downloaded, verified)."""
-    from pathlib import Path
-
+    the day the timelines reach (its files, downloaded and verified, with their sha1)."""
     from emerge_lib.dumps.mirror import DumpNotReadyError, Mirror
     from emerge_lib.ingest.plan import wiki_of
     from emerge_lib.ingest.reconcile import reach, reconciled_to
 
-    out: dict[Kind, tuple[Any, str, str | None]] = {}
+    out: dict[Kind, tuple[list[Path], str, list[str | None]]] = {}
     kinds: tuple[Kind, ...] = ("wikidata", "wikipedia")
     if not ctx.cfg.dumps.mirror or not ctx.catalog.exists("ingested_files"):
         return out
@@ -249,13 +249,14 @@ def _mirror_logs(ctx: StageContext) -> dict[Kind, tuple[Any, str, str | None]]:
                 if not done < date <= reached:
                     continue
                 try:
-                    f = mirror.logging_dump(wiki, date)
+                    parts = mirror.logging_dump(wiki, date)
                 except DumpNotReadyError as exc:
                     log.info("%s: no logging dump to reconcile yet (%s)", wiki, exc)
                     continue
-                path = (mirror.local_path(f, verify=True) if mirror.scheme == "file" else
-                        mirror.download(f, Path(ctx.cfg.dumps.download_dir) / wiki / date))
-                out[kind] = (path, date, f.sha1)
+                paths = [mirror.local_path(f, verify=True) if mirror.scheme == "file" else
+                         mirror.download(f, Path(ctx.cfg.dumps.download_dir) / wiki / date)
+                         for f in parts]
+                out[kind] = (paths, date, [f.sha1 for f in parts])
                 break
     return out
 

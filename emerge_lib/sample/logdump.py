@@ -36,15 +36,16 @@ from emerge_lib.sample.model import DAY, HOUR, Bold, Plan, iso, prose
 from emerge_lib.sample.plan import Builder, filler_prose, heading, st, standard_article
 
 LOGGING_JOB = "xmlpagelogsdump"
-LOG_FORMAT = "logging"  # WrittenFile.format of a logging dump (gzip, one file a run)
+LOG_FORMAT = "logging"  # WrittenFile.format of a logging dump (gzip; one file a run, or parts)
 
 # plan keys of the planted events (docs/dumps.md, tests/e2e/pipeline/test_incr.py)
 DELETED_ARTICLE, DELETED_ITEM = "log:deleted_article", "log:deleted_item"
 RESTORED_ARTICLE, MOVED_ARTICLE = "log:restored_article", "log:moved_article"
 
 
-def logging_name(wiki: str, date: str) -> str:
-    return f"{wiki}-{date}-pages-logging.xml.gz"
+def logging_name(wiki: str, date: str, part: int = 0) -> str:
+    """``<wiki>-<date>-pages-logging.xml.gz``, or part ``part`` of a split one."""
+    return f"{wiki}-{date}-pages-logging{part or ''}.xml.gz"
 
 
 @dataclass(frozen=True)
@@ -145,14 +146,20 @@ def _logitem(log_id: int, e: LogEvent) -> str:
 
 
 def write_logging(folder: Path, wiki: str, date: str, cutoff: int,
-                  wiki_events: list[LogEvent]) -> WrittenFile:
+                  wiki_events: list[LogEvent], *, parts: int = 1) -> list[WrittenFile]:
     """The logging dump of one run: every event before ``cutoff``, ids numbered in time
-    order from 1 (the same event keeps its id in every run)."""
-    items = "".join(_logitem(n, e) for n, e in enumerate(wiki_events, 1) if e.ts < cutoff)
-    xml = (render.siteinfo(wiki) + items + render.FOOTER).encode("utf-8")
-    data = gzip.compress(xml, 9, mtime=0)  # mtime 0: the same world gives the same bytes
-    name = logging_name(wiki, date)
+    order from 1 (the same event keeps its id in every run); with ``parts`` > 1 in that
+    many files, ``pages-logging1..N.xml.gz``, each a whole document holding a range of
+    ids (some may hold none), as the largest wikis' logging dumps are split."""
+    items = [_logitem(n, e) for n, e in enumerate(wiki_events, 1) if e.ts < cutoff]
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / name).write_bytes(data)
-    return WrittenFile(name, len(data), hashlib.md5(data).hexdigest(),
-                       hashlib.sha1(data).hexdigest(), len(xml), 0, 0, LOG_FORMAT)
+    out = []
+    for k in range(parts):
+        chunk = items[len(items) * k // parts:len(items) * (k + 1) // parts]
+        xml = (render.siteinfo(wiki) + "".join(chunk) + render.FOOTER).encode("utf-8")
+        data = gzip.compress(xml, 9, mtime=0)  # mtime 0: the same world gives the same bytes
+        name = logging_name(wiki, date, k + 1 if parts > 1 else 0)
+        (folder / name).write_bytes(data)
+        out.append(WrittenFile(name, len(data), hashlib.md5(data).hexdigest(),
+                               hashlib.sha1(data).hexdigest(), len(xml), 0, 0, LOG_FORMAT))
+    return out

@@ -94,6 +94,9 @@ class SampleSpec:
     # deletions, restoration and move inside the last quarter that only it (or the newer
     # full dump) reveals; off: the world is unchanged
     logging: bool = False
+    # each logging dump in this many parts (pages-logging1..N.xml.gz, a range of log ids
+    # each, as the largest wikis' are); 1: one pages-logging.xml.gz
+    logging_parts: int = 1
 
     @property
     def bench(self) -> bool:
@@ -514,7 +517,8 @@ def _logging_dumps(world: World, mirror: Path, runs: dict) -> None:
     by_wiki = events(world.plan, world.removals)
     for (wiki, date), run in runs.items():
         cutoff = world.cutoffs[world.dates.index(date)]
-        run.files.append(write_logging(mirror / wiki / date, wiki, date, cutoff, by_wiki[wiki]))
+        run.files.extend(write_logging(mirror / wiki / date, wiki, date, cutoff, by_wiki[wiki],
+                                       parts=world.spec.logging_parts))
 
 
 def _planted_log(world: World) -> dict[str, list[dict]]:
@@ -611,7 +615,8 @@ def manifest(world: World, spec: SampleSpec, truth: list[dict], traps: list[dict
         "spec": {k: v for k, v in asdict(spec).items()
                  if k not in ("jobs",) and not ((k.startswith("bench_") or k in ("increments", "logging"))
                                                 and not v)
-                 and not (k == "recent_share" and v == SampleSpec.recent_share)},
+                 and not (k == "recent_share" and v == SampleSpec.recent_share)
+                 and not (k == "logging_parts" and v == SampleSpec.logging_parts)},
         "snapshots": [iso(t) for t in world.snapshots],
         "dumps": {"dates": world.dates, "cutoffs": [iso(c) for c in world.cutoffs], "files": files},
         "truth": {"rows": len(truth), "by_op": dict(sorted(Counter(r["op"] for r in truth).items())),

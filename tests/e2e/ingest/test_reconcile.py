@@ -214,3 +214,61 @@ def test_a_world_without_deletions_loses_nothing(tmp_path: Path, spark) -> None:
     assert sorted((r["wiki"], r["deleted"]) for r in
                   catalog.read_arrow("reconciled_logs").to_pylist()) == [
         ("enwiki", 0), ("wikidatawiki", 0)]
+
+
+def _decisions(catalog: Catalog) -> list[str]:
+    """reconciled_pages but the logging dump's file names."""
+    return sorted(repr({k: v for k, v in r.items() if k != "dump_file"})
+                  for r in catalog.read_arrow("reconciled_pages").to_pylist())
+
+
+def test_a_logging_dump_in_parts_reconciles_as_the_whole_one(world: Path, tmp_path: Path,
+                                                              spark) -> None:
+    """The largest wikis publish their logging dump in parts (pages-logging1..N.xml.gz):
+    found on the mirror as one dump (the reconcile stage, as `emerge ingest --incr` and the
+    emerge_incr DAG run it), or given by path in any order, the parts reconcile as the
+    unsplit file does, and the dump is one reconciled_logs row naming every part."""
+    from stagekit import context
+
+    from emerge_lib.dumps.mirror import Mirror
+    from emerge_lib.pipeline.runner import run_stage
+
+    split = tmp_path / "split"
+    generate_world(split, SampleSpec(**{**SPEC.__dict__, "logging_parts": 3}))
+    about = json.loads((world / "world.json").read_text())
+    d0, d1 = about["dumps"]["dates"][0], about["dumps"]["dates"][-1]
+    parts = {w: Mirror((split / "mirror").as_uri()).logging_dump(w, d1)
+             for w in ("wikidatawiki", "enwiki")}
+    assert {w: [f.name for f in fs] for w, fs in parts.items()} == {
+        w: [f"{w}-{d1}-pages-logging{k}.xml.gz" for k in (1, 2, 3)] for w in parts}
+    whole = Catalog(tmp_path / "whole", spark)
+    _ingest(whole, world, d0)
+    _ingest(whole, world, d1, bare=tmp_path / "bare-whole")
+    assert _reconcile(world, tmp_path / "whole", d1) == 0
+    for name, how in (("mirror", "the stage"), ("paths", "the command")):
+        cat = Catalog(tmp_path / name, spark)
+        _ingest(cat, split, d0)
+        _ingest(cat, split, d1, bare=tmp_path / f"bare-{name}")
+        if how == "the stage":
+            result = run_stage(context(cat, base=split / "config.yaml"), "reconcile", logs=None)
+            assert result.metrics["logging dumps"] == 2
+        else:
+            folder = split / "mirror"
+            assert main(["ingest", "-c", str(split / "config.yaml"), "--warehouse", str(cat.warehouse),
+                         "--wikidata", *(str(folder / "wikidatawiki" / d1 / f.name)
+                                         for f in parts["wikidatawiki"][::-1]),
+                         "--wikipedia", *(str(folder / "enwiki" / d1 / f.name)
+                                          for f in parts["enwiki"])]) == 0
+        assert all(not differ for differ in _differ(cat, whole).values()), how
+        assert _marks(cat) == _marks(whole)
+        assert _decisions(cat) == _decisions(whole) != []
+        logs = {r["wiki"]: r for r in cat.read_arrow("reconciled_logs").to_pylist()}
+        for wiki, files in parts.items():
+            assert logs[wiki]["dump_file"] == " ".join(f.name for f in files), how
+            assert logs[wiki]["sha1"] == (" ".join(str(f.sha1) for f in files)
+                                          if how == "the stage" else None)
+    # a part left out is refused by name, before anything is read
+    folder = split / "mirror" / "enwiki" / d1
+    assert main(["ingest", "-c", str(split / "config.yaml"), "--warehouse",
+                 str(tmp_path / "paths"), "--wikipedia",
+                 *(str(folder / f.name) for f in parts["enwiki"][::2])]) == 1

@@ -41,7 +41,7 @@ def test_each_run_publishes_its_logging_dump(world: Path) -> None:
     seen = {}
     for wiki in ("wikidatawiki", "enwiki"):
         for date in (old, new):
-            f = mirror.logging_dump(wiki, date)
+            [f] = mirror.logging_dump(wiki, date)
             assert f.name == f"{wiki}-{date}-pages-logging.xml.gz"
             path = mirror.local_path(f, verify=True)  # size and checksum as published
             sums = (world / "mirror" / wiki / date / f"{wiki}-{date}-md5sums.txt").read_text()

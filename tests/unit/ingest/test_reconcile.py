@@ -32,8 +32,8 @@ def _day(text: str) -> datetime:
 
 
 def test_the_last_delete_or_restore_since_the_full_dump_decides(tmp_path: Path) -> None:
-    written = write_logging(tmp_path, "enwiki", "20240520", to_seconds("2024-05-20T00:00:00Z"),
-                            EVENTS)
+    [written] = write_logging(tmp_path, "enwiki", "20240520",
+                              to_seconds("2024-05-20T00:00:00Z"), EVENTS)
     items = read_logging(tmp_path / written.name)
     assert [i.log_id for i in items] == list(range(1, 8))  # the June event is after the run
     last, moves, events = _decide(items, _day("2024-02-20"), _day("2024-05-20"))
@@ -42,9 +42,33 @@ def test_the_last_delete_or_restore_since_the_full_dump_decides(tmp_path: Path) 
     assert ([m.target for m in moves], events) == (["There"], 6)  # January: in the full dump
 
 
+def test_a_split_logging_dump_reads_as_the_whole_one(tmp_path: Path) -> None:
+    """The largest wikis' logging dump comes in parts, pages-logging1..N.xml.gz, a range
+    of log ids each: read in their order they are the events of the unsplit file."""
+    from emerge_lib.dumps.mirror import logging_parts
+
+    cutoff = to_seconds("2024-05-20T00:00:00Z")
+    [whole] = write_logging(tmp_path / "whole", "enwiki", "20240520", cutoff, EVENTS)
+    parts = write_logging(tmp_path / "split", "enwiki", "20240520", cutoff, EVENTS, parts=3)
+    names = [f.name for f in parts]
+    assert names == [f"enwiki-20240520-pages-logging{k}.xml.gz" for k in (1, 2, 3)]
+    assert logging_parts(names[::-1]) == names
+    items = [it for name in logging_parts(names) for it in read_logging(tmp_path / "split" / name)]
+    assert items == read_logging(tmp_path / "whole" / whole.name)
+    assert [len(read_logging(tmp_path / "split" / n)) for n in names] == [2, 2, 3]
+    for bad, why in (([names[0], names[2]], "are not 1 to 2"),
+                     ([whole.name, names[0]], "a whole logging dump beside parts"),
+                     ([names[0], "wikidatawiki-20240520-pages-logging2.xml.gz"],
+                      "more than one wiki or date"),
+                     ([names[0], "enwiki-20240520-pages-meta-history1.xml.bz2"],
+                      "not one logging dump: enwiki-20240520-pages-meta-history1")):
+        with pytest.raises(ValueError, match=why):
+            logging_parts(bad)
+
+
 def test_a_damaged_logging_dump_fails_with_one_line(tmp_path: Path) -> None:
-    written = write_logging(tmp_path, "enwiki", "20240520", to_seconds("2024-05-20T00:00:00Z"),
-                            EVENTS)
+    [written] = write_logging(tmp_path, "enwiki", "20240520",
+                              to_seconds("2024-05-20T00:00:00Z"), EVENTS)
     path = tmp_path / written.name
     cut = tmp_path / "cut.xml.gz"
     cut.write_bytes(path.read_bytes()[:-40])
