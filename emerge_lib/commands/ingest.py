@@ -60,13 +60,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from emerge_lib.commands._common import bars, ingest_progress, load
     from emerge_lib.ingest.plan import check_inputs
+    from emerge_lib.ingest.reconcile import is_logging
     from emerge_lib.pipeline.context import open_context
     from emerge_lib.pipeline.runner import run_stage
 
     cfg = load(args)
     if args.incr:
         return _run_incr(cfg, args)
-    if any(_is_logging(p) for p in [*(args.wikidata or []), *(args.wikipedia or [])]):
+    if any(is_logging(p) for p in [*(args.wikidata or []), *(args.wikipedia or [])]):
         return _run_reconcile(cfg, args)
     kinds = kinds_to_ingest(cfg, args)  # before any engine, as the paths
     check_inputs([*(args.wikidata or []), *(args.wikipedia or [])])
@@ -105,24 +106,20 @@ def _run_incr(cfg: Config, args: argparse.Namespace) -> int:
     return 0
 
 
-def _is_logging(path: str) -> bool:
-    return re.search(r"-pages-logging\d*\.xml\.gz$", path) is not None
-
-
 def _run_reconcile(cfg: Config, args: argparse.Namespace) -> int:
     """Logging dumps given as paths (one a wiki): their deletions and restorations applied
     to the timelines continued from increments (docs/operations.md, the reconciliation)."""
     from emerge_lib.core.errors import InputError
     from emerge_lib.ingest.files import IngestError
     from emerge_lib.ingest.plan import check_inputs
-    from emerge_lib.ingest.reconcile import in_order
+    from emerge_lib.ingest.reconcile import in_order, is_logging
     from emerge_lib.pipeline.context import open_context
     from emerge_lib.pipeline.runner import run_stage
 
     logs = {}
     for kind in ("wikidata", "wikipedia"):
         paths = getattr(args, kind) or []
-        if any(not _is_logging(p) for p in paths):
+        if any(not is_logging(p) for p in paths):
             raise InputError(f"--{kind}: give one logging dump (*-pages-logging.xml.gz, or "
                              "all its parts *-pages-logging1..N.xml.gz) a wiki, and history "
                              "files in another run")

@@ -123,6 +123,12 @@ def history_file_range(name: str) -> tuple[int, int, int] | None:
     return part, first, last
 
 
+def is_logging_dump(name: str) -> bool:
+    """Whether ``name`` (a file name or path) is named as a logging dump's file or part
+    (:func:`logging_parts` then says whether they make one dump of one wiki and date)."""
+    return re.search(r"-pages-logging\d*\.xml\.gz$", name) is not None
+
+
 def logging_parts(names: Sequence[str]) -> list[str]:
     """The file names of one logging dump in reading order: one
     ``<wiki>-<date>-pages-logging.xml.gz``, or the parts ``…-pages-logging1..N.xml.gz`` of

@@ -40,7 +40,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from emerge_lib.dumps.mirror import logging_parts
+from emerge_lib.dumps.mirror import is_logging_dump, logging_parts
 from emerge_lib.ingest.files import DumpFileRef, IngestError, ingest_lock
 
 if TYPE_CHECKING:
@@ -100,6 +100,11 @@ class ReconcileReport:
 
 def _local(tag: str) -> str:
     return tag.rsplit("}", 1)[-1]
+
+
+def is_logging(path: str | Path) -> bool:
+    """Whether ``path`` is a logging dump (or a part of one) rather than history."""
+    return is_logging_dump(str(path))
 
 
 def in_order(paths: Sequence[str | Path]) -> list[Path]:

@@ -392,13 +392,24 @@ class Carrier:
         decision.carried = len(rest) + 1
         return self.manifest
 
+    def _recorded(self, key: str, what: str) -> dict[str, Any] | None:
+        """What the sidecar recorded of carried snapshot ``key`` under ``what`` (its
+        release suites' report, its statistics); None when it is not carried or has no
+        such record (one that is not an object is malformed, and logged)."""
+        if not self.decisions.get(key, Decision()).carried:
+            return None  # carried: its record is an object (``snapshot`` read its part)
+        recorded = self.state["snapshots"][key].get(what)
+        if recorded is not None and not isinstance(recorded, dict):
+            self._malformed(TypeError(f"{what} is {type(recorded).__name__}, not an object"))
+            return None
+        return recorded
+
     def gate(self, key: str, suites: str) -> GateReport | None:
         """The release suites' report on a carried snapshot's lines, as the last release
         ran them, when the suites are the same (``suites``: :func:`suites_key`) and none of
         their checks failed to run; else None (run them again)."""
-        recorded = (self.state.get("snapshots") or {}).get(key) or {}
-        gate = recorded.get("gate") or {}
-        if not self.decisions.get(key, Decision()).carried or gate.get("suites") != suites:
+        gate = self._recorded(key, "gate")
+        if gate is None or gate.get("suites") != suites:
             return None
         try:
             report = GateReport([CheckResult(**r) for r in gate["results"]])
@@ -411,9 +422,8 @@ class Carrier:
         """A carried snapshot's statistics on the card as the last release collected them
         from the same files, when the code that collects them is the same; else None
         (collect them again)."""
-        recorded = ((self.state.get("snapshots") or {}).get(key) or {}).get("stats") or {}
-        if not self.decisions.get(key, Decision()).carried or \
-                recorded.get("code") != stats_code():
+        recorded = self._recorded(key, "stats")
+        if recorded is None or recorded.get("code") != stats_code():
             return None
         try:
             stats = SnapshotStats.from_record(recorded["record"])

@@ -169,15 +169,17 @@ def test_a_carried_snapshots_statistics_on_the_card_are_kept(
     recorded = json.loads(sidecar_of(out).read_text())["snapshots"]
     assert recorded[A]["stats"]["record"]["passages"] == 2
     assert recorded[A]["stats"]["record"]["ops"] == {"X": 2, "E": 2}
-    for spoil, warned in (({"code": "another code"}, False),
-                          ({"record": {"snapshot": A, "passages": "two"}}, True)):
+    for n, (spoil, warned) in enumerate((
+            (lambda st: {**st, "code": "another code"}, False),
+            (lambda st: {**st, "record": {"snapshot": A, "passages": "two"}}, True),
+            (lambda st: "not an object", True))):
         state = json.loads(sidecar_of(out).read_text())
         for key in (A, B):
-            state["snapshots"][key]["stats"].update(spoil)
+            state["snapshots"][key]["stats"] = spoil(state["snapshots"][key]["stats"])
         sidecar_of(out).write_text(json.dumps(state))
         read.clear()
         caplog.clear()
-        validation = {"min_instances": 1 + warned}  # the shared files written again
+        validation = {"min_instances": 1 + n}  # the shared files written again
         with caplog.at_level(logging.WARNING, logger="emerge_lib.release.carry"):
             again = release(warehouse, out, A, B, workers=1, validation=validation)
         assert again.metrics["carried_files"] == 26 and sorted(read) == [A, B]
